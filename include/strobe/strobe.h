@@ -1,0 +1,383 @@
+/*
+ * strobe: a low-overhead GPU and CPU timeline profiler.
+ *
+ * This header is the reference manual of the C API. The rules that hold for
+ * every function are stated once here:
+ *
+ *  - Status: functions that can fail return int: 0 is success, a negative
+ *    errno value (-EINVAL, -EBUSY, -EALREADY, -ENOSPC, -ENOTSUP, -EPERM, ...)
+ *    or one of strobe's own codes (below -4000, enum strobe_status) is an
+ *    error. strobe_status_string() names any status; strobe_last_error()
+ *    says in words what went wrong on the calling thread.
+ *  - Ownership: strings passed in are copied before the call returns, so
+ *    callers may pass stack buffers. Pointers handed out are borrowed from
+ *    the object they came from and live as long as it does.
+ *  - Threads: every function may be called from any thread unless its
+ *    comment says otherwise. Control functions (prepare/start/stop, init,
+ *    shutdown, registrations) are serialised internally.
+ *  - Growable input structs start with `size_t size`; set it to
+ *    sizeof(struct ...). The library reads only the fields that size covers.
+ *  - The library never exits, aborts, or writes to stdout. Diagnostics go to
+ *    stderr at the level set by STROBE_LOG_LEVEL (or KINETO_LOG_LEVEL) and
+ *    to log observers.
+ *
+ * Timestamps crossing the API are nanoseconds since the Unix epoch.
+ */
+#ifndef STROBE_STROBE_H
+#define STROBE_STROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(STROBE_BUILDING_LIBRARY) && defined(__GNUC__)
+#define STROBE_API __attribute__((visibility("default")))
+#else
+#define STROBE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STROBE_VERSION_MAJOR 0
+#define STROBE_VERSION_MINOR 1
+#define STROBE_VERSION_PATCH 0
+#define STROBE_VERSION_STRING "0.1.0"
+
+/* Version of the library actually loaded, as "MAJOR.MINOR.PATCH". */
+STROBE_API const char *strobe_version(void);
+
+/* ------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------ */
+
+/* strobe's own status codes; everything else is a negative errno. */
+enum strobe_status {
+	STROBE_OK = 0,
+	STROBE_E_CONFIG = -4001,      /* config text refused (see strobe_last_error) */
+	STROBE_E_STATE = -4002,       /* call not valid in the current trace state */
+	STROBE_E_NOT_INIT = -4003,    /* strobe_init() has not been called */
+	STROBE_E_NO_WRITER = -4004,   /* no output registered for the URL */
+	STROBE_E_BAD_JSON = -4005,    /* text given as JSON does not parse */
+	STROBE_E_IO = -4006,          /* writing a trace file failed */
+};
+
+/* Name of a status: "OK", "Invalid argument", "config refused", ...
+ * Never NULL; unknown values give "unknown status". */
+STROBE_API const char *strobe_status_string(int status);
+
+/* The message of the last error on the calling thread, or "" when none.
+ * Valid until the next failing call on the same thread. */
+STROBE_API const char *strobe_last_error(void);
+
+/* ------------------------------------------------------------------------
+ * Lifecycle
+ * ------------------------------------------------------------------------ */
+
+struct strobe_init_opts {
+	size_t size; /* sizeof(struct strobe_init_opts) */
+	/* Log threshold (enum strobe_log_level); -1 = from the environment
+	 * (STROBE_LOG_LEVEL, else KINETO_LOG_LEVEL, else WARNING). */
+	int log_level;
+	/* Base config file; NULL = $STROBE_CONFIG, $KINETO_CONFIG, then
+	 * /etc/libkineto.conf. */
+	const char *config_path;
+};
+
+/* Initialises the library. NULL opts means defaults and environment.
+ * Idempotent: later calls return 0 and change nothing. Capture calls made
+ * before init are ignored at the cost of one relaxed load. */
+STROBE_API int strobe_init(const struct strobe_init_opts *opts);
+
+/* Stops any trace in progress (its data is discarded), unregisters nothing,
+ * and releases capture buffers. strobe_init() may be called again. Must not
+ * race with capture calls that expect to be recorded. */
+STROBE_API void strobe_shutdown(void);
+
+/* ------------------------------------------------------------------------
+ * Activity types: libkineto's integers and names (ActivityType.h); strobe's
+ * own types start at 48 so 29..47 stay free for libkineto.
+ * ------------------------------------------------------------------------ */
+
+enum strobe_activity_type {
+	STROBE_ACTIVITY_CPU_OP = 0,               /* "cpu_op" */
+	STROBE_ACTIVITY_USER_ANNOTATION = 1,      /* "user_annotation" */
+	STROBE_ACTIVITY_GPU_USER_ANNOTATION = 2,  /* "gpu_user_annotation" */
+	STROBE_ACTIVITY_GPU_MEMCPY = 3,           /* "gpu_memcpy" */
+	STROBE_ACTIVITY_GPU_MEMSET = 4,           /* "gpu_memset" */
+	STROBE_ACTIVITY_CONCURRENT_KERNEL = 5,    /* "kernel" */
+	STROBE_ACTIVITY_EXTERNAL_CORRELATION = 6, /* "external_correlation" */
+	STROBE_ACTIVITY_CUDA_RUNTIME = 7,         /* "cuda_runtime" */
+	STROBE_ACTIVITY_CUDA_DRIVER = 8,          /* "cuda_driver" */
+	STROBE_ACTIVITY_CPU_INSTANT_EVENT = 9,    /* "cpu_instant_event" */
+	STROBE_ACTIVITY_PYTHON_FUNCTION = 10,     /* "python_function" */
+	STROBE_ACTIVITY_OVERHEAD = 11,            /* "overhead" */
+	STROBE_ACTIVITY_MTIA_RUNTIME = 12,        /* "mtia_runtime" */
+	STROBE_ACTIVITY_MTIA_CCP_EVENTS = 13,     /* "mtia_ccp_events" */
+	STROBE_ACTIVITY_MTIA_INSIGHT = 14,        /* "mtia_insight" */
+	STROBE_ACTIVITY_CUDA_SYNC = 15,           /* "cuda_sync" */
+	STROBE_ACTIVITY_CUDA_EVENT = 16,          /* "cuda_event" */
+	STROBE_ACTIVITY_MTIA_COUNTERS = 17,       /* "mtia_counters" */
+	STROBE_ACTIVITY_GLOW_RUNTIME = 18,        /* "glow_runtime"; first optional type */
+	STROBE_ACTIVITY_CUDA_PROFILER_RANGE = 19, /* "cuda_profiler_range" */
+	STROBE_ACTIVITY_HPU_OP = 20,              /* "hpu_op" */
+	STROBE_ACTIVITY_XPU_RUNTIME = 21,         /* "xpu_runtime" */
+	STROBE_ACTIVITY_XPU_DRIVER = 22,          /* "xpu_driver" */
+	STROBE_ACTIVITY_COLLECTIVE_COMM = 23,     /* "collective_comm" */
+	STROBE_ACTIVITY_PRIVATEUSE1_RUNTIME = 24, /* "privateuse1_runtime" */
+	STROBE_ACTIVITY_PRIVATEUSE1_DRIVER = 25,  /* "privateuse1_driver" */
+	STROBE_ACTIVITY_XPU_SCOPE_PROFILER = 26,  /* "xpu_scope_profiler" */
+	STROBE_ACTIVITY_XPU_SYNC = 27,            /* "xpu_sync" */
+	STROBE_ACTIVITY_HARDWARE_COUNTERS = 28,   /* "hardware_counters" */
+	STROBE_ACTIVITY_KINETO_COUNT = 29,        /* libkineto's ENUM_COUNT */
+
+	STROBE_ACTIVITY_CPU_COUNTER = 48, /* "cpu_counter": strobe_counter() */
+	STROBE_ACTIVITY_TYPE_MAX = 63,    /* types fit in a 64-bit mask */
+};
+
+/* Bit of a type in an activity mask. */
+#define STROBE_ACTIVITY_BIT(type) (1ull << (unsigned)(type))
+
+/* libkineto's default set: types 0..17. strobe_prepare(0, ...) selects it,
+ * plus strobe's CPU counters. */
+#define STROBE_ACTIVITY_DEFAULT_MASK \
+	(((1ull << 18) - 1) | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_COUNTER))
+
+/* The type's name ("cpu_op", "kernel", ...) or NULL if the value is not a
+ * known type. */
+STROBE_API const char *strobe_activity_type_name(enum strobe_activity_type type);
+
+/* Parses a type name (exact, case-sensitive, as libkineto). Returns 0 and
+ * sets *out, or -EINVAL for an unknown name. */
+STROBE_API int strobe_activity_type_parse(const char *name, enum strobe_activity_type *out);
+
+/* ------------------------------------------------------------------------
+ * Activities
+ * ------------------------------------------------------------------------ */
+
+enum strobe_arg_kind {
+	STROBE_ARG_I64 = 0,
+	STROBE_ARG_U64 = 1,
+	STROBE_ARG_F64 = 2,
+	STROBE_ARG_BOOL = 3,
+	STROBE_ARG_STRING = 4, /* written as a JSON string, escaped */
+	STROBE_ARG_JSON = 5,   /* written verbatim; must be valid JSON */
+};
+
+/* One typed key/value pair. */
+struct strobe_arg {
+	const char *key;
+	enum strobe_arg_kind kind;
+	union {
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+		bool b;
+		const char *str; /* STROBE_ARG_STRING and STROBE_ARG_JSON */
+	} value;
+};
+
+/* Activity flags. */
+#define STROBE_ACTIVITY_UNFINISHED 0x1u /* range still open at stop; end = stop time */
+#define STROBE_ACTIVITY_FLOW_START 0x2u /* this activity starts its flow (else ends it) */
+
+/* Flow kinds (arrows between activities), libkineto's values. */
+enum strobe_flow_kind {
+	STROBE_FLOW_NONE = 0,
+	STROBE_FLOW_FWDBWD = 1,    /* "fwdbwd": forward op to its backward op */
+	STROBE_FLOW_ASYNC_CPU_GPU = 2, /* "ac2g": launching call to GPU work */
+};
+
+/* A finished activity. In a trace, device is the JSON pid (a process id for
+ * CPU work, a GPU index for GPU work) and resource the JSON tid (a system
+ * thread id or a stream). id is the activity's own correlation id (for ops:
+ * its External id); linked_id is the id of the op it belongs to (GPU work
+ * and launch calls), 0 when none. */
+struct strobe_activity {
+	size_t size; /* sizeof(struct strobe_activity) */
+	enum strobe_activity_type type;
+	uint32_t flags; /* STROBE_ACTIVITY_* flags */
+	const char *name;
+	int64_t start_ns; /* epoch ns */
+	int64_t end_ns;   /* epoch ns; == start_ns for instants and counters */
+	int64_t device;
+	int64_t resource;
+	uint64_t id;
+	uint64_t linked_id;
+	uint64_t flow_id; /* 0 = no flow */
+	enum strobe_flow_kind flow_kind;
+	const struct strobe_arg *args;
+	size_t arg_count;
+};
+
+/* Called once per activity. Return 0 to go on, anything else to stop the
+ * walk (the value is returned by the walking function). */
+typedef int (*strobe_activity_cb)(const struct strobe_activity *activity, void *user_arg);
+
+/* ------------------------------------------------------------------------
+ * Synchronous tracing
+ * ------------------------------------------------------------------------ */
+
+/* Configures a trace. activity_mask selects types (STROBE_ACTIVITY_BIT);
+ * 0 means ACTIVITY_TYPES from the config, else libkineto's default set. An
+ * explicit mask beats ACTIVITY_TYPES. config is libkineto config text
+ * (KEY=VALUE lines, see docs/config.md) layered over the base config file;
+ * NULL or "" uses the base config alone. Any bad line refuses the whole
+ * request with STROBE_E_CONFIG and a message naming the line; nothing is
+ * half-applied. A prepared or running trace is replaced (its data is
+ * discarded). Errors: STROBE_E_NOT_INIT, STROBE_E_CONFIG. */
+STROBE_API int strobe_prepare(uint64_t activity_mask, const char *config);
+
+/* Opens the capture window. Errors: STROBE_E_STATE when no trace is
+ * prepared (-EALREADY when it is already running). */
+STROBE_API int strobe_start(void);
+
+/* Closes the window, processes what was captured on the calling thread and
+ * hands the trace to *out (the caller owns it: strobe_trace_destroy). out
+ * may be NULL to discard the trace. Ranges still open are closed at stop
+ * time and flagged STROBE_ACTIVITY_UNFINISHED. Errors: STROBE_E_STATE when
+ * no trace is running, -ENOMEM. */
+typedef struct strobe_trace strobe_trace;
+STROBE_API int strobe_stop(strobe_trace **out);
+
+/* Pauses (false) or resumes (true) collection of device activity and of
+ * child profilers in the running trace. CPU events keep being recorded, as
+ * in libkineto. Errors: STROBE_E_STATE when no trace is running. */
+STROBE_API int strobe_toggle_collection(bool enable);
+
+/* True while a capture window is open. */
+STROBE_API bool strobe_is_tracing(void);
+
+/* ------------------------------------------------------------------------
+ * Traces
+ * ------------------------------------------------------------------------ */
+
+/* Writes the trace. url's protocol picks the writer ("file://", or one
+ * registered with strobe_register_output); a plain path picks by suffix:
+ * ".json" Chrome-trace JSON, ".json.gz" gzip (level from
+ * STROBE_GZIP_LEVEL, default 1), ".json.zst" zstd; other suffixes write
+ * plain JSON. Files are written to a temporary name and renamed, so a
+ * failure (unwritable directory, full disk) leaves no partial file and
+ * returns STROBE_E_IO with the reason. Errors: -EINVAL, STROBE_E_NO_WRITER,
+ * STROBE_E_IO. Thread-safe for concurrent saves of the same trace. */
+STROBE_API int strobe_trace_save(const strobe_trace *trace, const char *url);
+
+/* Number of activities in the trace (0 for NULL). */
+STROBE_API size_t strobe_trace_activity_count(const strobe_trace *trace);
+
+/* Calls cb for every activity, per thread in start order. Activities and
+ * their strings are borrowed until the trace is destroyed. Returns 0, the
+ * callback's non-zero value, or -EINVAL. */
+STROBE_API int strobe_trace_foreach(const strobe_trace *trace, strobe_activity_cb cb, void *user_arg);
+
+/* Frees the trace. NULL is allowed. */
+STROBE_API void strobe_trace_destroy(strobe_trace *trace);
+
+/* ------------------------------------------------------------------------
+ * CPU events: the hot path
+ *
+ * When no trace is running each call costs one relaxed atomic load. While
+ * tracing, a call writes only to the calling thread's buffer: no lock, no
+ * shared atomic, no system call, no allocation after the thread's first
+ * event. Names are copied (up to 1023 bytes; longer names are truncated
+ * and counted). Events beyond ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB are dropped
+ * and counted in the trace metadata.
+ * ------------------------------------------------------------------------ */
+
+/* Opens a user_annotation range on the calling thread. */
+STROBE_API void strobe_range_push(const char *name);
+/* Closes the innermost range opened by strobe_range_push (or
+ * strobe_op_push) on the calling thread. */
+STROBE_API void strobe_range_pop(void);
+
+/* Opens a cpu_op range and returns its id (its "External id"; unique in
+ * the process, below 2^53), or 0 when no trace is running. GPU work
+ * launched inside the op links to it. */
+STROBE_API uint64_t strobe_op_push(const char *name);
+/* Closes the innermost op. */
+STROBE_API void strobe_op_pop(void);
+
+/* A cpu_instant_event at the current time. */
+STROBE_API void strobe_instant(const char *name);
+
+/* A sample of the counter `name` (a "C" event in the JSON). Non-finite
+ * values are dropped and counted. */
+STROBE_API void strobe_counter(const char *name, double value);
+
+/* Records a complete activity with the caller's own timestamps (epoch ns,
+ * e.g. from strobe_now_ns) and args; everything is copied. device 0 means
+ * this process; resource 0 means the calling thread. Recorded only while a
+ * trace is running and its type is selected. Errors: -EINVAL for a NULL or
+ * malformed activity (end before start, args with NULL keys, an unknown
+ * type, JSON args that do not parse), STROBE_E_STATE when no trace is
+ * running, -ENOSPC when the buffer budget is exhausted (counted). */
+STROBE_API int strobe_record(const struct strobe_activity *activity);
+
+/* The current time in epoch ns, in the same time base as the trace. */
+STROBE_API uint64_t strobe_now_ns(void);
+
+/* ------------------------------------------------------------------------
+ * Correlation: per-thread stacks of external ids, for frameworks that have
+ * their own op ids. GPU work launched while an id is on top of the stack is
+ * linked to it (CUPTI external correlation, kind CUSTOM0 for the plain pair
+ * and CUSTOM1 for the user pair). Cost: as the hot path above.
+ * ------------------------------------------------------------------------ */
+
+STROBE_API void strobe_correlation_push(uint64_t id);
+STROBE_API void strobe_correlation_pop(void);
+STROBE_API void strobe_user_correlation_push(uint64_t id);
+STROBE_API void strobe_user_correlation_pop(void);
+
+/* ------------------------------------------------------------------------
+ * Metadata: process-wide, typed, kept across traces; every trace written
+ * afterwards carries it as a top-level key. Setting a key again replaces
+ * it. Errors: -EINVAL (NULL or empty key, NULL value), STROBE_E_BAD_JSON,
+ * -ENOMEM. Thread-safe.
+ * ------------------------------------------------------------------------ */
+
+STROBE_API int strobe_metadata_set_string(const char *key, const char *value);
+STROBE_API int strobe_metadata_set_int(const char *key, int64_t value);
+STROBE_API int strobe_metadata_set_double(const char *key, double value);
+/* value must be one valid JSON value; it is written verbatim. */
+STROBE_API int strobe_metadata_set_json(const char *key, const char *json);
+/* Removes a key; -ENOENT when it was not set. */
+STROBE_API int strobe_metadata_remove(const char *key);
+
+/* Names the calling thread in traces (any length; the kernel's 15-byte
+ * thread name is not touched). Errors: -EINVAL for NULL. */
+STROBE_API int strobe_thread_set_name(const char *name);
+
+/* ------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------ */
+
+/* libkineto's severities. */
+enum strobe_log_level {
+	STROBE_LOG_VERBOSE = 0,
+	STROBE_LOG_INFO = 1,
+	STROBE_LOG_WARNING = 2,
+	STROBE_LOG_STAGE = 3,
+	STROBE_LOG_ERROR = 4,
+};
+
+/* Receives every message at or above the threshold, formatted without a
+ * trailing newline. Called on the thread that logs, under the logging
+ * lock: it must not block or call back into strobe's logging. */
+typedef void (*strobe_log_cb)(enum strobe_log_level level, const char *message, void *user_arg);
+
+/* Adds an observer. Errors: -EINVAL, -EEXIST (same cb and user_arg),
+ * -ENOSPC (16 observers at most). */
+STROBE_API int strobe_log_add_observer(strobe_log_cb cb, void *user_arg);
+/* Removes it; -ENOENT if it was not added. */
+STROBE_API int strobe_log_remove_observer(strobe_log_cb cb, void *user_arg);
+/* Sets the stderr and observer threshold. */
+STROBE_API void strobe_log_set_level(enum strobe_log_level level);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "strobe/plugin.h"
+
+#endif /* STROBE_STROBE_H */

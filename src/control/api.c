@@ -1,0 +1,131 @@
+/* The public lifecycle and sync-tracing entry points. */
+#define LOG_TAG "api"
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "control/controller.h"
+#include "control/profilers.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/metadata.h"
+#include "core/tbuf.h"
+#include "output/output.h"
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool initialized;
+static char base_config_path[4096];
+
+static void atfork_child(void)
+{
+	strb_log_atfork_child();
+	strb_metadata_atfork_child();
+	strb_profilers_atfork_child();
+	strb_output_atfork_child();
+	strb_control_atfork_child();
+	strb_tbuf_atfork_child();
+	pthread_mutex_init(&init_lock, NULL);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+const char *strobe_version(void)
+{
+	return STROBE_VERSION_STRING;
+}
+
+int strobe_init(const struct strobe_init_opts *opts)
+{
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+	pthread_mutex_lock(&init_lock);
+	if (atomic_load(&initialized)) {
+		pthread_mutex_unlock(&init_lock);
+		return 0;
+	}
+	strb_log_init_from_env();
+	if (opts && opts->size >= offsetof(struct strobe_init_opts, log_level) + sizeof(int) && opts->log_level >= 0)
+		strobe_log_set_level((enum strobe_log_level)opts->log_level);
+	base_config_path[0] = 0;
+	if (opts && opts->size >= offsetof(struct strobe_init_opts, config_path) + sizeof(char *) &&
+	    opts->config_path)
+		snprintf(base_config_path, sizeof(base_config_path), "%s", opts->config_path);
+	strb_clock_init();
+	pthread_once(&atfork_once, register_atfork);
+	atomic_store(&initialized, true);
+	pthread_mutex_unlock(&init_lock);
+	LOGI("strobe %s initialised", STROBE_VERSION_STRING);
+	return 0;
+}
+
+void strobe_shutdown(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (atomic_load(&initialized)) {
+		strb_control_cancel();
+		strb_tbuf_shutdown();
+		atomic_store(&initialized, false);
+	}
+	pthread_mutex_unlock(&init_lock);
+}
+
+int strobe_prepare(uint64_t activity_mask, const char *config_text)
+{
+	if (!atomic_load(&initialized))
+		return strb_error(STROBE_E_NOT_INIT, "strobe_prepare: call strobe_init() first");
+	struct strb_config cfg;
+	strb_config_init(&cfg);
+	char err[512];
+
+	/* The base file first, then the caller's text on top: explicit text wins. */
+	const char *base_path = NULL;
+	char *base = strb_config_read_base(base_config_path[0] ? base_config_path : NULL, &base_path);
+	if (!base)
+		return strb_error(-ENOMEM, "strobe_prepare: out of memory");
+	if (base[0] && strb_config_parse(&cfg, base, NULL, err, sizeof(err)) != 0) {
+		LOGW("ignoring base config %s: %s", base_path ? base_path : "", err);
+		strb_config_init(&cfg);
+	}
+	free(base);
+	if (config_text && config_text[0] && strb_config_parse(&cfg, config_text, NULL, err, sizeof(err)) != 0)
+		return strb_error(STROBE_E_CONFIG, "strobe_prepare: config refused: %s", err);
+	if (activity_mask)
+		cfg.activity_mask = activity_mask;
+	if (!cfg.activity_mask)
+		cfg.activity_mask = STROBE_ACTIVITY_DEFAULT_MASK;
+	return strb_control_prepare(&cfg);
+}
+
+int strobe_start(void)
+{
+	if (!atomic_load(&initialized))
+		return strb_error(STROBE_E_NOT_INIT, "strobe_start: call strobe_init() first");
+	return strb_control_start();
+}
+
+int strobe_stop(strobe_trace **out)
+{
+	if (!atomic_load(&initialized)) {
+		if (out)
+			*out = NULL;
+		return strb_error(STROBE_E_NOT_INIT, "strobe_stop: call strobe_init() first");
+	}
+	return strb_control_stop(out);
+}
+
+int strobe_toggle_collection(bool enable)
+{
+	return strb_control_toggle(enable);
+}
+
+bool strobe_is_tracing(void)
+{
+	return atomic_load_explicit(&strb_session_active, memory_order_relaxed) != 0;
+}

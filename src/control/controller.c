@@ -1,0 +1,274 @@
+#define LOG_TAG "control"
+#include "control/controller.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/profilers.h"
+#include "core/capture.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/tbuf.h"
+#include "process/process.h"
+
+/* Everything below is guarded by `lock`, except what the sampler thread
+ * touches, which is guarded by `map_lock`. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static enum strb_state state;
+static struct strb_config config;
+static uint32_t last_session;
+static uint32_t session;
+static uint64_t start_ticks;
+static int64_t start_ns;
+static struct strb_profiler_set profilers;
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t map_cond;
+static struct strb_clock_map clock_map;
+static bool sampler_stop;
+static bool sampler_running;
+static pthread_t sampler;
+
+/* Samples the clock about once a second so the tick -> ns map follows the
+ * TSC's real rate over long traces. */
+static void *sampler_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&map_lock);
+	while (!sampler_stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&map_cond, &map_lock, &until);
+		if (!sampler_stop)
+			strb_clock_map_sample(&clock_map);
+	}
+	pthread_mutex_unlock(&map_lock);
+	return NULL;
+}
+
+static void sampler_init_cond(void)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&map_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static void sampler_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, sampler_init_cond);
+	sampler_stop = false;
+	/* Block every signal in the sampler so the host's handlers never run on it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	sampler_running = pthread_create(&sampler, NULL, sampler_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (sampler_running)
+		pthread_setname_np(sampler, "strobe-clock");
+	else
+		LOGW("cannot start the clock sampler thread; long traces may drift");
+}
+
+static void sampler_join(void)
+{
+	if (!sampler_running)
+		return;
+	pthread_mutex_lock(&map_lock);
+	sampler_stop = true;
+	pthread_cond_signal(&map_cond);
+	pthread_mutex_unlock(&map_lock);
+	pthread_join(sampler, NULL);
+	sampler_running = false;
+}
+
+/* Ends capture of the current session: after this no thread starts a new
+ * record for it. */
+static void end_capture(void)
+{
+	atomic_store(&strb_session_active, 0);
+	atomic_store(&strb_epoch_anchor, 0);
+	sampler_join();
+}
+
+static void discard_locked(void)
+{
+	if (state == STRB_RUNNING) {
+		end_capture();
+		strb_profilers_stop(&profilers);
+	}
+	if (state != STRB_IDLE) {
+		strb_profilers_release(&profilers);
+		strb_tbuf_release_all();
+		strb_clock_map_free(&clock_map);
+	}
+	state = STRB_IDLE;
+}
+
+int strb_control_prepare(const struct strb_config *cfg)
+{
+	pthread_mutex_lock(&lock);
+	if (state != STRB_IDLE)
+		LOGW("a new trace replaces the one that was %s; its data is discarded",
+		     state == STRB_RUNNING ? "running" : "prepared");
+	discard_locked();
+	config = *cfg;
+	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
+	char *text = strb_config_format(cfg);
+	strb_profilers_prepare(&profilers, cfg->activity_mask, text ? text : "");
+	free(text);
+	state = STRB_PREPARED;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int strb_control_start(void)
+{
+	int rc = 0;
+	pthread_mutex_lock(&lock);
+	if (state == STRB_RUNNING) {
+		rc = strb_error(-EALREADY, "strobe_start: the trace is already running");
+		goto out;
+	}
+	if (state != STRB_PREPARED) {
+		rc = strb_error(STROBE_E_STATE, "strobe_start: no trace is prepared (call strobe_prepare first)");
+		goto out;
+	}
+	if (++last_session == 0)
+		last_session = 1;
+	session = last_session;
+	pthread_mutex_lock(&map_lock);
+	rc = strb_clock_map_begin(&clock_map);
+	pthread_mutex_unlock(&map_lock);
+	if (rc) {
+		rc = strb_error(-ENOMEM, "strobe_start: out of memory");
+		goto out;
+	}
+	atomic_store(&strb_epoch_anchor, clock_map.real_minus_mono);
+	start_ticks = strb_clock_ticks();
+	start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks);
+	strb_profilers_start(&profilers);
+	sampler_start();
+	atomic_store_explicit(&strb_session_active, session, memory_order_release);
+	state = STRB_RUNNING;
+	LOGI("trace started (session %u)", session);
+out:
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+struct child_emit {
+	struct strobe_trace *t;
+	const struct strb_window *w;
+};
+
+static int child_emit(const struct strobe_activity *a, void *arg)
+{
+	struct child_emit *ce = arg;
+	return strb_process_child_activity(ce->t, ce->w, a);
+}
+
+int strb_control_stop(strobe_trace **out)
+{
+	int rc = 0;
+	if (out)
+		*out = NULL;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_RUNNING) {
+		rc = strb_error(STROBE_E_STATE, "strobe_stop: no trace is running");
+		pthread_mutex_unlock(&lock);
+		return rc;
+	}
+	uint64_t stop_ticks = strb_clock_ticks();
+	end_capture();
+	strb_profilers_stop(&profilers);
+	strb_clock_map_sample(&clock_map);
+
+	struct strb_window w = {
+		.session = session,
+		.start_ticks = start_ticks,
+		.stop_ticks = stop_ticks,
+		.start_ns = start_ns,
+		.stop_ns = strb_clock_map_to_epoch(&clock_map, stop_ticks),
+		.map = &clock_map,
+		.mask = config.activity_mask,
+	};
+	struct strobe_trace *t = strb_trace_new();
+	if (!t) {
+		rc = strb_error(-ENOMEM, "strobe_stop: out of memory");
+		goto out;
+	}
+	t->start_ns = w.start_ns;
+	t->end_ns = w.stop_ns;
+	t->pid = getpid();
+	t->activity_mask = w.mask;
+	rc = strb_process_cpu(t, &w);
+	struct child_emit ce = {t, &w};
+	if (!rc)
+		rc = strb_profilers_collect(&profilers, child_emit, &ce);
+	if (!rc)
+		rc = strb_process_finish(t, &w, &config);
+	if (rc) {
+		strobe_trace_destroy(t);
+		rc = strb_error(-ENOMEM, "strobe_stop: out of memory while processing the trace");
+		goto out;
+	}
+	LOGI("trace stopped: %zu activities", t->count);
+	if (out)
+		*out = t;
+	else
+		strobe_trace_destroy(t);
+out:
+	state = STRB_PREPARED; /* capture has ended: release without stopping twice */
+	discard_locked();
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+void strb_control_cancel(void)
+{
+	pthread_mutex_lock(&lock);
+	discard_locked();
+	pthread_mutex_unlock(&lock);
+}
+
+enum strb_state strb_control_state(void)
+{
+	pthread_mutex_lock(&lock);
+	enum strb_state s = state;
+	pthread_mutex_unlock(&lock);
+	return s;
+}
+
+int strb_control_toggle(bool enable)
+{
+	int rc = 0;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_RUNNING)
+		rc = strb_error(STROBE_E_STATE, "strobe_toggle_collection: no trace is running");
+	else
+		strb_profilers_toggle(&profilers, enable);
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+void strb_control_atfork_child(void)
+{
+	/* The child has none of the parent's other threads: start clean. */
+	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_init(&map_lock, NULL);
+	sampler_running = false;
+	atomic_store(&strb_epoch_anchor, 0);
+	strb_profilers_release(&profilers);
+	strb_clock_map_free(&clock_map);
+	state = STRB_IDLE;
+}

@@ -1,0 +1,174 @@
+/* The public capture calls: the hot path. Each one is a relaxed load when
+ * not tracing; when tracing, a clock read and a write into the calling
+ * thread's own buffer. */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/capture.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/tbuf.h"
+#include "process/process.h"
+
+static _Atomic uint64_t next_op_block = 1;
+#define OP_BLOCK 4096
+
+static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint8_t kind, uint32_t aux,
+							 const char *name, size_t payload)
+{
+	uint64_t now = strb_clock_ticks();
+	size_t len = 0;
+	if (name) {
+		len = strnlen(name, STRB_NAME_MAX + 1);
+		if (__builtin_expect(len > STRB_NAME_MAX, 0)) {
+			len = STRB_NAME_MAX;
+			b->truncated++;
+		}
+	}
+	size_t total = sizeof(struct strb_rec) + payload + ((len + 7) & ~(size_t)7);
+	struct strb_rec *r = strb_tbuf_reserve(b, total);
+	if (__builtin_expect(!r, 0))
+		return NULL;
+	r->ticks = now;
+	r->kind = kind;
+	r->reserved = 0;
+	r->name_len = (uint16_t)len;
+	r->aux = aux;
+	if (len)
+		memcpy((uint8_t *)(r + 1) + payload, name, len);
+	return r + 1;
+}
+
+static inline __attribute__((always_inline)) void put_simple(uint8_t kind, const char *name)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	if (put(b, kind, 0, name, 0))
+		strb_tbuf_publish(b);
+}
+
+void strobe_range_push(const char *name)
+{
+	put_simple(STRB_REC_RANGE_PUSH, name);
+}
+
+void strobe_range_pop(void)
+{
+	put_simple(STRB_REC_RANGE_POP, NULL);
+}
+
+void strobe_instant(const char *name)
+{
+	put_simple(STRB_REC_INSTANT, name);
+}
+
+void strobe_op_pop(void)
+{
+	put_simple(STRB_REC_OP_POP, NULL);
+}
+
+uint64_t strb_ids_take_block(uint64_t n)
+{
+	return atomic_fetch_add_explicit(&next_op_block, n, memory_order_relaxed);
+}
+
+static uint64_t take_op_id(struct strb_tbuf *b)
+{
+	if (__builtin_expect(b->next_op_id == b->op_id_end, 0)) {
+		b->next_op_id = strb_ids_take_block(OP_BLOCK);
+		b->op_id_end = b->next_op_id + OP_BLOCK;
+	}
+	return b->next_op_id++;
+}
+
+uint64_t strobe_op_push(const char *name)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return 0;
+	uint64_t *id = put(b, STRB_REC_OP_PUSH, 0, name, sizeof(uint64_t));
+	if (!id)
+		return 0;
+	*id = take_op_id(b);
+	strb_tbuf_publish(b);
+	return *id;
+}
+
+void strobe_counter(const char *name, double value)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	double *v = put(b, STRB_REC_COUNTER, 0, name, sizeof(double));
+	if (!v)
+		return;
+	*v = value;
+	strb_tbuf_publish(b);
+}
+
+static void corr(uint8_t kind, uint32_t which, const uint64_t *id)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	uint64_t *p = put(b, kind, which, NULL, id ? sizeof(uint64_t) : 0);
+	if (!p)
+		return;
+	if (id)
+		*p = *id;
+	strb_tbuf_publish(b);
+	strb_capture_notify_correlation(which, id);
+}
+
+void strobe_correlation_push(uint64_t id)
+{
+	corr(STRB_REC_CORR_PUSH, 0, &id);
+}
+
+void strobe_correlation_pop(void)
+{
+	corr(STRB_REC_CORR_POP, 0, NULL);
+}
+
+void strobe_user_correlation_push(uint64_t id)
+{
+	corr(STRB_REC_CORR_PUSH, 1, &id);
+}
+
+void strobe_user_correlation_pop(void)
+{
+	corr(STRB_REC_CORR_POP, 1, NULL);
+}
+
+_Atomic int64_t strb_epoch_anchor;
+static _Atomic(strb_correlation_hook) correlation_hook;
+
+void strb_capture_set_correlation_hook(strb_correlation_hook hook)
+{
+	atomic_store(&correlation_hook, hook);
+}
+
+void strb_capture_notify_correlation(uint32_t which, const uint64_t *id)
+{
+	strb_correlation_hook hook = atomic_load_explicit(&correlation_hook, memory_order_acquire);
+	if (hook)
+		hook(which, id);
+}
+
+uint64_t strobe_now_ns(void)
+{
+	int64_t anchor = atomic_load_explicit(&strb_epoch_anchor, memory_order_relaxed);
+	if (anchor)
+		return (uint64_t)(strb_clock_mono_ns() + anchor);
+	return (uint64_t)strb_clock_real_ns();
+}
+
+int strobe_thread_set_name(const char *name)
+{
+	if (!name)
+		return strb_error(-EINVAL, "strobe_thread_set_name: name is NULL");
+	return strb_thread_name_set(name);
+}

@@ -1,0 +1,49 @@
+/* Internal side of the capture API: record layouts shared with the
+ * processing pass, and hooks for device backends. */
+#ifndef STROBE_CORE_CAPTURE_H
+#define STROBE_CORE_CAPTURE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "strobe/strobe.h"
+
+/* Payload of STRB_REC_ACTIVITY (strobe_record), followed by the args and
+ * then the name. Each arg: struct strb_rec_arg, the key, then for strings
+ * the value, each padded to 8 bytes. */
+struct strb_rec_activity {
+	int64_t start_ns, end_ns;
+	int64_t device, resource;
+	uint64_t id, linked_id, flow_id;
+	uint32_t type, flags, flow_kind, arg_count;
+};
+
+struct strb_rec_arg {
+	uint32_t kind;
+	uint16_t key_len;
+	uint16_t reserved;
+	uint32_t str_len; /* STRING/JSON */
+	uint32_t reserved2;
+	union {
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+		uint64_t b;
+	} v;
+};
+
+/* Called after a correlation push (id != NULL) or pop on the capturing
+ * thread, while tracing. Device backends install one to forward ids to
+ * the vendor's external-correlation API. */
+typedef void (*strb_correlation_hook)(uint32_t which, const uint64_t *id);
+void strb_capture_set_correlation_hook(strb_correlation_hook hook);
+void strb_capture_notify_correlation(uint32_t which, const uint64_t *id);
+
+/* realtime - monotonic at the start of the running trace (0 when idle),
+ * so strobe_now_ns agrees with the trace's time base. */
+extern _Atomic int64_t strb_epoch_anchor;
+
+/* Sets the calling thread's display name (strobe_thread_set_name). */
+int strb_thread_name_set(const char *name);
+
+#endif

@@ -1,0 +1,187 @@
+#define LOG_TAG "clock"
+#include "core/clock.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "core/log.h"
+
+enum strb_clock_kind strb_clock_kind_in_use = STRB_CLOCK_MONOTONIC;
+static enum strb_clock_kind real_kind = STRB_CLOCK_MONOTONIC;
+static bool clock_ready;
+static struct strb_clock_fake fake;
+
+static bool tsc_is_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
+		return false;
+	__get_cpuid(0x80000007, &a, &b, &c, &d);
+	if (!(d & (1u << 8))) /* invariant TSC */
+		return false;
+	/* The kernel trusts the TSC only if it made it the clocksource; if it
+	 * did not (unsynchronised sockets, a bad hypervisor), neither do we. */
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return false;
+	char name[32] = "";
+	bool ok = fgets(name, sizeof(name), f) && !strncmp(name, "tsc", 3) && (name[3] == '\n' || !name[3]);
+	fclose(f);
+	return ok;
+#else
+	return false;
+#endif
+}
+
+void strb_clock_init(void)
+{
+	if (clock_ready)
+		return;
+	const char *force = getenv("STROBE_CLOCK");
+	if (force && !strcmp(force, "monotonic"))
+		real_kind = STRB_CLOCK_MONOTONIC;
+	else
+		real_kind = tsc_is_usable() ? STRB_CLOCK_TSC : STRB_CLOCK_MONOTONIC;
+	strb_clock_kind_in_use = real_kind;
+	clock_ready = true;
+	LOGI("clock source: %s", strb_clock_name());
+}
+
+void strb_clock_set_fake(const struct strb_clock_fake *f)
+{
+	strb_clock_init();
+	if (f) {
+		fake = *f;
+		strb_clock_kind_in_use = STRB_CLOCK_FAKE;
+	} else {
+		strb_clock_kind_in_use = real_kind;
+	}
+}
+
+const char *strb_clock_name(void)
+{
+	switch (strb_clock_kind_in_use) {
+	case STRB_CLOCK_TSC:
+		return "tsc";
+	case STRB_CLOCK_FAKE:
+		return "fake";
+	default:
+		return "monotonic";
+	}
+}
+
+uint64_t strb_clock_fake_ticks(void)
+{
+	return fake.ticks(fake.arg);
+}
+
+int64_t strb_clock_mono_ns(void)
+{
+	return strb_clock_kind_in_use == STRB_CLOCK_FAKE ? fake.mono_ns(fake.arg) : strb_mono_ns_raw();
+}
+
+int64_t strb_clock_real_ns(void)
+{
+	if (strb_clock_kind_in_use == STRB_CLOCK_FAKE)
+		return fake.real_ns(fake.arg);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int strb_clock_map_add(struct strb_clock_map *map, uint64_t ticks, int64_t mono_ns)
+{
+	if (map->count && ticks <= map->points[map->count - 1].ticks)
+		return 0; /* a repeated sample adds nothing and would divide by zero */
+	if (map->count == map->cap) {
+		size_t cap = map->cap ? map->cap * 2 : 64;
+		struct strb_clock_point *p = realloc(map->points, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		map->points = p;
+		map->cap = cap;
+	}
+	map->points[map->count++] = (struct strb_clock_point){ticks, mono_ns};
+	return 0;
+}
+
+int strb_clock_map_sample(struct strb_clock_map *map)
+{
+	uint64_t best_t = 0, best_span = UINT64_MAX;
+	int64_t best_m = 0;
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = strb_clock_ticks();
+		int64_t m = strb_clock_mono_ns();
+		uint64_t t1 = strb_clock_ticks();
+		if (t1 - t0 < best_span) {
+			best_span = t1 - t0;
+			best_t = t0 + (t1 - t0) / 2;
+			best_m = m;
+		}
+	}
+	return strb_clock_map_add(map, best_t, best_m);
+}
+
+int strb_clock_map_begin(struct strb_clock_map *map)
+{
+	map->count = 0;
+	int64_t m0 = strb_clock_mono_ns();
+	int64_t r = strb_clock_real_ns();
+	int64_t m1 = strb_clock_mono_ns();
+	map->real_minus_mono = r - (m0 + (m1 - m0) / 2);
+	return strb_clock_map_sample(map);
+}
+
+static int64_t interpolate(const struct strb_clock_point *a, const struct strb_clock_point *b, uint64_t ticks)
+{
+	/* 128-bit so that hours of ticks times a ns delta cannot overflow. */
+	__int128 dt = (__int128)ticks - (__int128)a->ticks;
+	__int128 span = (__int128)(b->ticks - a->ticks);
+	__int128 dm = (__int128)(b->mono_ns - a->mono_ns);
+	__int128 num = dt * dm;
+	/* Round to nearest rather than towards zero. */
+	__int128 q = (num >= 0 ? num + span / 2 : num - span / 2) / span;
+	return a->mono_ns + (int64_t)q;
+}
+
+int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks)
+{
+	int64_t mono;
+	if (map->count == 0)
+		return 0;
+	if (map->count == 1) {
+		/* One sample: the monotonic source's ticks are ns already; for the
+		 * TSC this only happens for a trace shorter than one sample pair. */
+		mono = map->points[0].mono_ns + (int64_t)(ticks - map->points[0].ticks);
+	} else {
+		size_t lo = 0, hi = map->count - 1;
+		if (ticks <= map->points[0].ticks) {
+			hi = 1;
+		} else if (ticks >= map->points[hi].ticks) {
+			lo = hi - 1;
+		} else {
+			while (hi - lo > 1) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (map->points[mid].ticks <= ticks)
+					lo = mid;
+				else
+					hi = mid;
+			}
+		}
+		mono = interpolate(&map->points[lo], &map->points[lo + (hi > lo ? 1 : 0)], ticks);
+	}
+	return mono + map->real_minus_mono;
+}
+
+void strb_clock_map_free(struct strb_clock_map *map)
+{
+	free(map->points);
+	memset(map, 0, sizeof(*map));
+}

@@ -1,0 +1,239 @@
+#define LOG_TAG "capture"
+#include "core/tbuf.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/capture.h"
+#include "core/log.h"
+
+#define CLAIM_BYTES (64 * 1024)
+#define MIN_RESERVE (1 << 20)
+
+_Atomic uint32_t strb_session_active;
+__thread struct strb_tbuf *strb_tls_buf;
+/* The name given with strobe_thread_set_name, kept even when not tracing. */
+static __thread char tls_thread_name[STRB_THREAD_NAME_MAX];
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct strb_tbuf *registry;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static _Atomic int64_t budget_total = 256ll << 20;
+static _Atomic int64_t budget_left = 256ll << 20;
+
+static void on_thread_exit(void *p)
+{
+	struct strb_tbuf *b = p;
+	atomic_store(&b->dead, true);
+}
+
+static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+void strb_tbuf_set_budget(int64_t bytes)
+{
+	atomic_store(&budget_total, bytes);
+	atomic_store(&budget_left, bytes);
+}
+
+int64_t strb_tbuf_budget_used(void)
+{
+	return atomic_load(&budget_total) - atomic_load(&budget_left);
+}
+
+static size_t round_up(size_t n, size_t to)
+{
+	return (n + to - 1) / to * to;
+}
+
+static bool map_reserve(struct strb_tbuf *b, size_t want)
+{
+	if (b->reserve >= want)
+		return true;
+	if (b->base)
+		munmap(b->base, b->reserve);
+	void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		b->base = NULL;
+		b->reserve = 0;
+		return false;
+	}
+	b->base = p;
+	b->reserve = want;
+	return true;
+}
+
+struct strb_tbuf *strb_tbuf_attach(uint32_t session)
+{
+	struct strb_tbuf *b = strb_tls_buf;
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return NULL;
+		b->tid = (pid_t)syscall(SYS_gettid);
+		pthread_once(&exit_key_once, make_exit_key);
+		pthread_setspecific(exit_key, b);
+	}
+	size_t want = round_up((size_t)atomic_load(&budget_total), CLAIM_BYTES);
+	if (want < MIN_RESERVE)
+		want = MIN_RESERVE;
+
+	pthread_mutex_lock(&registry_lock);
+	bool ok = map_reserve(b, want);
+	b->session = session;
+	b->head = 0;
+	b->limit = 0;
+	b->dropped = 0;
+	b->truncated = 0;
+	atomic_store_explicit(&b->published, 0, memory_order_relaxed);
+	if (tls_thread_name[0])
+		memcpy(b->name, tls_thread_name, sizeof(b->name));
+	else if (prctl(PR_GET_NAME, b->name, 0, 0, 0) != 0)
+		b->name[0] = 0;
+	if (!b->registered) {
+		b->next = registry;
+		registry = b;
+		b->registered = true;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	strb_tls_buf = b;
+	if (!ok) {
+		LOGE("cannot reserve %zu bytes for a capture buffer; this thread's events are dropped", want);
+		b->dropped++;
+		return NULL;
+	}
+	return b;
+}
+
+void *strb_tbuf_grow(struct strb_tbuf *b, size_t n)
+{
+	size_t claim = round_up(n, CLAIM_BYTES);
+	if (b->base && b->head + n <= b->reserve) {
+		if (b->limit + claim > b->reserve)
+			claim = b->reserve - b->limit;
+		int64_t prev = atomic_fetch_sub_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
+		if (prev >= (int64_t)claim) {
+			b->limit += claim;
+			if (b->head + n <= b->limit) {
+				void *p = b->base + b->head;
+				b->head += n;
+				return p;
+			}
+		} else {
+			atomic_fetch_add_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
+		}
+	}
+	b->dropped++;
+	return NULL;
+}
+
+int strb_thread_name_set(const char *name)
+{
+	snprintf(tls_thread_name, sizeof(tls_thread_name), "%s", name);
+	struct strb_tbuf *b = strb_tls_buf;
+	if (b) {
+		pthread_mutex_lock(&registry_lock);
+		memcpy(b->name, tls_thread_name, sizeof(b->name));
+		pthread_mutex_unlock(&registry_lock);
+	}
+	return 0;
+}
+
+void strb_tbuf_foreach(uint32_t session, strb_tbuf_visit_fn fn, void *arg)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (struct strb_tbuf *b = registry; b; b = b->next) {
+		if (b->session != session)
+			continue;
+		size_t published = atomic_load_explicit(&b->published, memory_order_acquire);
+		fn(b, published, arg);
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static void free_buf(struct strb_tbuf *b)
+{
+	if (b->base)
+		munmap(b->base, b->reserve);
+	free(b);
+}
+
+void strb_tbuf_release_all(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	struct strb_tbuf **link = &registry;
+	while (*link) {
+		struct strb_tbuf *b = *link;
+		if (atomic_load(&b->dead)) {
+			*link = b->next;
+			free_buf(b);
+			continue;
+		}
+		size_t used = round_up(atomic_load(&b->published), (size_t)sysconf(_SC_PAGESIZE));
+		if (b->base && used)
+			madvise(b->base, used < b->reserve ? used : b->reserve, MADV_DONTNEED);
+		link = &b->next;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void strb_tbuf_atfork_child(void)
+{
+	pthread_mutex_init(&registry_lock, NULL);
+	struct strb_tbuf *mine = strb_tls_buf;
+	struct strb_tbuf *b = registry;
+	while (b) {
+		struct strb_tbuf *next = b->next;
+		if (b != mine)
+			free_buf(b);
+		b = next;
+	}
+	registry = mine;
+	if (mine) {
+		mine->next = NULL;
+		mine->session = 0;
+		mine->head = mine->limit = 0;
+		atomic_store(&mine->published, 0);
+		mine->tid = (pid_t)syscall(SYS_gettid);
+	}
+	atomic_store(&strb_session_active, 0);
+}
+
+void strb_tbuf_shutdown(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	struct strb_tbuf *b = registry;
+	while (b) {
+		struct strb_tbuf *next = b->next;
+		if (b == strb_tls_buf || atomic_load(&b->dead)) {
+			free_buf(b);
+		} else {
+			/* A live thread still points at it; keep the struct, drop the memory. */
+			if (b->base)
+				munmap(b->base, b->reserve);
+			b->base = NULL;
+			b->reserve = 0;
+			b->session = 0;
+			b->next = NULL;
+			b->registered = false;
+			b = next;
+			continue;
+		}
+		b = next;
+	}
+	registry = NULL;
+	if (strb_tls_buf)
+		pthread_setspecific(exit_key, NULL);
+	strb_tls_buf = NULL;
+	pthread_mutex_unlock(&registry_lock);
+}

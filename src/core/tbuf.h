@@ -1,0 +1,122 @@
+/* Per-thread capture buffers.
+ *
+ * Each thread that records gets one buffer: a private virtual reservation
+ * (mmap, MAP_NORESERVE) that only the owner writes, filled with
+ * variable-length records. The owner publishes how far it has written with
+ * a release store the processing pass reads with an acquire load, so
+ * capture needs no lock. Memory is charged against the trace's budget
+ * (ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB) in 64 KiB claims: one shared atomic
+ * per claim, none per event. A buffer belongs to the registry, not the
+ * thread, so events survive the thread's exit.
+ *
+ * The session number doubles as the on/off switch: 0 = not tracing. A
+ * thread that sees a session newer than its buffer's resets its own buffer,
+ * so nobody else ever writes to it. */
+#ifndef STROBE_CORE_TBUF_H
+#define STROBE_CORE_TBUF_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STRB_NAME_MAX 1023   /* longer names are truncated and counted */
+#define STRB_THREAD_NAME_MAX 128
+
+enum strb_rec_kind {
+	STRB_REC_RANGE_PUSH = 1, /* user_annotation */
+	STRB_REC_OP_PUSH,        /* cpu_op; u64 id follows the header */
+	STRB_REC_RANGE_POP,
+	STRB_REC_OP_POP,
+	STRB_REC_INSTANT,
+	STRB_REC_COUNTER,        /* double follows the header */
+	STRB_REC_CORR_PUSH,      /* aux = 0 plain / 1 user; u64 id follows */
+	STRB_REC_CORR_POP,       /* aux = 0 plain / 1 user */
+	STRB_REC_ACTIVITY,       /* a serialised strobe_activity; aux = total size */
+};
+
+/* 16 bytes, then the fixed payload, then the name (not NUL-terminated),
+ * padded to 8 bytes. */
+struct strb_rec {
+	uint64_t ticks;
+	uint8_t kind;
+	uint8_t reserved;
+	uint16_t name_len;
+	uint32_t aux;
+};
+
+struct strb_tbuf {
+	/* Written by the owner only. */
+	uint8_t *base;
+	size_t head;    /* bytes written */
+	size_t limit;   /* bytes claimed from the budget */
+	size_t reserve; /* bytes of address space mapped */
+	uint32_t session;
+	uint64_t next_op_id, op_id_end;
+	uint64_t dropped;   /* events that did not fit the budget */
+	uint64_t truncated; /* names cut at STRB_NAME_MAX */
+
+	_Atomic size_t published; /* head, as the reader may see it */
+	atomic_bool dead;         /* the thread exited */
+	pid_t tid;
+	char name[STRB_THREAD_NAME_MAX]; /* empty = ask the kernel at processing */
+	struct strb_tbuf *next;           /* registry list, under the registry lock */
+	bool registered;                  /* on the registry list */
+};
+
+/* The active session, 0 when not tracing. Relaxed loads on the hot path. */
+extern _Atomic uint32_t strb_session_active;
+extern __thread struct strb_tbuf *strb_tls_buf;
+
+/* Slow path: attach or reset the calling thread's buffer for session s.
+ * NULL when memory cannot be had (the event is then dropped). */
+struct strb_tbuf *strb_tbuf_attach(uint32_t session);
+/* Slow path: claims more budget; returns where n bytes may be written, or
+ * NULL (the caller counts a drop). */
+void *strb_tbuf_grow(struct strb_tbuf *b, size_t n);
+
+/* Sets the budget for the next session, in bytes. */
+void strb_tbuf_set_budget(int64_t bytes);
+/* Bytes of budget claimed so far in this session (for accounting). */
+int64_t strb_tbuf_budget_used(void);
+
+/* Returns the buffer in which the calling thread records for the active
+ * session, or NULL when not tracing. The one relaxed load when off. */
+static inline struct strb_tbuf *strb_tbuf_current(void)
+{
+	uint32_t s = atomic_load_explicit(&strb_session_active, memory_order_relaxed);
+	if (__builtin_expect(!s, 1))
+		return NULL;
+	struct strb_tbuf *b = strb_tls_buf;
+	if (__builtin_expect(!b || b->session != s, 0))
+		b = strb_tbuf_attach(s);
+	return b;
+}
+
+static inline void *strb_tbuf_reserve(struct strb_tbuf *b, size_t n)
+{
+	if (__builtin_expect(b->head + n > b->limit, 0))
+		return strb_tbuf_grow(b, n);
+	void *p = b->base + b->head;
+	b->head += n;
+	return p;
+}
+
+static inline void strb_tbuf_publish(struct strb_tbuf *b)
+{
+	atomic_store_explicit(&b->published, b->head, memory_order_release);
+}
+
+/* Walks every buffer of `session` (live and dead) under the registry lock. */
+typedef void (*strb_tbuf_visit_fn)(struct strb_tbuf *b, size_t published, void *arg);
+void strb_tbuf_foreach(uint32_t session, strb_tbuf_visit_fn fn, void *arg);
+/* After processing: frees buffers of dead threads and returns the pages of
+ * the others to the kernel. Only call when no session is active. */
+void strb_tbuf_release_all(void);
+/* fork child: forget every buffer but the calling thread's. */
+void strb_tbuf_atfork_child(void);
+/* Frees everything (strobe_shutdown). */
+void strb_tbuf_shutdown(void);
+
+#endif

@@ -1,0 +1,328 @@
+/* Chrome-trace JSON in libkineto's layout (docs/output-format.md), with
+ * every string escaped so the file is always valid JSON. */
+#define LOG_TAG "json"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "output/jbuf.h"
+#include "output/output.h"
+#include "output/sink.h"
+#include "process/trace.h"
+
+/* libkineto floors its base time to a multiple of this period, so traces
+ * from many hosts share it. */
+#define BASE_PERIOD_NS (7889238ll * 1000000000ll)
+#define SPAN_SORT_INDEX 536870912
+#define SPAN_NAME "strobe"
+
+struct writer {
+	struct strb_jbuf *b;
+	const struct strobe_trace *t;
+	int64_t base;
+};
+
+static void arg_value(struct strb_jbuf *b, const struct strobe_arg *a)
+{
+	switch (a->kind) {
+	case STROBE_ARG_I64:
+		strb_jbuf_i64(b, a->value.i64);
+		break;
+	case STROBE_ARG_U64:
+		strb_jbuf_u64(b, a->value.u64);
+		break;
+	case STROBE_ARG_F64:
+		strb_jbuf_f64(b, a->value.f64);
+		break;
+	case STROBE_ARG_BOOL:
+		strb_jbuf_lit(b, a->value.b ? "true" : "false");
+		break;
+	case STROBE_ARG_JSON:
+		strb_jbuf_lit(b, a->value.str);
+		break;
+	default:
+		strb_jbuf_str(b, a->value.str);
+		break;
+	}
+}
+
+static void key(struct strb_jbuf *b, const char *k)
+{
+	strb_jbuf_str(b, k);
+	strb_jbuf_raw(b, ": ", 2);
+}
+
+/* libkineto gives GPU work and API calls no External id of their own: only
+ * the op they are linked to. */
+static bool own_id_hidden(enum strobe_activity_type type)
+{
+	switch (type) {
+	case STROBE_ACTIVITY_GPU_MEMCPY:
+	case STROBE_ACTIVITY_GPU_MEMSET:
+	case STROBE_ACTIVITY_CONCURRENT_KERNEL:
+	case STROBE_ACTIVITY_CUDA_RUNTIME:
+	case STROBE_ACTIVITY_CUDA_DRIVER:
+	case STROBE_ACTIVITY_XPU_RUNTIME:
+	case STROBE_ACTIVITY_XPU_DRIVER:
+	case STROBE_ACTIVITY_PRIVATEUSE1_RUNTIME:
+	case STROBE_ACTIVITY_PRIVATEUSE1_DRIVER:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_counter(enum strobe_activity_type type)
+{
+	return type == STROBE_ACTIVITY_CPU_COUNTER || type == STROBE_ACTIVITY_MTIA_COUNTERS ||
+	       type == STROBE_ACTIVITY_XPU_SCOPE_PROFILER || type == STROBE_ACTIVITY_HARDWARE_COUNTERS;
+}
+
+/* The event's common head: {"ph": "X", "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ... */
+static void head(struct writer *w, const char *ph, const struct strobe_activity *a, int64_t ts)
+{
+	struct strb_jbuf *b = w->b;
+	strb_jbuf_lit(b, "{\"ph\": \"");
+	strb_jbuf_lit(b, ph);
+	strb_jbuf_lit(b, "\", \"cat\": \"");
+	strb_jbuf_lit(b, strobe_activity_type_name(a->type));
+	if (ph[0] == 'i')
+		strb_jbuf_lit(b, "\", \"s\": \"t");
+	strb_jbuf_lit(b, "\", \"name\": ");
+	strb_jbuf_str(b, a->name);
+	strb_jbuf_lit(b, ", \"pid\": ");
+	strb_jbuf_i64(b, a->device);
+	strb_jbuf_lit(b, ", \"tid\": ");
+	strb_jbuf_i64(b, a->resource < 0 ? (a->resource == INT64_MIN ? 0 : -a->resource) : a->resource);
+	strb_jbuf_lit(b, ", \"ts\": ");
+	strb_jbuf_us(b, ts - w->base);
+}
+
+static void args(struct writer *w, const struct strobe_activity *a, bool with_ids)
+{
+	struct strb_jbuf *b = w->b;
+	uint64_t ext = 0;
+	if (with_ids)
+		ext = a->linked_id ? a->linked_id : own_id_hidden(a->type) ? 0 : a->id;
+	bool unfinished = a->flags & STROBE_ACTIVITY_UNFINISHED;
+	if (!ext && !a->arg_count && !unfinished)
+		return;
+	strb_jbuf_lit(b, ", \"args\": {");
+	bool first = true;
+	if (ext) {
+		strb_jbuf_lit(b, "\"External id\": ");
+		strb_jbuf_u64(b, ext);
+		first = false;
+	}
+	for (size_t i = 0; i < a->arg_count; i++) {
+		if (!first)
+			strb_jbuf_raw(b, ", ", 2);
+		key(b, a->args[i].key);
+		arg_value(b, &a->args[i]);
+		first = false;
+	}
+	if (unfinished)
+		strb_jbuf_lit(b, first ? "\"finished\": false" : ", \"finished\": false");
+	strb_jbuf_raw(b, "}", 1);
+}
+
+static void flow(struct writer *w, const struct strobe_activity *a)
+{
+	if (!a->flow_id)
+		return;
+	const char *cat = a->flow_kind == STROBE_FLOW_FWDBWD ? "fwdbwd"
+			  : a->flow_kind == STROBE_FLOW_ASYNC_CPU_GPU ? "ac2g" : NULL;
+	if (!cat)
+		return;
+	struct strb_jbuf *b = w->b;
+	bool start = a->flags & STROBE_ACTIVITY_FLOW_START;
+	strb_jbuf_lit(b, start ? "{\"ph\": \"s\", \"id\": " : "{\"ph\": \"f\", \"id\": ");
+	strb_jbuf_u64(b, a->flow_id);
+	strb_jbuf_lit(b, ", \"pid\": ");
+	strb_jbuf_i64(b, a->device);
+	strb_jbuf_lit(b, ", \"tid\": ");
+	strb_jbuf_i64(b, a->resource < 0 ? (a->resource == INT64_MIN ? 0 : -a->resource) : a->resource);
+	strb_jbuf_lit(b, ", \"ts\": ");
+	strb_jbuf_us(b, a->start_ns - w->base);
+	strb_jbuf_lit(b, ", \"cat\": \"");
+	strb_jbuf_lit(b, cat);
+	strb_jbuf_lit(b, "\", \"name\": \"");
+	strb_jbuf_lit(b, cat);
+	strb_jbuf_lit(b, start ? "\"},\n" : "\", \"bp\": \"e\"},\n");
+}
+
+static void activity(struct writer *w, const struct strobe_activity *a)
+{
+	struct strb_jbuf *b = w->b;
+	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
+		head(w, "i", a, a->start_ns);
+		args(w, a, false);
+	} else if (is_counter(a->type)) {
+		head(w, "C", a, a->start_ns);
+		strb_jbuf_lit(b, ", \"args\": {");
+		for (size_t i = 0; i < a->arg_count; i++) {
+			if (i)
+				strb_jbuf_raw(b, ", ", 2);
+			key(b, a->args[i].key);
+			arg_value(b, &a->args[i]);
+		}
+		strb_jbuf_raw(b, "}", 1);
+	} else {
+		int64_t start = a->start_ns, dur = a->end_ns - a->start_ns;
+		if (a->type == STROBE_ACTIVITY_GPU_USER_ANNOTATION) {
+			/* Widened by 1 ns each side so viewers show it enclosing its GPU work. */
+			start -= 1;
+			dur += 2;
+		}
+		head(w, "X", a, start);
+		strb_jbuf_lit(b, ", \"dur\": ");
+		strb_jbuf_us(b, dur);
+		args(w, a, true);
+	}
+	strb_jbuf_raw(b, "},\n", 3);
+	flow(w, a);
+}
+
+/* {"ph": "M", "name": <what>, "ts": <start>, "pid": <pid>, "tid": <tid>, "args": {<key>: */
+static void meta_head(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key)
+{
+	struct strb_jbuf *b = w->b;
+	strb_jbuf_lit(b, "{\"ph\": \"M\", \"name\": \"");
+	strb_jbuf_lit(b, what);
+	strb_jbuf_lit(b, "\", \"ts\": ");
+	strb_jbuf_us(b, w->t->start_ns - w->base);
+	strb_jbuf_lit(b, ", \"pid\": ");
+	strb_jbuf_i64(b, pid);
+	strb_jbuf_lit(b, ", \"tid\": ");
+	strb_jbuf_i64(b, tid);
+	strb_jbuf_lit(b, ", \"args\": {\"");
+	strb_jbuf_lit(b, arg_key);
+	strb_jbuf_lit(b, "\": ");
+}
+
+static void meta_str(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key,
+		     const char *value)
+{
+	meta_head(w, what, pid, tid, arg_key);
+	strb_jbuf_str(w->b, value);
+	strb_jbuf_lit(w->b, "}},\n");
+}
+
+static void meta_int(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key,
+		     int64_t value)
+{
+	meta_head(w, what, pid, tid, arg_key);
+	strb_jbuf_i64(w->b, value);
+	strb_jbuf_lit(w->b, "}},\n");
+}
+
+static void resource(struct writer *w, const struct strobe_resource *r)
+{
+	int64_t tid = r->resource < 0 ? -r->resource : r->resource;
+	switch (r->kind) {
+	case STROBE_RESOURCE_PROCESS:
+		meta_str(w, "process_name", r->device, 0, "name", r->name);
+		if (r->label)
+			meta_str(w, "process_labels", r->device, 0, "labels", r->label);
+		meta_int(w, "process_sort_index", r->device, 0, "sort_index", r->sort_index);
+		return;
+	case STROBE_RESOURCE_THREAD: {
+		/* libkineto's row title: "thread <tid> (<name>)". */
+		char title[256];
+		snprintf(title, sizeof(title), "thread %lld (%s)", (long long)r->resource, r->name);
+		meta_str(w, "thread_name", r->device, tid, "name", title);
+		break;
+	}
+	default:
+		meta_str(w, "thread_name", r->device, tid, "name", r->name);
+		break;
+	}
+	meta_int(w, "thread_sort_index", r->device, tid, "sort_index", r->sort_index);
+}
+
+/* One span covering the window, as libkineto writes one per CPU trace
+ * buffer, so tools that group by span find one. */
+static void span(struct writer *w)
+{
+	struct strb_jbuf *b = w->b;
+	const struct strobe_trace *t = w->t;
+	size_t ops = 0;
+	for (size_t i = 0; i < t->count; i++)
+		ops += t->acts[i].type == STROBE_ACTIVITY_CPU_OP;
+	strb_jbuf_lit(b, "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"" SPAN_NAME " (0)\", \"pid\": \"Spans\", "
+			 "\"tid\": \"" SPAN_NAME "\", \"ts\": ");
+	strb_jbuf_us(b, t->start_ns - w->base);
+	strb_jbuf_lit(b, ", \"dur\": ");
+	strb_jbuf_us(b, t->end_ns - t->start_ns);
+	strb_jbuf_lit(b, ", \"args\": {\"Op count\": ");
+	strb_jbuf_u64(b, ops);
+	strb_jbuf_lit(b, "}},\n{\"ph\": \"M\", \"name\": \"process_sort_index\", \"ts\": ");
+	strb_jbuf_us(b, t->start_ns - w->base);
+	strb_jbuf_lit(b, ", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": ");
+	strb_jbuf_i64(b, SPAN_SORT_INDEX);
+	strb_jbuf_lit(b, "}},\n{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Iteration Start: " SPAN_NAME
+			 "\", \"pid\": \"Traces\", \"tid\": \"Trace " SPAN_NAME "\", \"ts\": ");
+	strb_jbuf_us(b, t->start_ns - w->base);
+	strb_jbuf_lit(b, "},\n");
+}
+
+static void document(struct writer *w, const char *path)
+{
+	struct strb_jbuf *b = w->b;
+	const struct strobe_trace *t = w->t;
+	strb_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+	strb_jbuf_lit(b, t->device_properties);
+	strb_jbuf_lit(b, "],\n");
+	for (size_t i = 0; i < t->meta_count; i++) {
+		strb_jbuf_lit(b, "  ");
+		key(b, t->meta[i].key);
+		arg_value(b, &t->meta[i]);
+		strb_jbuf_lit(b, ",\n");
+	}
+	strb_jbuf_lit(b, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+	strb_jbuf_i64(b, w->base);
+	strb_jbuf_lit(b, ",\n  \"traceEvents\": [\n");
+	for (size_t i = 0; i < t->res_count; i++)
+		resource(w, &t->res[i]);
+	for (size_t i = 0; i < t->count; i++)
+		activity(w, &t->acts[i]);
+	span(w);
+	strb_jbuf_lit(b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
+			 "\"ts\": ");
+	strb_jbuf_us(b, t->end_ns - w->base);
+	strb_jbuf_lit(b, "}\n  ],\n  \"traceName\": ");
+	strb_jbuf_str(b, path);
+	strb_jbuf_lit(b, "\n}\n");
+}
+
+int strb_json_write(const strobe_trace *t, const char *path, void *user_arg)
+{
+	(void)user_arg;
+	struct strb_jbuf *b = malloc(sizeof(*b));
+	if (!b)
+		return strb_error(-ENOMEM, "out of memory writing %s", path);
+	b->n = 0;
+	b->err = 0;
+	int rc = strb_sink_open(&b->sink, path, strb_compress_for_path(path), -1);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	int64_t base = t->start_ns > 0 ? t->start_ns / BASE_PERIOD_NS * BASE_PERIOD_NS : 0;
+	struct writer w = {b, t, base};
+	document(&w, path);
+	strb_jbuf_flush(b);
+	if (b->err) {
+		rc = b->err;
+		strb_sink_abort(b->sink);
+	} else {
+		rc = strb_sink_commit(b->sink);
+	}
+	free(b);
+	if (!rc)
+		LOGI("trace written to %s", path);
+	return rc;
+}

@@ -1,0 +1,126 @@
+/* The trace-level parts of processing: process row, metadata, accounting,
+ * activities handed back by child profilers. */
+#define LOG_TAG "process"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/metadata.h"
+#include "process/process.h"
+
+int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
+{
+	if (!a || a->size < offsetof(struct strobe_activity, args) || !strobe_activity_type_name(a->type) ||
+	    a->end_ns < a->start_ns || (a->arg_count && !a->args)) {
+		t->stats.rejected_activities++;
+		return 0;
+	}
+	for (size_t i = 0; i < a->arg_count; i++) {
+		const struct strobe_arg *arg = &a->args[i];
+		bool is_str = arg->kind == STROBE_ARG_STRING || arg->kind == STROBE_ARG_JSON;
+		if (!arg->key || (unsigned)arg->kind > STROBE_ARG_JSON || (is_str && !arg->value.str)) {
+			t->stats.rejected_activities++;
+			return 0;
+		}
+	}
+	if (!(w->mask & STROBE_ACTIVITY_BIT(a->type)))
+		return 0;
+	struct strobe_activity copy = *a;
+	if (!copy.device)
+		copy.device = t->pid;
+	if (a->size < sizeof(struct strobe_activity))
+		copy.arg_count = 0, copy.args = NULL;
+	return strb_trace_add_copy(t, &copy);
+}
+
+/* /proc/self/cmdline's argv[0], reduced to its basename, as libkineto names
+ * the CPU process. */
+static void process_name(char *out, size_t len)
+{
+	snprintf(out, len, "%s", program_invocation_short_name);
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	if (!f)
+		return;
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!n)
+		return;
+	const char *slash = strrchr(buf, '/');
+	const char *base = slash ? slash + 1 : buf;
+	size_t keep = strnlen(base, len - 1);
+	memcpy(out, base, keep);
+	out[keep] = 0;
+}
+
+static int copy_meta(const struct strobe_arg *entry, void *arg)
+{
+	return strb_trace_set_meta(arg, entry);
+}
+
+static int set_string(struct strobe_trace *t, const char *key, const char *value)
+{
+	struct strobe_arg e = {.key = key, .kind = STROBE_ARG_STRING, .value.str = value};
+	return strb_trace_set_meta(t, &e);
+}
+
+int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, const struct strb_config *cfg)
+{
+	int rc = 0;
+	char name[256];
+	process_name(name, sizeof(name));
+	struct strobe_resource proc = {
+		.size = sizeof(proc),
+		.kind = STROBE_RESOURCE_PROCESS,
+		.device = t->pid,
+		.name = name,
+		.label = "CPU",
+		.sort_index = t->pid,
+	};
+	rc |= strb_trace_add_resource(t, &proc);
+
+	/* Environment first, then what the program set: its keys win. */
+	static const char *const job_keys[] = {"PT_PROFILER_JOB_NAME", "PT_PROFILER_JOB_VERSION",
+					       "PT_PROFILER_JOB_ATTEMPT_INDEX"};
+	for (size_t i = 0; i < sizeof(job_keys) / sizeof(job_keys[0]); i++) {
+		const char *v = getenv(job_keys[i]);
+		if (v)
+			rc |= set_string(t, job_keys[i], v);
+	}
+	char host[256];
+	if (gethostname(host, sizeof(host)) == 0 && host[0]) {
+		host[sizeof(host) - 1] = 0;
+		rc |= set_string(t, "host_name", host);
+	}
+	if (cfg && cfg->request_trace_id[0])
+		rc |= set_string(t, "trace_id", cfg->request_trace_id);
+	strb_metadata_foreach(copy_meta, t);
+
+	const struct strb_trace_stats *s = &t->stats;
+	char stats[1024];
+	snprintf(stats, sizeof(stats),
+		 "{\"version\": \"%s\", \"clock\": \"%s\", \"dropped_events\": %" PRIu64
+		 ", \"truncated_names\": %" PRIu64 ", \"unfinished_ranges\": %" PRIu64
+		 ", \"unmatched_pops\": %" PRIu64 ", \"non_finite_counters\": %" PRIu64
+		 ", \"out_of_window\": %" PRIu64 ", \"rejected_activities\": %" PRIu64
+		 ", \"threads\": %" PRIu64 ", \"cpu_buffer_bytes\": %" PRIu64 "}",
+		 strobe_version(), strb_clock_name(), s->dropped_events, s->truncated_names, s->unfinished_ranges,
+		 s->unmatched_pops, s->non_finite_counters, s->out_of_window, s->rejected_activities, s->threads,
+		 s->buffer_bytes);
+	struct strobe_arg e = {.key = "strobe", .kind = STROBE_ARG_JSON, .value.str = stats};
+	rc |= strb_trace_set_meta(t, &e);
+	if (s->dropped_events)
+		LOGW("%" PRIu64 " CPU events were dropped: the buffer budget (ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB) "
+		     "was exhausted",
+		     s->dropped_events);
+	(void)w;
+	return rc ? -ENOMEM : 0;
+}

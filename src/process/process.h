@@ -1,0 +1,36 @@
+/* The processing pass: turns what was captured in a window into a trace. */
+#ifndef STROBE_PROCESS_PROCESS_H
+#define STROBE_PROCESS_PROCESS_H
+
+#include <stdint.h>
+
+#include "core/clock.h"
+#include "process/trace.h"
+
+struct strb_config;
+
+struct strb_window {
+	uint32_t session;
+	uint64_t start_ticks, stop_ticks;
+	int64_t start_ns, stop_ns; /* epoch */
+	const struct strb_clock_map *map;
+	uint64_t mask; /* selected activity types */
+};
+
+/* Decodes every thread buffer of the window's session into activities,
+ * thread rows and accounting. Returns 0 or -ENOMEM. */
+int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w);
+
+/* Checks and copies an activity handed back by a child profiler: device 0
+ * becomes this process; types outside the mask are skipped. */
+int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w,
+				const struct strobe_activity *a);
+
+/* Adds the process row, the process-wide metadata, host and job keys, the
+ * request's trace id and strobe's own accounting. */
+int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, const struct strb_config *cfg);
+
+/* Ids for ops and ranges: unique per process, below 2^53. */
+uint64_t strb_ids_take_block(uint64_t n);
+
+#endif

@@ -1,0 +1,266 @@
+#include "process/trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+struct strb_arena_chunk {
+	struct strb_arena_chunk *next;
+	size_t size;
+	_Alignas(16) unsigned char data[];
+};
+
+void *strb_arena_alloc(struct strb_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	if (!a->head || a->used + n > a->size) {
+		size_t size = n > (1 << 20) ? n : (1 << 20);
+		struct strb_arena_chunk *c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->next = a->head;
+		c->size = size;
+		a->head = c;
+		a->used = 0;
+		a->size = size;
+	}
+	void *p = a->head->data + a->used;
+	a->used += n;
+	return p;
+}
+
+void strb_arena_free(struct strb_arena *a)
+{
+	struct strb_arena_chunk *c = a->head;
+	while (c) {
+		struct strb_arena_chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->used = a->size = 0;
+}
+
+struct strobe_trace *strb_trace_new(void)
+{
+	struct strobe_trace *t = calloc(1, sizeof(*t));
+	if (t)
+		t->device_properties = "";
+	return t;
+}
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int strings_grow(struct strobe_trace *t)
+{
+	size_t cap = t->string_cap ? t->string_cap * 2 : 1024;
+	const char **n = calloc(cap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->string_cap; i++) {
+		const char *s = t->strings[i];
+		if (!s)
+			continue;
+		size_t j = hash_bytes(s, strlen(s)) & (cap - 1);
+		while (n[j])
+			j = (j + 1) & (cap - 1);
+		n[j] = s;
+	}
+	free(t->strings);
+	t->strings = n;
+	t->string_cap = cap;
+	return 0;
+}
+
+const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len)
+{
+	if (!s)
+		s = "", len = 0;
+	if ((t->string_count + 1) * 2 > t->string_cap && strings_grow(t))
+		return NULL;
+	size_t j = hash_bytes(s, len) & (t->string_cap - 1);
+	for (; t->strings[j]; j = (j + 1) & (t->string_cap - 1)) {
+		const char *c = t->strings[j];
+		if (!strncmp(c, s, len) && c[len] == 0)
+			return c;
+	}
+	char *copy = strb_arena_alloc(&t->arena, len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	copy[len] = 0;
+	t->strings[j] = copy;
+	t->string_count++;
+	return copy;
+}
+
+struct strobe_activity *strb_trace_push(struct strobe_trace *t)
+{
+	if (t->count == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		struct strobe_activity *n = realloc(t->acts, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->acts = n;
+		t->cap = cap;
+	}
+	struct strobe_activity *a = &t->acts[t->count++];
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	return a;
+}
+
+struct strobe_arg *strb_trace_copy_args(struct strobe_trace *t, const struct strobe_arg *args, size_t n)
+{
+	if (!n)
+		return NULL;
+	struct strobe_arg *out = strb_arena_alloc(&t->arena, n * sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		out[i] = args[i];
+		out[i].key = strb_trace_intern(t, args[i].key, strlen(args[i].key));
+		if (args[i].kind == STROBE_ARG_STRING || args[i].kind == STROBE_ARG_JSON) {
+			size_t len = strlen(args[i].value.str);
+			char *s = strb_arena_alloc(&t->arena, len + 1);
+			if (!s)
+				return NULL;
+			memcpy(s, args[i].value.str, len + 1);
+			out[i].value.str = s;
+		}
+		if (!out[i].key)
+			return NULL;
+	}
+	return out;
+}
+
+int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a)
+{
+	struct strobe_arg *args = strb_trace_copy_args(t, a->args, a->arg_count);
+	const char *name = strb_trace_intern(t, a->name, a->name ? strlen(a->name) : 0);
+	if ((a->arg_count && !args) || !name)
+		return -ENOMEM;
+	struct strobe_activity *slot = strb_trace_push(t);
+	if (!slot)
+		return -ENOMEM;
+	*slot = *a;
+	slot->size = sizeof(*slot);
+	slot->name = name;
+	slot->args = args;
+	return 0;
+}
+
+int strb_trace_add_resource(struct strobe_trace *t, const struct strobe_resource *r)
+{
+	if (t->res_count == t->res_cap) {
+		size_t cap = t->res_cap ? t->res_cap * 2 : 64;
+		struct strobe_resource *n = realloc(t->res, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->res = n;
+		t->res_cap = cap;
+	}
+	struct strobe_resource c = *r;
+	c.size = sizeof(c);
+	c.name = strb_trace_intern(t, r->name ? r->name : "", r->name ? strlen(r->name) : 0);
+	c.label = r->label ? strb_trace_intern(t, r->label, strlen(r->label)) : NULL;
+	if (!c.name || (r->label && !c.label))
+		return -ENOMEM;
+	t->res[t->res_count++] = c;
+	return 0;
+}
+
+int strb_trace_set_meta(struct strobe_trace *t, const struct strobe_arg *entry)
+{
+	struct strobe_arg *copy = strb_trace_copy_args(t, entry, 1);
+	if (!copy)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->meta_count; i++) {
+		if (!strcmp(t->meta[i].key, entry->key)) {
+			t->meta[i] = *copy;
+			return 0;
+		}
+	}
+	if (t->meta_count == t->meta_cap) {
+		size_t cap = t->meta_cap ? t->meta_cap * 2 : 16;
+		struct strobe_arg *n = realloc(t->meta, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		t->meta = n;
+		t->meta_cap = cap;
+	}
+	t->meta[t->meta_count++] = *copy;
+	return 0;
+}
+
+void strobe_trace_destroy(strobe_trace *t)
+{
+	if (!t)
+		return;
+	strb_arena_free(&t->arena);
+	free(t->acts);
+	free(t->res);
+	free(t->meta);
+	free(t->strings);
+	free(t);
+}
+
+size_t strobe_trace_activity_count(const strobe_trace *t)
+{
+	return t ? t->count : 0;
+}
+
+int strobe_trace_foreach(const strobe_trace *t, strobe_activity_cb cb, void *user_arg)
+{
+	if (!t || !cb)
+		return strb_error(-EINVAL, "strobe_trace_foreach: trace or callback is NULL");
+	for (size_t i = 0; i < t->count; i++) {
+		int rc = cb(&t->acts[i], user_arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int strobe_trace_foreach_resource(const strobe_trace *t, strobe_resource_cb cb, void *user_arg)
+{
+	if (!t || !cb)
+		return strb_error(-EINVAL, "strobe_trace_foreach_resource: trace or callback is NULL");
+	for (size_t i = 0; i < t->res_count; i++) {
+		int rc = cb(&t->res[i], user_arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int strobe_trace_foreach_metadata(const strobe_trace *t, strobe_metadata_cb cb, void *user_arg)
+{
+	if (!t || !cb)
+		return strb_error(-EINVAL, "strobe_trace_foreach_metadata: trace or callback is NULL");
+	for (size_t i = 0; i < t->meta_count; i++) {
+		int rc = cb(&t->meta[i], user_arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int strobe_trace_window(const strobe_trace *t, int64_t *start_ns, int64_t *end_ns)
+{
+	if (!t)
+		return strb_error(-EINVAL, "strobe_trace_window: trace is NULL");
+	if (start_ns)
+		*start_ns = t->start_ns;
+	if (end_ns)
+		*end_ns = t->end_ns;
+	return 0;
+}

@@ -1,0 +1,67 @@
+/* The in-memory trace: what processing produces and writers read. */
+#ifndef STROBE_PROCESS_TRACE_H
+#define STROBE_PROCESS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strobe/plugin.h"
+
+/* Bump allocator with stable pointers; freed all at once. */
+struct strb_arena_chunk;
+struct strb_arena {
+	struct strb_arena_chunk *head;
+	size_t used, size; /* within head */
+};
+
+void *strb_arena_alloc(struct strb_arena *a, size_t n);
+void strb_arena_free(struct strb_arena *a);
+
+/* Everything strobe counts so that nothing is lost silently. */
+struct strb_trace_stats {
+	uint64_t dropped_events;     /* over the CPU buffer budget */
+	uint64_t truncated_names;    /* names cut at 1023 bytes */
+	uint64_t unfinished_ranges;  /* still open at stop */
+	uint64_t unmatched_pops;     /* pops with no push in the window */
+	uint64_t non_finite_counters; /* NaN/inf counter samples dropped */
+	uint64_t out_of_window;      /* events outside the capture window */
+	uint64_t rejected_activities; /* child-profiler activities that were malformed */
+	uint64_t buffer_bytes;       /* CPU buffer bytes used */
+	uint64_t threads;            /* threads that recorded */
+};
+
+struct strobe_trace {
+	struct strb_arena arena;
+	struct strobe_activity *acts;
+	size_t count, cap;
+	struct strobe_resource *res;
+	size_t res_count, res_cap;
+	struct strobe_arg *meta;
+	size_t meta_count, meta_cap;
+	/* Interned strings: open addressing over arena copies. */
+	const char **strings;
+	size_t string_count, string_cap;
+
+	int64_t start_ns, end_ns;
+	int64_t pid;
+	uint64_t activity_mask;
+	const char *device_properties; /* contents of the "deviceProperties" array; "" if none */
+	struct strb_trace_stats stats;
+};
+
+struct strobe_trace *strb_trace_new(void);
+/* A copy of s (len bytes) that lives as long as the trace; equal strings
+ * share one copy. NULL only on allocation failure. */
+const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len);
+/* A new zeroed activity slot (size set), or NULL. The pointer is valid
+ * until the next call. */
+struct strobe_activity *strb_trace_push(struct strobe_trace *t);
+/* Deep copy of a caller's activity (name interned, args copied). */
+int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a);
+/* Deep copy of args into the arena. */
+struct strobe_arg *strb_trace_copy_args(struct strobe_trace *t, const struct strobe_arg *args, size_t n);
+int strb_trace_add_resource(struct strobe_trace *t, const struct strobe_resource *r);
+/* Adds or replaces a metadata entry (copied). */
+int strb_trace_set_meta(struct strobe_trace *t, const struct strobe_arg *entry);
+
+#endif

@@ -1,0 +1,45 @@
+/* Shared helpers for strobe's tests: files, commands, parsed traces. */
+#ifndef STROBE_TESTUTIL_H
+#define STROBE_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <yajl/yajl_tree.h>
+
+/* Reads a whole file, decompressing .gz and .zst by content. NUL-terminated;
+ * *len (if non-NULL) excludes the NUL. NULL when it cannot be read. */
+char *tu_read_file(const char *path, size_t *len);
+/* Writes text to path; returns 0 or -1. */
+int tu_write_file(const char *path, const char *text);
+/* A fresh directory under $TMPDIR (or /tmp), removed by tu_rmdir. The
+ * returned string is static per call site: copy it if you need two. */
+char *tu_mkdtemp(void);
+void tu_rmrf(const char *path);
+
+/* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
+ * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
+int tu_run(const char *cmd, int merge_stderr, char **out);
+
+/* Parses a trace file (plain, .gz, .zst); fails the test if it is not valid
+ * JSON. Free with yajl_tree_free. */
+yajl_val tu_load_trace(const char *path);
+/* Parses JSON text; NULL if it does not parse. */
+yajl_val tu_parse_json(const char *text);
+
+/* Object member access (NULL when absent or not an object). */
+yajl_val tu_get(yajl_val obj, const char *key);
+const char *tu_get_str(yajl_val obj, const char *key);
+/* Number member as double; fails the test if absent. */
+double tu_get_num(yajl_val obj, const char *key);
+/* The traceEvents array. */
+yajl_val tu_events(yajl_val root);
+/* Counts events matching ph (NULL = any), cat (NULL = any), name (NULL = any). */
+size_t tu_count(yajl_val root, const char *ph, const char *cat, const char *name);
+/* The first event matching, or NULL. */
+yajl_val tu_find(yajl_val root, const char *ph, const char *cat, const char *name);
+
+#endif
