@@ -330,6 +330,33 @@ STROBE_API void strobe_user_correlation_push(uint64_t id);
 STROBE_API void strobe_user_correlation_pop(void);
 
 /* ------------------------------------------------------------------------
+ * Inline fast path. The capture calls above are real exported functions
+ * (take their address or call them through dlsym as usual); these macros
+ * of the same names skip the call entirely while no trace runs, so the
+ * cost when off is one relaxed load with no call. The arguments are not
+ * evaluated then. Define STROBE_NO_INLINE_FAST_PATH before including this
+ * header to call the functions always.
+ * ------------------------------------------------------------------------ */
+
+/* Implementation detail of the fast path: the running session, 0 when
+ * idle. Read only with relaxed atomic loads; never write it. */
+extern STROBE_API uint32_t strobe_internal_session;
+
+#if !defined(STROBE_NO_INLINE_FAST_PATH) && !defined(STROBE_BUILDING_LIBRARY) && defined(__GNUC__)
+#define STROBE_TRACING_() __builtin_expect(__atomic_load_n(&strobe_internal_session, __ATOMIC_RELAXED) != 0, 0)
+#define strobe_range_push(name) (STROBE_TRACING_() ? strobe_range_push(name) : (void)0)
+#define strobe_range_pop() (STROBE_TRACING_() ? strobe_range_pop() : (void)0)
+#define strobe_op_push(name) (STROBE_TRACING_() ? strobe_op_push(name) : (uint64_t)0)
+#define strobe_op_pop() (STROBE_TRACING_() ? strobe_op_pop() : (void)0)
+#define strobe_instant(name) (STROBE_TRACING_() ? strobe_instant(name) : (void)0)
+#define strobe_counter(name, value) (STROBE_TRACING_() ? strobe_counter(name, value) : (void)0)
+#define strobe_correlation_push(id) (STROBE_TRACING_() ? strobe_correlation_push(id) : (void)0)
+#define strobe_correlation_pop() (STROBE_TRACING_() ? strobe_correlation_pop() : (void)0)
+#define strobe_user_correlation_push(id) (STROBE_TRACING_() ? strobe_user_correlation_push(id) : (void)0)
+#define strobe_user_correlation_pop() (STROBE_TRACING_() ? strobe_user_correlation_pop() : (void)0)
+#endif
+
+/* ------------------------------------------------------------------------
  * Metadata: process-wide, typed, kept across traces; every trace written
  * afterwards carries it as a top-level key. Setting a key again replaces
  * it. Errors: -EINVAL (NULL or empty key, NULL value), STROBE_E_BAD_JSON,

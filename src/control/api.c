@@ -127,5 +127,5 @@ int strobe_toggle_collection(bool enable)
 
 bool strobe_is_tracing(void)
 {
-	return atomic_load_explicit(&strb_session_active, memory_order_relaxed) != 0;
+	return __atomic_load_n(&strobe_internal_session, __ATOMIC_RELAXED) != 0;
 }

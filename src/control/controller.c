@@ -95,7 +95,7 @@ static void sampler_join(void)
  * record for it. */
 static void end_capture(void)
 {
-	atomic_store(&strb_session_active, 0);
+	__atomic_store_n(&strobe_internal_session, 0, __ATOMIC_SEQ_CST);
 	atomic_store(&strb_epoch_anchor, 0);
 	sampler_join();
 }
@@ -158,7 +158,7 @@ int strb_control_start(void)
 	start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks);
 	strb_profilers_start(&profilers);
 	sampler_start();
-	atomic_store_explicit(&strb_session_active, session, memory_order_release);
+	__atomic_store_n(&strobe_internal_session, session, __ATOMIC_RELEASE);
 	state = STRB_RUNNING;
 	LOGI("trace started (session %u)", session);
 out:

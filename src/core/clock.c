@@ -2,6 +2,7 @@
 #include "core/clock.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,14 +142,11 @@ int strb_clock_map_begin(struct strb_clock_map *map)
 
 static int64_t interpolate(const struct strb_clock_point *a, const struct strb_clock_point *b, uint64_t ticks)
 {
-	/* 128-bit so that hours of ticks times a ns delta cannot overflow. */
-	__int128 dt = (__int128)ticks - (__int128)a->ticks;
-	__int128 span = (__int128)(b->ticks - a->ticks);
-	__int128 dm = (__int128)(b->mono_ns - a->mono_ns);
-	__int128 num = dt * dm;
-	/* Round to nearest rather than towards zero. */
-	__int128 q = (num >= 0 ? num + span / 2 : num - span / 2) / span;
-	return a->mono_ns + (int64_t)q;
+	/* Doubles: the product can exceed 64 bits, and the relative error of
+	 * 1e-16 is far below a nanosecond for any segment or extrapolation. */
+	double dt = ticks >= a->ticks ? (double)(ticks - a->ticks) : -(double)(a->ticks - ticks);
+	double slope = (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
+	return a->mono_ns + llround(dt * slope);
 }
 
 int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks)

@@ -15,8 +15,9 @@
 
 #define CLAIM_BYTES (64 * 1024)
 #define MIN_RESERVE (1 << 20)
+#define RETAIN_BYTES (16u << 20) /* per thread, between traces */
 
-_Atomic uint32_t strb_session_active;
+uint32_t strobe_internal_session;
 __thread struct strb_tbuf *strb_tls_buf;
 /* The name given with strobe_thread_set_name, kept even when not tracing. */
 static __thread char tls_thread_name[STRB_THREAD_NAME_MAX];
@@ -179,9 +180,13 @@ void strb_tbuf_release_all(void)
 			free_buf(b);
 			continue;
 		}
+		/* Keep the first pages resident so the next trace does not pay for
+		 * page faults again; give the rest back. */
 		size_t used = round_up(atomic_load(&b->published), (size_t)sysconf(_SC_PAGESIZE));
-		if (b->base && used)
-			madvise(b->base, used < b->reserve ? used : b->reserve, MADV_DONTNEED);
+		if (used > b->reserve)
+			used = b->reserve;
+		if (b->base && used > RETAIN_BYTES)
+			madvise(b->base + RETAIN_BYTES, used - RETAIN_BYTES, MADV_DONTNEED);
 		link = &b->next;
 	}
 	pthread_mutex_unlock(&registry_lock);
@@ -206,7 +211,7 @@ void strb_tbuf_atfork_child(void)
 		atomic_store(&mine->published, 0);
 		mine->tid = (pid_t)syscall(SYS_gettid);
 	}
-	atomic_store(&strb_session_active, 0);
+	__atomic_store_n(&strobe_internal_session, 0, __ATOMIC_SEQ_CST);
 }
 
 void strb_tbuf_shutdown(void)

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "strobe/strobe.h"
+
 #define STRB_NAME_MAX 1023   /* longer names are truncated and counted */
 #define STRB_THREAD_NAME_MAX 128
 
@@ -65,8 +67,8 @@ struct strb_tbuf {
 	bool registered;                  /* on the registry list */
 };
 
-/* The active session, 0 when not tracing. Relaxed loads on the hot path. */
-extern _Atomic uint32_t strb_session_active;
+/* The active session (strobe_internal_session, exported for the header's
+ * inline fast path) is 0 when not tracing; read with relaxed __atomic loads. */
 extern __thread struct strb_tbuf *strb_tls_buf;
 
 /* Slow path: attach or reset the calling thread's buffer for session s.
@@ -85,7 +87,7 @@ int64_t strb_tbuf_budget_used(void);
  * session, or NULL when not tracing. The one relaxed load when off. */
 static inline struct strb_tbuf *strb_tbuf_current(void)
 {
-	uint32_t s = atomic_load_explicit(&strb_session_active, memory_order_relaxed);
+	uint32_t s = __atomic_load_n(&strobe_internal_session, __ATOMIC_RELAXED);
 	if (__builtin_expect(!s, 1))
 		return NULL;
 	struct strb_tbuf *b = strb_tls_buf;

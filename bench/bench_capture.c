@@ -1,0 +1,160 @@
+/* Cost of the capture hot path, each figure the median of repeated runs
+ * with threads pinned, all measured in this one run:
+ *   - push+pop pair while tracing, 1 and 2 threads, against two reads of
+ *     the clock in use (what a pair cannot avoid);
+ *   - push+pop pair while not tracing, against an empty loop;
+ *   - resident bytes per captured event.
+ * Usage: bench_capture [pairs-per-run] [runs]
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "core/clock.h"
+#include "strobe/strobe.h"
+
+static long pairs = 1000000;
+static int runs = 11;
+
+static double loop_empty(void)
+{
+	int64_t t0 = bench_now_ns();
+	for (long i = 0; i < pairs; i++)
+		__asm__ volatile("" ::: "memory");
+	return (double)(bench_now_ns() - t0) / (double)pairs;
+}
+
+static double loop_clock(void)
+{
+	uint64_t acc = 0;
+	int64_t t0 = bench_now_ns();
+	for (long i = 0; i < pairs; i++) {
+		acc += strb_clock_ticks();
+		acc += strb_clock_ticks();
+		__asm__ volatile("" ::"r"(acc) : "memory");
+	}
+	return (double)(bench_now_ns() - t0) / (double)pairs;
+}
+
+static double loop_pairs(void)
+{
+	int64_t t0 = bench_now_ns();
+	for (long i = 0; i < pairs; i++) {
+		strobe_range_push("bench::range");
+		strobe_range_pop();
+	}
+	return (double)(bench_now_ns() - t0) / (double)pairs;
+}
+
+struct worker {
+	int cpu;
+	double ns;
+	pthread_barrier_t *barrier;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	bench_pin(w->cpu);
+	strobe_range_push("warm");
+	strobe_range_pop();
+	pthread_barrier_wait(w->barrier);
+	w->ns = loop_pairs();
+	return NULL;
+}
+
+/* Median over runs of the per-pair cost with `threads` threads tracing. */
+static double traced_pairs(int threads)
+{
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int r = 0; r < runs; r++) {
+		strobe_prepare(0, "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=1024");
+		strobe_start();
+		pthread_barrier_t barrier;
+		pthread_barrier_init(&barrier, NULL, (unsigned)threads);
+		struct worker ws[2];
+		pthread_t tids[2];
+		for (int i = 0; i < threads; i++) {
+			ws[i] = (struct worker){.cpu = i, .barrier = &barrier};
+			pthread_create(&tids[i], NULL, worker_main, &ws[i]);
+		}
+		double sum = 0;
+		for (int i = 0; i < threads; i++) {
+			pthread_join(tids[i], NULL);
+			sum += ws[i].ns;
+		}
+		pthread_barrier_destroy(&barrier);
+		strobe_trace *t = NULL;
+		strobe_stop(&t);
+		if (strobe_trace_activity_count(t) != (size_t)pairs * (size_t)threads + 0u &&
+		    strobe_trace_activity_count(t) < (size_t)pairs * (size_t)threads)
+			fprintf(stderr, "warning: %zu activities, expected %ld\n", strobe_trace_activity_count(t),
+				pairs * threads);
+		strobe_trace_destroy(t);
+		v[r] = sum / threads;
+	}
+	double m = bench_median(v, runs);
+	free(v);
+	return m;
+}
+
+static double median_of(double (*fn)(void))
+{
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int r = 0; r < runs; r++)
+		v[r] = fn();
+	double m = bench_median(v, runs);
+	free(v);
+	return m;
+}
+
+static void rss_per_event(void)
+{
+	strobe_prepare(0, "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=1024");
+	strobe_start();
+	strobe_range_push("warm");
+	strobe_range_pop();
+	long before = bench_rss_bytes();
+	for (long i = 0; i < pairs; i++) {
+		strobe_range_push("bench::range");
+		strobe_range_pop();
+	}
+	long after = bench_rss_bytes();
+	strobe_trace *t = NULL;
+	strobe_stop(&t);
+	strobe_trace_destroy(t);
+	printf("resident bytes per captured event (a push+pop range): %.1f\n",
+	       (double)(after - before) / (double)pairs);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		pairs = atol(argv[1]);
+	if (argc > 2)
+		runs = atoi(argv[2]);
+	if (pairs < 1000 || runs < 1) {
+		fprintf(stderr, "usage: bench_capture [pairs-per-run >= 1000] [runs >= 1]\n");
+		return 2;
+	}
+	strobe_init(NULL);
+	if (bench_pin(0))
+		fprintf(stderr, "warning: cannot pin threads; figures are noisier\n");
+	printf("clock: %s; %ld pairs per run, median of %d runs\n", strb_clock_name(), pairs, runs);
+
+	double empty = median_of(loop_empty);
+	double off = median_of(loop_pairs); /* not tracing */
+	double clock2 = median_of(loop_clock);
+	double on1 = traced_pairs(1);
+	double on2 = traced_pairs(2);
+
+	printf("%-44s %8.2f ns\n", "empty loop iteration", empty);
+	printf("%-44s %8.2f ns  (%.2f ns over the empty loop)\n", "push+pop pair, not tracing", off, off - empty);
+	printf("%-44s %8.2f ns\n", "two clock reads", clock2);
+	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 1 thread", on1, on1 / clock2);
+	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 2 threads (each)", on2,
+	       on2 / clock2);
+	rss_per_event();
+	strobe_shutdown();
+	return 0;
+}
