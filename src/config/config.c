@@ -122,7 +122,9 @@ static bool is_space(char c)
 
 static char ascii_lower(char c)
 {
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+	if (c >= 'A' && c <= 'Z')
+		c = (char)(c | 0x20);
+	return c;
 }
 
 static void trim(const char **s, size_t *n)
@@ -328,7 +330,7 @@ static int set_log_file(struct parse_ctx *ctx, const char *v, size_t n)
 		return -1;
 	if (ctx->on_demand) {
 		size_t dlen = strlen(ctx->ondemand_dir);
-		if (strncmp(path, ctx->ondemand_dir, dlen) || n == dlen)
+		if (strncmp(path, ctx->ondemand_dir, dlen) != 0 || n == dlen)
 			return fail(ctx,
 			            "an on-demand log file must lie beneath %s "
 			            "(STROBE_ONDEMAND_TRACE_DIR allows another directory)",
@@ -356,7 +358,7 @@ static int set_value(struct parse_ctx *ctx, const struct option *o, const char *
 {
 	struct strb_config *cfg = ctx->cfg;
 	void *dst = field(cfg, o);
-	int64_t i;
+	int64_t i = 0;
 	switch (o->kind) {
 	case OPT_BOOL:
 		return parse_bool(ctx, v, n, dst);
@@ -498,7 +500,7 @@ void strb_config_validate(struct strb_config *cfg, int64_t now_ms)
 		now_ms = clock_ms();
 	if (!cfg->profile_start_time_ms)
 		cfg->profile_start_time_ms =
-		    now_ms + (int64_t)cfg->warmup_secs * 1000 + 2 * CONTROLLER_INTERVAL_MS;
+		    now_ms + (int64_t)cfg->warmup_secs * 1000 + (int64_t)2 * CONTROLLER_INTERVAL_MS;
 	if (cfg->profile_start_iteration_roundup == 0) {
 		LOGW("PROFILE_START_ITERATION_ROUNDUP=0 ignored: the round-up must be >= 1");
 		cfg->profile_start_iteration_roundup = -1;
