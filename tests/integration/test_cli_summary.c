@@ -1,0 +1,434 @@
+/* strobe summary, run as a user runs it: on libkineto's own trace, on small
+ * hand-written traces (plain, gzip, zstd), and on files that are not traces. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "testutil.h"
+
+#define FIXTURE STROBE_TEST_DATA_DIR "/libkineto-sample.json"
+
+/* A parent range of 100 µs holding two ops of 30 and 20 µs on one thread,
+ * plus one more op on another thread, counters, an instant named "unknown",
+ * an unfinished op and the drop counts strobe writes. */
+static const char nested_trace[] =
+    "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 1790857026000000000,\n"
+    " \"strobe\": {\"dropped_events\": 3, \"unfinished_ranges\": 1, \"truncated_names\": 2},\n"
+    " \"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step\", \"pid\": 10, \"tid\": 11,"
+    "   \"ts\": 1000.000, \"dur\": 100.000},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 10, \"tid\": 11,"
+    "   \"ts\": 1010.000, \"dur\": 30.000},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 10, \"tid\": 11,"
+    "   \"ts\": 1050.000, \"dur\": 20.000, \"args\": {\"finished\": false}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 10, \"tid\": 12,"
+    "   \"ts\": 1000.000, \"dur\": 5.500},\n"
+    "  {\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 10, \"tid\": 11, \"ts\": 1000,"
+    "   \"args\": {\"bytes\": 100}},\n"
+    "  {\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 10, \"tid\": 11, \"ts\": 1090,"
+    "   \"args\": {\"bytes\": 50}},\n"
+    "  {\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 10, \"tid\": 11, \"ts\": 1050,"
+    "   \"args\": {\"bytes\": 300}},\n"
+    "  {\"ph\": \"i\", \"s\": \"t\", \"cat\": \"cpu_instant_event\", \"name\": \"unknown\", \"pid\": 10,"
+    "   \"tid\": 11, \"ts\": 1200}\n"
+    " ]}\n";
+
+/* Runs "strobe summary ARGS"; returns the exit status and the output. */
+static int summary(const char *args, int merge_stderr, char **out)
+{
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "'%s' summary %s", STROBE_CLI_PATH, args);
+	return tu_run(cmd, merge_stderr, out);
+}
+
+static yajl_val summary_json(const char *args)
+{
+	char *out = NULL;
+	char full[4096];
+	snprintf(full, sizeof(full), "--json %s", args);
+	assert_int_equal(summary(full, 0, &out), 0);
+	yajl_val v = tu_parse_json(out);
+	if (!v)
+		fail_msg("--json output does not parse:\n%s", out);
+	free(out);
+	return v;
+}
+
+/* A row of a category's top list, or NULL. */
+static yajl_val name_row(yajl_val root, const char *cat, const char *list, const char *name)
+{
+	yajl_val cats = tu_get(root, "categories");
+	assert_non_null(cats);
+	for (size_t i = 0; i < cats->u.array.len; i++) {
+		yajl_val c = cats->u.array.values[i];
+		if (strcmp(tu_get_str(c, "cat"), cat))
+			continue;
+		yajl_val rows = tu_get(c, list);
+		for (size_t j = 0; rows && j < rows->u.array.len; j++)
+			if (!strcmp(tu_get_str(rows->u.array.values[j], "name"), name))
+				return rows->u.array.values[j];
+	}
+	return NULL;
+}
+
+/* The line of text that mentions needle first, as a new string. */
+static char *line_with(const char *text, const char *needle)
+{
+	const char *at = strstr(text, needle);
+	if (!at)
+		fail_msg("\"%s\" is not in the output:\n%s", needle, text);
+	const char *start = at, *end = strchr(at, '\n');
+	while (start > text && start[-1] != '\n')
+		start--;
+	if (!end)
+		end = at + strlen(at);
+	return strndup(start, (size_t)(end - start));
+}
+
+static void assert_contains(const char *text, const char *needle)
+{
+	if (!strstr(text, needle))
+		fail_msg("\"%s\" is not in:\n%s", needle, text);
+}
+
+static void write_nested(const char *dir, char *path, size_t len)
+{
+	snprintf(path, len, "%s/nested.json", dir);
+	assert_int_equal(tu_write_file(path, nested_trace), 0);
+}
+
+/* The numbers below are worked out by hand from the fixture: aten::mm runs
+ * 50.234 µs (838.951 to 889.185) and holds cudaLaunchKernel (840.951,
+ * 5 µs) on the same row 15670/15670, so its self time is 45.234 µs; the
+ * kernel runs 10.5 µs on stream 7; the first event (the profiler span) starts
+ * at 837.951 and "Record Window End" is at 1837.951, a 1 ms span. */
+static void test_libkineto_fixture(void **state)
+{
+	(void)state;
+	yajl_val v = summary_json(FIXTURE);
+	assert_int_equal((int)tu_get_num(v, "events"), 73);
+	assert_int_equal((int)tu_get_num(tu_get(v, "by_ph"), "X"), 7);
+	assert_int_equal((int)tu_get_num(tu_get(v, "by_ph"), "M"), 59);
+	assert_int_equal((int)tu_get_num(tu_get(v, "by_ph"), "i"), 4);
+	assert_int_equal((long long)tu_get_num(tu_get(v, "span"), "duration_ns"), 1000000);
+	assert_string_equal(tu_get_str(v, "compression"), "none");
+
+	yajl_val mm = name_row(v, "cpu_op", "top_by_total", "aten::mm");
+	assert_non_null(mm);
+	assert_int_equal((int)tu_get_num(mm, "count"), 1);
+	assert_int_equal((long long)tu_get_num(mm, "total_ns"), 50234);
+	assert_int_equal((long long)tu_get_num(mm, "self_ns"), 45234);
+	yajl_val k = name_row(v, "kernel", "top_by_total", "Kernel");
+	assert_non_null(k);
+	assert_int_equal((long long)tu_get_num(k, "total_ns"), 10500);
+	assert_int_equal((long long)tu_get_num(k, "self_ns"), 10500);
+	yajl_val rt = name_row(v, "cuda_runtime", "top_by_total", "cudaLaunchKernel");
+	assert_non_null(rt);
+	assert_int_equal((long long)tu_get_num(rt, "total_ns"), 5000);
+	/* my_region (89.5 µs) holds aten::mm, which holds the launch. */
+	yajl_val reg = name_row(v, "user_annotation", "top_by_self", "my_region");
+	assert_non_null(reg);
+	assert_int_equal((long long)tu_get_num(reg, "self_ns"), 89500 - 50234);
+	yajl_val acc = tu_get(v, "accounting");
+	assert_true(YAJL_IS_NULL(tu_get(acc, "strobe")));
+	yajl_tree_free(v);
+
+	char *out = NULL;
+	assert_int_equal(summary(FIXTURE, 0, &out), 0);
+	char *line = line_with(out, "aten::mm");
+	assert_contains(line, "50.234 µs");
+	assert_contains(line, "45.234 µs");
+	free(line);
+	line = line_with(out, "cudaLaunchKernel");
+	assert_contains(line, "5.000 µs");
+	free(line);
+	line = line_with(out, "span");
+	assert_contains(line, "1.000 ms");
+	free(line);
+	free(out);
+}
+
+static void test_self_time_nested(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+	write_nested(dir, path, sizeof(path));
+
+	char *out = NULL;
+	assert_int_equal(summary(path, 0, &out), 0);
+	char *line = line_with(out, "  step");
+	assert_contains(line, "100.000 µs");
+	assert_contains(line, "50.000 µs");
+	free(line);
+	/* aten::mul: 20 µs on one thread plus 5.5 µs on another. */
+	line = line_with(out, "  aten::mul");
+	assert_contains(line, "25.500 µs");
+	assert_contains(line, "12.750 µs");
+	free(line);
+	free(out);
+
+	yajl_val v = summary_json(path);
+	yajl_val step = name_row(v, "user_annotation", "top_by_self", "step");
+	assert_non_null(step);
+	assert_int_equal((long long)tu_get_num(step, "total_ns"), 100000);
+	assert_int_equal((long long)tu_get_num(step, "self_ns"), 50000);
+	yajl_val add = name_row(v, "cpu_op", "top_by_self", "aten::add");
+	assert_int_equal((long long)tu_get_num(add, "self_ns"), 30000);
+	yajl_tree_free(v);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+static void test_instants_counters_and_accounting(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+	write_nested(dir, path, sizeof(path));
+
+	yajl_val v = summary_json(path);
+	yajl_val counters = tu_get(v, "counters");
+	assert_int_equal(counters->u.array.len, 1);
+	yajl_val mem = counters->u.array.values[0];
+	assert_string_equal(tu_get_str(mem, "name"), "mem");
+	assert_string_equal(tu_get_str(mem, "key"), "bytes");
+	assert_int_equal((int)tu_get_num(mem, "count"), 3);
+	assert_int_equal((int)tu_get_num(mem, "min"), 50);
+	assert_int_equal((int)tu_get_num(mem, "max"), 300);
+	assert_int_equal((int)tu_get_num(mem, "last"), 50); /* the latest ts, not the last line */
+	yajl_val inst = tu_get(v, "instants")->u.array.values[0];
+	assert_string_equal(tu_get_str(inst, "name"), "unknown");
+	assert_int_equal((int)tu_get_num(inst, "count"), 1);
+
+	yajl_val acc = tu_get(v, "accounting");
+	yajl_val meta = tu_get(acc, "strobe");
+	assert_int_equal((int)tu_get_num(meta, "dropped_events"), 3);
+	assert_int_equal((int)tu_get_num(meta, "unfinished_ranges"), 1);
+	assert_int_equal((int)tu_get_num(meta, "truncated_names"), 2);
+	assert_int_equal((int)tu_get_num(acc, "unfinished_events"), 1);
+	assert_int_equal((int)tu_get_num(acc, "unknown_names"), 1);
+	yajl_tree_free(v);
+
+	char *out = NULL;
+	assert_int_equal(summary(path, 0, &out), 0);
+	char *line = line_with(out, "dropped_events");
+	assert_contains(line, "3");
+	free(line);
+	line = line_with(out, "mem (bytes)");
+	assert_contains(line, "300");
+	free(line);
+	free(out);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Output past the first line, which names the file and its compression. */
+static const char *body(const char *out)
+{
+	const char *nl = strchr(out, '\n');
+	assert_non_null(nl);
+	return nl + 1;
+}
+
+static void test_compressed_same_output(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), plain[4096], gz[4096], zst[4096];
+	write_nested(dir, plain, sizeof(plain));
+	/* Names that do not say .gz or .zst: the reader goes by content. */
+	snprintf(gz, sizeof(gz), "%s/nested-gzip.json", dir);
+	snprintf(zst, sizeof(zst), "%s/nested-zstd.json", dir);
+
+	gzFile g = gzopen(gz, "wb");
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, nested_trace, sizeof(nested_trace) - 1), (int)sizeof(nested_trace) - 1);
+	assert_int_equal(gzclose(g), Z_OK);
+	size_t cap = ZSTD_compressBound(sizeof(nested_trace));
+	char *z = malloc(cap);
+	size_t zn = ZSTD_compress(z, cap, nested_trace, sizeof(nested_trace) - 1, 3);
+	assert_false(ZSTD_isError(zn));
+	write_bytes(zst, z, zn);
+	free(z);
+
+	char *o_plain = NULL, *o_gz = NULL, *o_zst = NULL;
+	assert_int_equal(summary(plain, 0, &o_plain), 0);
+	assert_int_equal(summary(gz, 0, &o_gz), 0);
+	assert_int_equal(summary(zst, 0, &o_zst), 0);
+	assert_contains(o_gz, "gzip");
+	assert_contains(o_zst, "zstd");
+	assert_string_equal(body(o_plain), body(o_gz));
+	assert_string_equal(body(o_plain), body(o_zst));
+	free(o_plain);
+	free(o_gz);
+	free(o_zst);
+
+	yajl_val v = summary_json(zst);
+	assert_string_equal(tu_get_str(v, "compression"), "zstd");
+	assert_int_equal(
+	    (long long)tu_get_num(name_row(v, "user_annotation", "top_by_self", "step"), "self_ns"), 50000);
+	yajl_tree_free(v);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+/* Exit 1, nothing on stdout, and a message on stderr that says what is wrong. */
+static void expect_failure(const char *args, const char *msg1, const char *msg2)
+{
+	char *out = NULL, cmd[4096];
+	snprintf(cmd, sizeof(cmd), "%s 2>/dev/null", args);
+	assert_int_equal(summary(cmd, 0, &out), 1);
+	assert_string_equal(out, "");
+	free(out);
+	assert_int_equal(summary(args, 1, &out), 1);
+	assert_contains(out, "strobe: ");
+	assert_contains(out, msg1);
+	if (msg2)
+		assert_contains(out, msg2);
+	free(out);
+}
+
+static void test_bad_files(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+
+	snprintf(path, sizeof(path), "%s/missing.json", dir);
+	expect_failure(path, "missing.json", "No such file");
+
+	/* The fixture cut at 5000 bytes, in the middle of its events. */
+	size_t len;
+	char *text = tu_read_file(FIXTURE, &len);
+	assert_non_null(text);
+	assert_true(len > 5000);
+	text[5000] = 0;
+	snprintf(path, sizeof(path), "%s/cut.json", dir);
+	assert_int_equal(tu_write_file(path, text), 0);
+	free(text);
+	expect_failure(path, "truncated", "byte 5000");
+
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	assert_int_equal(tu_write_file(path, "these are my notes, not a trace\n"), 0);
+	expect_failure(path, "notes.txt", "not JSON");
+
+	snprintf(path, sizeof(path), "%s/other.json", dir);
+	assert_int_equal(tu_write_file(path, "{\"name\": \"package\", \"version\": 1}\n"), 0);
+	expect_failure(path, "not a trace", "traceEvents");
+
+	/* A gzip header followed by garbage. */
+	snprintf(path, sizeof(path), "%s/bad.json.gz", dir);
+	write_bytes(path, "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-garbage", 24);
+	expect_failure(path, "gzip", NULL);
+
+	expect_failure(dir, "Is a directory", NULL);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+static void test_usage_errors(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(summary("", 1, &out), 2);
+	assert_contains(out, "usage: strobe summary");
+	free(out);
+	assert_int_equal(summary("--frobnicate " FIXTURE, 1, &out), 2);
+	assert_contains(out, "--frobnicate");
+	free(out);
+	assert_int_equal(summary("--top lots " FIXTURE, 1, &out), 2);
+	assert_contains(out, "lots");
+	free(out);
+	assert_int_equal(summary(FIXTURE " " FIXTURE, 1, &out), 2);
+	free(out);
+
+	assert_int_equal(summary("--help", 0, &out), 0);
+	assert_contains(out, "--top N");
+	assert_contains(out, "--json");
+	assert_contains(out, "examples:");
+	free(out);
+}
+
+static void test_top_limits_rows(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+	/* Five kernels on five streams, 50 down to 10 µs. */
+	char text[4096];
+	int n = snprintf(text, sizeof(text), "{\"traceEvents\": [");
+	for (int i = 0; i < 5; i++)
+		n += snprintf(
+		    text + n, sizeof(text) - (size_t)n,
+		    "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm_%d\", \"pid\": 0, \"tid\": %d,"
+		    " \"ts\": 100.0, \"dur\": %d.0}",
+		    i ? "," : "", i, i + 7, 50 - 10 * i);
+	snprintf(text + n, sizeof(text) - (size_t)n, "]}");
+	snprintf(path, sizeof(path), "%s/kernels.json", dir);
+	assert_int_equal(tu_write_file(path, text), 0);
+
+	char args[4200], *out = NULL;
+	snprintf(args, sizeof(args), "--top 2 %s", path);
+	assert_int_equal(summary(args, 0, &out), 0);
+	assert_contains(out, "gemm_0");
+	assert_contains(out, "gemm_1");
+	assert_null(strstr(out, "gemm_2"));
+	assert_contains(out, "3 more");
+	free(out);
+
+	assert_int_equal(summary(path, 0, &out), 0);
+	assert_contains(out, "gemm_4");
+	free(out);
+
+	yajl_val v = summary_json(args);
+	yajl_val cat = tu_get(v, "categories")->u.array.values[0];
+	assert_int_equal(tu_get(cat, "top_by_total")->u.array.len, 2);
+	assert_int_equal((int)tu_get_num(cat, "names"), 5);
+	assert_int_equal((long long)tu_get_num(cat, "total_ns"), 150000);
+	yajl_tree_free(v);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+/* An empty event list is a trace with nothing in it, not an error; "-"
+ * reads the trace from stdin. */
+static void test_empty_trace_and_stdin(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(summary("- <<'EOF'\n{\"traceEvents\": []}\nEOF", 0, &out), 0);
+	assert_contains(out, "events    0");
+	assert_contains(out, "span      none");
+	free(out);
+
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "--json - < '%s'", FIXTURE);
+	assert_int_equal(summary(cmd, 0, &out), 0);
+	yajl_val v = tu_parse_json(out);
+	assert_non_null(v);
+	assert_int_equal((long long)tu_get_num(name_row(v, "cpu_op", "top_by_total", "aten::mm"), "total_ns"),
+	                 50234);
+	yajl_tree_free(v);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_libkineto_fixture),
+	    cmocka_unit_test(test_self_time_nested),
+	    cmocka_unit_test(test_instants_counters_and_accounting),
+	    cmocka_unit_test(test_compressed_same_output),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_usage_errors),
+	    cmocka_unit_test(test_top_limits_rows),
+	    cmocka_unit_test(test_empty_trace_and_stdin),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
