@@ -310,7 +310,7 @@ STROBE_API void strobe_counter(const char *name, double value);
  * this process; resource 0 means the calling thread. Recorded only while a
  * trace is running and its type is selected. Errors: -EINVAL for a NULL or
  * malformed activity (end before start, args with NULL keys, an unknown
- * type, JSON args that do not parse), STROBE_E_STATE when no trace is
+ * type), STROBE_E_BAD_JSON for a JSON arg that does not parse, STROBE_E_STATE when no trace is
  * running, -ENOSPC when the buffer budget is exhausted (counted). */
 STROBE_API int strobe_record(const struct strobe_activity *activity);
 
@@ -371,8 +371,9 @@ STROBE_API int strobe_metadata_set_json(const char *key, const char *json);
 /* Removes a key; -ENOENT when it was not set. */
 STROBE_API int strobe_metadata_remove(const char *key);
 
-/* Names the calling thread in traces (any length; the kernel's 15-byte
- * thread name is not touched). Errors: -EINVAL for NULL. */
+/* Names the calling thread's row in traces (up to 1023 bytes, longer
+ * names are truncated; the kernel's 15-byte thread name is not touched).
+ * Errors: -EINVAL for NULL. */
 STROBE_API int strobe_thread_set_name(const char *name);
 
 /* ------------------------------------------------------------------------

@@ -24,7 +24,7 @@
 #include "strobe/strobe.h"
 
 #define STRB_NAME_MAX 1023   /* longer names are truncated and counted */
-#define STRB_THREAD_NAME_MAX 128
+#define STRB_THREAD_NAME_MAX 1024 /* with the NUL */
 
 enum strb_rec_kind {
 	STRB_REC_RANGE_PUSH = 1, /* user_annotation */

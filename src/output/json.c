@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/tbuf.h"
 #include "output/jbuf.h"
 #include "output/output.h"
 #include "output/sink.h"
@@ -231,7 +232,7 @@ static void resource(struct writer *w, const struct strobe_resource *r)
 		return;
 	case STROBE_RESOURCE_THREAD: {
 		/* libkineto's row title: "thread <tid> (<name>)". */
-		char title[256];
+		char title[STRB_THREAD_NAME_MAX + 64];
 		snprintf(title, sizeof(title), "thread %lld (%s)", (long long)r->resource, r->name);
 		meta_str(w, "thread_name", r->device, tid, "name", title);
 		break;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,12 @@ int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress 
 		strb_sink_abort(s);
 		return strb_error(-ENOMEM, "out of memory opening %s", path);
 	}
-	sprintf(s->tmp, "%s.tmp.%d", path, (int)getpid());
-	s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Unique per save, so concurrent saves to one path cannot collide; the
+	 * last rename wins and every reader sees a whole file. */
+	sprintf(s->tmp, "%s.tmp.XXXXXX", path);
+	s->fd = mkostemp(s->tmp, O_CLOEXEC);
+	if (s->fd >= 0)
+		fchmod(s->fd, 0644);
 	if (s->fd < 0) {
 		int e = errno;
 		int rc = strb_error(STROBE_E_IO, "cannot create %s: %s", s->tmp, strerror(e));
