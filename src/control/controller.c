@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "control/profilers.h"
 #include "core/capture.h"
 #include "core/clock.h"
@@ -27,6 +29,13 @@ static uint32_t session;
 static uint64_t start_ticks;
 static int64_t start_ns;
 static struct strb_profiler_set profilers;
+/* Backends taking part in the current trace, and why the others are off. */
+static bool backend_on[8];
+static char backend_off_reason[512];
+
+#define FOR_EACH_ACTIVE_BACKEND(i) \
+	for (int i = 0; strb_backends[i]; i++) \
+		if (backend_on[i])
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t map_cond;
@@ -100,18 +109,49 @@ static void end_capture(void)
 	sampler_join();
 }
 
+static void stop_collectors(void)
+{
+	FOR_EACH_ACTIVE_BACKEND(i)
+	strb_backends[i]->stop();
+	strb_profilers_stop(&profilers);
+}
+
 static void discard_locked(void)
 {
 	if (state == STRB_RUNNING) {
 		end_capture();
-		strb_profilers_stop(&profilers);
+		stop_collectors();
 	}
 	if (state != STRB_IDLE) {
+		FOR_EACH_ACTIVE_BACKEND(i)
+		strb_backends[i]->release();
+		memset(backend_on, 0, sizeof(backend_on));
 		strb_profilers_release(&profilers);
 		strb_tbuf_release_all();
 		strb_clock_map_free(&clock_map);
 	}
 	state = STRB_IDLE;
+}
+
+/* Says once per distinct reason, in the log, why a backend is off; every
+ * trace carries the reason in its metadata. */
+static void prepare_backends(const struct strb_config *cfg)
+{
+	static char last_logged[512];
+	backend_off_reason[0] = 0;
+	for (int i = 0; strb_backends[i]; i++) {
+		char why[256] = "";
+		int rc = strb_backends[i]->prepare(cfg, cfg->activity_mask, why, sizeof(why));
+		backend_on[i] = rc == 0;
+		if (rc < 0) {
+			snprintf(backend_off_reason, sizeof(backend_off_reason), "%s capture is off: %s",
+				 strb_backends[i]->name, why);
+			if (strcmp(last_logged, backend_off_reason)) {
+				LOGW("%s", backend_off_reason);
+				snprintf(last_logged, sizeof(last_logged), "%s", backend_off_reason);
+			}
+		}
+	}
 }
 
 int strb_control_prepare(const struct strb_config *cfg)
@@ -126,6 +166,7 @@ int strb_control_prepare(const struct strb_config *cfg)
 	char *text = strb_config_format(cfg);
 	strb_profilers_prepare(&profilers, cfg->activity_mask, text ? text : "");
 	free(text);
+	prepare_backends(cfg);
 	state = STRB_PREPARED;
 	pthread_mutex_unlock(&lock);
 	return 0;
@@ -157,6 +198,8 @@ int strb_control_start(void)
 	start_ticks = strb_clock_ticks();
 	start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks);
 	strb_profilers_start(&profilers);
+	FOR_EACH_ACTIVE_BACKEND(i)
+	strb_backends[i]->start();
 	sampler_start();
 	__atomic_store_n(&strobe_internal_session, session, __ATOMIC_RELEASE);
 	state = STRB_RUNNING;
@@ -190,7 +233,7 @@ int strb_control_stop(strobe_trace **out)
 	}
 	uint64_t stop_ticks = strb_clock_ticks();
 	end_capture();
-	strb_profilers_stop(&profilers);
+	stop_collectors();
 	strb_clock_map_sample(&clock_map);
 
 	struct strb_window w = {
@@ -212,6 +255,13 @@ int strb_control_stop(strobe_trace **out)
 	t->pid = getpid();
 	t->activity_mask = w.mask;
 	rc = strb_process_cpu(t, &w);
+	FOR_EACH_ACTIVE_BACKEND(i)
+	if (!rc)
+		rc = strb_backends[i]->process(t, &w);
+	if (!rc && backend_off_reason[0]) {
+		struct strobe_arg e = {.key = "gpu_capture", .kind = STROBE_ARG_STRING, .value.str = backend_off_reason};
+		rc = strb_trace_set_meta(t, &e);
+	}
 	struct child_emit ce = {t, &w};
 	if (!rc)
 		rc = strb_profilers_collect(&profilers, child_emit, &ce);
@@ -255,8 +305,11 @@ int strb_control_toggle(bool enable)
 	pthread_mutex_lock(&lock);
 	if (state != STRB_RUNNING)
 		rc = strb_error(STROBE_E_STATE, "strobe_toggle_collection: no trace is running");
-	else
+	else {
+		FOR_EACH_ACTIVE_BACKEND(i)
+		strb_backends[i]->toggle(enable);
 		strb_profilers_toggle(&profilers, enable);
+	}
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
@@ -269,6 +322,9 @@ void strb_control_atfork_child(void)
 	sampler_running = false;
 	atomic_store(&strb_epoch_anchor, 0);
 	strb_profilers_release(&profilers);
+	for (int i = 0; strb_backends[i]; i++)
+		strb_backends[i]->atfork_child();
+	memset(backend_on, 0, sizeof(backend_on));
 	strb_clock_map_free(&clock_map);
 	state = STRB_IDLE;
 }

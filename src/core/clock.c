@@ -41,6 +41,40 @@ static bool tsc_is_usable(void)
 #endif
 }
 
+/* Nominal scale: ns = base_ns + (ticks - base_ticks) * ns_per_tick. */
+static uint64_t base_ticks;
+static double ns_per_tick = 1.0;
+
+static void calibrate(void)
+{
+	base_ticks = 0;
+	ns_per_tick = 1.0;
+	if (strb_clock_kind_in_use != STRB_CLOCK_TSC)
+		return;
+	/* 2 ms is enough for a nominal rate: the map, not this, decides real time. */
+	int64_t m0 = strb_mono_ns_raw();
+	uint64_t t0 = strb_clock_ticks();
+	int64_t m1;
+	while ((m1 = strb_mono_ns_raw()) - m0 < 2000000)
+		;
+	uint64_t t1 = strb_clock_ticks();
+	base_ticks = t0;
+	ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+}
+
+uint64_t strb_clock_ticks_to_ns(uint64_t ticks)
+{
+	/* The TSC is invariant and synchronised, so no tick predates the base. */
+	if (ticks <= base_ticks)
+		return 0;
+	return (uint64_t)llround((double)(ticks - base_ticks) * ns_per_tick);
+}
+
+uint64_t strb_clock_ns_to_ticks(uint64_t ns)
+{
+	return base_ticks + (uint64_t)llround((double)ns / ns_per_tick);
+}
+
 void strb_clock_init(void)
 {
 	if (clock_ready)
@@ -51,6 +85,7 @@ void strb_clock_init(void)
 	else
 		real_kind = tsc_is_usable() ? STRB_CLOCK_TSC : STRB_CLOCK_MONOTONIC;
 	strb_clock_kind_in_use = real_kind;
+	calibrate();
 	clock_ready = true;
 	LOGI("clock source: %s", strb_clock_name());
 }

@@ -59,6 +59,13 @@ static inline uint64_t strb_clock_ticks(void)
 	return (uint64_t)strb_mono_ns_raw();
 }
 
+/* A fixed ticks <-> ns scale measured once at init (identity for the
+ * monotonic source), for interfaces that must be handed ns, such as
+ * CUPTI's timestamp callback. The two directions invert each other to
+ * within a tick; real time comes only from the map at processing. */
+uint64_t strb_clock_ticks_to_ns(uint64_t ticks);
+uint64_t strb_clock_ns_to_ticks(uint64_t ns);
+
 int64_t strb_clock_mono_ns(void);
 int64_t strb_clock_real_ns(void);
 

@@ -42,7 +42,7 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
 
 /* /proc/self/cmdline's argv[0], reduced to its basename, as libkineto names
  * the CPU process. */
-static void process_name(char *out, size_t len)
+void strb_process_name(char *out, size_t len)
 {
 	snprintf(out, len, "%s", program_invocation_short_name);
 	FILE *f = fopen("/proc/self/cmdline", "re");
@@ -76,7 +76,7 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 {
 	int rc = 0;
 	char name[256];
-	process_name(name, sizeof(name));
+	strb_process_name(name, sizeof(name));
 	struct strobe_resource proc = {
 		.size = sizeof(proc),
 		.kind = STROBE_RESOURCE_PROCESS,
@@ -105,7 +105,7 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 	strb_metadata_foreach(copy_meta, t);
 
 	const struct strb_trace_stats *s = &t->stats;
-	char stats[1024];
+	char stats[2048];
 	snprintf(stats, sizeof(stats),
 		 "{\"version\": \"%s\", \"clock\": \"%s\", \"dropped_events\": %" PRIu64
 		 ", \"truncated_names\": %" PRIu64 ", \"unfinished_ranges\": %" PRIu64
@@ -115,6 +115,23 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 		 strobe_version(), strb_clock_name(), s->dropped_events, s->truncated_names, s->unfinished_ranges,
 		 s->unmatched_pops, s->non_finite_counters, s->out_of_window, s->rejected_activities, s->threads,
 		 s->buffer_bytes);
+	if (s->gpu) {
+		size_t n = strlen(stats) - 1; /* reopen the object */
+		snprintf(stats + n, sizeof(stats) - n,
+			 ", \"gpu_records\": %" PRIu64 ", \"gpu_out_of_window\": %" PRIu64
+			 ", \"gpu_dropped_records\": %" PRIu64 ", \"gpu_rejected_buffers\": %" PRIu64
+			 ", \"gpu_discarded_buffers\": %" PRIu64 ", \"gpu_warmup_records\": %" PRIu64
+			 ", \"gpu_blocklisted\": %" PRIu64 ", \"gpu_invalid_external_correlations\": %" PRIu64
+			 ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_out_of_order\": %" PRIu64
+			 ", \"gpu_unexpected_records\": %" PRIu64 ", \"gpu_incomplete_records\": %" PRIu64
+			 ", \"gpu_paused_records\": %" PRIu64 ", \"gpu_bad_buffers\": %" PRIu64
+			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64 "}",
+			 s->gpu_records, s->gpu_out_of_window, s->gpu_dropped_records, s->gpu_rejected_buffers,
+			 s->gpu_discarded_buffers, s->gpu_warmup_records, s->gpu_blocklisted,
+			 s->gpu_invalid_external_correlations, s->gpu_unmatched_correlations, s->gpu_out_of_order,
+			 s->gpu_unexpected_records, s->gpu_incomplete_records, s->gpu_paused_records,
+			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel);
+	}
 	struct strobe_arg e = {.key = "strobe", .kind = STROBE_ARG_JSON, .value.str = stats};
 	rc |= strb_trace_set_meta(t, &e);
 	if (s->dropped_events)

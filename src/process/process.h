@@ -30,6 +30,9 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
  * request's trace id and strobe's own accounting. */
 int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, const struct strb_config *cfg);
 
+/* libkineto's name for this process: argv[0]'s basename. */
+void strb_process_name(char *out, size_t len);
+
 /* Ids for ops and ranges: unique per process, below 2^53. */
 uint64_t strb_ids_take_block(uint64_t n);
 

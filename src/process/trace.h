@@ -28,6 +28,25 @@ struct strb_trace_stats {
 	uint64_t rejected_activities; /* child-profiler activities that were malformed */
 	uint64_t buffer_bytes;       /* CPU buffer bytes used */
 	uint64_t threads;            /* threads that recorded */
+
+	/* Device backends (written only when one took part). */
+	bool gpu;
+	uint64_t gpu_records;            /* vendor records read */
+	uint64_t gpu_out_of_window;      /* GPU records not entirely inside the window */
+	uint64_t gpu_dropped_records;    /* the vendor library dropped them */
+	uint64_t gpu_rejected_buffers;   /* buffer requests refused: budget exhausted */
+	uint64_t gpu_discarded_buffers;  /* buffers thrown away after the budget ran out */
+	uint64_t gpu_warmup_records;     /* collected before the window, discarded */
+	uint64_t gpu_blocklisted;        /* noisy runtime calls dropped on purpose */
+	uint64_t gpu_invalid_external_correlations;
+	uint64_t gpu_unmatched_correlations; /* GPU work whose launching call is missing */
+	uint64_t gpu_out_of_order;       /* a launch that starts after its GPU work */
+	uint64_t gpu_unexpected_records; /* record kinds strobe does not handle */
+	uint64_t gpu_incomplete_records; /* still in flight at stop (no timestamps) */
+	uint64_t gpu_paused_records;     /* inside a strobe_toggle_collection pause */
+	uint64_t gpu_bad_buffers;        /* a buffer walk stopped on an invalid record */
+	uint64_t gpu_launches;           /* kernel launch calls in the window */
+	uint64_t gpu_launches_without_kernel; /* launches whose kernel never arrived */
 };
 
 struct strobe_trace {

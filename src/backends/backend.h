@@ -1,0 +1,38 @@
+/* Device backends (CUPTI today; ROCm and XPU later) behind one vtable. A
+ * backend collects vendor records while a trace runs and, at processing,
+ * turns them into activities in the trace, linked to the CPU activities
+ * already there. All calls come from the thread driving the trace, under
+ * the controller's lock. */
+#ifndef STROBE_BACKENDS_BACKEND_H
+#define STROBE_BACKENDS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct strb_config;
+struct strb_window;
+struct strobe_trace;
+
+struct strb_backend {
+	const char *name;
+	/* A trace is being prepared with these types. Returns 0 when the
+	 * backend takes part; otherwise fills why (the reason capture is off,
+	 * for the log and the trace metadata) and returns a negative status.
+	 * May be called again without release (the trace was replaced). */
+	int (*prepare)(const struct strb_config *cfg, uint64_t mask, char *why, size_t why_len);
+	void (*start)(void);
+	void (*stop)(void);
+	void (*toggle)(bool enable);
+	/* Adds its activities, rows and accounting to the trace. */
+	int (*process)(struct strobe_trace *t, const struct strb_window *w);
+	/* The trace is over (processed or discarded): free what it held. */
+	void (*release)(void);
+	/* In a fork child: forget everything, capture stays off. */
+	void (*atfork_child)(void);
+};
+
+/* The backends built into this library, NULL-terminated. */
+extern const struct strb_backend *const strb_backends[];
+
+#endif
