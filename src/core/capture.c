@@ -24,7 +24,7 @@ static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint
 		len = strnlen(name, STRB_NAME_MAX + 1);
 		if (__builtin_expect(len > STRB_NAME_MAX, 0)) {
 			len = STRB_NAME_MAX;
-			b->truncated++;
+			strb_tbuf_count(&b->truncated);
 		}
 	}
 	size_t total = sizeof(struct strb_rec) + payload + ((len + 7) & ~(size_t)7);

@@ -71,7 +71,7 @@ int strobe_record(const struct strobe_activity *a)
 	size_t name_len = a->name ? strnlen(a->name, STRB_NAME_MAX + 1) : 0;
 	if (name_len > STRB_NAME_MAX) {
 		name_len = STRB_NAME_MAX;
-		b->truncated++;
+		strb_tbuf_count(&b->truncated);
 	}
 	size_t payload = sizeof(struct strb_rec_activity) + args_bytes;
 	size_t total = sizeof(struct strb_rec) + payload + pad8(name_len);

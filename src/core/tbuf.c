@@ -94,8 +94,8 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->session = session;
 	b->head = 0;
 	b->limit = 0;
-	b->dropped = 0;
-	b->truncated = 0;
+	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->truncated, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->published, 0, memory_order_relaxed);
 	if (tls_thread_name[0])
 		memcpy(b->name, tls_thread_name, sizeof(b->name));
@@ -110,7 +110,7 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	strb_tls_buf = b;
 	if (!ok) {
 		LOGE("cannot reserve %zu bytes for a capture buffer; this thread's events are dropped", want);
-		b->dropped++;
+		strb_tbuf_count(&b->dropped);
 		return NULL;
 	}
 	return b;
@@ -134,7 +134,7 @@ void *strb_tbuf_grow(struct strb_tbuf *b, size_t n)
 			atomic_fetch_add_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
 		}
 	}
-	b->dropped++;
+	strb_tbuf_count(&b->dropped);
 	return NULL;
 }
 

@@ -56,8 +56,10 @@ struct strb_tbuf {
 	size_t reserve; /* bytes of address space mapped */
 	uint32_t session;
 	uint64_t next_op_id, op_id_end;
-	uint64_t dropped;   /* events that did not fit the budget */
-	uint64_t truncated; /* names cut at STRB_NAME_MAX */
+	/* Written by the owner only, read by processing while the owner may
+	 * still record: atomics, bumped with strb_tbuf_count (no RMW). */
+	_Atomic uint64_t dropped;   /* events that did not fit the budget */
+	_Atomic uint64_t truncated; /* names cut at STRB_NAME_MAX */
 
 	_Atomic size_t published; /* head, as the reader may see it */
 	atomic_bool dead;         /* the thread exited */
@@ -103,6 +105,12 @@ static inline void *strb_tbuf_reserve(struct strb_tbuf *b, size_t n)
 	void *p = b->base + b->head;
 	b->head += n;
 	return p;
+}
+
+/* Owner-only counter bump: a relaxed load and store, no locked instruction. */
+static inline void strb_tbuf_count(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 static inline void strb_tbuf_publish(struct strb_tbuf *b)

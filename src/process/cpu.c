@@ -256,8 +256,8 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 	/* Ranges still open at stop end at stop. */
 	close_open(k, &k->ranges);
 	close_open(k, &k->ops);
-	t->stats.dropped_events += b->dropped;
-	t->stats.truncated_names += b->truncated;
+	t->stats.dropped_events += atomic_load_explicit(&b->dropped, memory_order_relaxed);
+	t->stats.truncated_names += atomic_load_explicit(&b->truncated, memory_order_relaxed);
 	t->stats.buffer_bytes += published;
 	t->stats.threads++;
 

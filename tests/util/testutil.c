@@ -255,3 +255,22 @@ yajl_val tu_find(yajl_val root, const char *ph, const char *cat, const char *nam
 			return ev->u.array.values[i];
 	return NULL;
 }
+
+int64_t tu_get_ns(yajl_val obj, const char *key)
+{
+	yajl_val v = tu_get(obj, key);
+	if (!v || !YAJL_IS_NUMBER(v))
+		fail_msg("member \"%s\" is missing or not a number", key);
+	const char *r = YAJL_GET_NUMBER(v), *p = r;
+	int64_t us = 0;
+	if (*p == '-')
+		p++;
+	const char *digits = p;
+	while (*p >= '0' && *p <= '9')
+		us = us * 10 + (*p++ - '0');
+	if (p == digits || p[0] != '.' || !(p[1] >= '0' && p[1] <= '9') || !(p[2] >= '0' && p[2] <= '9') ||
+	    !(p[3] >= '0' && p[3] <= '9') || p[4])
+		fail_msg("member \"%s\" is %s, not microseconds with three decimals", key, r);
+	int64_t ns = us * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10 + (p[3] - '0');
+	return r[0] == '-' ? -ns : ns;
+}

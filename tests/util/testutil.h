@@ -42,4 +42,9 @@ size_t tu_count(yajl_val root, const char *ph, const char *cat, const char *name
 /* The first event matching, or NULL. */
 yajl_val tu_find(yajl_val root, const char *ph, const char *cat, const char *name);
 
+/* A ts/dur member (microseconds written with exactly three decimals) as
+ * exact integer ns, read from the number's text; fails the test if the
+ * member is missing or not in that form. */
+int64_t tu_get_ns(yajl_val obj, const char *key);
+
 #endif
