@@ -7,6 +7,7 @@
  * Usage: bench_capture [pairs-per-run] [runs]
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "bench_util.h"
@@ -46,53 +47,79 @@ static double loop_pairs(void)
 	return (double)(bench_now_ns() - t0) / (double)pairs;
 }
 
+/* Long-lived workers, as in a real job: the first run faults their buffer
+ * pages in, later runs measure the steady state. */
 struct worker {
 	int cpu;
 	double ns;
-	pthread_barrier_t *barrier;
 };
+
+static pthread_barrier_t go, done;
+static int active_threads;
+static bool quit;
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	bench_pin(w->cpu);
-	strobe_range_push("warm");
-	strobe_range_pop();
-	pthread_barrier_wait(w->barrier);
-	w->ns = loop_pairs();
-	return NULL;
+	for (;;) {
+		pthread_barrier_wait(&go);
+		if (quit)
+			return NULL;
+		w->ns = w->cpu < active_threads ? loop_pairs() : 0;
+		pthread_barrier_wait(&done);
+	}
 }
 
-/* Median over runs of the per-pair cost with `threads` threads tracing. */
-static double traced_pairs(int threads)
+static struct worker workers[2];
+static pthread_t worker_tids[2];
+
+static void workers_start(void)
 {
-	double *v = calloc((size_t)runs, sizeof(double));
-	for (int r = 0; r < runs; r++) {
-		strobe_prepare(0, "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=1024");
-		strobe_start();
-		pthread_barrier_t barrier;
-		pthread_barrier_init(&barrier, NULL, (unsigned)threads);
-		struct worker ws[2];
-		pthread_t tids[2];
-		for (int i = 0; i < threads; i++) {
-			ws[i] = (struct worker){.cpu = i, .barrier = &barrier};
-			pthread_create(&tids[i], NULL, worker_main, &ws[i]);
-		}
-		double sum = 0;
-		for (int i = 0; i < threads; i++) {
-			pthread_join(tids[i], NULL);
-			sum += ws[i].ns;
-		}
-		pthread_barrier_destroy(&barrier);
-		strobe_trace *t = NULL;
-		strobe_stop(&t);
-		if (strobe_trace_activity_count(t) != (size_t)pairs * (size_t)threads + 0u &&
-		    strobe_trace_activity_count(t) < (size_t)pairs * (size_t)threads)
-			fprintf(stderr, "warning: %zu activities, expected %ld\n", strobe_trace_activity_count(t),
-				pairs * threads);
-		strobe_trace_destroy(t);
-		v[r] = sum / threads;
+	pthread_barrier_init(&go, NULL, 3);
+	pthread_barrier_init(&done, NULL, 3);
+	for (int i = 0; i < 2; i++) {
+		workers[i].cpu = i;
+		pthread_create(&worker_tids[i], NULL, worker_main, &workers[i]);
 	}
+}
+
+static void workers_stop(void)
+{
+	quit = true;
+	pthread_barrier_wait(&go);
+	for (int i = 0; i < 2; i++)
+		pthread_join(worker_tids[i], NULL);
+}
+
+/* One traced run on `threads` workers; returns the mean ns per pair. */
+static double traced_run(int threads)
+{
+	strobe_prepare(0, "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=1024");
+	strobe_start();
+	active_threads = threads;
+	pthread_barrier_wait(&go);
+	pthread_barrier_wait(&done);
+	strobe_trace *t = NULL;
+	strobe_stop(&t);
+	if (strobe_trace_activity_count(t) < (size_t)pairs * (size_t)threads)
+		fprintf(stderr, "warning: %zu activities, expected %ld\n", strobe_trace_activity_count(t),
+			pairs * threads);
+	strobe_trace_destroy(t);
+	double sum = 0;
+	for (int i = 0; i < threads; i++)
+		sum += workers[i].ns;
+	return sum / threads;
+}
+
+/* Median over runs, after one warm-up run; the first (cold) run is
+ * reported separately. */
+static double traced_pairs(int threads, double *cold)
+{
+	*cold = traced_run(threads);
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int r = 0; r < runs; r++)
+		v[r] = traced_run(threads);
 	double m = bench_median(v, runs);
 	free(v);
 	return m;
@@ -145,8 +172,11 @@ int main(int argc, char **argv)
 	double empty = median_of(loop_empty);
 	double off = median_of(loop_pairs); /* not tracing */
 	double clock2 = median_of(loop_clock);
-	double on1 = traced_pairs(1);
-	double on2 = traced_pairs(2);
+	workers_start();
+	double cold1, cold2;
+	double on1 = traced_pairs(1, &cold1);
+	double on2 = traced_pairs(2, &cold2);
+	workers_stop();
 
 	printf("%-44s %8.2f ns\n", "empty loop iteration", empty);
 	printf("%-44s %8.2f ns  (%.2f ns over the empty loop)\n", "push+pop pair, not tracing", off, off - empty);
@@ -154,6 +184,7 @@ int main(int argc, char **argv)
 	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 1 thread", on1, on1 / clock2);
 	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 2 threads (each)", on2,
 	       on2 / clock2);
+	printf("%-44s %8.2f ns  (1 thread), %.2f ns (2 threads)\n", "first run on fresh buffer pages", cold1, cold2);
 	rss_per_event();
 	strobe_shutdown();
 	return 0;
