@@ -69,7 +69,7 @@ void strobe_shutdown(void)
 {
 	pthread_mutex_lock(&init_lock);
 	if (atomic_load(&initialized)) {
-		strb_control_cancel();
+		strb_control_cancel(STRB_OWNER_NONE);
 		strb_tbuf_shutdown();
 		atomic_store(&initialized, false);
 	}
@@ -100,14 +100,14 @@ int strobe_prepare(uint64_t activity_mask, const char *config_text)
 		cfg.activity_mask = activity_mask;
 	if (!cfg.activity_mask)
 		cfg.activity_mask = STROBE_ACTIVITY_DEFAULT_MASK;
-	return strb_control_prepare(&cfg);
+	return strb_control_prepare(&cfg, STRB_OWNER_SYNC);
 }
 
 int strobe_start(void)
 {
 	if (!atomic_load(&initialized))
 		return strb_error(STROBE_E_NOT_INIT, "strobe_start: call strobe_init() first");
-	return strb_control_start();
+	return strb_control_start(STRB_OWNER_SYNC);
 }
 
 int strobe_stop(strobe_trace **out)

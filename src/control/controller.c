@@ -23,6 +23,8 @@
  * touches, which is guarded by `map_lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static enum strb_state state;
+static enum strb_owner owner;
+static uint64_t stop_ticks;
 static struct strb_config config;
 static uint32_t last_session;
 static uint32_t session;
@@ -118,10 +120,10 @@ static void stop_collectors(void)
 
 static void discard_locked(void)
 {
-	if (state == STRB_RUNNING) {
+	if (state == STRB_RUNNING)
 		end_capture();
+	if (state == STRB_RUNNING || state == STRB_CAPTURED)
 		stop_collectors();
-	}
 	if (state != STRB_IDLE) {
 		FOR_EACH_ACTIVE_BACKEND(i)
 		strb_backends[i]->release();
@@ -131,6 +133,7 @@ static void discard_locked(void)
 		strb_clock_map_free(&clock_map);
 	}
 	state = STRB_IDLE;
+	owner = STRB_OWNER_NONE;
 }
 
 /* Says once per distinct reason, in the log, why a backend is off; every
@@ -154,13 +157,27 @@ static void prepare_backends(const struct strb_config *cfg)
 	}
 }
 
-int strb_control_prepare(const struct strb_config *cfg)
+static const char *state_name(enum strb_state s)
+{
+	static const char *const names[] = {"idle", "prepared", "running", "being processed"};
+	return names[s];
+}
+
+int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 {
 	pthread_mutex_lock(&lock);
+	if (who == STRB_OWNER_ASYNC && state != STRB_IDLE) {
+		/* Only a synchronous request pre-empts; on-demand ones wait their turn. */
+		int rc = strb_error(-EBUSY, "a %s trace is %s", owner == STRB_OWNER_SYNC ? "synchronous" : "on-demand",
+				    state_name(state));
+		pthread_mutex_unlock(&lock);
+		return rc;
+	}
 	if (state != STRB_IDLE)
-		LOGW("a new trace replaces the one that was %s; its data is discarded",
-		     state == STRB_RUNNING ? "running" : "prepared");
+		LOGW("a new trace replaces the %s one that was %s; its data is discarded",
+		     owner == STRB_OWNER_ASYNC ? "on-demand" : "synchronous", state_name(state));
 	discard_locked();
+	owner = who;
 	config = *cfg;
 	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
 	char *text = strb_config_format(cfg);
@@ -172,10 +189,14 @@ int strb_control_prepare(const struct strb_config *cfg)
 	return 0;
 }
 
-int strb_control_start(void)
+int strb_control_start(enum strb_owner who)
 {
 	int rc = 0;
 	pthread_mutex_lock(&lock);
+	if (owner != who && state != STRB_IDLE) {
+		rc = strb_error(STROBE_E_STATE, "strobe_start: the prepared trace belongs to another request");
+		goto out;
+	}
 	if (state == STRB_RUNNING) {
 		rc = strb_error(-EALREADY, "strobe_start: the trace is already running");
 		goto out;
@@ -220,19 +241,47 @@ static int child_emit(const struct strobe_activity *a, void *arg)
 	return strb_process_child_activity(ce->t, ce->w, a);
 }
 
+int strb_control_end_capture(enum strb_owner who)
+{
+	int rc = 0;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_RUNNING || owner != who) {
+		rc = strb_error(STROBE_E_STATE, "strobe_stop: no trace is running");
+	} else {
+		stop_ticks = strb_clock_ticks();
+		/* Cheap on purpose: strobe_step() ends iteration traces with it on
+		 * the application's thread; the rest happens in finish. */
+		__atomic_store_n(&strobe_internal_session, 0, __ATOMIC_SEQ_CST);
+		atomic_store(&strb_epoch_anchor, 0);
+		state = STRB_CAPTURED;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
 int strb_control_stop(strobe_trace **out)
+{
+	int rc = strb_control_end_capture(STRB_OWNER_SYNC);
+	if (rc) {
+		if (out)
+			*out = NULL;
+		return rc;
+	}
+	return strb_control_finish(STRB_OWNER_SYNC, out);
+}
+
+int strb_control_finish(enum strb_owner who, strobe_trace **out)
 {
 	int rc = 0;
 	if (out)
 		*out = NULL;
 	pthread_mutex_lock(&lock);
-	if (state != STRB_RUNNING) {
-		rc = strb_error(STROBE_E_STATE, "strobe_stop: no trace is running");
+	if (state != STRB_CAPTURED || owner != who) {
+		rc = strb_error(STROBE_E_STATE, "no captured trace to process");
 		pthread_mutex_unlock(&lock);
 		return rc;
 	}
-	uint64_t stop_ticks = strb_clock_ticks();
-	end_capture();
+	sampler_join();
 	stop_collectors();
 	strb_clock_map_sample(&clock_map);
 
@@ -278,17 +327,26 @@ int strb_control_stop(strobe_trace **out)
 	else
 		strobe_trace_destroy(t);
 out:
-	state = STRB_PREPARED; /* capture has ended: release without stopping twice */
+	state = STRB_PREPARED; /* collectors are stopped: release without stopping twice */
 	discard_locked();
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
 
-void strb_control_cancel(void)
+void strb_control_cancel(enum strb_owner who)
 {
 	pthread_mutex_lock(&lock);
-	discard_locked();
+	if (who == STRB_OWNER_NONE || owner == who)
+		discard_locked();
 	pthread_mutex_unlock(&lock);
+}
+
+enum strb_owner strb_control_owner(void)
+{
+	pthread_mutex_lock(&lock);
+	enum strb_owner o = state == STRB_IDLE ? STRB_OWNER_NONE : owner;
+	pthread_mutex_unlock(&lock);
+	return o;
 }
 
 enum strb_state strb_control_state(void)
@@ -327,4 +385,5 @@ void strb_control_atfork_child(void)
 	memset(backend_on, 0, sizeof(backend_on));
 	strb_clock_map_free(&clock_map);
 	state = STRB_IDLE;
+	owner = STRB_OWNER_NONE;
 }

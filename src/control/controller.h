@@ -14,16 +14,33 @@ enum strb_state {
 	STRB_IDLE = 0,
 	STRB_PREPARED,
 	STRB_RUNNING,
+	STRB_CAPTURED, /* capture ended, not yet processed */
+};
+
+/* Who drives the current trace: the caller of strobe_prepare (sync) or the
+ * on-demand machinery. A sync prepare replaces anything; an on-demand
+ * prepare is refused with -EBUSY while any trace exists; every other step
+ * must come from the owner. */
+enum strb_owner {
+	STRB_OWNER_NONE = 0,
+	STRB_OWNER_SYNC,
+	STRB_OWNER_ASYNC,
 };
 
 /* Each returns a status and leaves a message in strobe_last_error. */
-int strb_control_prepare(const struct strb_config *cfg);
-int strb_control_start(void);
+int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who);
+int strb_control_start(enum strb_owner who);
+/* Closes the window; cheap enough for the application's thread. */
+int strb_control_end_capture(enum strb_owner who);
+/* Stops the collectors and processes the captured window. */
+int strb_control_finish(enum strb_owner who, strobe_trace **out);
+/* end_capture + finish for the sync owner. */
 int strb_control_stop(strobe_trace **out);
+enum strb_owner strb_control_owner(void);
 /* strobe_toggle_collection. */
 int strb_control_toggle(bool enable);
-/* Drops a prepared or running trace. */
-void strb_control_cancel(void);
+/* Drops the trace if `who` owns it (STRB_OWNER_NONE: whoever does). */
+void strb_control_cancel(enum strb_owner who);
 enum strb_state strb_control_state(void);
 
 void strb_control_atfork_child(void);
