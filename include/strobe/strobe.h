@@ -250,6 +250,38 @@ STROBE_API int strobe_toggle_collection(bool enable);
 STROBE_API bool strobe_is_tracing(void);
 
 /* ------------------------------------------------------------------------
+ * On-demand (asynchronous) tracing
+ *
+ * A process that called strobe_init can be traced while it runs: by config
+ * text from strobe_schedule(), by the dynolog daemon or `strobe trigger`
+ * (polled by strobe's service thread), or by a signal (STROBE_TRIGGER_SIGNAL,
+ * default SIGUSR2). Requests are time-based (PROFILE_START_TIME, warm-up,
+ * ACTIVITIES_DURATION_MSECS) or iteration-based (PROFILE_START_ITERATION,
+ * ACTIVITIES_WARMUP_ITERATIONS, ACTIVITIES_ITERATIONS, round-up), counted by
+ * strobe_step(). One request may be pending; others are refused while one
+ * is pending or running, and a strobe_prepare() pre-empts them. The trace
+ * is processed and written (to ACTIVITIES_LOG_FILE with "_<pid>" inserted)
+ * on strobe's service thread. See docs/on-demand.md.
+ * ------------------------------------------------------------------------ */
+
+/* Schedules an on-demand trace from libkineto config text. Errors:
+ * STROBE_E_NOT_INIT, STROBE_E_CONFIG (bad text, message names the line),
+ * -EBUSY (a trace is pending or running), -ENOTSUP (PROFILE_MEMORY),
+ * -EINVAL (nothing to trigger, or iterations without strobe_step). */
+STROBE_API int strobe_schedule(const char *config);
+
+/* Marks one iteration of the application's main loop, for iteration-based
+ * requests. Cheap (a lock and a compare when nothing is scheduled); never
+ * waits for trace processing. Call it from one thread. */
+STROBE_API void strobe_step(void);
+
+/* Hears where each finished on-demand trace was written (path; status 0
+ * or the error), e.g. to upload it. Called on strobe's service thread; it
+ * may block briefly. NULL removes it. Returns 0. */
+typedef void (*strobe_trace_written_cb)(const char *path, int status, void *user_arg);
+STROBE_API int strobe_set_trace_callback(strobe_trace_written_cb cb, void *user_arg);
+
+/* ------------------------------------------------------------------------
  * Traces
  * ------------------------------------------------------------------------ */
 
@@ -351,9 +383,9 @@ extern STROBE_API uint32_t strobe_internal_session;
 #define strobe_instant(name) (STROBE_TRACING_() ? strobe_instant(name) : (void)0)
 #define strobe_counter(name, value) (STROBE_TRACING_() ? strobe_counter(name, value) : (void)0)
 #define strobe_correlation_push(id) (STROBE_TRACING_() ? strobe_correlation_push(id) : (void)0)
-#define strobe_correlation_pop() (STROBE_TRACING_() ? strobe_correlation_pop() : (void)0)
 #define strobe_user_correlation_push(id) (STROBE_TRACING_() ? strobe_user_correlation_push(id) : (void)0)
-#define strobe_user_correlation_pop() (STROBE_TRACING_() ? strobe_user_correlation_pop() : (void)0)
+/* The pops are always called: a push made during a trace must be popped
+ * from the GPU library's stack even when the trace has ended since. */
 #endif
 
 /* ------------------------------------------------------------------------

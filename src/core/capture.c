@@ -109,18 +109,28 @@ void strobe_counter(const char *name, double value)
 	strb_tbuf_publish(b);
 }
 
+/* Pushes a backend took over on this thread, per kind: their pops must
+ * reach it too, also after the trace ended, or its stack keeps a stale id. */
+static __thread uint32_t forwarded[2];
+
 static void corr(uint8_t kind, uint32_t which, const uint64_t *id)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
-	if (!b)
-		return;
-	uint64_t *p = put(b, kind, which, NULL, id ? sizeof(uint64_t) : 0);
-	if (!p)
-		return;
-	if (id)
-		*p = *id;
-	strb_tbuf_publish(b);
-	strb_capture_notify_correlation(which, id);
+	if (b) {
+		uint64_t *p = put(b, kind, which, NULL, id ? sizeof(uint64_t) : 0);
+		if (p) {
+			if (id)
+				*p = *id;
+			strb_tbuf_publish(b);
+		}
+	}
+	if (id) {
+		if (b && strb_capture_notify_correlation(which, id))
+			forwarded[which]++;
+	} else if (forwarded[which]) {
+		forwarded[which]--;
+		strb_capture_notify_correlation(which, NULL);
+	}
 }
 
 void strobe_correlation_push(uint64_t id)
@@ -151,11 +161,10 @@ void strb_capture_set_correlation_hook(strb_correlation_hook hook)
 	atomic_store(&correlation_hook, hook);
 }
 
-void strb_capture_notify_correlation(uint32_t which, const uint64_t *id)
+bool strb_capture_notify_correlation(uint32_t which, const uint64_t *id)
 {
 	strb_correlation_hook hook = atomic_load_explicit(&correlation_hook, memory_order_acquire);
-	if (hook)
-		hook(which, id);
+	return hook && hook(which, id);
 }
 
 uint64_t strobe_now_ns(void)

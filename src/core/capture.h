@@ -4,6 +4,7 @@
 #define STROBE_CORE_CAPTURE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "strobe/strobe.h"
@@ -32,12 +33,13 @@ struct strb_rec_arg {
 	} v;
 };
 
-/* Called after a correlation push (id != NULL) or pop on the capturing
- * thread, while tracing. Device backends install one to forward ids to
- * the vendor's external-correlation API. */
-typedef void (*strb_correlation_hook)(uint32_t which, const uint64_t *id);
+/* Called on the capturing thread for a correlation push (id != NULL) made
+ * while tracing, and for the pop matching each push it accepted, whenever
+ * that pop comes. Device backends install one to forward ids to the
+ * vendor's external-correlation API; it returns true when it took a push. */
+typedef bool (*strb_correlation_hook)(uint32_t which, const uint64_t *id);
 void strb_capture_set_correlation_hook(strb_correlation_hook hook);
-void strb_capture_notify_correlation(uint32_t which, const uint64_t *id);
+bool strb_capture_notify_correlation(uint32_t which, const uint64_t *id);
 
 /* realtime - monotonic at the start of the running trace (0 when idle),
  * so strobe_now_ns agrees with the trace's time base. */

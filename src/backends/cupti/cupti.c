@@ -72,8 +72,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	pthread_mutex_lock(&s->lock);
 	if (s->outstanding)
 		s->outstanding--;
-	if (!b || (s->stopped_early && !s->can_reject) || !s->active) {
-		s->counts.discarded_buffers += s->active;
+	if (!b || (s->stopped_early && !s->can_reject) || !__atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
+		s->counts.discarded_buffers += __atomic_load_n(&s->active, __ATOMIC_RELAXED);
 		if (s->in_use)
 			s->in_use--;
 		pthread_mutex_unlock(&s->lock);
@@ -115,17 +115,19 @@ void strb_cupti_free_buffers(struct strb_cupti_buffer *b)
 
 /* strobe_correlation_push/pop, forwarded to CUPTI's per-thread stacks:
  * the plain pair as CUSTOM0, the user pair as CUSTOM1. */
-static void correlation_hook(uint32_t which, const uint64_t *id)
+static bool correlation_hook(uint32_t which, const uint64_t *id)
 {
-	const struct strb_cupti_lib *lib = strb_cupti.lib;
+	/* The library stays loaded for good, so pops may come at any time. */
+	const struct strb_cupti_lib *lib = strb_cupti_load(NULL, 0);
 	CUpti_ExternalCorrelationKind kind =
 		which ? CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 : CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-	if (id) {
-		lib->cuptiActivityPushExternalCorrelationId(kind, *id);
-	} else {
-		uint64_t last;
-		lib->cuptiActivityPopExternalCorrelationId(kind, &last);
-	}
+	if (!lib)
+		return false;
+	if (id)
+		return __atomic_load_n(&strb_cupti.active, __ATOMIC_ACQUIRE) && lib->cuptiActivityPushExternalCorrelationId(kind, *id) == CUPTI_SUCCESS;
+	uint64_t last;
+	lib->cuptiActivityPopExternalCorrelationId(kind, &last);
+	return true;
 }
 
 static void CUPTIAPI subscriber_cb(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -243,11 +245,10 @@ static void release(void)
 	struct strb_cupti_state *s = &strb_cupti;
 	if (!s->lib)
 		return;
-	if (s->active) {
+	if (__atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
 		set_kinds(false);
-		strb_capture_set_correlation_hook(NULL);
 		/* Hand back what CUPTI still holds so its buffers are not leaked. */
-		s->active = false;
+		__atomic_store_n(&s->active, false, __ATOMIC_RELEASE);
 		s->lib->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	}
 	strb_cupti_free_buffers(strb_cupti_take_buffers());
@@ -293,7 +294,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	s->can_reject = lib->version >= 27;
 	s->stopped_early = false;
 	memset(&s->counts, 0, sizeof(s->counts));
-	s->active = true;
+	__atomic_store_n(&s->active, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
 	s->mask = mask;
 	s->show_wait_events = cfg->display_cuda_sync_wait_events;
@@ -306,7 +307,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	if (r != CUPTI_SUCCESS) {
 		snprintf(why, len, "cuptiActivityEnable failed: %s (no usable GPU or driver?)", strb_cupti_result(r));
 		s->kind_count = 0;
-		s->active = false;
+		__atomic_store_n(&s->active, false, __ATOMIC_RELEASE);
 		release();
 		return -EIO;
 	}
@@ -357,7 +358,6 @@ static void stop(void)
 	}
 	lib->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	set_kinds(false);
-	strb_capture_set_correlation_hook(NULL);
 	size_t dropped = 0;
 	/* Outside our lock: CUPTI takes its own, and its callbacks take ours. */
 	if (lib->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
@@ -400,7 +400,7 @@ static void atfork_child(void)
 	pthread_mutex_init(&strb_cupti.lock, NULL);
 	strb_cupti.ready = NULL;
 	strb_cupti.ready_tail = &strb_cupti.ready;
-	strb_cupti.active = false;
+	__atomic_store_n(&strb_cupti.active, false, __ATOMIC_RELEASE);
 	strb_cupti.subscribed = false;
 	strb_cupti.in_use = strb_cupti.outstanding = 0;
 	strb_cupti.lib = NULL;

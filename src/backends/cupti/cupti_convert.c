@@ -841,6 +841,7 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	int64_t s, e;
 	if (!gpu_record_ok(c, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
 		return;
+	e = s + 1; /* libkineto's fixed 1 ns, whatever the conversion rounds to */
 	struct args g = {.n = 0};
 	arg_u(&g, "event_id", r->eventId);
 	arg_u(&g, "stream", r->streamId);

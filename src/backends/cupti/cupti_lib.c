@@ -88,7 +88,8 @@ const struct strb_cupti_lib *strb_cupti_load(char *why, size_t why_len)
 {
 	pthread_once(&once, load);
 	if (!loaded) {
-		snprintf(why, why_len, "%s", load_error);
+		if (why_len)
+			snprintf(why, why_len, "%s", load_error);
 		return NULL;
 	}
 	return &lib;
