@@ -1,0 +1,146 @@
+/* CUPTI record processing speed, through the fake libcupti: N synthetic
+ * cudaLaunchKernel records and their N kernels (2N records) are queued into
+ * the fake during a trace, then timed:
+ *   flush   cuptiActivityFlushAll: records copied into strobe's 4 MiB buffers
+ *   stop    strobe_stop: the final flush, both conversion passes (decode,
+ *           correlate, link), rows and accounting, into the in-memory trace
+ *   save    strobe_trace_save as plain JSON to a tmpfs directory
+ * Medians over the runs. Usage: bench_cupti [launches] [runs] [tmpfs-dir]
+ * (default 5000000 launches = 10 M records, 3 runs, /dev/shm).
+ */
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "fake_cupti.h"
+#include "strobe/strobe.h"
+
+#define MAX_RUNS 16
+
+static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePfi", "ampere_sgemm_128x64_tn",
+					   "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
+
+struct run {
+	double flush_s, stop_s, save_s;
+	size_t activities;
+	long long bytes;
+	long rss;
+};
+
+static void queue_records(long n, uint64_t base)
+{
+	CUpti_ActivityAPI a = {
+		.kind = CUPTI_ACTIVITY_KIND_RUNTIME,
+		.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+		.processId = (uint32_t)getpid(),
+		.threadId = (uint32_t)syscall(SYS_gettid),
+	};
+	CUpti_ActivityKernel10 k = {
+		.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+		.gridX = 64, .gridY = 1, .gridZ = 1,
+		.blockX = 256, .blockY = 1, .blockZ = 1,
+		.registersPerThread = 32,
+		.contextId = 1,
+		.channelID = 0xffffffffu,
+	};
+	for (long i = 0; i < n; i++) {
+		uint64_t s = base + 2 * (uint64_t)i;
+		a.start = s;
+		a.end = s + 1;
+		a.correlationId = (uint32_t)(i + 1);
+		k.start = s + 1;
+		k.end = s + 2;
+		k.correlationId = (uint32_t)(i + 1);
+		k.streamId = 7 + (uint32_t)(i & 3);
+		k.name = kernel_names[i & 3];
+		if (fake_cupti_queue(&a, sizeof(a)) != 1 || fake_cupti_queue(&k, sizeof(k)) != 1) {
+			fprintf(stderr, "bench_cupti: the fake did not take record %ld\n", i);
+			exit(1);
+		}
+	}
+}
+
+static int one_run(long n, const char *dir, struct run *r)
+{
+	fake_cupti_reset();
+	uint64_t mask = STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
+			STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME);
+	char cfg[96];
+	/* Room for every record: (40 + 216) bytes per pair, plus slack. */
+	snprintf(cfg, sizeof(cfg), "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB=%ld", n * 256 / (1 << 20) + 64);
+	if (strobe_prepare(mask, cfg) || strobe_start()) {
+		fprintf(stderr, "bench_cupti: prepare/start failed: %s\n", strobe_last_error());
+		return -1;
+	}
+	uint64_t base = fake_cupti_now();
+	queue_records(n, base);
+	while (fake_cupti_now() < base + 2 * (uint64_t)n + 1000)
+		;
+	int64_t t0 = bench_now_ns();
+	cuptiActivityFlushAll(0);
+	int64_t t1 = bench_now_ns();
+	strobe_trace *t = NULL;
+	if (strobe_stop(&t) || !t) {
+		fprintf(stderr, "bench_cupti: stop failed: %s\n", strobe_last_error());
+		return -1;
+	}
+	int64_t t2 = bench_now_ns();
+	r->rss = bench_rss_bytes();
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/bench_cupti.%d.json", dir, (int)getpid());
+	int rc = strobe_trace_save(t, path);
+	int64_t t3 = bench_now_ns();
+	struct stat st;
+	r->bytes = rc == 0 && stat(path, &st) == 0 ? (long long)st.st_size : -1;
+	unlink(path);
+	r->activities = strobe_trace_activity_count(t);
+	strobe_trace_destroy(t);
+	if (rc) {
+		fprintf(stderr, "bench_cupti: save to %s failed: %s\n", path, strobe_last_error());
+		return -1;
+	}
+	r->flush_s = (double)(t1 - t0) / 1e9;
+	r->stop_s = (double)(t2 - t1) / 1e9;
+	r->save_s = (double)(t3 - t2) / 1e9;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 5000000;
+	int runs = argc > 2 ? atoi(argv[2]) : 3;
+	const char *dir = argc > 3 ? argv[3] : "/dev/shm";
+	if (n < 1 || n > 2000000000L || runs < 1 || runs > MAX_RUNS) {
+		fprintf(stderr, "usage: bench_cupti [launches 1..2e9] [runs 1..%d] [tmpfs-dir]\n", MAX_RUNS);
+		return 2;
+	}
+	setenv("STROBE_CUPTI_PATH", FAKE_CUPTI_PATH, 1);
+	bench_pin(0);
+	strobe_init(NULL);
+	double flush[MAX_RUNS], stop[MAX_RUNS], save[MAX_RUNS];
+	struct run r = {0};
+	for (int i = 0; i < runs; i++) {
+		if (one_run(n, dir, &r))
+			return 1;
+		flush[i] = r.flush_s;
+		stop[i] = r.stop_s;
+		save[i] = r.save_s;
+		fprintf(stderr, "run %d: flush %.3f s, stop %.3f s, save %.3f s\n", i + 1, r.flush_s, r.stop_s,
+			r.save_s);
+	}
+	double records = 2.0 * (double)n;
+	double mf = bench_median(flush, runs), ms = bench_median(stop, runs), mv = bench_median(save, runs);
+	printf("bench_cupti: %ld launches + %ld kernels = %.0f CUPTI records, %zu activities, median of %d run%s\n",
+	       n, n, records, r.activities, runs, runs > 1 ? "s" : "");
+	printf("%-44s %10s %16s\n", "phase", "seconds", "rate");
+	printf("%-44s %10.3f %12.2f M rec/s\n", "flush into strobe buffers (FlushAll)", mf, records / mf / 1e6);
+	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate (strobe_stop)", ms, records / ms / 1e6);
+	printf("%-44s %10.3f %12.2f M rec/s\n", "flush + decode + correlate", mf + ms, records / (mf + ms) / 1e6);
+	printf("%-44s %10.3f %12.2f M act/s (%.0f MB/s)\n", "write JSON (strobe_trace_save)", mv,
+	       (double)r.activities / mv / 1e6, (double)r.bytes / mv / 1e6);
+	printf("JSON size %.1f MB; RSS after stop %.1f GB\n", (double)r.bytes / 1e6, (double)r.rss / 1e9);
+	strobe_shutdown();
+	return 0;
+}
