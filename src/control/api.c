@@ -9,7 +9,9 @@
 
 #include "config/config.h"
 #include "control/controller.h"
+#include "control/ondemand.h"
 #include "control/profilers.h"
+#include "control/service.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -29,6 +31,8 @@ static void atfork_child(void)
 	strb_output_atfork_child();
 	strb_control_atfork_child();
 	strb_tbuf_atfork_child();
+	strb_ondemand_atfork_child();
+	strb_service_atfork_child();
 	pthread_mutex_init(&init_lock, NULL);
 }
 
@@ -60,6 +64,7 @@ int strobe_init(const struct strobe_init_opts *opts)
 	strb_clock_init();
 	pthread_once(&atfork_once, register_atfork);
 	atomic_store(&initialized, true);
+	strb_service_start(base_config_path);
 	pthread_mutex_unlock(&init_lock);
 	LOGI("strobe %s initialised", STROBE_VERSION_STRING);
 	return 0;
@@ -69,6 +74,8 @@ void strobe_shutdown(void)
 {
 	pthread_mutex_lock(&init_lock);
 	if (atomic_load(&initialized)) {
+		strb_service_stop();
+		strb_ondemand_cancel("strobe_shutdown");
 		strb_control_cancel(STRB_OWNER_NONE);
 		strb_tbuf_shutdown();
 		atomic_store(&initialized, false);
@@ -80,6 +87,7 @@ int strobe_prepare(uint64_t activity_mask, const char *config_text)
 {
 	if (!atomic_load(&initialized))
 		return strb_error(STROBE_E_NOT_INIT, "strobe_prepare: call strobe_init() first");
+	strb_service_ensure();
 	struct strb_config cfg;
 	strb_config_init(&cfg);
 	char err[512];
@@ -100,7 +108,32 @@ int strobe_prepare(uint64_t activity_mask, const char *config_text)
 		cfg.activity_mask = activity_mask;
 	if (!cfg.activity_mask)
 		cfg.activity_mask = STROBE_ACTIVITY_DEFAULT_MASK;
+	/* A synchronous request wins over on-demand ones. */
+	strb_ondemand_cancel("pre-empted by a synchronous trace (strobe_prepare)");
 	return strb_control_prepare(&cfg, STRB_OWNER_SYNC);
+}
+
+int strobe_schedule(const char *config_text)
+{
+	if (!atomic_load(&initialized))
+		return strb_error(STROBE_E_NOT_INIT, "strobe_schedule: call strobe_init() first");
+	if (!config_text)
+		return strb_error(-EINVAL, "strobe_schedule: config is NULL");
+	strb_service_ensure();
+	struct strb_config cfg;
+	strb_config_init(&cfg);
+	char err[512];
+	if (strb_config_parse(&cfg, config_text, NULL, err, sizeof(err)) != 0)
+		return strb_error(STROBE_E_CONFIG, "strobe_schedule: config refused: %s", err);
+	return strb_ondemand_submit(&cfg, STRB_SOURCE_API);
+}
+
+void strobe_step(void)
+{
+	if (!atomic_load_explicit(&initialized, memory_order_relaxed))
+		return;
+	strb_service_ensure();
+	strb_ondemand_step(strb_clock_real_ns() / 1000000);
 }
 
 int strobe_start(void)

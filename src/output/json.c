@@ -302,16 +302,22 @@ static void document(struct writer *w, const char *path)
 int strb_json_write(const strobe_trace *t, const char *path, void *user_arg)
 {
 	(void)user_arg;
+	struct strb_sink *sink;
+	int rc = strb_sink_open(&sink, path, strb_compress_for_path(path), -1);
+	return rc ? rc : strb_json_write_sink(t, sink, path);
+}
+
+int strb_json_write_sink(const strobe_trace *t, struct strb_sink *sink, const char *path)
+{
 	struct strb_jbuf *b = malloc(sizeof(*b));
-	if (!b)
+	if (!b) {
+		strb_sink_abort(sink);
 		return strb_error(-ENOMEM, "out of memory writing %s", path);
+	}
 	b->n = 0;
 	b->err = 0;
-	int rc = strb_sink_open(&b->sink, path, strb_compress_for_path(path), -1);
-	if (rc) {
-		free(b);
-		return rc;
-	}
+	b->sink = sink;
+	int rc;
 	int64_t base = t->start_ns > 0 ? t->start_ns / BASE_PERIOD_NS * BASE_PERIOD_NS : 0;
 	struct writer w = {b, t, base};
 	document(&w, path);

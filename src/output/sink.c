@@ -3,6 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +23,13 @@
 
 struct strb_sink {
 	int fd;
+	int dirfd;      /* the directory both names live in */
+	bool exclusive; /* never replace an existing file */
 	enum strb_compress compress;
 	z_stream z;
 	ZSTD_CCtx *zstd;
 	int err; /* first error status */
-	char *path, *tmp;
+	char *path, *name, *tmp; /* shown to users; final and temporary names in dirfd */
 	unsigned char out[OUT_CHUNK];
 };
 
@@ -63,51 +69,97 @@ static int fail(struct strb_sink *s, const char *what, int errnum)
 	return s->err;
 }
 
-int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress c, int level)
+/* A temporary name beside the target that nobody else can predict. */
+static void temp_name(char *out, size_t len, const char *name)
+{
+	unsigned char r[6];
+	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)out ^ (uint64_t)time(NULL);
+		memcpy(r, &x, sizeof(r));
+	}
+	snprintf(out, len, "%s.tmp.%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
+static int start_compression(struct strb_sink *s, enum strb_compress c, int level)
+{
+	if (c == STRB_COMPRESS_GZIP) {
+		level = level >= 0 ? level : env_level("STROBE_GZIP_LEVEL", 1, 0, 9);
+		/* 15 + 16: a gzip wrapper, so `zcat` and every gzip reader take it. */
+		if (deflateInit2(&s->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			return strb_error(-ENOMEM, "cannot start gzip for %s", s->path);
+	} else if (c == STRB_COMPRESS_ZSTD) {
+		level = level >= 0 ? level : env_level("STROBE_ZSTD_LEVEL", 3, 1, 19);
+		s->zstd = ZSTD_createCCtx();
+		if (!s->zstd || ZSTD_isError(ZSTD_CCtx_setParameter(s->zstd, ZSTD_c_compressionLevel, level)))
+			return strb_error(-ENOMEM, "cannot start zstd for %s", s->path);
+	}
+	return 0;
+}
+
+int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
+		      enum strb_compress c, int level, mode_t mode, bool exclusive)
 {
 	*out = NULL;
 	struct strb_sink *s = calloc(1, sizeof(*s));
-	if (!s)
-		return strb_error(-ENOMEM, "out of memory opening %s", path);
-	s->fd = -1;
-	s->compress = c;
-	s->path = strdup(path);
-	s->tmp = malloc(strlen(path) + 32);
-	if (!s->path || !s->tmp) {
-		strb_sink_abort(s);
-		return strb_error(-ENOMEM, "out of memory opening %s", path);
+	if (!s) {
+		close(dirfd);
+		return strb_error(-ENOMEM, "out of memory opening %s", display);
 	}
-	/* Unique per save, so concurrent saves to one path cannot collide; the
-	 * last rename wins and every reader sees a whole file. */
-	sprintf(s->tmp, "%s.tmp.XXXXXX", path);
-	s->fd = mkostemp(s->tmp, O_CLOEXEC);
-	if (s->fd >= 0)
-		fchmod(s->fd, 0644);
+	s->fd = -1;
+	s->dirfd = dirfd;
+	s->exclusive = exclusive;
+	s->compress = c;
+	s->path = strdup(display);
+	s->name = strdup(name);
+	s->tmp = malloc(strlen(name) + 32);
+	if (!s->path || !s->name || !s->tmp) {
+		strb_sink_abort(s);
+		return strb_error(-ENOMEM, "out of memory opening %s", display);
+	}
+	if (exclusive && faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		int rc = strb_error(STROBE_E_IO, "%s already exists; on-demand traces never replace a file", display);
+		free(s->tmp);
+		s->tmp = NULL;
+		strb_sink_abort(s);
+		return rc;
+	}
+	/* A fresh unpredictable name per save: concurrent saves to one path
+	 * cannot collide, and the last rename wins with a whole file. */
+	temp_name(s->tmp, strlen(name) + 32, name);
+	s->fd = openat(dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (s->fd < 0) {
 		int e = errno;
-		int rc = strb_error(STROBE_E_IO, "cannot create %s: %s", s->tmp, strerror(e));
+		int rc = strb_error(STROBE_E_IO, "cannot create a file beside %s: %s", display, strerror(e));
 		free(s->tmp);
 		s->tmp = NULL; /* nothing to remove */
 		strb_sink_abort(s);
 		return rc;
 	}
-	if (c == STRB_COMPRESS_GZIP) {
-		level = level >= 0 ? level : env_level("STROBE_GZIP_LEVEL", 1, 0, 9);
-		/* 15 + 16: a gzip wrapper, so `zcat` and every gzip reader take it. */
-		if (deflateInit2(&s->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-			strb_sink_abort(s);
-			return strb_error(-ENOMEM, "cannot start gzip for %s", path);
-		}
-	} else if (c == STRB_COMPRESS_ZSTD) {
-		level = level >= 0 ? level : env_level("STROBE_ZSTD_LEVEL", 3, 1, 19);
-		s->zstd = ZSTD_createCCtx();
-		if (!s->zstd || ZSTD_isError(ZSTD_CCtx_setParameter(s->zstd, ZSTD_c_compressionLevel, level))) {
-			strb_sink_abort(s);
-			return strb_error(-ENOMEM, "cannot start zstd for %s", path);
-		}
+	int rc = start_compression(s, c, level);
+	if (rc) {
+		strb_sink_abort(s);
+		return rc;
 	}
 	*out = s;
 	return 0;
+}
+
+int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress c, int level)
+{
+	*out = NULL;
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	if (!*name)
+		return strb_error(-EINVAL, "%s names a directory, not a file", path);
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+	if (!dir)
+		return strb_error(-ENOMEM, "out of memory opening %s", path);
+	int dirfd = open(dir, O_DIRECTORY | O_CLOEXEC);
+	int e = errno;
+	free(dir);
+	if (dirfd < 0)
+		return strb_error(STROBE_E_IO, "cannot write %s: %s", path, strerror(e));
+	return strb_sink_open_at(out, dirfd, name, path, c, level, 0644, false);
 }
 
 static int write_all(struct strb_sink *s, const unsigned char *p, size_t n)
@@ -192,8 +244,15 @@ int strb_sink_commit(struct strb_sink *s)
 	if (close(s->fd) != 0 && !s->err)
 		fail(s, "cannot close", errno);
 	s->fd = -1;
-	if (!s->err && rename(s->tmp, s->path) != 0)
+	if (!s->err && s->exclusive) {
+		/* link fails if the name appeared meanwhile: never replace a file. */
+		if (linkat(s->dirfd, s->tmp, s->dirfd, s->name, 0) != 0)
+			fail(s, "cannot create", errno);
+		else
+			unlinkat(s->dirfd, s->tmp, 0);
+	} else if (!s->err && renameat(s->dirfd, s->tmp, s->dirfd, s->name) != 0) {
 		fail(s, "cannot rename the temporary file to", errno);
+	}
 	int rc = s->err;
 	if (rc) {
 		strb_sink_abort(s);
@@ -211,12 +270,15 @@ void strb_sink_abort(struct strb_sink *s)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
-	if (s->tmp)
-		unlink(s->tmp);
+	if (s->tmp && s->dirfd >= 0)
+		unlinkat(s->dirfd, s->tmp, 0);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	if (s->compress == STRB_COMPRESS_GZIP)
 		deflateEnd(&s->z);
 	ZSTD_freeCCtx(s->zstd);
 	free(s->tmp);
+	free(s->name);
 	free(s->path);
 	free(s);
 }

@@ -3,7 +3,9 @@
 #ifndef STROBE_OUTPUT_SINK_H
 #define STROBE_OUTPUT_SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 enum strb_compress {
 	STRB_COMPRESS_NONE = 0,
@@ -20,6 +22,12 @@ enum strb_compress strb_compress_for_path(const char *path);
  * STROBE_GZIP_LEVEL; zstd: 3, or STROBE_ZSTD_LEVEL). Returns 0 or
  * STROBE_E_IO / -ENOMEM with strobe_last_error set. */
 int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress c, int level);
+/* The same, for `name` inside the open directory dirfd (the sink takes
+ * ownership of dirfd and closes it, also on failure). The file gets `mode`; with exclusive,
+ * an existing file of that name is an error and is never replaced.
+ * display names the file in messages. Symlinks are not followed. */
+int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
+		      enum strb_compress c, int level, mode_t mode, bool exclusive);
 /* Returns 0 or STROBE_E_IO; after an error further writes do nothing. */
 int strb_sink_write(struct strb_sink *s, const void *data, size_t n);
 /* Flushes, closes and renames into place; frees s. On any error the

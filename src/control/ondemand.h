@@ -1,0 +1,52 @@
+/* On-demand (async) traces: one pending request, triggered by time or by
+ * iteration (strobe_step), with warm-up; processing and writing happen on
+ * strobe's service thread, never on the application's. */
+#ifndef STROBE_CONTROL_ONDEMAND_H
+#define STROBE_CONTROL_ONDEMAND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+enum strb_async_state {
+	STRB_ASYNC_IDLE = 0,
+	STRB_ASYNC_WARMUP,
+	STRB_ASYNC_COLLECTING,
+	STRB_ASYNC_PROCESSING,
+};
+
+/* Where a request came from: decides whether its log file must lie under
+ * the on-demand directory (daemon, signal) or not (strobe_schedule). */
+enum strb_request_source {
+	STRB_SOURCE_API = 0,
+	STRB_SOURCE_DAEMON,
+	STRB_SOURCE_SIGNAL,
+};
+
+/* Takes a parsed, validated request. Returns 0, or -EBUSY / -ENOTSUP /
+ * -EINVAL with the reason logged and in strobe_last_error. */
+int strb_ondemand_submit(const struct strb_config *cfg, enum strb_request_source source);
+
+/* The service thread's tick: fires time triggers, advances time-based
+ * traces, and processes and writes finished traces. now_ms is epoch ms.
+ * Returns the epoch ms at which it wants to run again. */
+int64_t strb_ondemand_tick(int64_t now_ms);
+
+/* strobe_step(): one application iteration. Never blocks on processing. */
+void strb_ondemand_step(int64_t now_ms);
+
+/* A synchronous trace pre-empts: drop the pending request and abandon an
+ * active one (the controller discards its data). */
+void strb_ondemand_cancel(const char *reason);
+
+/* Idle and nothing pending: a poll may say "accepting". */
+bool strb_ondemand_accepting(void);
+enum strb_async_state strb_ondemand_state(void);
+
+/* Wakes the service thread (set by the service module). */
+extern void (*strb_ondemand_wake)(void);
+
+void strb_ondemand_atfork_child(void);
+
+#endif
