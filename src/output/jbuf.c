@@ -119,6 +119,19 @@ void strb_jbuf_str(struct strb_jbuf *b, const char *str)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	/* Fast path: short plain ASCII (most names and every key) goes in one
+	 * pass straight into the buffer. */
+	char *d = strb_jbuf_room(b, 258);
+	char *start = d;
+	*d++ = '"';
+	const unsigned char *q = s;
+	while (*q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\' && d - start < 256)
+		*d++ = (char)*q++;
+	if (!*q) {
+		*d++ = '"';
+		b->n += (size_t)(d - start);
+		return;
+	}
 	strb_jbuf_raw(b, "\"", 1);
 	for (;;) {
 		/* Copy the run of bytes that need nothing. */

@@ -60,6 +60,12 @@ struct conv {
 	size_t ncalls, calls_cap;
 	struct corr_slot *slots;
 	size_t slots_cap, slots_used;
+	/* CUPTI numbers calls 1, 2, 3...: when the ids seen are dense, index
+	 * them directly (sequential, cache-friendly) instead of hashing. */
+	struct corr_slot *dense;
+	uint32_t dense_base, dense_len;
+	/* Names of runtime and driver calls, per cbid, made once. */
+	const char *api_names[2][1024];
 
 	uint32_t ctx_device[2 * MAX_DEVICES][2]; /* (context, device) pairs */
 	int nctx;
@@ -125,6 +131,17 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 {
 	if (!corr)
 		return NULL;
+	if (c->dense) {
+		if (corr < c->dense_base || corr - c->dense_base >= c->dense_len)
+			return NULL;
+		struct corr_slot *s = &c->dense[corr - c->dense_base];
+		if (!s->corr) {
+			if (!create)
+				return NULL;
+			*s = (struct corr_slot){.corr = corr, .call = -1};
+		}
+		return s;
+	}
 	if (create && (c->slots_used + 1) * 2 > c->slots_cap) {
 		size_t cap = c->slots_cap ? c->slots_cap * 2 : 4096;
 		struct corr_slot *n = calloc(cap, sizeof(*n));
@@ -199,6 +216,48 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 		/* An invalid kind ends the walk of that buffer: count it once. */
 		if (r != CUPTI_ERROR_MAX_LIMIT_REACHED && count_bad && !c->rc)
 			c->st->gpu_bad_buffers++;
+	}
+}
+
+/* ---- pass 0: the range of correlation ids ------------------------------------ */
+
+struct id_range {
+	uint32_t lo, hi;
+	size_t n;
+};
+
+static void id_range_of(struct conv *c, struct id_range *r)
+{
+	for (struct strb_cupti_buffer *b = c->buffers; b; b = b->next) {
+		CUpti_Activity *rec = NULL;
+		while (c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec) == CUPTI_SUCCESS) {
+			uint32_t id;
+			if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
+				id = ((const CUpti_ActivityAPI *)rec)->correlationId;
+			else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
+				id = ((const CUpti_ActivityExternalCorrelation *)rec)->correlationId;
+			else
+				continue;
+			if (!id)
+				continue;
+			r->lo = r->n && r->lo < id ? r->lo : id;
+			r->hi = r->n && r->hi > id ? r->hi : id;
+			r->n++;
+		}
+	}
+}
+
+static void choose_table(struct conv *c)
+{
+	struct id_range r = {0, 0, 0};
+	id_range_of(c, &r);
+	uint64_t span = r.n ? (uint64_t)r.hi - r.lo + 1 : 0;
+	if (!r.n || span > 4 * (uint64_t)r.n + 4096)
+		return; /* sparse: hash */
+	c->dense = calloc(span, sizeof(*c->dense));
+	if (c->dense) {
+		c->dense_base = r.lo;
+		c->dense_len = (uint32_t)span;
 	}
 }
 
@@ -494,8 +553,9 @@ static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
 	return false;
 }
 
-/* The call that launched GPU work, and the ids it links to. */
-static void link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start)
+/* The call that launched GPU work, and the ids it links to. Returns the
+ * call, or NULL. */
+static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start)
 {
 	struct corr_slot *s = slot(c, corr, false);
 	a->id = corr;
@@ -520,12 +580,13 @@ static void link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, i
 					sp->start = a->start_ns;
 				if (a->end_ns > sp->end)
 					sp->end = a->end_ns;
-				return;
+				return call;
 			}
 		}
 		struct gpu_span sp = {a->device, a->resource, range, a->start_ns, a->end_ns};
 		PUSH(c, spans, nspans, spans_cap, sp);
 	}
+	return call;
 }
 
 static const char *kernel_name(struct conv *c, const char *raw)
@@ -576,9 +637,35 @@ static const char *kernel_name(struct conv *c, const char *raw)
 	return v;
 }
 
+static char *put_int(char *p, int64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* "[x, y, z]" without printf: this runs twice per kernel. */
 static const char *triple(char *buf, size_t len, int64_t x, int64_t y, int64_t z)
 {
-	snprintf(buf, len, "[%lld, %lld, %lld]", (long long)x, (long long)y, (long long)z);
+	(void)len; /* 3 x 20 digits + 8 fits the callers' 96 bytes */
+	char *p = buf;
+	*p++ = '[';
+	p = put_int(p, x);
+	memcpy(p, ", ", 2);
+	p = put_int(p + 2, y);
+	memcpy(p, ", ", 2);
+	p = put_int(p + 2, z);
+	*p++ = ']';
+	*p = 0;
 	return buf;
 }
 
@@ -620,10 +707,9 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 		emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, &g);
 	if (!a)
 		return;
-	link_gpu(c, a, k->correlationId, s);
-	struct corr_slot *sl = slot(c, k->correlationId, false);
-	if (sl && sl->call >= 0)
-		c->calls[sl->call].got_kernel = true;
+	struct api_call *call = link_gpu(c, a, k->correlationId, s);
+	if (call)
+		call->got_kernel = true;
 	note_row(c, k->deviceId, k->streamId);
 }
 
@@ -711,6 +797,22 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 	}
 }
 
+static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
+{
+	const char **slot_name = cbid < 1024 ? &c->api_names[runtime][cbid] : NULL;
+	if (slot_name && *slot_name)
+		return *slot_name;
+	char nb[128];
+	strb_cupti_api_name(c->lib, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, nb,
+			    sizeof(nb));
+	const char *name = strb_trace_intern(c->t, nb, strlen(nb));
+	if (!name)
+		c->rc = -ENOMEM;
+	else if (slot_name)
+		*slot_name = name;
+	return name;
+}
+
 static void api(struct conv *c, const CUpti_ActivityAPI *r)
 {
 	bool runtime = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -729,14 +831,11 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 		c->st->gpu_out_of_window++;
 		return;
 	}
-	char nb[128];
-	strb_cupti_api_name(c->lib, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, r->cbid, nb,
-			    sizeof(nb));
+	const char *name = api_name(c, runtime, r->cbid);
 	struct args g = {.n = 0};
 	arg_u(&g, "cbid", r->cbid);
 	arg_u(&g, "correlation", r->correlationId);
-	struct strobe_activity *a = emit(c, type, strb_trace_intern(c->t, nb, strlen(nb)), call->start, call->end,
-					 c->t->pid, r->threadId, &g);
+	struct strobe_activity *a = name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, &g) : NULL;
 	if (!a)
 		return;
 	a->id = r->correlationId;
@@ -1065,6 +1164,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	t->stats.gpu_warmup_records = strb_cupti.counts.warmup_records;
 	pthread_mutex_unlock(&strb_cupti.lock);
 
+	choose_table(&c);
 	walk(&c, pass1, true);
 	if (!c.rc && c.nevents)
 		qsort(c.events, c.nevents, sizeof(*c.events), cmp_event);
@@ -1081,6 +1181,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		     (unsigned long long)t->stats.gpu_rejected_buffers, (unsigned long long)t->stats.gpu_dropped_records);
 	free(c.calls);
 	free(c.slots);
+	free(c.dense);
 	free(c.events);
 	free(c.rows);
 	free(c.sync_rows);
