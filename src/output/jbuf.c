@@ -11,7 +11,7 @@ void strb_jbuf_flush(struct strb_jbuf *b)
 	b->n = 0;
 }
 
-void strb_jbuf_raw(struct strb_jbuf *b, const char *s, size_t n)
+void strb_jbuf_raw_slow(struct strb_jbuf *b, const char *s, size_t n)
 {
 	while (n) {
 		size_t room = STRB_JBUF_SIZE - b->n;
@@ -27,17 +27,29 @@ void strb_jbuf_raw(struct strb_jbuf *b, const char *s, size_t n)
 	}
 }
 
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				     "8081828384858687888990919293949596979899";
+
+/* Two digits per division: timestamps have 13 or more. */
 static size_t fmt_u64(char *out, uint64_t v)
 {
 	char tmp[20];
-	size_t n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
+	size_t n = 20;
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100);
+		v /= 100;
+		tmp[--n] = digit_pairs[2 * d + 1];
+		tmp[--n] = digit_pairs[2 * d];
+	}
+	if (v >= 10) {
+		tmp[--n] = digit_pairs[2 * v + 1];
+		tmp[--n] = digit_pairs[2 * v];
+	} else {
+		tmp[--n] = (char)('0' + v);
+	}
+	memcpy(out, tmp + n, 20 - n);
+	return 20 - n;
 }
 
 void strb_jbuf_u64(struct strb_jbuf *b, uint64_t v)

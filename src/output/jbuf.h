@@ -30,8 +30,19 @@ static inline char *strb_jbuf_room(struct strb_jbuf *b, size_t n)
 	return b->data + b->n;
 }
 
-void strb_jbuf_raw(struct strb_jbuf *b, const char *s, size_t n);
+void strb_jbuf_raw_slow(struct strb_jbuf *b, const char *s, size_t n);
 
+static inline void strb_jbuf_raw(struct strb_jbuf *b, const char *s, size_t n)
+{
+	if (__builtin_expect(b->n + n <= STRB_JBUF_SIZE, 1)) {
+		memcpy(b->data + b->n, s, n);
+		b->n += n;
+		return;
+	}
+	strb_jbuf_raw_slow(b, s, n);
+}
+
+/* strlen of a literal folds at compile time once this is inlined. */
 static inline void strb_jbuf_lit(struct strb_jbuf *b, const char *s)
 {
 	strb_jbuf_raw(b, s, strlen(s));
