@@ -6,5 +6,6 @@
 
 int cmd_config(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_trigger(int argc, char **argv);
 
 #endif

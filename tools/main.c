@@ -13,6 +13,7 @@ struct command {
 static const struct command commands[] = {
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
+	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
 
 static void usage(FILE *out)

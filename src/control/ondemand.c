@@ -182,8 +182,7 @@ static void advance(int64_t now, int64_t iter)
 	}
 }
 
-/* The allowed directory for daemon and signal requests. */
-static const char *allowed_dir(void)
+const char *strb_ondemand_allowed_dir(void)
 {
 	const char *d = getenv("STROBE_ONDEMAND_TRACE_DIR");
 	if (!d || !*d)
@@ -196,7 +195,7 @@ static const char *allowed_dir(void)
  * outside cannot make strobe write, or overwrite, anything elsewhere. */
 static int write_restricted(const strobe_trace *t, const char *path)
 {
-	const char *dir = allowed_dir();
+	const char *dir = strb_ondemand_allowed_dir();
 	size_t dlen = strlen(dir);
 	while (dlen > 1 && dir[dlen - 1] == '/')
 		dlen--;

@@ -44,6 +44,10 @@ void strb_ondemand_cancel(const char *reason);
 bool strb_ondemand_accepting(void);
 enum strb_async_state strb_ondemand_state(void);
 
+/* Where daemon and signal requests may write: STROBE_ONDEMAND_TRACE_DIR,
+ * KINETO_ONDEMAND_TRACE_DIR, else "/tmp/". */
+const char *strb_ondemand_allowed_dir(void);
+
 /* Wakes the service thread (set by the service module). */
 extern void (*strb_ondemand_wake)(void);
 

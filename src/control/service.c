@@ -155,6 +155,13 @@ static void submit_text(const char *text, enum strb_request_source source)
 	}
 	if (source == STRB_SOURCE_SIGNAL)
 		cfg.on_demand_key_seen = true; /* the base config's duration, or 500 ms */
+	if (!cfg.log_file_arg[0]) {
+		/* No file named: libkineto's default name, in the allowed directory. */
+		const char *dir = strb_ondemand_allowed_dir();
+		size_t n = strlen(dir);
+		snprintf(cfg.log_url, sizeof(cfg.log_url), "file://%s%slibkineto_activities_%d.json", dir,
+			 n && dir[n - 1] == '/' ? "" : "/", (int)getpid());
+	}
 	strb_ondemand_submit(&cfg, source);
 }
 
