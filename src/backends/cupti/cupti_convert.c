@@ -677,6 +677,15 @@ static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, uin
 	arg_u(g, "channel_type", channel_type);
 }
 
+/* The args every stream-bound record starts with. */
+static void placement(struct args *g, uint32_t device, uint32_t context, uint32_t stream, uint32_t corr)
+{
+	arg_u(g, "device", device);
+	arg_u(g, "context", context);
+	arg_u(g, "stream", stream);
+	arg_u(g, "correlation", corr);
+}
+
 static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 {
 	int64_t s, e;
@@ -688,10 +697,7 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	struct args g = {.n = 0};
 	char grid[96], block[96];
 	arg_u(&g, "queued", k->queued);
-	arg_u(&g, "device", k->deviceId);
-	arg_u(&g, "context", k->contextId);
-	arg_u(&g, "stream", k->streamId);
-	arg_u(&g, "correlation", k->correlationId);
+	placement(&g, k->deviceId, k->contextId, k->streamId, k->correlationId);
 	arg_i(&g, "registers per thread", k->registersPerThread);
 	arg_i(&g, "shared memory", (int64_t)k->staticSharedMemory + k->dynamicSharedMemory);
 	uint32_t sms = k->deviceId < MAX_DEVICES ? c->sm_count[k->deviceId] : 0;
@@ -727,6 +733,20 @@ static void bandwidth(struct args *g, uint64_t bytes, int64_t dur)
 		arg_f(g, "memory bandwidth (GB/s)", (double)bytes / (double)dur);
 }
 
+/* Writes GPU work on its device/stream row and links it to its launch. */
+static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_type type, const char *name,
+					int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
+					const struct args *g)
+{
+	const char *interned = strb_trace_intern(c->t, name, strlen(name));
+	struct strobe_activity *a = interned ? emit(c, type, interned, s, e, device, stream, g) : NULL;
+	if (!a)
+		return NULL;
+	link_gpu(c, a, corr, s);
+	note_row(c, device, stream);
+	return a;
+}
+
 static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 {
 	int64_t s, e;
@@ -735,18 +755,10 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
 	struct args g = {.n = 0};
-	arg_u(&g, "device", m->deviceId);
-	arg_u(&g, "context", m->contextId);
-	arg_u(&g, "stream", m->streamId);
-	arg_u(&g, "correlation", m->correlationId);
+	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
 	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_MEMCPY, strb_trace_intern(c->t, name, strlen(name)),
-					 s, e, m->deviceId, m->streamId, &g);
-	if (a) {
-		link_gpu(c, a, m->correlationId, s);
-		note_row(c, m->deviceId, m->streamId);
-	}
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
 static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
@@ -767,12 +779,7 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 	arg_u(&g, "correlation", m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
 	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_MEMCPY, strb_trace_intern(c->t, name, strlen(name)),
-					 s, e, m->deviceId, m->streamId, &g);
-	if (a) {
-		link_gpu(c, a, m->correlationId, s);
-		note_row(c, m->deviceId, m->streamId);
-	}
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
 static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
@@ -783,18 +790,10 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
 	struct args g = {.n = 0};
-	arg_u(&g, "device", m->deviceId);
-	arg_u(&g, "context", m->contextId);
-	arg_u(&g, "stream", m->streamId);
-	arg_u(&g, "correlation", m->correlationId);
+	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
 	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_MEMSET, strb_trace_intern(c->t, nb, strlen(nb)), s,
-					 e, m->deviceId, m->streamId, &g);
-	if (a) {
-		link_gpu(c, a, m->correlationId, s);
-		note_row(c, m->deviceId, m->streamId);
-	}
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
 static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
