@@ -319,8 +319,8 @@ STROBE_API void strobe_trace_destroy(strobe_trace *trace);
 
 /* Opens a user_annotation range on the calling thread. */
 STROBE_API void strobe_range_push(const char *name);
-/* Closes the innermost range opened by strobe_range_push (or
- * strobe_op_push) on the calling thread. */
+/* Closes the innermost range opened by strobe_range_push on the calling
+ * thread. Ranges and ops nest separately: strobe_op_pop closes ops. */
 STROBE_API void strobe_range_pop(void);
 
 /* Opens a cpu_op range and returns its id (its "External id"; unique in

@@ -24,6 +24,9 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static enum strb_state state;
 static enum strb_owner owner;
+/* Who owns a trace, for readers that must not wait for the lock (the
+ * on-demand paths, strobe_step): NONE when idle. */
+static _Atomic int public_owner;
 static uint64_t stop_ticks;
 static struct strb_config config;
 static uint32_t last_session;
@@ -134,6 +137,7 @@ static void discard_locked(void)
 	}
 	state = STRB_IDLE;
 	owner = STRB_OWNER_NONE;
+	atomic_store(&public_owner, STRB_OWNER_NONE);
 }
 
 /* Says once per distinct reason, in the log, why a backend is off; every
@@ -178,6 +182,7 @@ int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 		     owner == STRB_OWNER_ASYNC ? "on-demand" : "synchronous", state_name(state));
 	discard_locked();
 	owner = who;
+	atomic_store(&public_owner, who);
 	config = *cfg;
 	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
 	char *text = strb_config_format(cfg);
@@ -343,10 +348,7 @@ void strb_control_cancel(enum strb_owner who)
 
 enum strb_owner strb_control_owner(void)
 {
-	pthread_mutex_lock(&lock);
-	enum strb_owner o = state == STRB_IDLE ? STRB_OWNER_NONE : owner;
-	pthread_mutex_unlock(&lock);
-	return o;
+	return (enum strb_owner)atomic_load(&public_owner);
 }
 
 enum strb_state strb_control_state(void)
@@ -386,4 +388,5 @@ void strb_control_atfork_child(void)
 	strb_clock_map_free(&clock_map);
 	state = STRB_IDLE;
 	owner = STRB_OWNER_NONE;
+	atomic_store(&public_owner, STRB_OWNER_NONE);
 }

@@ -36,6 +36,7 @@ int strb_control_end_capture(enum strb_owner who);
 int strb_control_finish(enum strb_owner who, strobe_trace **out);
 /* end_capture + finish for the sync owner. */
 int strb_control_stop(strobe_trace **out);
+/* Never waits: safe from strobe_step() while a trace is being processed. */
 enum strb_owner strb_control_owner(void);
 /* strobe_toggle_collection. */
 int strb_control_toggle(bool enable);

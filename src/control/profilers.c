@@ -18,7 +18,7 @@ static int registry_count;
 
 int strobe_register_profiler(const struct strobe_profiler_ops *ops, void *user_arg)
 {
-	if (!ops || ops->size < offsetof(struct strobe_profiler_ops, activity_mask))
+	if (!ops || ops->size < offsetof(struct strobe_profiler_ops, activity_mask) + sizeof(ops->activity_mask))
 		return strb_error(-EINVAL, "strobe_register_profiler: ops is NULL or its size field is too small");
 	int rc = 0;
 	pthread_mutex_lock(&lock);

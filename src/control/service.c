@@ -32,7 +32,8 @@ static char base_path[4096];
 /* The thread's endpoint, so a fork child can close the parent's socket. */
 static _Atomic(struct strb_ipc_endpoint *) endpoint;
 
-static volatile sig_atomic_t signal_seen;
+/* Lock-free atomics are async-signal-safe and visible to the thread. */
+static atomic_int signal_seen;
 static struct sigaction previous_action;
 static int trigger_signal;
 
@@ -53,7 +54,7 @@ static void wake(void)
 static void on_trigger_signal(int sig, siginfo_t *info, void *ctx)
 {
 	int saved = errno;
-	signal_seen = 1;
+	atomic_store(&signal_seen, 1);
 	wake();
 	if (previous_action.sa_flags & SA_SIGINFO) {
 		if (previous_action.sa_sigaction)
@@ -237,8 +238,7 @@ static void *service_main(void *arg)
 		}
 		if (s.ep)
 			read_replies(&s);
-		if (signal_seen) {
-			signal_seen = 0;
+		if (atomic_exchange(&signal_seen, 0)) {
 			LOGI("trigger signal received");
 			submit_text(s.base_text ? s.base_text : "", STRB_SOURCE_SIGNAL);
 		}

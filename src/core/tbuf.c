@@ -30,10 +30,23 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static _Atomic int64_t budget_total = 256ll << 20;
 static _Atomic int64_t budget_left = 256ll << 20;
 
+/* The registry frees a dead thread's buffer after its events are
+ * processed; one that shutdown already took off the registry is ours to
+ * free. Later destructors of this thread must not record into it. */
 static void on_thread_exit(void *p)
 {
 	struct strb_tbuf *b = p;
-	atomic_store(&b->dead, true);
+	strb_tls_buf = NULL;
+	pthread_mutex_lock(&registry_lock);
+	bool orphan = !b->registered;
+	if (!orphan)
+		atomic_store(&b->dead, true);
+	pthread_mutex_unlock(&registry_lock);
+	if (orphan) {
+		if (b->base)
+			munmap(b->base, b->reserve);
+		free(b);
+	}
 }
 
 static void make_exit_key(void)
@@ -94,6 +107,7 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->session = session;
 	b->head = 0;
 	b->limit = 0;
+	b->exhausted = false;
 	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->truncated, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->published, 0, memory_order_relaxed);
@@ -119,7 +133,7 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 void *strb_tbuf_grow(struct strb_tbuf *b, size_t n)
 {
 	size_t claim = round_up(n, CLAIM_BYTES);
-	if (b->base && b->head + n <= b->reserve) {
+	if (b->base && !b->exhausted && b->head + n <= b->reserve) {
 		if (b->limit + claim > b->reserve)
 			claim = b->reserve - b->limit;
 		int64_t prev = atomic_fetch_sub_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
@@ -132,6 +146,8 @@ void *strb_tbuf_grow(struct strb_tbuf *b, size_t n)
 			}
 		} else {
 			atomic_fetch_add_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
+			/* Later drops stay on this thread's own cache lines. */
+			b->exhausted = true;
 		}
 	}
 	strb_tbuf_count(&b->dropped);

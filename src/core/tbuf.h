@@ -55,6 +55,7 @@ struct strb_tbuf {
 	size_t limit;   /* bytes claimed from the budget */
 	size_t reserve; /* bytes of address space mapped */
 	uint32_t session;
+	bool exhausted; /* the budget ran out this session: drop without asking again */
 	uint64_t next_op_id, op_id_end;
 	/* Written by the owner only, read by processing while the owner may
 	 * still record: atomics, bumped with strb_tbuf_count (no RMW). */

@@ -90,7 +90,7 @@ void strb_jbuf_f64(struct strb_jbuf *b, double v)
 		strb_jbuf_lit(b, isnan(v) ? "\"nan\"" : v > 0 ? "\"inf\"" : "\"-inf\"");
 		return;
 	}
-	if (v == (double)(int64_t)v && fabs(v) < 1e15) {
+	if (fabs(v) < 1e15 && v == (double)(int64_t)v) {
 		strb_jbuf_i64(b, (int64_t)v);
 		return;
 	}

@@ -77,7 +77,8 @@ static void temp_name(char *out, size_t len, const char *name)
 		uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)out ^ (uint64_t)time(NULL);
 		memcpy(r, &x, sizeof(r));
 	}
-	snprintf(out, len, "%s.tmp.%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4], r[5]);
+	/* Keep within NAME_MAX however long the final name is. */
+	snprintf(out, len, ".%.200s.tmp.%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
 static int start_compression(struct strb_sink *s, enum strb_compress c, int level)

@@ -11,32 +11,40 @@
 
 #include "config/config.h"
 #include "core/clock.h"
+#include "core/json_check.h"
 #include "core/log.h"
 #include "core/metadata.h"
 #include "process/process.h"
 
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
 {
-	if (!a || a->size < offsetof(struct strobe_activity, args) || !strobe_activity_type_name(a->type) ||
-	    a->end_ns < a->start_ns || (a->arg_count && !a->args)) {
+	/* Only what the caller's size covers is read; the rest stays zero. */
+	struct strobe_activity copy;
+	memset(&copy, 0, sizeof(copy));
+	if (!a || a->size < offsetof(struct strobe_activity, args)) {
 		t->stats.rejected_activities++;
 		return 0;
 	}
-	for (size_t i = 0; i < a->arg_count; i++) {
-		const struct strobe_arg *arg = &a->args[i];
+	memcpy(&copy, a, a->size < sizeof(copy) ? a->size : sizeof(copy));
+	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns || (copy.arg_count && !copy.args)) {
+		t->stats.rejected_activities++;
+		return 0;
+	}
+	for (size_t i = 0; i < copy.arg_count; i++) {
+		const struct strobe_arg *arg = &copy.args[i];
 		bool is_str = arg->kind == STROBE_ARG_STRING || arg->kind == STROBE_ARG_JSON;
-		if (!arg->key || (unsigned)arg->kind > STROBE_ARG_JSON || (is_str && !arg->value.str)) {
+		/* JSON goes into the file verbatim: it must parse. */
+		if (!arg->key || (unsigned)arg->kind > STROBE_ARG_JSON || (is_str && !arg->value.str) ||
+		    (arg->kind == STROBE_ARG_JSON && !strb_json_valid(arg->value.str))) {
 			t->stats.rejected_activities++;
 			return 0;
 		}
 	}
-	if (!(w->mask & STROBE_ACTIVITY_BIT(a->type)))
+	if (!(w->mask & STROBE_ACTIVITY_BIT(copy.type)))
 		return 0;
-	struct strobe_activity copy = *a;
+	copy.size = sizeof(copy);
 	if (!copy.device)
 		copy.device = t->pid;
-	if (a->size < sizeof(struct strobe_activity))
-		copy.arg_count = 0, copy.args = NULL;
 	return strb_trace_add_copy(t, &copy);
 }
 
