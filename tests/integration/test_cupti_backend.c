@@ -296,6 +296,60 @@ static int64_t dur_ns(yajl_val ev)
 
 /* ---- record kinds ---------------------------------------------------------- */
 
+/* A DEVICE record (an H100-like device) gives deviceProperties, blocks and
+ * warps per SM, and CUDA's occupancy for each kernel's launch shape. */
+static void test_device_and_occupancy(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	CUpti_ActivityDevice5 d = {
+		.kind = CUPTI_ACTIVITY_KIND_DEVICE,
+		.globalMemorySize = 80ull << 30,
+		.numThreadsPerWarp = 32,
+		.numMultiprocessors = 132,
+		.maxWarpsPerMultiprocessor = 64,
+		.maxBlocksPerMultiprocessor = 32,
+		.maxSharedMemoryPerMultiprocessor = 233472,
+		.maxRegistersPerMultiprocessor = 65536,
+		.maxRegistersPerBlock = 65536,
+		.maxSharedMemoryPerBlock = 232448,
+		.maxThreadsPerBlock = 1024,
+		.computeCapabilityMajor = 9,
+		.computeCapabilityMinor = 0,
+		.id = 0,
+		.name = "Test GPU \"H\"",
+	};
+	CT_QUEUE(d);
+	uint32_t corr = api_call(RUNTIME, LAUNCH);
+	CUpti_ActivityKernel10 k = kernel_now(corr, 0, 7, "occupancy_kernel");
+	k.registersPerThread = 32;
+	k.gridX = 264, k.gridY = 1, k.gridZ = 1;
+	k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+	CT_QUEUE(k);
+	yajl_val root = finish("occupancy");
+
+	yajl_val props = tu_get(root, "deviceProperties");
+	assert_true(props && YAJL_IS_ARRAY(props) && props->u.array.len == 1);
+	yajl_val p0 = props->u.array.values[0];
+	assert_string_equal(tu_get_str(p0, "name"), "Test GPU ?H?"); /* quotes replaced, file stays valid */
+	assert_true(tu_get_num(p0, "numSms") == 132);
+	assert_true(tu_get_num(p0, "computeMajor") == 9);
+	assert_true(tu_get_num(p0, "maxThreadsPerMultiprocessor") == 2048);
+
+	yajl_val ev = tu_find(root, "X", "kernel", "occupancy_kernel");
+	assert_non_null(ev);
+	assert_true(arg_num(ev, "blocks per SM") == 2.0);      /* 264 blocks / 132 SMs */
+	assert_true(arg_num(ev, "warps per SM") == 16.0);      /* 2 x 256 / 32 */
+	/* 32 registers x 256 threads: 8 blocks fit (64 warps / 8 per block);
+	 * the grid only gives 2 per SM: 2 x 8 warps of 64 = 25 %. */
+	assert_true(arg_num(ev, "est. achieved occupancy %") == 25);
+	yajl_val occ = tu_get(tu_get(ev, "args"), "occupancy");
+	assert_true(occ && YAJL_IS_OBJECT(occ));
+	assert_true(tu_get_num(occ, "activeBlocksPerMultiprocessor") == 8);
+	assert_string_equal(tu_get_str(occ, "limitingFactors"), "WARPS|REGS");
+	yajl_tree_free(root);
+}
+
 static void test_kernel_and_runtime_records(void **state)
 {
 	(void)state;
@@ -1042,6 +1096,7 @@ int main(void)
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_kernel_and_runtime_records, setup),
+		cmocka_unit_test_setup(test_device_and_occupancy, setup),
 		cmocka_unit_test_setup(test_memcpy_memset_records, setup),
 		cmocka_unit_test_setup(test_driver_api_filtering, setup),
 		cmocka_unit_test_setup(test_sync_and_event_records, setup),

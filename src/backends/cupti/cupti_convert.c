@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_occupancy.h>
+
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
 #include "core/clock.h"
@@ -21,6 +23,17 @@
 #define OVERHEAD_SORT 1048576
 #define MAX_DEVICES 64
 #define MAX_ARGS 24
+#define OCC_CACHE 256
+
+/* Occupancy depends only on the device and the launch shape, which repeat:
+ * computed once per shape. */
+struct occ_entry {
+	bool used;
+	uint32_t device, regs, block;
+	int32_t static_smem, dynamic_smem;
+	int active;            /* blocks per SM */
+	const char *json;      /* the "occupancy" object, interned */
+};
 
 /* A runtime or driver call. */
 struct api_call {
@@ -72,6 +85,10 @@ struct conv {
 	struct cuda_event *events;
 	size_t nevents, events_cap;
 	uint32_t sm_count[MAX_DEVICES];
+	/* Device limits from DEVICE records, for the occupancy calculator. */
+	struct cudaOccDeviceProp occ_prop[MAX_DEVICES];
+	bool occ_known[MAX_DEVICES];
+	struct occ_entry *occ_cache; /* OCC_CACHE entries */
 	bool device_seen[MAX_DEVICES];
 
 	/* (device, stream) rows that saw work, and sync rows named so far. */
@@ -686,6 +703,69 @@ static void placement(struct args *g, uint32_t device, uint32_t context, uint32_
 	arg_u(g, "correlation", corr);
 }
 
+static void limiting_factors(char *out, size_t len, unsigned f)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {{OCC_LIMIT_WARPS, "WARPS"}, {OCC_LIMIT_REGISTERS, "REGS"}, {OCC_LIMIT_SHARED_MEMORY, "SMEM"},
+		     {OCC_LIMIT_BLOCKS, "BLOCKS"}, {OCC_LIMIT_BARRIERS, "BARRIERS"}};
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (f & names[i].bit)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "|" : "", names[i].name);
+	if (!n)
+		snprintf(out, len, "none");
+}
+
+/* CUDA's own occupancy calculator (header-only) on the device's limits. */
+static const struct occ_entry *occupancy(struct conv *c, const CUpti_ActivityKernel9 *k)
+{
+	uint32_t dev = k->deviceId, block = (uint32_t)(k->blockX * k->blockY * k->blockZ);
+	if (dev >= MAX_DEVICES || !c->occ_known[dev] || !block)
+		return NULL;
+	if (!c->occ_cache && !(c->occ_cache = calloc(OCC_CACHE, sizeof(*c->occ_cache))))
+		return NULL;
+	uint32_t h = hash32(dev * 31u + k->registersPerThread * 7919u + block * 104729u + k->staticSharedMemory * 13u +
+			    k->dynamicSharedMemory);
+	struct occ_entry *e = &c->occ_cache[h % OCC_CACHE];
+	if (e->used && e->device == dev && e->regs == k->registersPerThread && e->block == block &&
+	    e->static_smem == k->staticSharedMemory && e->dynamic_smem == k->dynamicSharedMemory)
+		return e;
+	const struct cudaOccDeviceProp *prop = &c->occ_prop[dev];
+	struct cudaOccFuncAttributes attr = {
+		.maxThreadsPerBlock = prop->maxThreadsPerBlock,
+		.numRegs = k->registersPerThread,
+		.sharedSizeBytes = k->staticSharedMemory,
+		.partitionedGCConfig = PARTITIONED_GC_OFF,
+		.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
+		.maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
+		.numBlockBarriers = 1,
+	};
+	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE};
+	struct cudaOccResult r;
+	memset(&r, 0, sizeof(r));
+	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block, k->dynamicSharedMemory) !=
+	    CUDA_OCC_SUCCESS)
+		return NULL;
+	char factors[64], json[512];
+	limiting_factors(factors, sizeof(factors), r.limitingFactors);
+	snprintf(json, sizeof(json),
+		 "{\"activeBlocksPerMultiprocessor\": %d, \"limitingFactors\": \"%s\", \"blockLimitRegs\": %d, "
+		 "\"blockLimitSharedMem\": %d, \"blockLimitWarps\": %d, \"blockLimitBlocks\": %d, "
+		 "\"blockLimitBarriers\": %d, \"allocatedRegistersPerBlock\": %d, "
+		 "\"allocatedSharedMemPerBlock\": %zu}",
+		 r.activeBlocksPerMultiprocessor, factors, r.blockLimitRegs, r.blockLimitSharedMem, r.blockLimitWarps,
+		 r.blockLimitBlocks, r.blockLimitBarriers, r.allocatedRegistersPerBlock, r.allocatedSharedMemPerBlock);
+	const char *interned = strb_trace_intern(c->t, json, strlen(json));
+	if (!interned)
+		return NULL;
+	*e = (struct occ_entry){true, dev, k->registersPerThread, block, k->staticSharedMemory, k->dynamicSharedMemory,
+				r.activeBlocksPerMultiprocessor, interned};
+	return e;
+}
+
 static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 {
 	int64_t s, e;
@@ -708,6 +788,18 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	}
 	arg_j(&g, "grid", triple(grid, sizeof(grid), k->gridX, k->gridY, k->gridZ));
 	arg_j(&g, "block", triple(block, sizeof(block), k->blockX, k->blockY, k->blockZ));
+	const struct occ_entry *occ = sms ? occupancy(c, k) : NULL;
+	if (occ) {
+		/* Resident warps over the SM's maximum, with the grid's own limit. */
+		const struct cudaOccDeviceProp *prop = &c->occ_prop[k->deviceId];
+		double blocks = (double)k->gridX * k->gridY * k->gridZ / sms;
+		double resident = blocks < occ->active ? blocks : occ->active;
+		double warps = ((double)occ->block + prop->warpSize - 1) / prop->warpSize;
+		double max_warps = (double)prop->maxThreadsPerMultiprocessor / prop->warpSize;
+		int64_t pct = max_warps > 0 ? (int64_t)(resident * (int64_t)warps / max_warps * 100 + 0.5) : 0;
+		arg_i(&g, "est. achieved occupancy %", pct);
+		arg_j(&g, "occupancy", occ->json);
+	}
 	graph_and_channel(&g, k->graphId, k->graphNodeId, k->channelID, k->channelType);
 	struct strobe_activity *a =
 		emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, &g);
@@ -1003,8 +1095,23 @@ static void pass2(struct conv *c, const CUpti_Activity *rec)
 
 static void add_device(struct conv *c, const CUpti_ActivityDevice5 *d)
 {
-	if (d->id < MAX_DEVICES)
+	if (d->id < MAX_DEVICES) {
 		c->sm_count[d->id] = d->numMultiprocessors;
+		c->occ_prop[d->id] = (struct cudaOccDeviceProp){
+			.computeMajor = (int)d->computeCapabilityMajor,
+			.computeMinor = (int)d->computeCapabilityMinor,
+			.maxThreadsPerBlock = (int)d->maxThreadsPerBlock,
+			.maxThreadsPerMultiprocessor = (int)(d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp),
+			.regsPerBlock = (int)d->maxRegistersPerBlock,
+			.regsPerMultiprocessor = (int)d->maxRegistersPerMultiprocessor,
+			.warpSize = (int)d->numThreadsPerWarp,
+			.sharedMemPerBlock = d->maxSharedMemoryPerBlock,
+			.sharedMemPerMultiprocessor = d->maxSharedMemoryPerMultiprocessor,
+			.numSms = (int)d->numMultiprocessors,
+			.sharedMemPerBlockOptin = d->maxSharedMemoryPerBlock,
+		};
+		c->occ_known[d->id] = d->numThreadsPerWarp > 0 && d->maxWarpsPerMultiprocessor > 0;
+	}
 	struct strobe_trace *t = c->t;
 	char name[128];
 	size_t j = 0;
@@ -1181,6 +1288,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	free(c.calls);
 	free(c.slots);
 	free(c.dense);
+	free(c.occ_cache);
 	free(c.events);
 	free(c.rows);
 	free(c.sync_rows);
