@@ -134,6 +134,12 @@ static void activate(int64_t now)
 		if (c.profile_start_time_ms - now < (int64_t)c.warmup_secs * 1000 - 1000)
 			LOGW("on-demand trace: less time than the %d s warm-up before its start", c.warmup_secs);
 	}
+	/* Checked first without waiting: activation may run on strobe_step(),
+	 * which must not queue behind a synchronous trace's processing. */
+	if (strb_control_owner() != STRB_OWNER_NONE) {
+		refuse(-EBUSY, "profiler busy: a synchronous trace is in progress");
+		return;
+	}
 	int rc = strb_control_prepare(&c, STRB_OWNER_ASYNC);
 	if (rc) {
 		refuse(rc, strobe_last_error());
