@@ -16,7 +16,13 @@ void *strb_arena_alloc(struct strb_arena *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
 	if (!a->head || a->used + n > a->size) {
-		size_t size = n > (1 << 20) ? n : (1 << 20);
+		/* Chunks grow with the arena (1 MiB up to 64 MiB): big traces
+		 * take fewer, larger allocations. */
+		size_t size = a->head ? a->size * 2 : (1 << 20);
+		if (size > (64u << 20))
+			size = 64u << 20;
+		if (size < n)
+			size = n;
 		struct strb_arena_chunk *c = malloc(sizeof(*c) + size);
 		if (!c)
 			return NULL;
@@ -100,6 +106,18 @@ const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len)
 	t->strings[j] = copy;
 	t->string_count++;
 	return copy;
+}
+
+int strb_trace_reserve(struct strobe_trace *t, size_t more)
+{
+	if (t->count + more <= t->cap)
+		return 0;
+	struct strobe_activity *n = realloc(t->acts, (t->count + more) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->acts = n;
+	t->cap = t->count + more;
+	return 0;
 }
 
 struct strobe_activity *strb_trace_push(struct strobe_trace *t)

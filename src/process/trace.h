@@ -72,6 +72,8 @@ struct strobe_trace *strb_trace_new(void);
 /* A copy of s (len bytes) that lives as long as the trace; equal strings
  * share one copy. NULL only on allocation failure. */
 const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len);
+/* Room for `more` activities without moving the array again. */
+int strb_trace_reserve(struct strobe_trace *t, size_t more);
 /* A new zeroed activity slot (size set), or NULL. The pointer is valid
  * until the next call. */
 struct strobe_activity *strb_trace_push(struct strobe_trace *t);

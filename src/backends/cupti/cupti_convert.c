@@ -241,6 +241,7 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 struct id_range {
 	uint32_t lo, hi;
 	size_t n;
+	size_t records; /* all of them: an upper bound on the activities to come */
 };
 
 static void id_range_of(struct conv *c, struct id_range *r)
@@ -249,6 +250,7 @@ static void id_range_of(struct conv *c, struct id_range *r)
 		CUpti_Activity *rec = NULL;
 		while (c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec) == CUPTI_SUCCESS) {
 			uint32_t id;
+			r->records++;
 			if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
 				id = ((const CUpti_ActivityAPI *)rec)->correlationId;
 			else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
@@ -266,8 +268,11 @@ static void id_range_of(struct conv *c, struct id_range *r)
 
 static void choose_table(struct conv *c)
 {
-	struct id_range r = {0, 0, 0};
+	struct id_range r = {0, 0, 0, 0};
 	id_range_of(c, &r);
+	/* One allocation for every activity instead of doublings and copies. */
+	if (strb_trace_reserve(c->t, r.records + 64))
+		c->rc = -ENOMEM;
 	uint64_t span = r.n ? (uint64_t)r.hi - r.lo + 1 : 0;
 	if (!r.n || span > 4 * (uint64_t)r.n + 4096)
 		return; /* sparse: hash */
