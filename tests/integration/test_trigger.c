@@ -7,7 +7,11 @@
  * STROBE_TEST_LABELS: concurrency */
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -514,6 +518,80 @@ static void test_not_polling(void **state)
 	stop(p);
 }
 
+/* A stand-in for dynolog's RPC server: one connection, the request kept for
+ * the test, a canned reply in dynolog's own format. */
+struct rpc_peer {
+	int fd;
+	char request[4096];
+	const char *reply_fmt; /* one %d: the pid */
+	int pid;
+};
+
+static void *rpc_serve(void *arg)
+{
+	struct rpc_peer *r = arg;
+	int c = accept(r->fd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	int32_t len = 0;
+	if (recv(c, &len, 4, MSG_WAITALL) == 4 && len > 0 && len < (int32_t)sizeof(r->request))
+		recv(c, r->request, (size_t)len, MSG_WAITALL);
+	char reply[512];
+	int n = snprintf(reply, sizeof(reply), r->reply_fmt, r->pid);
+	int32_t out = n;
+	if (send(c, &out, 4, 0) != 4 || send(c, reply, (size_t)n, 0) != n)
+		r->request[0] = 0;
+	close(c);
+	return NULL;
+}
+
+static int rpc_listen(struct rpc_peer *r)
+{
+	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(r->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(r->fd, 1), 0);
+	assert_int_equal(getsockname(r->fd, (struct sockaddr *)&a, &alen), 0);
+	return ntohs(a.sin_port);
+}
+
+/* Through a daemon: the request goes over the RPC port, with the pid and the
+ * config, and the daemon's verdict per pid is what strobe trigger reports. */
+static void test_through_dynolog_rpc(void **state)
+{
+	(void)state;
+	static const char *const replies[] = {
+		"{\"activityProfilersBusy\":0,\"activityProfilersTriggered\":[%d],\"eventProfilersBusy\":0,"
+		"\"eventProfilersTriggered\":[],\"processesMatched\":[%1$d]}",
+		"{\"activityProfilersBusy\":1,\"activityProfilersTriggered\":[],\"eventProfilersBusy\":0,"
+		"\"eventProfilersTriggered\":[],\"processesMatched\":[%d]}",
+	};
+	struct child_opts o = {.allowed = dir};
+	pid_t p = spawn_target(&o);
+	for (int busy = 0; busy < 2; busy++) {
+		struct rpc_peer r = {.reply_fmt = replies[busy], .pid = (int)p};
+		int port = rpc_listen(&r);
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, rpc_serve, &r), 0);
+		char *out = NULL;
+		int rc = trigger(&out, "--dynolog-host 127.0.0.1 --dynolog-port %d --pid %d --iterations 3 "
+				       "--log-file %s/rpc.json --timeout 5",
+				 port, (int)p, dir);
+		pthread_join(th, NULL);
+		close(r.fd);
+		assert_non_null(strstr(r.request, "\"fn\":\"setKinetOnDemandRequest\""));
+		char pids[64];
+		snprintf(pids, sizeof(pids), "\"pids\":[%d]", (int)p);
+		assert_non_null(strstr(r.request, pids));
+		assert_non_null(strstr(r.request, "ACTIVITIES_ITERATIONS=3"));
+		assert_int_equal(rc, busy ? 1 : 0);
+		assert_non_null(strstr(out, busy ? "busy" : "triggered"));
+		free(out);
+	}
+	stop(p);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -536,6 +614,7 @@ int main(void)
 	    cmocka_unit_test(test_paths_refused),
 	    cmocka_unit_test(test_fork_while_polling),
 	    cmocka_unit_test(test_not_polling),
+	    cmocka_unit_test(test_through_dynolog_rpc),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	tu_rmrf(dir);
