@@ -289,7 +289,9 @@ int64_t strb_ondemand_tick(int64_t now)
 		pthread_mutex_unlock(&lock);
 	}
 	pthread_mutex_lock(&lock);
-	int64_t next = now + 1000;
+	/* Idle: nothing to time; the service thread sleeps until its next poll
+	 * or a wake-up (a request, a step that ends collection, a signal). */
+	int64_t next = has_pending || state != STRB_ASYNC_IDLE ? now + 1000 : INT64_MAX;
 	if (has_pending && !iteration_based(&pending)) {
 		int64_t fire = pending.profile_start_time_ms - (int64_t)pending.warmup_secs * 1000 - 1000;
 		if (fire < next)
