@@ -32,7 +32,6 @@ static struct strb_config config;
 static uint32_t last_session;
 static uint32_t session;
 static uint64_t start_ticks;
-static int64_t start_ns;
 static struct strb_profiler_set profilers;
 /* Backends taking part in the current trace, and why the others are off. */
 static bool backend_on[8];
@@ -222,7 +221,6 @@ int strb_control_start(enum strb_owner who)
 	}
 	atomic_store(&strb_epoch_anchor, clock_map.real_minus_mono);
 	start_ticks = strb_clock_ticks();
-	start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks);
 	strb_profilers_start(&profilers);
 	FOR_EACH_ACTIVE_BACKEND(i)
 	strb_backends[i]->start();
@@ -294,7 +292,9 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 		.session = session,
 		.start_ticks = start_ticks,
 		.stop_ticks = stop_ticks,
-		.start_ns = start_ns,
+		/* Both ends through the final map: converting the start at start
+		 * time, from a single sample, could put it after the first events. */
+		.start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks),
 		.stop_ns = strb_clock_map_to_epoch(&clock_map, stop_ticks),
 		.map = &clock_map,
 		.mask = config.activity_mask,

@@ -190,9 +190,12 @@ int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks
 	if (map->count == 0)
 		return 0;
 	if (map->count == 1) {
-		/* One sample: the monotonic source's ticks are ns already; for the
-		 * TSC this only happens for a trace shorter than one sample pair. */
-		mono = map->points[0].mono_ns + (int64_t)(ticks - map->points[0].ticks);
+		/* One sample: extrapolate with the TSC's nominal rate measured at
+		 * init; other sources count ns. */
+		const struct strb_clock_point *p = &map->points[0];
+		double dt = ticks >= p->ticks ? (double)(ticks - p->ticks) : -(double)(p->ticks - ticks);
+		double scale = strb_clock_kind_in_use == STRB_CLOCK_TSC ? ns_per_tick : 1.0;
+		mono = p->mono_ns + llround(dt * scale);
 	} else {
 		size_t lo = 0, hi = map->count - 1;
 		if (ticks <= map->points[0].ticks) {
