@@ -105,12 +105,11 @@ static void sampler_join(void)
 }
 
 /* Ends capture of the current session: after this no thread starts a new
- * record for it. */
-static void end_capture(void)
+ * record for it. Cheap, so strobe_step() may do it. */
+static void close_window(void)
 {
 	__atomic_store_n(&strobe_internal_session, 0, __ATOMIC_SEQ_CST);
 	atomic_store(&strb_epoch_anchor, 0);
-	sampler_join();
 }
 
 static void stop_collectors(void)
@@ -123,7 +122,8 @@ static void stop_collectors(void)
 static void discard_locked(void)
 {
 	if (state == STRB_RUNNING)
-		end_capture();
+		close_window();
+	sampler_join();
 	if (state == STRB_RUNNING || state == STRB_CAPTURED)
 		stop_collectors();
 	if (state != STRB_IDLE) {
@@ -252,10 +252,7 @@ int strb_control_end_capture(enum strb_owner who)
 		rc = strb_error(STROBE_E_STATE, "strobe_stop: no trace is running");
 	} else {
 		stop_ticks = strb_clock_ticks();
-		/* Cheap on purpose: strobe_step() ends iteration traces with it on
-		 * the application's thread; the rest happens in finish. */
-		__atomic_store_n(&strobe_internal_session, 0, __ATOMIC_SEQ_CST);
-		atomic_store(&strb_epoch_anchor, 0);
+		close_window(); /* the rest happens in finish, off the caller's thread */
 		state = STRB_CAPTURED;
 	}
 	pthread_mutex_unlock(&lock);
