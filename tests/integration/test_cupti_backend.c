@@ -23,28 +23,10 @@
 #define STREAM_SYNC_ROW  1000000
 #define KERNELS_PER_BUF  ((4u << 20) / sizeof(CUpti_ActivityKernel10))
 
-static char dir[1024];
 static char path_buf[1200];
 static uint64_t last_stamp;
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (strobe_init(NULL))
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	strobe_shutdown();
-	return 0;
-}
 
 /* Every test starts with a fresh fake; no trace is prepared between tests. */
 static int setup(void **state)
@@ -82,7 +64,7 @@ static strobe_trace *end_trace(void)
 
 static yajl_val save_load(const strobe_trace *t, const char *name)
 {
-	snprintf(path_buf, sizeof(path_buf), "%s/%s.json", dir, name);
+	snprintf(path_buf, sizeof(path_buf), "%s/%s.json", tu_dir, name);
 	int rc = strobe_trace_save(t, path_buf);
 	if (rc)
 		fail_msg("saving %s: %s: %s", path_buf, strobe_status_string(rc), strobe_last_error());
@@ -102,7 +84,7 @@ static yajl_val finish(const char *name)
  * parses only its "strobe" accounting object (it has no nested objects). */
 static yajl_val save_stats(const strobe_trace *t, const char *name)
 {
-	snprintf(path_buf, sizeof(path_buf), "%s/%s.json", dir, name);
+	snprintf(path_buf, sizeof(path_buf), "%s/%s.json", tu_dir, name);
 	assert_int_equal(strobe_trace_save(t, path_buf), 0);
 	char *text = tu_read_file(path_buf, NULL);
 	assert_non_null(text);
@@ -1043,7 +1025,7 @@ static void test_cpu_only_mask(void **state)
 static int forked_child(void)
 {
 	char path[1300];
-	snprintf(path, sizeof(path), "%s/child.json", dir);
+	snprintf(path, sizeof(path), "%s/child.json", tu_dir);
 	if (strobe_prepare(0, NULL) || strobe_start())
 		return 1;
 	strobe_range_push("child");
@@ -1119,5 +1101,5 @@ int main(void)
 		cmocka_unit_test_setup(test_cpu_only_mask, setup),
 		cmocka_unit_test_setup(test_fork_child_has_no_gpu, setup),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

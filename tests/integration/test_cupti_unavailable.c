@@ -9,24 +9,6 @@
 
 #define MISSING "/nonexistent/strobe-test/libcupti.so.13"
 
-static char dir[1024];
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (strobe_init(NULL))
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	strobe_shutdown();
-	return 0;
-}
 
 static void one_trace(int i)
 {
@@ -40,7 +22,7 @@ static void one_trace(int i)
 	strobe_trace *t = NULL;
 	assert_int_equal(strobe_stop(&t), 0);
 	char path[1200];
-	snprintf(path, sizeof(path), "%s/t%d.json", dir, i);
+	snprintf(path, sizeof(path), "%s/t%d.json", tu_dir, i);
 	assert_int_equal(strobe_trace_save(t, path), 0);
 	strobe_trace_destroy(t);
 	yajl_val root = tu_load_trace(path);
@@ -69,5 +51,5 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missing_library_gives_cpu_trace),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

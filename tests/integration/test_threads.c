@@ -38,26 +38,8 @@
 #define CHILD_MAY_TRACE 1
 #endif
 
-static char dir[1024];
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (strobe_init(NULL))
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	strobe_shutdown();
-	return 0;
-}
 
 static pid_t my_tid(void)
 {
@@ -73,7 +55,7 @@ static void begin(const char *config)
 static yajl_val save_load(const strobe_trace *t, const char *name)
 {
 	char path[2048];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tu_dir, name);
 	int rc = strobe_trace_save(t, path);
 	if (rc)
 		fail_msg("saving %s: %s: %s", path, strobe_status_string(rc), strobe_last_error());
@@ -613,7 +595,7 @@ static void test_concurrent_saves(void **state)
 	static const char *const files[SAVERS] = {"s0.json", "s1.json.gz", "s2.json.zst", "s3.json"};
 	for (int i = 0; i < SAVERS; i++) {
 		s[i] = (struct saver){.t = t};
-		snprintf(s[i].path, sizeof(s[i].path), "%s/%s", dir, files[i]);
+		snprintf(s[i].path, sizeof(s[i].path), "%s/%s", tu_dir, files[i]);
 	}
 	run_threads(SAVERS, saver_main, s, sizeof(s[0]));
 	for (int i = 0; i < SAVERS; i++) {
@@ -632,7 +614,7 @@ static void test_concurrent_saves(void **state)
 	free(text);
 	for (int i = 0; i < SAVERS; i++) {
 		s[i] = (struct saver){.t = t, .want_len = want};
-		snprintf(s[i].path, sizeof(s[i].path), "%s/s0.json", dir);
+		snprintf(s[i].path, sizeof(s[i].path), "%s/s0.json", tu_dir);
 	}
 	run_threads(SAVERS, saver_main, s, sizeof(s[0]));
 	int failures = 0, partial = 0;
@@ -675,7 +657,7 @@ static int child_side(void)
 	if (strobe_stop(&t) || !t)
 		return 15;
 	char path[2048];
-	snprintf(path, sizeof(path), "%s/child.json", dir);
+	snprintf(path, sizeof(path), "%s/child.json", tu_dir);
 	int rc = strobe_trace_save(t, path);
 	strobe_trace_destroy(t);
 	return rc ? 16 : 0;
@@ -734,7 +716,7 @@ static void test_fork_mid_trace(void **state)
 	if (!CHILD_MAY_TRACE)
 		return;
 	char path[2048];
-	snprintf(path, sizeof(path), "%s/child.json", dir);
+	snprintf(path, sizeof(path), "%s/child.json", tu_dir);
 	root = tu_load_trace(path);
 	assert_int_equal(tu_count(root, "X", "cpu_op", "child.own"), 1);
 	assert_int_equal(tu_count(root, "X", "user_annotation", "child.range"), 1);
@@ -758,5 +740,5 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_saves),
 	    cmocka_unit_test(test_fork_mid_trace),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -25,31 +25,13 @@
 #define NAME_MAX_BYTES 1023
 #define PATH_LEN       4096
 
-static char dir[1024];
 static char path_buf[PATH_LEN];
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int group_setup(void **state)
-{
-	(void)state;
-	if (strobe_init(NULL))
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	strobe_shutdown();
-	return 0;
-}
-
 static const char *out_path(const char *name)
 {
-	snprintf(path_buf, sizeof(path_buf), "%s/%s", dir, name);
+	snprintf(path_buf, sizeof(path_buf), "%s/%s", tu_dir, name);
 	return path_buf;
 }
 
@@ -1294,7 +1276,7 @@ static void test_unwritable_output(void **state)
 	}
 	strobe_trace *t = end();
 	char sub[PATH_LEN];
-	snprintf(sub, sizeof(sub), "%s/full", dir);
+	snprintf(sub, sizeof(sub), "%s/full", tu_dir);
 	static const char *const names[] = {"full.json", "full.json.gz", "full.json.zst"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		assert_int_equal(mkdir(sub, 0700), 0);
@@ -1332,5 +1314,5 @@ int main(void)
 	    cmocka_unit_test(test_foreach),
 	    cmocka_unit_test(test_unwritable_output),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

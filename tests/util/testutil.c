@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include "strobe/strobe.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -145,6 +147,25 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 void tu_rmrf(const char *path)
 {
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char tu_dir[1024];
+
+int tu_strobe_group_setup(void **state)
+{
+	(void)state;
+	if (strobe_init(NULL))
+		return -1;
+	snprintf(tu_dir, sizeof(tu_dir), "%s", tu_mkdtemp());
+	return 0;
+}
+
+int tu_strobe_group_teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(tu_dir);
+	strobe_shutdown();
+	return 0;
 }
 
 int tu_run(const char *cmd, int merge_stderr, char **out)

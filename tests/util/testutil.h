@@ -20,6 +20,12 @@ int tu_write_file(const char *path, const char *text);
 char *tu_mkdtemp(void);
 void tu_rmrf(const char *path);
 
+/* cmocka group fixtures for tests of the library: strobe_init and a fresh
+ * directory in tu_dir; teardown removes it and calls strobe_shutdown. */
+extern char tu_dir[1024];
+int tu_strobe_group_setup(void **state);
+int tu_strobe_group_teardown(void **state);
+
 /* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
  * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
 int tu_run(const char *cmd, int merge_stderr, char **out);
