@@ -182,10 +182,8 @@ static size_t record_size(const struct strb_rec *r)
 	switch (r->kind) {
 	case STRB_REC_OP_PUSH:
 	case STRB_REC_COUNTER:
-		payload = 8;
-		break;
 	case STRB_REC_CORR_PUSH:
-		payload = 8;
+		payload = 8; /* id or value */
 		break;
 	case STRB_REC_ACTIVITY:
 		payload = r->aux;
