@@ -109,6 +109,72 @@ uint64_t strobe_op_push(const char *name)
 	return *id;
 }
 
+static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	uint32_t aux = domain | (attrs ? STRB_AUX_ATTRS : 0);
+	struct strb_rec_attrs *p = put(b, kind, aux, name, attrs ? sizeof(*attrs) : 0);
+	if (!p)
+		return;
+	if (attrs)
+		*p = *attrs;
+	strb_tbuf_publish(b);
+}
+
+void strb_capture_push(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
+{
+	put_attrs(STRB_REC_RANGE_PUSH, domain, name, attrs);
+}
+
+void strb_capture_pop(uint32_t domain)
+{
+	put_attrs(STRB_REC_RANGE_POP, domain, NULL, NULL);
+}
+
+void strb_capture_mark(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
+{
+	put_attrs(STRB_REC_INSTANT, domain, name, attrs);
+}
+
+/* Ids of ranges that may end elsewhere come in per-thread blocks, so
+ * handing one out touches no shared cache line. */
+static __thread uint64_t async_next, async_end;
+
+uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
+{
+	if (async_next == async_end) {
+		async_next = strb_ids_take_block(OP_BLOCK);
+		async_end = async_next + OP_BLOCK;
+	}
+	uint64_t id = async_next++;
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return id;
+	uint32_t aux = domain | (attrs ? STRB_AUX_ATTRS : 0);
+	uint64_t *p = put(b, STRB_REC_ASYNC_START, aux, name, sizeof(uint64_t) + (attrs ? sizeof(*attrs) : 0));
+	if (!p)
+		return id;
+	*p = id;
+	if (attrs)
+		memcpy(p + 1, attrs, sizeof(*attrs));
+	strb_tbuf_publish(b);
+	return id;
+}
+
+void strb_capture_async_end(uint64_t id)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	uint64_t *p = put(b, STRB_REC_ASYNC_END, 0, NULL, sizeof(uint64_t));
+	if (!p)
+		return;
+	*p = id;
+	strb_tbuf_publish(b);
+}
+
 void strobe_counter(const char *name, double value)
 {
 	struct strb_tbuf *b = strb_tbuf_current();

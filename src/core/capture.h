@@ -19,6 +19,26 @@ struct strb_rec_activity {
 	uint32_t type, flags, flow_kind, arg_count;
 };
 
+/* Optional attributes of an annotation (NVTX event attributes). */
+enum { STRB_ATTR_COLOR = 1, STRB_ATTR_CATEGORY = 2 };
+enum strb_payload_kind {
+	STRB_PAYLOAD_NONE = 0,
+	STRB_PAYLOAD_I64,
+	STRB_PAYLOAD_U64,
+	STRB_PAYLOAD_F64,
+};
+struct strb_rec_attrs {
+	uint32_t has; /* STRB_ATTR_* */
+	uint32_t color; /* ARGB */
+	uint32_t category;
+	uint32_t payload_kind; /* enum strb_payload_kind */
+	union {
+		int64_t i64;
+		uint64_t u64;
+		double f64;
+	} payload;
+};
+
 struct strb_rec_arg {
 	uint32_t kind;
 	uint16_t key_len;
@@ -40,6 +60,17 @@ struct strb_rec_arg {
 typedef bool (*strb_correlation_hook)(uint32_t which, const uint64_t *id);
 void strb_capture_set_correlation_hook(strb_correlation_hook hook);
 bool strb_capture_notify_correlation(uint32_t which, const uint64_t *id);
+
+/* Annotation calls with a domain and attributes (attrs may be NULL), for
+ * the NVTX handlers; same cost and rules as strobe_range_push and friends.
+ * Pops and ends carry the domain so each domain nests on its own. */
+void strb_capture_push(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs);
+void strb_capture_pop(uint32_t domain);
+void strb_capture_mark(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs);
+/* A range that may end on any thread. Returns its id, unique in the
+ * process and never 0, also when not tracing (the caller hands it out). */
+uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs);
+void strb_capture_async_end(uint64_t id);
 
 /* realtime - monotonic at the start of the running trace (0 when idle),
  * so strobe_now_ns agrees with the trace's time base. */

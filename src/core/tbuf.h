@@ -36,7 +36,15 @@ enum strb_rec_kind {
 	STRB_REC_CORR_PUSH,      /* aux = 0 plain / 1 user; u64 id follows */
 	STRB_REC_CORR_POP,       /* aux = 0 plain / 1 user */
 	STRB_REC_ACTIVITY,       /* a serialised strobe_activity; aux = total size */
+	STRB_REC_ASYNC_START,    /* a range that may end on another thread; u64 id follows */
+	STRB_REC_ASYNC_END,      /* its end; u64 id follows */
 };
+
+/* aux of RANGE_PUSH, RANGE_POP, INSTANT and the ASYNC kinds: the domain
+ * (core/names.h) in the low bits, and STRB_AUX_ATTRS when a struct
+ * strb_rec_attrs follows the fixed payload. */
+#define STRB_AUX_DOMAIN(aux) ((aux) & 0xffffu)
+#define STRB_AUX_ATTRS 0x80000000u
 
 /* 16 bytes, then the fixed payload, then the name (not NUL-terminated),
  * padded to 8 bytes. */

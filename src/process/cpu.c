@@ -1,12 +1,14 @@
 #define LOG_TAG "process"
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/capture.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "core/tbuf.h"
 #include "process/process.h"
 
@@ -19,10 +21,26 @@ struct stack {
 	size_t n, cap;
 };
 
+/* Ranges that may end on another thread: paired by id once every buffer
+ * has been read. */
+struct async_mark {
+	uint64_t id;
+	uint64_t pos; /* start: index in t->acts; end: ticks */
+	uint32_t domain;
+};
+
+struct async_list {
+	struct async_mark *items;
+	size_t n, cap;
+};
+
 struct walk {
 	struct strobe_trace *t;
 	const struct strb_window *w;
 	struct stack ranges, ops;
+	struct stack *domains; /* per domain, [0] unused: ranges is the default domain */
+	uint64_t domains_used[STRB_DOMAINS_MAX / 64]; /* by the buffer being read */
+	struct async_list starts, ends;
 	uint64_t next_id, id_end;
 	int rc;
 };
@@ -55,6 +73,89 @@ static uint64_t next_id(struct walk *k)
 	return k->next_id++;
 }
 
+static int async_add(struct async_list *l, uint64_t id, uint64_t pos, uint32_t domain)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct async_mark *n = realloc(l->items, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		l->items = n;
+		l->cap = cap;
+	}
+	l->items[l->n++] = (struct async_mark){id, pos, domain};
+	return 0;
+}
+
+/* Rows of domain d on thread tid: the thread's id in the low 32 bits
+ * (system tids are below 2^22), the domain above. */
+static int64_t domain_row(pid_t tid, uint32_t d)
+{
+	return d ? (int64_t)d << 32 | (uint32_t)tid : tid;
+}
+
+/* Rows of ranges that may end elsewhere: per domain, one per lane of
+ * overlapping ranges. Bit 48 keeps them apart from every thread row. */
+static int64_t async_row(uint32_t d, uint32_t lane)
+{
+	return (int64_t)1 << 48 | (int64_t)d << 16 | lane;
+}
+
+static size_t attrs_size(const struct strb_rec *r)
+{
+	return r->aux & STRB_AUX_ATTRS ? sizeof(struct strb_rec_attrs) : 0;
+}
+
+/* The domain and the annotation's attributes as args. */
+static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, const struct strb_rec_attrs *at)
+{
+	struct strobe_arg args[4];
+	size_t n = 0;
+	char buf[256];
+	if (d && strb_domain_name(d, buf, sizeof(buf)))
+		args[n++] = (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING,
+						 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+	if (at && (at->has & STRB_ATTR_COLOR)) {
+		snprintf(buf, sizeof(buf), "#%06x", at->color & 0xffffffu);
+		args[n++] = (struct strobe_arg){.key = "color", .kind = STROBE_ARG_STRING,
+						 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+	}
+	if (at && (at->has & STRB_ATTR_CATEGORY)) {
+		if (strb_category_name(d, at->category, buf, sizeof(buf)))
+			args[n++] = (struct strobe_arg){.key = "category", .kind = STROBE_ARG_STRING,
+							 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+		else
+			args[n++] = (struct strobe_arg){.key = "category", .kind = STROBE_ARG_U64,
+							 .value.u64 = at->category};
+	}
+	if (at && at->payload_kind != STRB_PAYLOAD_NONE) {
+		struct strobe_arg *p = &args[n++];
+		p->key = "payload";
+		if (at->payload_kind == STRB_PAYLOAD_F64) {
+			p->kind = isfinite(at->payload.f64) ? STROBE_ARG_F64 : STROBE_ARG_STRING;
+			if (p->kind == STROBE_ARG_F64)
+				p->value.f64 = at->payload.f64;
+			else
+				p->value.str = isnan(at->payload.f64) ? "nan" : at->payload.f64 > 0 ? "inf" : "-inf";
+		} else if (at->payload_kind == STRB_PAYLOAD_I64) {
+			p->kind = STROBE_ARG_I64;
+			p->value.i64 = at->payload.i64;
+		} else {
+			p->kind = STROBE_ARG_U64;
+			p->value.u64 = at->payload.u64;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (args[i].kind == STROBE_ARG_STRING && !args[i].value.str)
+			k->rc = -ENOMEM;
+	if (!n || k->rc)
+		return;
+	a->args = strb_trace_copy_args(k->t, args, n);
+	a->arg_count = n;
+	if (!a->args)
+		k->rc = -ENOMEM;
+}
+
 static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct strb_rec *r, size_t payload,
 				    pid_t tid)
 {
@@ -72,19 +173,69 @@ static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct 
 	return a;
 }
 
+/* The stack ranges of the record's domain nest on; NULL on no memory. */
+static struct stack *range_stack(struct walk *k, const struct strb_rec *r)
+{
+	uint32_t d = STRB_AUX_DOMAIN(r->aux);
+	if (!d || d >= STRB_DOMAINS_MAX)
+		return &k->ranges;
+	if (!k->domains && !(k->domains = calloc(STRB_DOMAINS_MAX, sizeof(*k->domains)))) {
+		k->rc = -ENOMEM;
+		return NULL;
+	}
+	k->domains_used[d / 64] |= 1ull << (d % 64);
+	return &k->domains[d];
+}
+
 static void begin_range(struct walk *k, struct stack *s, uint32_t type, const struct strb_rec *r, pid_t tid)
 {
 	size_t idx = SIZE_MAX;
 	if (selected(k->w, type)) {
 		bool is_op = type == STROBE_ACTIVITY_CPU_OP;
-		struct strobe_activity *a = emit(k, type, r, is_op ? sizeof(uint64_t) : 0, tid);
+		size_t at = is_op ? 0 : attrs_size(r);
+		struct strobe_activity *a = emit(k, type, r, is_op ? sizeof(uint64_t) : at, tid);
 		if (!a)
 			return;
 		a->id = is_op ? *(const uint64_t *)(r + 1) : next_id(k);
 		a->flags = STROBE_ACTIVITY_UNFINISHED; /* until its pop is seen */
 		idx = k->t->count - 1;
+		if (!is_op) {
+			uint32_t d = STRB_AUX_DOMAIN(r->aux);
+			a->resource = domain_row(tid, d);
+			attr_args(k, a, d, at ? (const void *)(r + 1) : NULL);
+		}
 	}
 	if (stack_push(s, idx))
+		k->rc = -ENOMEM;
+}
+
+static void instant(struct walk *k, const struct strb_rec *r, pid_t tid)
+{
+	size_t at = attrs_size(r);
+	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_CPU_INSTANT_EVENT, r, at, tid);
+	if (!a)
+		return;
+	uint32_t d = STRB_AUX_DOMAIN(r->aux);
+	a->resource = domain_row(tid, d);
+	attr_args(k, a, d, at ? (const void *)(r + 1) : NULL);
+	if (d)
+		k->domains_used[d / 64] |= 1ull << (d % 64);
+}
+
+static void async_start(struct walk *k, const struct strb_rec *r, pid_t tid)
+{
+	if (!selected(k->w, STROBE_ACTIVITY_USER_ANNOTATION))
+		return;
+	size_t at = attrs_size(r);
+	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_USER_ANNOTATION, r, sizeof(uint64_t) + at, tid);
+	if (!a)
+		return;
+	uint64_t id = *(const uint64_t *)(r + 1);
+	uint32_t d = STRB_AUX_DOMAIN(r->aux);
+	a->id = next_id(k);
+	a->flags = STROBE_ACTIVITY_UNFINISHED;
+	attr_args(k, a, d, at ? (const void *)((const uint8_t *)(r + 1) + sizeof(uint64_t)) : NULL);
+	if (async_add(&k->starts, id, k->t->count - 1, d))
 		k->rc = -ENOMEM;
 }
 
@@ -188,6 +339,16 @@ static size_t record_size(const struct strb_rec *r)
 	case STRB_REC_ACTIVITY:
 		payload = r->aux;
 		break;
+	case STRB_REC_RANGE_PUSH:
+	case STRB_REC_INSTANT:
+		payload = attrs_size(r);
+		break;
+	case STRB_REC_ASYNC_START:
+		payload = 8 + attrs_size(r);
+		break;
+	case STRB_REC_ASYNC_END:
+		payload = 8;
+		break;
 	default:
 		payload = 0;
 		break;
@@ -207,6 +368,33 @@ static void close_open(struct walk *k, struct stack *s)
 	s->n = 0;
 }
 
+/* One row per domain the thread used, named after both. */
+static void domain_rows(struct walk *k, pid_t tid, const char *thread)
+{
+	for (uint32_t d = 1; d < STRB_DOMAINS_MAX; d++) {
+		if (!(k->domains_used[d / 64] & 1ull << (d % 64)))
+			continue;
+		char dom[256], name[STRB_THREAD_NAME_MAX + 300];
+		if (!strb_domain_name(d, dom, sizeof(dom)))
+			snprintf(dom, sizeof(dom), "domain %u", d);
+		if (thread[0])
+			snprintf(name, sizeof(name), "%s (%s)", dom, thread);
+		else
+			snprintf(name, sizeof(name), "%s (thread %d)", dom, (int)tid);
+		struct strobe_resource res = {
+			.size = sizeof(res),
+			.kind = STROBE_RESOURCE_ROW,
+			.device = k->t->pid,
+			.resource = domain_row(tid, d),
+			.name = name,
+			.sort_index = tid,
+		};
+		if (strb_trace_add_resource(k->t, &res))
+			k->rc = -ENOMEM;
+	}
+	memset(k->domains_used, 0, sizeof(k->domains_used));
+}
+
 static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 {
 	struct walk *k = arg;
@@ -218,26 +406,33 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 		const struct strb_rec *r = (const void *)(b->base + off);
 		off += record_size(r);
 		bool timed = r->kind != STRB_REC_ACTIVITY;
-		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP && r->kind != STRB_REC_OP_POP) {
+		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP && r->kind != STRB_REC_OP_POP &&
+		    r->kind != STRB_REC_ASYNC_END) {
 			t->stats.out_of_window++;
 			continue;
 		}
 		switch (r->kind) {
-		case STRB_REC_RANGE_PUSH:
-			begin_range(k, &k->ranges, STROBE_ACTIVITY_USER_ANNOTATION, r, b->tid);
+		case STRB_REC_RANGE_PUSH: {
+			struct stack *s = range_stack(k, r);
+			if (s)
+				begin_range(k, s, STROBE_ACTIVITY_USER_ANNOTATION, r, b->tid);
 			break;
+		}
 		case STRB_REC_OP_PUSH:
 			begin_range(k, &k->ops, STROBE_ACTIVITY_CPU_OP, r, b->tid);
 			break;
-		case STRB_REC_RANGE_POP:
-			end_range(k, &k->ranges, r);
+		case STRB_REC_RANGE_POP: {
+			struct stack *s = range_stack(k, r);
+			if (s)
+				end_range(k, s, r);
 			break;
+		}
 		case STRB_REC_OP_POP:
 			end_range(k, &k->ops, r);
 			break;
 		case STRB_REC_INSTANT:
 			if (selected(w, STROBE_ACTIVITY_CPU_INSTANT_EVENT))
-				emit(k, STROBE_ACTIVITY_CPU_INSTANT_EVENT, r, 0, b->tid);
+				instant(k, r, b->tid);
 			break;
 		case STRB_REC_COUNTER:
 			if (selected(w, STROBE_ACTIVITY_CPU_COUNTER))
@@ -245,6 +440,13 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 			break;
 		case STRB_REC_ACTIVITY:
 			recorded(k, r, b->tid);
+			break;
+		case STRB_REC_ASYNC_START:
+			async_start(k, r, b->tid);
+			break;
+		case STRB_REC_ASYNC_END:
+			if (async_add(&k->ends, *(const uint64_t *)(r + 1), r->ticks, 0))
+				k->rc = -ENOMEM;
 			break;
 		default:
 			/* Correlation records matter to device backends only. */
@@ -254,14 +456,19 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 	/* Ranges still open at stop end at stop. */
 	close_open(k, &k->ranges);
 	close_open(k, &k->ops);
+	for (uint32_t d = 1; k->domains && d < STRB_DOMAINS_MAX; d++)
+		close_open(k, &k->domains[d]);
 	t->stats.dropped_events += atomic_load_explicit(&b->dropped, memory_order_relaxed);
 	t->stats.truncated_names += atomic_load_explicit(&b->truncated, memory_order_relaxed);
 	t->stats.buffer_bytes += published;
 	t->stats.threads++;
 
+	/* A name given to the thread by another thread (NVTX) beats none. */
 	char label[STRB_THREAD_NAME_MAX];
 	memcpy(label, b->name, sizeof(label));
 	label[sizeof(label) - 1] = 0;
+	if (!label[0])
+		strb_thread_name_lookup(b->tid, label, sizeof(label));
 	struct strobe_resource res = {
 		.size = sizeof(res),
 		.kind = STROBE_RESOURCE_THREAD,
@@ -272,12 +479,117 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 	};
 	if (strb_trace_add_resource(t, &res))
 		k->rc = -ENOMEM;
+	domain_rows(k, b->tid, label);
+}
+
+static int cmp_mark(const void *pa, const void *pb)
+{
+	const struct async_mark *a = pa, *b = pb;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Ends each start/end range at its end, whichever thread ended it; ranges
+ * still open end at stop. */
+static void pair_async(struct walk *k)
+{
+	struct strobe_trace *t = k->t;
+	qsort(k->starts.items, k->starts.n, sizeof(struct async_mark), cmp_mark);
+	qsort(k->ends.items, k->ends.n, sizeof(struct async_mark), cmp_mark);
+	size_t e = 0;
+	for (size_t i = 0; i < k->starts.n; i++) {
+		const struct async_mark *s = &k->starts.items[i];
+		while (e < k->ends.n && k->ends.items[e].id < s->id) {
+			t->stats.unmatched_pops++; /* began before the window */
+			e++;
+		}
+		struct strobe_activity *a = &t->acts[s->pos];
+		if (e < k->ends.n && k->ends.items[e].id == s->id && k->ends.items[e].pos <= k->w->stop_ticks) {
+			int64_t end = strb_clock_map_to_epoch(k->w->map, k->ends.items[e].pos);
+			a->end_ns = end > a->start_ns ? end : a->start_ns;
+			a->flags &= ~STROBE_ACTIVITY_UNFINISHED;
+		} else {
+			a->end_ns = k->w->stop_ns > a->start_ns ? k->w->stop_ns : a->start_ns;
+			t->stats.unfinished_ranges++;
+		}
+		while (e < k->ends.n && k->ends.items[e].id == s->id)
+			e++;
+	}
+	t->stats.unmatched_pops += k->ends.n - e;
+}
+
+static int cmp_start(const void *pa, const void *pb, void *arg)
+{
+	const struct strobe_trace *t = arg;
+	const struct async_mark *a = pa, *b = pb;
+	if (a->domain != b->domain)
+		return a->domain < b->domain ? -1 : 1;
+	int64_t sa = t->acts[a->pos].start_ns, sb = t->acts[b->pos].start_ns;
+	return sa < sb ? -1 : sa > sb;
+}
+
+#define ASYNC_LANES 64
+
+/* Start/end ranges need not nest, so each domain gets as many rows as it
+ * has ranges open at once (greedy, by start time); the rest share the
+ * last. */
+static void async_lanes(struct walk *k)
+{
+	struct strobe_trace *t = k->t;
+	qsort_r(k->starts.items, k->starts.n, sizeof(struct async_mark), cmp_start, t);
+	size_t i = 0;
+	while (i < k->starts.n && !k->rc) {
+		uint32_t d = k->starts.items[i].domain;
+		int64_t lane_end[ASYNC_LANES];
+		uint32_t lanes = 0;
+		for (; i < k->starts.n && k->starts.items[i].domain == d; i++) {
+			struct strobe_activity *a = &t->acts[k->starts.items[i].pos];
+			uint32_t l = 0;
+			while (l < lanes && lane_end[l] > a->start_ns)
+				l++;
+			if (l == ASYNC_LANES)
+				l = ASYNC_LANES - 1;
+			if (l == lanes)
+				lanes++;
+			lane_end[l] = a->end_ns;
+			a->resource = async_row(d, l);
+		}
+		char dom[256] = "", name[300];
+		if (d && !strb_domain_name(d, dom, sizeof(dom)))
+			snprintf(dom, sizeof(dom), "domain %u", d);
+		for (uint32_t l = 0; l < lanes; l++) {
+			int n = snprintf(name, sizeof(name), "%s%sstart/end ranges", dom, d ? " " : "");
+			if (l && n > 0 && (size_t)n < sizeof(name))
+				snprintf(name + n, sizeof(name) - (size_t)n, " (%u)", l + 1);
+			struct strobe_resource res = {
+				.size = sizeof(res),
+				.kind = STROBE_RESOURCE_ROW,
+				.device = t->pid,
+				.resource = async_row(d, l),
+				.name = name,
+				.sort_index = async_row(d, l),
+			};
+			if (strb_trace_add_resource(t, &res))
+				k->rc = -ENOMEM;
+		}
+	}
 }
 
 int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
 {
 	struct walk k = {.t = t, .w = w};
 	strb_tbuf_foreach(w->session, walk_buffer, &k);
+	if (!k.rc && (k.starts.n || k.ends.n)) {
+		pair_async(&k);
+		async_lanes(&k);
+	}
+	if (k.domains)
+		for (uint32_t d = 0; d < STRB_DOMAINS_MAX; d++)
+			free(k.domains[d].items);
+	free(k.domains);
+	free(k.starts.items);
+	free(k.ends.items);
 	free(k.ranges.items);
 	free(k.ops.items);
 	return k.rc;
