@@ -109,7 +109,7 @@ static bool grow(void **arr, size_t *n, size_t *cap, size_t size)
 	return true;
 }
 
-#define PUSH(arr, n, cap, ...)                                                                             \
+#define PUSH(arr, n, cap, ...)                                                                               \
 	(grow((void **)&(arr), &(n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
 
 /* ---- collecting ---------------------------------------------------------- */
@@ -332,7 +332,8 @@ static void copy_dir(const struct tr_event *ev, char *out, size_t len)
 static bool is_nccl(const char *name)
 {
 	for (const char *p = name; *p; p++)
-		if ((p[0] | 0x20) == 'n' && (p[1] | 0x20) == 'c' && (p[2] | 0x20) == 'c' && (p[3] | 0x20) == 'l')
+		if ((p[0] | 0x20) == 'n' && (p[1] | 0x20) == 'c' && (p[2] | 0x20) == 'c' &&
+		    (p[3] | 0x20) == 'l')
 			return true;
 	return false;
 }
@@ -374,8 +375,9 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 		struct an_count *d = an_table_get(&a->dirs, dir);
 		if (!d)
 			return -ENOMEM;
-		return PUSH(a->copies, a->ncopies, a->capcopies,
-		            (struct an_copy){pid, (uint32_t)an_table_index(&a->dirs, d), uint_arg(ev, "bytes"), dur});
+		return PUSH(
+		    a->copies, a->ncopies, a->capcopies,
+		    (struct an_copy){pid, (uint32_t)an_table_index(&a->dirs, d), uint_arg(ev, "bytes"), dur});
 	}
 	if (!kernel)
 		return 0;
@@ -548,7 +550,9 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 {
 	struct an_trace *a = arg;
 	(void)len;
-	char **dst = !strcmp(key, "strobe") ? &a->strobe_meta : !strcmp(key, "host_name") ? &a->host_name : NULL;
+	char **dst = !strcmp(key, "strobe")      ? &a->strobe_meta
+	             : !strcmp(key, "host_name") ? &a->host_name
+	                                         : NULL;
 	if (!dst || truncated)
 		return 0;
 	free(*dst);
@@ -775,7 +779,8 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		size_t nsp;
 		if (union_of(recs + i, j - i, ~0u, &sp, &nsp))
 			return -ENOMEM;
-		rc = PUSH(d->streams, d->nstreams, cap, (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
+		rc = PUSH(d->streams, d->nstreams, cap,
+		          (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
 		free(sp);
 		if (rc)
 			return rc;
@@ -923,7 +928,8 @@ static int compute_copies(struct an_trace *a)
 			if (a->copy_stats[k].rank == rank && a->copy_stats[k].dir == dir)
 				s = &a->copy_stats[k];
 		if (!s) {
-			if (PUSH(a->copy_stats, a->ncopy_stats, cap, (struct an_copy_stat){rank, dir, 0, 0, 0}))
+			if (PUSH(a->copy_stats, a->ncopy_stats, cap,
+			         (struct an_copy_stat){rank, dir, 0, 0, 0}))
 				return -ENOMEM;
 			s = &a->copy_stats[a->ncopy_stats - 1];
 		}
@@ -1086,7 +1092,8 @@ static void meta_walk(struct an_trace *a, yajl_val v, const char *prefix)
 			return;
 		snprintf(path, need, "%s%s%s", prefix, *prefix ? "." : "", k);
 		if (YAJL_IS_NUMBER(c) && a->nmeta < 4096) {
-			if (PUSH(a->meta, a->nmeta, a->capmeta, (struct an_meta_num){path, YAJL_GET_NUMBER(c)}))
+			if (PUSH(a->meta, a->nmeta, a->capmeta,
+			         (struct an_meta_num){path, YAJL_GET_NUMBER(c)}))
 				free(path);
 			continue;
 		}
@@ -1139,7 +1146,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 
 void an_free(struct an_trace *a)
 {
-	struct an_table *tables[] = {&a->phs,  &a->cats, &a->xcats,    &a->names, &a->rows,
+	struct an_table *tables[] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,
 	                             &a->pids, &a->instants, &a->counters, &a->dirs};
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		an_table_free(tables[i]);
@@ -1209,7 +1216,8 @@ static int cmp_ref(const void *pa, const void *pb)
 	return strcmp(x->name, y->name);
 }
 
-struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset, int64_t (*key)(const void *item))
+struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
+                          int64_t (*key)(const void *item))
 {
 	struct an_ref *r = calloc(t->n ? t->n : 1, sizeof(*r));
 	if (!r)
@@ -1237,7 +1245,8 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 	for (size_t i = 0; i < a->names.n && *n < c->names; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
 		if (sn->cat == cat)
-			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total, an_name(a, (uint32_t)i)};
+			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total,
+			                            an_name(a, (uint32_t)i)};
 	}
 	qsort(r, *n, sizeof(*r), cmp_ref);
 	return r;

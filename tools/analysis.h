@@ -159,7 +159,7 @@ struct an_device {
 	int64_t gap_total, gap_max;
 	size_t ntop;
 	struct an_gap top[AN_TOP_GAPS]; /* longest first */
-	float buckets[AN_BUCKETS];       /* busy fraction of each slice of the window */
+	float buckets[AN_BUCKETS];      /* busy fraction of each slice of the window */
 	struct an_stream *streams;
 	size_t nstreams;
 	bool has_comm; /* NCCL kernels ran on it */
@@ -267,7 +267,8 @@ struct an_ref {
 /* One ref per item of t, sorted by key(item) then name. When the keys hold
  * two parts, first_len_offset is the offset in the item of the first part's
  * uint32_t length and name is the second part; else UINT32_MAX. */
-struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset, int64_t (*key)(const void *item));
+struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
+                          int64_t (*key)(const void *item));
 /* The names of category cat, sorted by total or self time. */
 struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self, size_t *n);
 

@@ -12,8 +12,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "commands.h"
 #include "analysis.h"
+#include "commands.h"
 #include "trace_reader.h"
 
 #define DEFAULT_TOP 10
@@ -28,7 +28,15 @@ static const char usage_text[] =
     "zstd (told apart by content); FILE \"-\" reads stdin. It prints the time span, event\n"
     "counts by phase and category, for each category the names with the most total time\n"
     "and the most self time, instant and counter events, and what the trace says it lost.\n"
-    "The file is read once, as a stream.\n"
+    "With GPU work (\"kernel\", \"gpu_memcpy\", \"gpu_memset\" events, pid = device, tid =\n"
+    "stream) it adds, per device: busy time (the union of its work, overlapping streams\n"
+    "counted once), busy % of the trace's span, idle gaps between its first and last work,\n"
+    "busy time per stream, and with NCCL kernels how much communication ran at the same\n"
+    "time as compute; kernels by name with p50/p99 durations; memcpy volume and bandwidth by\n"
+    "direction; launch latency (kernel start - start of the cuda_runtime/cuda_driver call\n"
+    "with the same \"correlation\" arg or ac2g flow id). In a merged trace (process names\n"
+    "\"rank N · ...\") GPU tables and cpu_op self times are per rank. The file is read once,\n"
+    "as a stream; percentiles are exact (nearest rank over every duration).\n"
     "\n"
     "Self time is an event's duration less the parts of it covered by the complete (\"X\")\n"
     "events nested directly inside it on the same pid/tid row.\n"
@@ -47,13 +55,26 @@ static const char usage_text[] =
     "                   \"top_by_total\": [ROW, ...], \"top_by_self\": [ROW, ...]}, ...],\n"
     "   \"instants\": [{\"cat\", \"name\", \"count\"}, ...], \"instant_names\",\n"
     "   \"counters\": [{\"name\", \"key\", \"count\", \"min\", \"max\", \"last\"}, ...],\n"
-    "   \"counter_series\",\n"
+    "   \"counter_series\", \"ranks\": [N, ...],\n"
+    "   \"gpu_devices\": [{\"pid\", \"name\", \"rank\", \"events\", \"busy_ns\", \"busy_pct\",\n"
+    "                    \"first_ts_ns\", \"last_end_ns\", \"idle_gaps\": {\"count\", \"total_ns\",\n"
+    "                    \"longest_ns\", \"longest\": [{\"start_ns\", \"duration_ns\"}, ...]},\n"
+    "                    \"streams\": [{\"tid\", \"events\", \"busy_ns\", \"busy_pct\"}, ...],\n"
+    "                    \"comm_compute\": {\"comm_ns\", \"compute_ns\", \"both_ns\",\n"
+    "                                    \"hidden_pct\"} or null}, ...],\n"
+    "   \"kernels\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"mean_ns\", \"p50_ns\",\n"
+    "                \"p99_ns\", \"max_ns\"}, ...],\n"
+    "   \"memcpy\": [{\"rank\", \"kind\", \"count\", \"bytes\", \"total_ns\", \"gb_per_s\"}, ...],\n"
+    "   \"launch_latency\": [{\"rank\", \"kernels\", \"matched\", \"unmatched\", \"p50_ns\",\n"
+    "                       \"p90_ns\", \"p99_ns\", \"max_ns\"}, ...],\n"
+    "   \"cpu_ops_by_self\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"self_ns\"}, ...],\n"
     "   \"accounting\": {\"strobe\": {KEY: number, ...} or null, \"unfinished_events\",\n"
     "                  \"unknown_names\", \"untimed_events\", \"truncated_strings\",\n"
     "                  \"dropped_members\", \"skipped_elements\", \"bad_times\"}}\n"
     "  ROW = {\"name\", \"count\", \"total_ns\", \"self_ns\", \"mean_ns\", \"max_ns\"}\n"
     "  \"strobe\" holds the numeric members of the trace's \"strobe\" metadata (nested\n"
-    "  keys joined with '.'); the other counts are made by this command.\n"
+    "  keys joined with '.'); the other counts are made by this command. \"rank\" is null\n"
+    "  outside merged traces; per-rank lists are cut at --top rows per rank.\n"
     "\n"
     "exit status: 0 done, 1 the file cannot be read or is not a trace, 2 usage error.\n"
     "\n"
@@ -257,10 +278,23 @@ static void rank_heading(const struct an_trace *s, int64_t rank, int64_t *prev, 
 	printf("  %s:%s\n", an_rank_label(rank, buf, sizeof(buf)), title);
 }
 
+/* Prints " item" on the current line, or on a new indented one when it
+ * would pass column 100. */
+static void list_item(size_t *col, const char *item)
+{
+	size_t w = columns(item, strlen(item)) + 1;
+	if (*col + w > 100) {
+		printf("\n     ");
+		*col = 5;
+	}
+	printf(" %s", item);
+	*col += w;
+}
+
 static void print_devices(const struct report *rp)
 {
 	const struct an_trace *s = rp->s;
-	char b1[40], b2[40], b3[40], label[TR_SHORT_MAX + 32];
+	char b1[40], b2[40], b3[40], label[TR_SHORT_MAX + 32], item[TR_SHORT_MAX + 64];
 	printf("\nGPU devices: busy = union of kernels, copies and memsets (overlapping streams once)\n");
 	printf("  ");
 	cell("device", 38, false);
@@ -282,17 +316,23 @@ static void print_devices(const struct report *rp)
 		dur_cell(d->gap_max);
 		printf("\n");
 		if (d->ntop) {
-			printf("    longest gaps:");
-			for (size_t k = 0; k < d->ntop; k++)
-				printf("%s %s at +%s", k ? "," : "", an_fmt_dur(d->top[k].dur, b1, sizeof(b1)),
-				       an_fmt_dur(d->top[k].start - s->first_ts, b2, sizeof(b2)));
+			size_t col = (size_t)printf("    longest gaps:");
+			for (size_t k = 0; k < d->ntop; k++) {
+				snprintf(item, sizeof(item), "%s at +%s%s",
+				         an_fmt_dur(d->top[k].dur, b1, sizeof(b1)),
+				         an_fmt_dur(d->top[k].start - s->first_ts, b2, sizeof(b2)),
+				         k + 1 < d->ntop ? "," : "");
+				list_item(&col, item);
+			}
 			printf("\n");
 		}
-		printf("    streams:");
-		for (size_t k = 0; k < d->nstreams; k++)
-			printf("%s %s %.1f%%", k ? "," : "", an_row_tid(s, d->streams[k].row),
-			       pct(d->streams[k].busy, window(s)));
-		printf(" (busy %% of the window)\n");
+		size_t col = (size_t)printf("    streams (busy %% of the window):");
+		for (size_t k = 0; k < d->nstreams; k++) {
+			snprintf(item, sizeof(item), "%s %.1f%%%s", an_row_tid(s, d->streams[k].row),
+			         pct(d->streams[k].busy, window(s)), k + 1 < d->nstreams ? "," : "");
+			list_item(&col, item);
+		}
+		printf("\n");
 		if (d->has_comm)
 			printf("    NCCL %s, compute %s, both at once %s: %.1f%% of communication hidden\n",
 			       an_fmt_dur(d->comm, b1, sizeof(b1)), an_fmt_dur(d->compute, b2, sizeof(b2)),
@@ -414,12 +454,12 @@ static void print_gpu(const struct report *rp)
 	const struct an_trace *s = rp->s;
 	char buf[32];
 	if (s->ranked) {
-		printf("\nranks (from process names \"rank N · ...\"):");
-		int64_t prev = INT64_MIN;
+		printf("\nranks:");
 		for (size_t i = 0; i < s->nranks; i++)
-			if (s->ranks[i] != prev)
-				printf(" %s", an_rank_label(prev = s->ranks[i], buf, sizeof(buf)));
-		printf("\n");
+			printf("%s %s", i ? "," : "",
+			       s->ranks[i] >= 0 ? an_rank_label(s->ranks[i], buf, sizeof(buf)) + 5
+			                        : "(pids without a rank)");
+		printf(" (from process names \"rank N · ...\")\n");
 	}
 	if (s->ndevices)
 		print_devices(rp);
