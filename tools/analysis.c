@@ -836,6 +836,21 @@ static int list_ranks(struct an_trace *a)
 
 /* ---- kernels, copies, launches, CPU ops per rank ---------------------------- */
 
+double an_pct(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+int64_t an_window(const struct an_trace *a)
+{
+	return a->timed ? a->last_end - a->first_ts : 0;
+}
+
+size_t an_shown(size_t n, size_t top)
+{
+	return top && top < n ? top : n;
+}
+
 int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p)
 {
 	if (!n)

@@ -274,6 +274,12 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 
 /* "12.345 ms": three decimals in the largest unit that keeps a whole part. */
 const char *an_fmt_dur(int64_t ns, char *buf, size_t len);
+/* part as a percentage of whole (0 when whole is 0). */
+double an_pct(int64_t part, int64_t whole);
+/* The trace's span: first event start to last event end (0 when untimed). */
+int64_t an_window(const struct an_trace *a);
+/* Rows shown of n under a --top limit (0 = all). */
+size_t an_shown(size_t n, size_t top);
 /* Nearest-rank percentile (p in percent) of n sorted values. */
 int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p);
 /* How a GPU pid is shown: its "rank N · ..." name, else "GPU 0 (pid 0)"

@@ -163,21 +163,6 @@ static void table_close(struct page *p, size_t total, size_t shown)
 		putf(p, "<p class=\"more\">%zu more not shown (--top 0 shows all).</p>\n", total - shown);
 }
 
-static size_t shown(size_t n, size_t top)
-{
-	return top && top < n ? top : n;
-}
-
-static double pct(int64_t part, int64_t whole)
-{
-	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
-}
-
-static int64_t window(const struct an_trace *a)
-{
-	return a->timed ? a->last_end - a->first_ts : 0;
-}
-
 static void rank_cell(struct page *p, const struct an_trace *a, int64_t rank)
 {
 	char buf[32];
@@ -205,7 +190,7 @@ static const char style[] =
 static void facts(struct page *p, const struct an_trace *a, const char *file, const struct tr_stats *st)
 {
 	char b1[40];
-	puts_(p, "<table class=\"facts\" id=\"facts\"><tbody>\n<tr><td>file</td>");
+	puts_(p, "<table id=\"facts\" class=\"facts\"><tbody>\n<tr><td>file</td>");
 	cell_text(p, file);
 	putf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64 " bytes of JSON</td></tr>\n",
 	     st->file_bytes,
@@ -218,7 +203,7 @@ static void facts(struct page *p, const struct an_trace *a, const char *file, co
 		putf(p,
 		     "<tr><td>window</td><td>%s, ts %" PRId64 " to %" PRId64
 		     " ns after baseTimeNanoseconds</td></tr>\n",
-		     an_fmt_dur(window(a), b1, sizeof(b1)), a->first_ts, a->last_end);
+		     an_fmt_dur(an_window(a), b1, sizeof(b1)), a->first_ts, a->last_end);
 	else
 		puts_(p, "<tr><td>window</td><td>none: no event has a timestamp</td></tr>\n");
 	if (a->host_name) {
@@ -245,13 +230,11 @@ static void accounting(struct page *p, const struct an_trace *a, const struct tr
 	table_open(p, "accounting", cols);
 	for (size_t i = 0; i < a->nmeta; i++) {
 		/* Nonzero counts of what was lost stand out; sizes and versions do not. */
-		bool loss = strcmp(a->meta[i].raw, "0") && (strstr(a->meta[i].key, "drop") ||
-		                                            strstr(a->meta[i].key, "unfinished") ||
-		                                            strstr(a->meta[i].key, "truncated") ||
-		                                            strstr(a->meta[i].key, "unmatched") ||
-		                                            strstr(a->meta[i].key, "non_finite") ||
-		                                            strstr(a->meta[i].key, "out_of") ||
-		                                            strstr(a->meta[i].key, "rejected"));
+		bool loss = strcmp(a->meta[i].raw, "0") &&
+		            (strstr(a->meta[i].key, "drop") || strstr(a->meta[i].key, "unfinished") ||
+		             strstr(a->meta[i].key, "truncated") || strstr(a->meta[i].key, "unmatched") ||
+		             strstr(a->meta[i].key, "non_finite") || strstr(a->meta[i].key, "out_of") ||
+		             strstr(a->meta[i].key, "rejected"));
 		putf(p, "<tr%s>", loss ? " class=\"warn\"" : "");
 		cell_text(p, a->meta[i].key);
 		puts_(p, "<td class=\"n\">");
@@ -287,12 +270,16 @@ static void devices(struct page *p, const struct an_trace *a)
 	for (size_t i = 0; i < a->ndevices; i++) {
 		putf(p, "<div class=\"device\"><b>");
 		esc(p, an_device_label(a, a->devices[i].pid, label, sizeof(label)));
-		putf(p, "</b> busy %.1f%%<svg id=\"util-%zu\" class=\"util\" width=\"1000\" height=\"70\"></svg></div>\n",
-		     pct(a->devices[i].busy, window(a)), i);
+		putf(p,
+		     "</b> busy %.1f%%<svg id=\"util-%zu\" class=\"util\" width=\"1000\" "
+		     "height=\"70\"></svg></div>\n",
+		     an_pct(a->devices[i].busy, an_window(a)), i);
 	}
 	puts_(p, "<h2>GPU devices</h2>\n");
-	static const char *const cols[] = {"device", "#events", "#busy",      "#busy %", "#idle gaps", "#idle",
-	                                   "#longest gap",  "longest gaps (start in the window)",   NULL};
+	static const char *const cols[] = {
+	    "device",     "#events", "#busy",        "#busy %",
+	    "#idle gaps", "#idle",   "#longest gap", "longest gaps (start in the window)",
+	    NULL};
 	table_open(p, "devices", cols);
 	for (size_t i = 0; i < a->ndevices; i++) {
 		const struct an_device *d = &a->devices[i];
@@ -300,7 +287,7 @@ static void devices(struct page *p, const struct an_trace *a)
 		cell_text(p, an_device_label(a, d->pid, label, sizeof(label)));
 		cell_u(p, d->events);
 		cell_dur(p, d->busy);
-		cell_pct(p, pct(d->busy, window(a)));
+		cell_pct(p, an_pct(d->busy, an_window(a)));
 		cell_u(p, d->gaps);
 		cell_dur(p, d->gap_total);
 		cell_dur(p, d->gap_max);
@@ -330,7 +317,7 @@ static void devices(struct page *p, const struct an_trace *a)
 			cell_dur(p, d->comm);
 			cell_dur(p, d->compute);
 			cell_dur(p, d->both);
-			cell_pct(p, pct(d->both, d->comm));
+			cell_pct(p, an_pct(d->both, d->comm));
 			puts_(p, "</tr>\n");
 		}
 		table_close(p, 0, 0);
@@ -341,8 +328,11 @@ static void devices(struct page *p, const struct an_trace *a)
 
 static void kernels(struct page *p, const struct an_trace *a, size_t top)
 {
-	puts_(p, "<h2>Kernels</h2>\n<svg id=\"kernel-bars\" class=\"bars\" width=\"1000\" height=\"20\"></svg>\n");
-	static const char *const cols[] = {"rank", "name", "#count", "#total", "#mean", "#p50", "#p99", "#max", NULL};
+	puts_(
+	    p,
+	    "<h2>Kernels</h2>\n<svg id=\"kernel-bars\" class=\"bars\" width=\"1000\" height=\"20\"></svg>\n");
+	static const char *const cols[] = {"rank", "name", "#count", "#total", "#mean",
+	                                   "#p50", "#p99", "#max",   NULL};
 	table_open(p, "kernels", a->ranked ? cols : cols + 1);
 	size_t n = 0, total = 0;
 	int64_t prev = INT64_MIN;
@@ -376,7 +366,8 @@ static void copies_and_latency(struct page *p, const struct an_trace *a)
 {
 	if (a->ncopy_stats) {
 		puts_(p, "<h2>Memory copies</h2>\n");
-		static const char *const cols[] = {"rank", "direction", "#count", "#bytes", "#time", "#GB/s", NULL};
+		static const char *const cols[] = {"rank",  "direction", "#count", "#bytes",
+		                                   "#time", "#GB/s",     NULL};
 		table_open(p, "memcpy", a->ranked ? cols : cols + 1);
 		for (size_t i = 0; i < a->ncopy_stats; i++) {
 			const struct an_copy_stat *c = &a->copy_stats[i];
@@ -392,8 +383,10 @@ static void copies_and_latency(struct page *p, const struct an_trace *a)
 		table_close(p, 0, 0);
 	}
 	if (a->nlatency) {
-		puts_(p, "<h2>Launch latency</h2>\n<p class=\"note\">Kernel start minus the start of the runtime "
-		         "or driver call that launched it (same correlation id).</p>\n");
+		puts_(
+		    p,
+		    "<h2>Launch latency</h2>\n<p class=\"note\">Kernel start minus the start of the runtime "
+		    "or driver call that launched it (same correlation id).</p>\n");
 		static const char *const cols[] = {"rank", "#kernels", "#unmatched", "#p50",
 		                                   "#p90", "#p99",     "#max",       NULL};
 		table_open(p, "latency", a->ranked ? cols : cols + 1);
@@ -483,7 +476,7 @@ static int categories(struct page *p, const struct an_trace *a, size_t top)
 		char id[32];
 		snprintf(id, sizeof(id), "names-%zu", i);
 		table_open(p, id, ncols);
-		for (size_t k = 0; k < shown(n, top); k++) {
+		for (size_t k = 0; k < an_shown(n, top); k++) {
 			const struct an_name *sn = an_table_item(&a->names, r[k].id);
 			puts_(p, "<tr><td class=\"name\">");
 			esc(p, r[k].name);
@@ -494,7 +487,7 @@ static int categories(struct page *p, const struct an_trace *a, size_t top)
 			cell_dur(p, sn->total / (int64_t)sn->count);
 			puts_(p, "</tr>\n");
 		}
-		table_close(p, n, shown(n, top));
+		table_close(p, n, an_shown(n, top));
 		free(r);
 	}
 	free(cats);
@@ -527,7 +520,7 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 		return;
 	}
 	yajl_gen_map_open(g);
-	gnum(g, "window_ns", (double)window(a));
+	gnum(g, "window_ns", (double)an_window(a));
 	gs(g, "devices");
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < a->ndevices; i++) {
@@ -548,7 +541,7 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 			yajl_gen_map_open(g);
 			gs(g, "tid");
 			gs(g, an_row_tid(a, d->streams[k].row));
-			gnum(g, "busy_pct", pct(d->streams[k].busy, window(a)));
+			gnum(g, "busy_pct", an_pct(d->streams[k].busy, an_window(a)));
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
@@ -566,12 +559,13 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 				order[k] = order[k - 1];
 			order[k] = i;
 		}
-		for (size_t i = 0; i < shown(n, top); i++) {
+		for (size_t i = 0; i < an_shown(n, top); i++) {
 			const struct an_kernel *k = &a->kernels[order[i]];
 			yajl_gen_map_open(g);
 			gs(g, "name");
 			if (a->ranked) {
-				snprintf(label, sizeof(label), "%s: ", an_rank_label(k->rank, buf, sizeof(buf)));
+				snprintf(label, sizeof(label),
+				         "%s: ", an_rank_label(k->rank, buf, sizeof(buf)));
 				size_t l = strlen(label);
 				snprintf(label + l, sizeof(label) - l, "%.200s", an_name(a, k->name));
 				gs(g, label);
@@ -587,7 +581,7 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 	}
 	free(order);
 	yajl_gen_array_close(g);
-	gnum(g, "kernels_not_shown", (double)(n - shown(n, top)));
+	gnum(g, "kernels_not_shown", (double)(n - an_shown(n, top)));
 	yajl_gen_map_close(g);
 
 	const unsigned char *out;
@@ -629,7 +623,8 @@ static const char script[] =
     "  }\n"
     "  function dur(ns) {\n"
     "    var u = [[1e9, 's'], [1e6, 'ms'], [1e3, '\\u00b5s']];\n"
-    "    for (var i = 0; i < u.length; i++) if (ns >= u[i][0]) return (ns / u[i][0]).toFixed(3) + ' ' + u[i][1];\n"
+    "    for (var i = 0; i < u.length; i++) if (ns >= u[i][0]) return (ns / u[i][0]).toFixed(3) + ' ' + "
+    "u[i][1];\n"
     "    return ns + ' ns';\n"
     "  }\n"
     "  function cut(s, n) { return s.length > n ? s.slice(0, n - 1) + '\\u2026' : s; }\n"
@@ -640,7 +635,8 @@ static const char script[] =
     "      if (f <= 0) return;\n"
     "      var r = el('rect', {'class': 'b', x: (b * w).toFixed(2), y: (50 - 50 * f).toFixed(2),\n"
     "                          width: w.toFixed(2), height: (50 * f).toFixed(2)}, svg);\n"
-    "      el('title', {}, r, (100 * f).toFixed(1) + '% busy at +' + dur(D.window_ns * b / d.buckets.length));\n"
+    "      el('title', {}, r, (100 * f).toFixed(1) + '% busy at +' + dur(D.window_ns * b / "
+    "d.buckets.length));\n"
     "    });\n"
     "    el('text', {x: 0, y: 64}, svg, '0');\n"
     "    el('text', {x: 1000, y: 64, 'text-anchor': 'end'}, svg, '+' + dur(D.window_ns));\n"
@@ -657,7 +653,8 @@ static const char script[] =
     "      el('text', {x: 424 + 480 * k.total_ns / max, y: y + 14}, bars, dur(k.total_ns));\n"
     "    });\n"
     "    if (D.kernels_not_shown > 0)\n"
-    "      el('text', {x: 0, y: D.kernels.length * 20 + 14}, bars, D.kernels_not_shown + ' more not shown');\n"
+    "      el('text', {x: 0, y: D.kernels.length * 20 + 14}, bars, D.kernels_not_shown + ' more not "
+    "shown');\n"
     "    bars.setAttribute('height', D.kernels.length * 20 + 24);\n"
     "  }\n"
     "  var occ = document.getElementById('stream-occupancy'), row = 0;\n"
@@ -683,7 +680,8 @@ static int build_page(struct page *p, const struct an_trace *a, const char *file
 {
 	puts_(p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>strobe report: ");
 	esc(p, file);
-	putf(p, "</title>\n<style>\n%s</style>\n</head>\n<body data-rendered=\"no\">\n<h1>strobe report</h1>\n",
+	putf(p,
+	     "</title>\n<style>\n%s</style>\n</head>\n<body data-rendered=\"no\">\n<h1>strobe report</h1>\n",
 	     style);
 	puts_(p, "<div id=\"errors\"></div>\n");
 	facts(p, a, file, st);
@@ -721,7 +719,7 @@ static char *default_output(const char *file)
 	static const char *const suffixes[] = {".gz", ".zst", ".json"};
 	for (size_t i = 0; i < 3; i++) {
 		size_t l = strlen(suffixes[i]);
-		if (n > l && !strcmp(file + n - l, suffixes[i]))
+		if (n > l && !strncmp(file + n - l, suffixes[i], l))
 			n -= l;
 	}
 	char *out = malloc(n + 6);
@@ -755,7 +753,8 @@ int cmd_report(int argc, char **argv)
 			top = (size_t)v;
 		} else if (!strcmp(arg, "--")) {
 			if (i + 2 != argc || file)
-				return usage_error("%s", i + 1 < argc ? "give one trace file" : "no trace file given");
+				return usage_error("%s", i + 1 < argc ? "give one trace file"
+				                                      : "no trace file given");
 			file = argv[++i];
 		} else if (arg[0] == '-' && arg[1]) {
 			return usage_error("unknown option '%s'", arg);

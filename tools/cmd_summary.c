@@ -92,11 +92,6 @@ struct report {
 	struct an_ref *phs, *cats, *xcats, *instants, *counters;
 };
 
-static size_t shown(size_t n, size_t top)
-{
-	return top && top < n ? top : n;
-}
-
 static const char *name_part(const struct an_table *t, size_t i, uint32_t first_len)
 {
 	return t->keys[i] + first_len + 1;
@@ -224,7 +219,7 @@ static int print_category(const struct report *rp, uint32_t cat)
 		free(r);
 		return -ENOMEM;
 	}
-	size_t rows = shown(n, rp->top);
+	size_t rows = an_shown(n, rp->top);
 	char title[64];
 	snprintf(title, sizeof(title), "top %zu by total time", rows);
 	name_rows(s, r, rows, title);
@@ -249,16 +244,6 @@ static const char *compression_name(enum tr_compression c)
 }
 
 /* ---- GPU sections ---------------------------------------------------------- */
-
-static double pct(int64_t part, int64_t whole)
-{
-	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
-}
-
-static int64_t window(const struct an_trace *s)
-{
-	return s->timed ? s->last_end - s->first_ts : 0;
-}
 
 /* Whether row i of a list sorted by rank is past --top for its rank. */
 static bool past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
@@ -309,7 +294,7 @@ static void print_devices(const struct report *rp)
 		printf("  ");
 		cell(an_device_label(s, d->pid, label, sizeof(label)), 38, false);
 		dur_cell(d->busy);
-		snprintf(b1, sizeof(b1), "%.1f%%", pct(d->busy, window(s)));
+		snprintf(b1, sizeof(b1), "%.1f%%", an_pct(d->busy, an_window(s)));
 		cell(b1, 8, true);
 		num_cell(d->gaps, NUM_W);
 		dur_cell(d->gap_total);
@@ -329,14 +314,14 @@ static void print_devices(const struct report *rp)
 		size_t col = (size_t)printf("    streams (busy %% of the window):");
 		for (size_t k = 0; k < d->nstreams; k++) {
 			snprintf(item, sizeof(item), "%s %.1f%%%s", an_row_tid(s, d->streams[k].row),
-			         pct(d->streams[k].busy, window(s)), k + 1 < d->nstreams ? "," : "");
+			         an_pct(d->streams[k].busy, an_window(s)), k + 1 < d->nstreams ? "," : "");
 			list_item(&col, item);
 		}
 		printf("\n");
 		if (d->has_comm)
 			printf("    NCCL %s, compute %s, both at once %s: %.1f%% of communication hidden\n",
 			       an_fmt_dur(d->comm, b1, sizeof(b1)), an_fmt_dur(d->compute, b2, sizeof(b2)),
-			       an_fmt_dur(d->both, b3, sizeof(b3)), pct(d->both, d->comm));
+			       an_fmt_dur(d->both, b3, sizeof(b3)), an_pct(d->both, d->comm));
 	}
 }
 
@@ -521,7 +506,7 @@ static int print_human(struct report *rp)
 			return -ENOMEM;
 	print_gpu(rp);
 
-	size_t n = shown(s->instants.n, rp->top);
+	size_t n = an_shown(s->instants.n, rp->top);
 	printf("\ninstants: %zu name%s\n", s->instants.n, s->instants.n == 1 ? "" : "s");
 	if (n) {
 		printf("  ");
@@ -539,7 +524,7 @@ static int print_human(struct report *rp)
 	}
 	more_line(s->instants.n, n);
 
-	n = shown(s->counters.n, rp->top);
+	n = an_shown(s->counters.n, rp->top);
 	printf("\ncounters: %zu series\n", s->counters.n);
 	if (n) {
 		printf("  ");
@@ -685,7 +670,7 @@ static void json_devices(yajl_gen g, const struct an_trace *s)
 		g_rank(g, d->rank);
 		gi(g, "events", (int64_t)d->events);
 		gi(g, "busy_ns", d->busy);
-		gd(g, "busy_pct", pct(d->busy, window(s)));
+		gd(g, "busy_pct", an_pct(d->busy, an_window(s)));
 		gi(g, "first_ts_ns", d->first);
 		gi(g, "last_end_ns", d->last);
 		gs(g, "idle_gaps");
@@ -712,7 +697,7 @@ static void json_devices(yajl_gen g, const struct an_trace *s)
 			g_ident_key(g, s->rows.keys[d->streams[k].row] + row->tid_off - 1);
 			gi(g, "events", (int64_t)d->streams[k].events);
 			gi(g, "busy_ns", d->streams[k].busy);
-			gd(g, "busy_pct", pct(d->streams[k].busy, window(s)));
+			gd(g, "busy_pct", an_pct(d->streams[k].busy, an_window(s)));
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
@@ -722,7 +707,7 @@ static void json_devices(yajl_gen g, const struct an_trace *s)
 			gi(g, "comm_ns", d->comm);
 			gi(g, "compute_ns", d->compute);
 			gi(g, "both_ns", d->both);
-			gd(g, "hidden_pct", pct(d->both, d->comm));
+			gd(g, "hidden_pct", an_pct(d->both, d->comm));
 			yajl_gen_map_close(g);
 		} else {
 			yajl_gen_null(g);
@@ -868,7 +853,7 @@ static int print_json(struct report *rp)
 				rc = -ENOMEM;
 				break;
 			}
-			json_rows(g, s, by_self ? "top_by_self" : "top_by_total", r, shown(n, rp->top));
+			json_rows(g, s, by_self ? "top_by_self" : "top_by_total", r, an_shown(n, rp->top));
 			free(r);
 		}
 		yajl_gen_map_close(g);
@@ -877,7 +862,7 @@ static int print_json(struct report *rp)
 
 	gs(g, "instants");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < shown(s->instants.n, rp->top); i++) {
+	for (size_t i = 0; i < an_shown(s->instants.n, rp->top); i++) {
 		const struct an_instant *in = an_table_item(&s->instants, rp->instants[i].id);
 		yajl_gen_map_open(g);
 		gs(g, "cat");
@@ -892,7 +877,7 @@ static int print_json(struct report *rp)
 
 	gs(g, "counters");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < shown(s->counters.n, rp->top); i++) {
+	for (size_t i = 0; i < an_shown(s->counters.n, rp->top); i++) {
 		const struct an_series *c = an_table_item(&s->counters, rp->counters[i].id);
 		yajl_gen_map_open(g);
 		gs(g, "name");
