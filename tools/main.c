@@ -27,7 +27,8 @@ static void usage(FILE *out)
 	fprintf(out, "\nRun 'strobe <command> --help' for a command's options.\n"
 		     "Examples:\n"
 		     "  strobe config check /etc/libkineto.conf\n"
-		     "  strobe summary trace.json.gz\n");
+		     "  strobe summary trace.json.gz\n"
+		     "  strobe report trace.json -o report.html\n");
 }
 
 int main(int argc, char **argv)
