@@ -15,7 +15,8 @@
 #include "output/sink.h"
 #include "strobe/strobe.h"
 
-#define DEFAULT_TOP 20
+#define DEFAULT_TOP       20
+#define MAX_CHART_DEVICES 64 /* timelines drawn; the devices table lists them all */
 
 static const char usage_text[] =
     "usage: strobe report [--top N] [-o OUT.html] FILE\n"
@@ -27,7 +28,8 @@ static const char usage_text[] =
     "name, busy % per stream, and the summary's tables (devices and idle gaps, kernels with\n"
     "p50/p99, memcpy by direction, launch latency, NCCL overlap, top names by total and\n"
     "self time per category). The page needs no network: open it anywhere. Tables and\n"
-    "charts show the top N rows and say how many more there are.\n"
+    "charts show the top N rows and say how many more there are; timelines are drawn for\n"
+    "the first 64 devices.\n"
     "\n"
     "The file is written under a temporary name and renamed into place when complete.\n"
     "\n"
@@ -267,7 +269,8 @@ static void devices(struct page *p, const struct an_trace *a)
 	char label[TR_SHORT_MAX + 32], b1[40], b2[40];
 	puts_(p, "<h2>GPU utilisation</h2>\n<p class=\"note\">Busy fraction of each device in 200 slices "
 	         "of the trace window (busy = the union of its kernels, copies and memsets).</p>\n");
-	for (size_t i = 0; i < a->ndevices; i++) {
+	size_t drawn = a->ndevices < MAX_CHART_DEVICES ? a->ndevices : MAX_CHART_DEVICES;
+	for (size_t i = 0; i < drawn; i++) {
 		putf(p, "<div class=\"device\"><b>");
 		esc(p, an_device_label(a, a->devices[i].pid, label, sizeof(label)));
 		putf(p,
@@ -275,6 +278,11 @@ static void devices(struct page *p, const struct an_trace *a)
 		     "height=\"70\"></svg></div>\n",
 		     an_pct(a->devices[i].busy, an_window(a)), i);
 	}
+	if (drawn < a->ndevices)
+		putf(p,
+		     "<p class=\"more\">%zu more devices not drawn here or in the stream chart; the table "
+		     "below lists them all.</p>\n",
+		     a->ndevices - drawn);
 	puts_(p, "<h2>GPU devices</h2>\n");
 	static const char *const cols[] = {
 	    "device",     "#events", "#busy",        "#busy %",
@@ -523,7 +531,7 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 	gnum(g, "window_ns", (double)an_window(a));
 	gs(g, "devices");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < a->ndevices; i++) {
+	for (size_t i = 0; i < a->ndevices && i < MAX_CHART_DEVICES; i++) {
 		const struct an_device *d = &a->devices[i];
 		yajl_gen_map_open(g);
 		gs(g, "name");

@@ -289,6 +289,37 @@ static void test_top_caps_tables_and_charts(void **state)
 	free(dom);
 }
 
+/* A big merged job: timelines for the first 64 devices, and a note. */
+static void test_many_devices(void **state)
+{
+	(void)state;
+	need_chromium();
+	char *text = malloc(70 * 200 + 64);
+	assert_non_null(text);
+	int n = sprintf(text, "{\"traceEvents\": [");
+	for (int i = 0; i < 70; i++)
+		n +=
+		    sprintf(text + n,
+		            "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": %d, \"tid\": 7,"
+		            " \"ts\": %d, \"dur\": 10}",
+		            i ? "," : "", i, i);
+	sprintf(text + n, "]}");
+	const char *html = make_report(text, "devices", "");
+	free(text);
+	char *dom = render(html);
+	assert_rendered(dom);
+	assert_non_null(strstr(dom, "<svg id=\"util-63\""));
+	assert_null(strstr(dom, "<svg id=\"util-64\""));
+	assert_contains(dom, "6 more devices not drawn");
+	char *table = element(dom, "<table id=\"devices\"", "</table>");
+	assert_int_equal(count(table, "<tr>"), 1 + 70); /* the header row, then one per device */
+	free(table);
+	char *svg = element(dom, "<svg id=\"stream-occupancy\"", "</svg>");
+	assert_int_equal(count(svg, "class=\"bar\""), 64);
+	free(svg);
+	free(dom);
+}
+
 /* libkineto's own trace renders; its kernel is "Kernel" on stream 7. */
 static void test_libkineto_fixture(void **state)
 {
@@ -405,6 +436,7 @@ int main(void)
 	    cmocka_unit_test(test_training_report_renders),
 	    cmocka_unit_test(test_hostile_names_stay_text),
 	    cmocka_unit_test(test_top_caps_tables_and_charts),
+	    cmocka_unit_test(test_many_devices),
 	    cmocka_unit_test(test_libkineto_fixture),
 	    cmocka_unit_test(test_bad_input_and_atomic_output),
 	    cmocka_unit_test(test_usage_and_default_name),
