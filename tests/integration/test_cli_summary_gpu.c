@@ -38,34 +38,27 @@
  * Latency: 5, 10, 10, 20, 40: p50 (rank 3 of 5) 10, p90 and p99 (rank 5) 40, max 40; 6 kernels, 1 unmatched.
  * aten::mm [85,120] holds the launches [90,95] and [100,105]: self 25. */
 static const char gpu_trace[] = "{\"baseTimeNanoseconds\": 1790857026000000000, \"traceEvents\": [\n" X(
-    "user_annotation", "step", 100, 100, 0, 500,
-    "") X("cpu_op", "aten::mm", 100, 100, 85, 35,
-          "") LAUNCH(1, 90) KERNEL("gemm", 7, 100, 50, 1) KERNEL("relu<float>&bias", 8, 140, 20,
-                                                                 3) LAUNCH(3, 100) LAUNCH(2, 180)
-    KERNEL("gemm", 7, 200, 30, 2) LAUNCH(4, 205) KERNEL("ncclDevKernel_AllReduce_Sum_f32", 9, 210, 40, 4) X(
-        "cuda_runtime",
-        "cudaLaunchKernel",
-        100,
-        100,
-        250,
-        5,
-        "") "{\"ph\": \"s\", \"id\": 7, \"pid\": 100, \"tid\": 100, \"ts\": 250, \"cat\": \"ac2g\", "
-            "\"name\": \"ac2g\"},\n" X("kernel", "fill", 0, 8, 260, 10,
-                                       "\"stream\": 8") "{\"ph\": \"f\", \"id\": 7, \"pid\": 0, \"tid\": 8, "
-                                                        "\"ts\": 260, \"cat\": \"ac2g\", \"name\": \"ac2g\","
-                                                        " \"bp\": \"e\"},\n" X(
-                                                            "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0,
-                                                            7, 300, 10,
-                                                            "\"bytes\": 1000000, \"correlation\": 5")
-                                                            X("gpu_memcpy", "Memcpy (Device -> Pinned)", 0, 8,
-                                                              320, 4,
-                                                              "\"copy kind\": \"DtoH\", \"bytes\": 200000")
-                                                                KERNEL("gemm", 7, 400, 10,
-                                                                       99) "{\"ph\": \"M\", \"name\": "
-                                                                           "\"process_labels\", \"pid\": 0, "
-                                                                           "\"tid\": 0, \"args\": "
-                                                                           "{\"labels\": \"GPU 0\"}}\n"
-                                                                           "]}\n";
+    "user_annotation", "step", 100, 100, 0, 500, "") X("cpu_op", "aten::mm", 100, 100, 85, 35, "")
+    LAUNCH(1, 90) KERNEL("gemm", 7, 100, 50, 1) KERNEL("relu<float>&bias", 8, 140, 20, 3) LAUNCH(3, 100)
+        LAUNCH(2, 180) KERNEL("gemm", 7, 200, 30, 2) LAUNCH(4, 205) KERNEL("ncclDevKernel_AllReduce_Sum_f32",
+                                                                           9, 210, 40, 4)
+            X("cuda_runtime", "cudaLaunchKernel", 100, 100, 250, 5,
+              "") "{\"ph\": \"s\", \"id\": 7, \"pid\": 100, \"tid\": 100, \"ts\": 250, \"cat\": \"ac2g\", "
+                  "\"name\": \"ac2g\"},\n" X(
+                      "kernel", "fill", 0, 8, 260, 10,
+                      "\"stream\": 8") "{\"ph\": \"f\", \"id\": 7, \"pid\": 0, \"tid\": 8, "
+                                       "\"ts\": 260, \"cat\": \"ac2g\", \"name\": \"ac2g\","
+                                       " \"bp\": \"e\"},\n" X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)",
+                                                              0, 7, 300, 10,
+                                                              "\"bytes\": 1000000, \"correlation\": 5")
+                                           X("gpu_memcpy", "Memcpy (Device -> Pinned)", 0, 8, 320, 4,
+                                             "\"copy kind\": \"DtoH\", \"bytes\": 200000")
+                                               KERNEL("gemm", 7, 400, 10,
+                                                      99) "{\"ph\": \"M\", \"name\": "
+                                                          "\"process_labels\", \"pid\": 0, "
+                                                          "\"tid\": 0, \"args\": "
+                                                          "{\"labels\": \"GPU 0\"}}\n"
+                                                          "]}\n";
 
 /* Two ranks merged: host pids 1000 and 2000, GPUs 1001 and 2001, and both
  * ranks' launches use correlation 1. The names that give the ranks come
@@ -391,6 +384,37 @@ static void test_cpu_only_has_no_gpu_sections(void **state)
 	remove_trace(path);
 }
 
+/* GPU events with args of the wrong type or out of range are counted as
+ * far as they make sense, never trusted: a string correlation matches
+ * nothing, negative bytes add none, a missing dur is 0. */
+static void test_odd_args(void **state)
+{
+	(void)state;
+	char *path = strdup(write_trace(
+	    "{\"traceEvents\": [\n" X("cuda_runtime", "cudaLaunchKernel", 1, 1, 0, 1,
+	                              "\"correlation\": \"7\"")
+	        X("kernel", "k", "GPU 0", 7, 10, 5, "\"correlation\": \"7\"")
+	            X("kernel", "k", "GPU 0", 7, 20, -3, "\"correlation\": -1")
+	                X("gpu_memcpy", "Memcpy", "GPU 0", 7, 30, 10,
+	                  "\"bytes\": -5, \"copy kind\": 4") "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+	                                                     "\"k\", \"pid\": \"GPU 0\", "
+	                                                     "\"tid\": 7, \"ts\": 50}]}",
+	    "odd.json"));
+	yajl_val v = summary_json(path);
+	yajl_val d = at(tu_get(v, "gpu_devices"), 0);
+	assert_string_equal(tu_get_str(d, "pid"), "GPU 0");
+	assert_int_equal(num(d, "events"), 4);
+	assert_int_equal(num(d, "busy_ns"), 15000); /* [10,15] and [30,40]; the others last 0 */
+	yajl_val l = at(tu_get(v, "launch_latency"), 0);
+	assert_int_equal(num(l, "kernels"), 3);
+	assert_int_equal(num(l, "unmatched"), 3);
+	yajl_val c = at(tu_get(v, "memcpy"), 0);
+	assert_string_equal(tu_get_str(c, "kind"), "4");
+	assert_int_equal(num(c, "bytes"), 0);
+	yajl_tree_free(v);
+	remove_trace(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_merged_ranks),
 	    cmocka_unit_test(test_libkineto_fixture),
 	    cmocka_unit_test(test_cpu_only_has_no_gpu_sections),
+	    cmocka_unit_test(test_odd_args),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
