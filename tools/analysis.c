@@ -112,6 +112,13 @@ static bool grow(void **arr, size_t *n, size_t *cap, size_t size)
 #define PUSH(arr, n, cap, ...)                                                                               \
 	(grow((void **)&(arr), &(n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
 
+/* qsort, for arrays that may be empty (and NULL). */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 /* ---- collecting ---------------------------------------------------------- */
 
 static const char *join(struct an_trace *a, const char *x, const char *y)
@@ -587,7 +594,7 @@ static int compute_self(struct an_trace *a)
 {
 	if (!a->nx)
 		return 0;
-	qsort(a->x, a->nx, sizeof(*a->x), cmp_xrec);
+	sort_n(a->x, a->nx, sizeof(*a->x), cmp_xrec);
 	size_t *stack = NULL, depth = 0, cap = 0;
 	for (size_t i = 0; i < a->nx; i++) {
 		const struct an_xrec *e = &a->x[i];
@@ -770,7 +777,7 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		return rc;
 
 	/* Per stream, after the device-wide views that need time order. */
-	qsort(recs, n, sizeof(*recs), cmp_gpu_row);
+	sort_n(recs, n, sizeof(*recs), cmp_gpu_row);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && recs[j].row == recs[i].row; j++)
@@ -790,7 +797,7 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 
 static int compute_devices(struct an_trace *a)
 {
-	qsort(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
+	sort_n(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < a->ngpu; i = j) {
 		for (j = i; j < a->ngpu && a->gpu[j].pid == a->gpu[i].pid; j++)
@@ -899,7 +906,7 @@ static int compute_kernels(struct an_trace *a)
 		if (a->gpu[i].kind == AN_KERNEL || a->gpu[i].kind == AN_NCCL)
 			k[n++] = (struct kdur){rank_of_pid(a, a->gpu[i].pid), a->gpu[i].name, a->gpu[i].dur};
 	if (!rc)
-		qsort(k, n, sizeof(*k), cmp_kdur);
+		sort_n(k, n, sizeof(*k), cmp_kdur);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
 		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
 		for (j = i; j < n && k[j].rank == k[i].rank && k[j].name == k[i].name; j++) {
@@ -916,7 +923,7 @@ static int compute_kernels(struct an_trace *a)
 	free(durs);
 	sort_trace = a;
 	if (!rc)
-		qsort(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
+		sort_n(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
 	return rc;
 }
 
@@ -952,7 +959,7 @@ static int compute_copies(struct an_trace *a)
 		s->bytes += c->bytes;
 		s->total = sat_add(s->total, c->dur);
 	}
-	qsort(a->copy_stats, a->ncopy_stats, sizeof(*a->copy_stats), cmp_copy);
+	sort_n(a->copy_stats, a->ncopy_stats, sizeof(*a->copy_stats), cmp_copy);
 	return 0;
 }
 
@@ -980,7 +987,7 @@ static int cmp_lat(const void *pa, const void *pb)
 static int compute_latency(struct an_trace *a)
 {
 	/* One latency per kernel, from a launch of its own rank. */
-	qsort(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
+	sort_n(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
 	struct lat *l = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*l));
 	int64_t *v = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*v));
 	if (!l || !v) {
@@ -1000,7 +1007,7 @@ static int compute_latency(struct an_trace *a)
 		have = true;
 		last = x->kernel;
 	}
-	qsort(l, n, sizeof(*l), cmp_lat);
+	sort_n(l, n, sizeof(*l), cmp_lat);
 	size_t cap = 0;
 	int rc = 0;
 	/* Every rank with kernels gets a row, matched or not. */
@@ -1082,11 +1089,11 @@ static int compute_cpu_ops(struct an_trace *a)
 		a->cpu_ops = malloc(by.n * sizeof(*a->cpu_ops));
 		rc = a->cpu_ops ? 0 : -ENOMEM;
 	}
-	if (!rc) {
+	if (!rc && by.n) {
 		a->ncpu_ops = by.n;
 		memcpy(a->cpu_ops, by.items, by.n * sizeof(*a->cpu_ops));
 		sort_trace = a;
-		qsort(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
+		sort_n(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
 	}
 	an_table_free(&by);
 	return rc;
@@ -1246,7 +1253,7 @@ struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
 		}
 		r[i] = (struct an_ref){(uint32_t)i, key(item), t->keys[i] + skip};
 	}
-	qsort(r, t->n, sizeof(*r), cmp_ref);
+	sort_n(r, t->n, sizeof(*r), cmp_ref);
 	return r;
 }
 
@@ -1263,7 +1270,7 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total,
 			                            an_name(a, (uint32_t)i)};
 	}
-	qsort(r, *n, sizeof(*r), cmp_ref);
+	sort_n(r, *n, sizeof(*r), cmp_ref);
 	return r;
 }
 
