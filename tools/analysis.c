@@ -557,6 +557,18 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 {
 	struct an_trace *a = arg;
 	(void)len;
+	if (!strcmp(key, "distributedInfo") && !truncated) {
+		/* PyTorch writes {"backend": "nccl", "rank": 0, "world_size": 8, ...}. */
+		yajl_val root = yajl_tree_parse(json, NULL, 0);
+		const char *path[] = {"rank", NULL};
+		yajl_val rank = root ? yajl_tree_get(root, path, yajl_t_number) : NULL;
+		if (rank && YAJL_IS_INTEGER(rank)) {
+			a->has_dist_rank = true;
+			a->dist_rank = YAJL_GET_INTEGER(rank);
+		}
+		yajl_tree_free(root);
+		return 0;
+	}
 	char **dst = !strcmp(key, "strobe")      ? &a->strobe_meta
 	             : !strcmp(key, "host_name") ? &a->host_name
 	                                         : NULL;

@@ -224,6 +224,8 @@ struct an_trace {
 	uint64_t unfinished, unknown, untimed;
 	char *strobe_meta;
 	char *host_name;
+	bool has_dist_rank; /* the trace's "distributedInfo" names its rank */
+	int64_t dist_rank;
 	char key[TR_NAME_MAX + 2 * TR_SHORT_MAX + 8];
 
 	/* computed by an_read */

@@ -213,6 +213,8 @@ static void facts(struct page *p, const struct an_trace *a, const char *file, co
 		cell_text(p, a->host_name);
 		puts_(p, "</tr>\n");
 	}
+	if (a->has_dist_rank)
+		putf(p, "<tr><td>rank</td><td>%" PRId64 " (distributedInfo)</td></tr>\n", a->dist_rank);
 	if (a->ranked) {
 		puts_(p, "<tr><td>ranks</td><td>");
 		for (size_t i = 0; i < a->nranks; i++)

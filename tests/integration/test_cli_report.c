@@ -28,9 +28,11 @@ static char *training_trace(int steps)
 	size_t cap = (size_t)steps * 8192 + 8192, n = 0;
 	char *buf = malloc(cap);
 	assert_non_null(buf);
-	n += snprintf(buf + n, cap - n,
-	              "{\"host_name\": \"node-a\", \"strobe\": {\"dropped_events\": 2, "
-	              "\"threads\": 2}, \"traceEvents\": [\n");
+	n += snprintf(
+	    buf + n, cap - n,
+	    "{\"host_name\": \"node-a\", \"strobe\": {\"dropped_events\": 2, "
+	    "\"threads\": 2}, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},\n"
+	    "\"traceEvents\": [\n");
 	int corr = 1;
 	for (int r = 0; r < 2; r++) {
 		int host = 1000 * (r + 1), gpu = host + 1;
@@ -230,6 +232,7 @@ static void test_training_report_renders(void **state)
 	table = element(dom, "<table id=\"facts\"", "</table>");
 	assert_contains(table, "node-a");
 	assert_contains(table, "0, 1");
+	assert_contains(table, "<td>rank</td><td>0 (distributedInfo)</td>");
 	free(table);
 	table = element(dom, "<table id=\"accounting\"", "</table>");
 	assert_contains(table, "<tr class=\"warn\"><td>dropped_events</td><td class=\"n\">2</td>");
