@@ -12,6 +12,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "analysis.h"
 #include "commands.h"
 #include "trace_reader.h"
 
@@ -27,7 +28,15 @@ static const char usage_text[] =
     "zstd (told apart by content); FILE \"-\" reads stdin. It prints the time span, event\n"
     "counts by phase and category, for each category the names with the most total time\n"
     "and the most self time, instant and counter events, and what the trace says it lost.\n"
-    "The file is read once, as a stream.\n"
+    "With GPU work (\"kernel\", \"gpu_memcpy\", \"gpu_memset\" events, pid = device, tid =\n"
+    "stream) it adds, per device: busy time (the union of its work, overlapping streams\n"
+    "counted once), busy % of the trace's span, idle gaps between its first and last work,\n"
+    "busy time per stream, and with NCCL kernels how much communication ran at the same\n"
+    "time as compute; kernels by name with p50/p99 durations; memcpy volume and bandwidth by\n"
+    "direction; launch latency (kernel start - start of the cuda_runtime/cuda_driver call\n"
+    "with the same \"correlation\" arg or ac2g flow id). In a merged trace (process names\n"
+    "\"rank N · ...\") GPU tables and cpu_op self times are per rank. The file is read once,\n"
+    "as a stream; percentiles are exact (nearest rank over every duration).\n"
     "\n"
     "Self time is an event's duration less the parts of it covered by the complete (\"X\")\n"
     "events nested directly inside it on the same pid/tid row.\n"
@@ -46,13 +55,26 @@ static const char usage_text[] =
     "                   \"top_by_total\": [ROW, ...], \"top_by_self\": [ROW, ...]}, ...],\n"
     "   \"instants\": [{\"cat\", \"name\", \"count\"}, ...], \"instant_names\",\n"
     "   \"counters\": [{\"name\", \"key\", \"count\", \"min\", \"max\", \"last\"}, ...],\n"
-    "   \"counter_series\",\n"
+    "   \"counter_series\", \"ranks\": [N, ...],\n"
+    "   \"gpu_devices\": [{\"pid\", \"name\", \"rank\", \"events\", \"busy_ns\", \"busy_pct\",\n"
+    "                    \"first_ts_ns\", \"last_end_ns\", \"idle_gaps\": {\"count\", \"total_ns\",\n"
+    "                    \"longest_ns\", \"longest\": [{\"start_ns\", \"duration_ns\"}, ...]},\n"
+    "                    \"streams\": [{\"tid\", \"events\", \"busy_ns\", \"busy_pct\"}, ...],\n"
+    "                    \"comm_compute\": {\"comm_ns\", \"compute_ns\", \"both_ns\",\n"
+    "                                    \"hidden_pct\"} or null}, ...],\n"
+    "   \"kernels\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"mean_ns\", \"p50_ns\",\n"
+    "                \"p99_ns\", \"max_ns\"}, ...],\n"
+    "   \"memcpy\": [{\"rank\", \"kind\", \"count\", \"bytes\", \"total_ns\", \"gb_per_s\"}, ...],\n"
+    "   \"launch_latency\": [{\"rank\", \"kernels\", \"matched\", \"unmatched\", \"p50_ns\",\n"
+    "                       \"p90_ns\", \"p99_ns\", \"max_ns\"}, ...],\n"
+    "   \"cpu_ops_by_self\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"self_ns\"}, ...],\n"
     "   \"accounting\": {\"strobe\": {KEY: number, ...} or null, \"unfinished_events\",\n"
     "                  \"unknown_names\", \"untimed_events\", \"truncated_strings\",\n"
     "                  \"dropped_members\", \"skipped_elements\", \"bad_times\"}}\n"
     "  ROW = {\"name\", \"count\", \"total_ns\", \"self_ns\", \"mean_ns\", \"max_ns\"}\n"
     "  \"strobe\" holds the numeric members of the trace's \"strobe\" metadata (nested\n"
-    "  keys joined with '.'); the other counts are made by this command.\n"
+    "  keys joined with '.'); the other counts are made by this command. \"rank\" is null\n"
+    "  outside merged traces; per-rank lists are cut at --top rows per rank.\n"
     "\n"
     "exit status: 0 done, 1 the file cannot be read or is not a trace, 2 usage error.\n"
     "\n"
@@ -62,525 +84,44 @@ static const char usage_text[] =
     "  strobe summary --json trace.json.zst | jq '.categories[] | select(.cat == \"kernel\")'\n"
     "  zcat old.json.gz | strobe summary -\n";
 
-/* ---- interned keys with one fixed-size item each ----------------------- */
-
-struct table {
-	size_t item_size;
-	size_t n, cap;
-	char **keys;
-	unsigned char *items;
-	uint32_t *slots; /* open addressing: index + 1, 0 when empty */
-	size_t nslots;   /* a power of two */
+struct report {
+	const char *file;
+	const struct tr_stats *st;
+	struct an_trace *s;
+	size_t top;
+	struct an_ref *phs, *cats, *xcats, *instants, *counters;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static bool table_rehash(struct table *t, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return false;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = hash_str(t->keys[i]) & (nslots - 1);
-		while (slots[h])
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return true;
-}
-
-static void *table_item(const struct table *t, size_t i)
-{
-	return t->items + i * t->item_size;
-}
-
-/* The item for key, zeroed when new; NULL when out of memory. */
-static void *table_get(struct table *t, const char *key)
-{
-	if ((t->n + 1) * 2 > t->nslots && !table_rehash(t, t->nslots ? t->nslots * 2 : 64))
-		return NULL;
-	size_t mask = t->nslots - 1, h = hash_str(key) & mask;
-	for (; t->slots[h]; h = (h + 1) & mask)
-		if (!strcmp(t->keys[t->slots[h] - 1], key))
-			return table_item(t, t->slots[h] - 1);
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		char **keys = realloc(t->keys, cap * sizeof(*keys));
-		if (!keys)
-			return NULL;
-		t->keys = keys;
-		unsigned char *items = realloc(t->items, cap * t->item_size);
-		if (!items)
-			return NULL;
-		t->items = items;
-		t->cap = cap;
-	}
-	if (!(t->keys[t->n] = strdup(key)))
-		return NULL;
-	t->slots[h] = (uint32_t)t->n + 1;
-	void *item = table_item(t, t->n++);
-	memset(item, 0, t->item_size);
-	return item;
-}
-
-static size_t table_index(const struct table *t, const void *item)
-{
-	return (size_t)((const unsigned char *)item - t->items) / t->item_size;
-}
-
-static void table_free(struct table *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->keys[i]);
-	free(t->keys);
-	free(t->items);
-	free(t->slots);
-}
-
-/* ---- what one pass collects -------------------------------------------- */
-
-/* Keys join a category (or name) and a name (or arg key) with a byte that
- * kineto never writes; the first part's length says where to split. */
-#define SEP "\x1f"
-
-struct count {
-	uint64_t n;
-};
-
-struct category {
-	uint64_t events;
-	int64_t total, self;
-	uint32_t names;
-};
-
-struct span_name {
-	uint32_t cat;     /* index in the categories table */
-	uint32_t cat_len; /* the name starts after cat_len + 1 key bytes */
-	uint64_t count;
-	int64_t total, self, max;
-};
-
-struct instant {
-	uint32_t cat_len;
-	uint64_t count;
-};
-
-struct series {
-	uint32_t name_len;
-	uint64_t count;
-	double min, max, last;
-	int64_t last_ts;
-};
-
-/* One complete event, as small as self time needs. */
-struct xrec {
-	uint32_t row, name;
-	int64_t ts, dur;
-};
-
-struct summary {
-	struct table phs, cats, xcats, names, rows, instants, counters;
-	struct xrec *x;
-	size_t nx, capx;
-	bool timed;
-	int64_t first_ts, last_end;
-	uint64_t unfinished, unknown, untimed;
-	char *strobe_meta;
-	char key[TR_NAME_MAX + 2 * TR_SHORT_MAX + 8];
-};
-
-static const char *join(struct summary *s, const char *a, const char *b)
-{
-	snprintf(s->key, sizeof(s->key), "%s" SEP "%s", a, b);
-	return s->key;
-}
-
-static const char *ident_key(const struct tr_ident *id, char *buf, size_t len)
-{
-	snprintf(buf, len, "%c%s", id->kind == TR_NUMBER ? 'n' : id->kind == TR_STRING ? 's' : '-', id->text);
-	return buf;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
-}
-
-static int add_complete(struct summary *s, const struct tr_event *ev)
-{
-	if (!ev->has_ts) {
-		s->untimed++;
-		return 0;
-	}
-	int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
-	struct span_name *sn = table_get(&s->names, join(s, ev->cat, ev->name));
-	if (!sn)
-		return -ENOMEM;
-	uint32_t name = (uint32_t)table_index(&s->names, sn);
-	if (!sn->count) {
-		struct category *c = table_get(&s->xcats, ev->cat);
-		if (!c)
-			return -ENOMEM;
-		c->names++;
-		sn->cat = (uint32_t)table_index(&s->xcats, c);
-		sn->cat_len = (uint32_t)strlen(ev->cat);
-	}
-	struct category *c = table_item(&s->xcats, sn->cat);
-	c->events++;
-	c->total = sat_add(c->total, dur);
-	sn->count++;
-	sn->total = sat_add(sn->total, dur);
-	sn->self = sat_add(sn->self, dur);
-	if (dur > sn->max)
-		sn->max = dur;
-
-	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
-	void *row = table_get(
-	    &s->rows, join(s, ident_key(&ev->pid, pid, sizeof(pid)), ident_key(&ev->tid, tid, sizeof(tid))));
-	if (!row)
-		return -ENOMEM;
-	if (s->nx == s->capx) {
-		size_t cap = s->capx ? s->capx * 2 : 4096;
-		struct xrec *x = realloc(s->x, cap * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		s->x = x;
-		s->capx = cap;
-	}
-	s->x[s->nx++] = (struct xrec){(uint32_t)table_index(&s->rows, row), name, ev->ts_ns, dur};
-	return 0;
-}
-
-/* A counter value as a double: kineto writes numbers, some tools quote them. */
-static bool counter_value(const char *json, double *v)
-{
-	char buf[TR_VALUE_MAX];
-	size_t n = strlen(json);
-	if (n >= 2 && json[0] == '"' && json[n - 1] == '"') {
-		memcpy(buf, json + 1, n - 2);
-		buf[n - 2] = 0;
-		json = buf;
-	}
-	char *end;
-	errno = 0;
-	*v = strtod(json, &end);
-	return end != json && !*end && !errno && isfinite(*v);
-}
-
-static int add_counter(struct summary *s, const struct tr_event *ev)
-{
-	for (unsigned i = 0; i < ev->nargs; i++) {
-		double v;
-		if (ev->args[i].truncated || !counter_value(ev->args[i].value, &v))
-			continue;
-		struct series *c = table_get(&s->counters, join(s, ev->name, ev->args[i].key));
-		if (!c)
-			return -ENOMEM;
-		c->name_len = (uint32_t)strlen(ev->name);
-		if (!c->count || v < c->min)
-			c->min = v;
-		if (!c->count || v > c->max)
-			c->max = v;
-		int64_t ts = ev->has_ts ? ev->ts_ns : INT64_MIN;
-		if (!c->count || ts >= c->last_ts) {
-			c->last = v;
-			c->last_ts = ts;
-		}
-		c->count++;
-	}
-	return 0;
-}
-
-static int count_key(struct table *t, const char *key)
-{
-	struct count *c = table_get(t, key);
-	if (!c)
-		return -ENOMEM;
-	c->n++;
-	return 0;
-}
-
-static int on_event(const struct tr_event *ev, void *arg)
-{
-	struct summary *s = arg;
-	if (count_key(&s->phs, ev->ph) || count_key(&s->cats, ev->cat))
-		return -ENOMEM;
-	if (!strcmp(ev->name, "unknown"))
-		s->unknown++;
-	const struct tr_pair *fin = tr_event_arg(ev, "finished");
-	if (fin && !strcmp(fin->value, "false"))
-		s->unfinished++;
-
-	bool complete = !strcmp(ev->ph, "X");
-	/* Metadata events carry the capture start as ts; they are not activity. */
-	if (ev->has_ts && strcmp(ev->ph, "M")) {
-		int64_t end = sat_add(ev->ts_ns, complete && ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0);
-		if (!s->timed || ev->ts_ns < s->first_ts)
-			s->first_ts = ev->ts_ns;
-		if (!s->timed || end > s->last_end)
-			s->last_end = end;
-		s->timed = true;
-	}
-	if (complete)
-		return add_complete(s, ev);
-	if (!strcmp(ev->ph, "C"))
-		return add_counter(s, ev);
-	if (!strcmp(ev->ph, "i") || !strcmp(ev->ph, "I")) {
-		struct instant *in = table_get(&s->instants, join(s, ev->cat, ev->name));
-		if (!in)
-			return -ENOMEM;
-		in->cat_len = (uint32_t)strlen(ev->cat);
-		in->count++;
-	}
-	return 0;
-}
-
-static int on_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
-{
-	struct summary *s = arg;
-	(void)len;
-	if (strcmp(key, "strobe") || truncated)
-		return 0;
-	free(s->strobe_meta);
-	s->strobe_meta = strdup(json);
-	return s->strobe_meta ? 0 : -ENOMEM;
-}
-
-static int cmp_xrec(const void *pa, const void *pb)
-{
-	const struct xrec *a = pa, *b = pb;
-	if (a->row != b->row)
-		return a->row < b->row ? -1 : 1;
-	if (a->ts != b->ts)
-		return a->ts < b->ts ? -1 : 1;
-	if (a->dur != b->dur)
-		return a->dur > b->dur ? -1 : 1; /* the enclosing event first */
-	return a->name < b->name ? -1 : a->name > b->name;
-}
-
-/* Takes from each event's self time what its direct children cover. After
- * the sort a row's events come in start order with parents before the
- * children that start with them, so a stack of open events finds the
- * parent. A child that outlives its parent only gives back the overlap. */
-static int compute_self(struct summary *s)
-{
-	if (!s->nx)
-		return 0;
-	qsort(s->x, s->nx, sizeof(*s->x), cmp_xrec);
-	struct xrec *stack = NULL;
-	size_t depth = 0, cap = 0;
-	for (size_t i = 0; i < s->nx; i++) {
-		const struct xrec *e = &s->x[i];
-		if (i && e->row != s->x[i - 1].row)
-			depth = 0;
-		while (depth && sat_add(stack[depth - 1].ts, stack[depth - 1].dur) <= e->ts)
-			depth--;
-		int64_t end = sat_add(e->ts, e->dur);
-		if (depth) {
-			const struct xrec *parent = &stack[depth - 1];
-			int64_t pend = sat_add(parent->ts, parent->dur);
-			struct span_name *sn = table_item(&s->names, parent->name);
-			sn->self -= (end < pend ? end : pend) - e->ts;
-		}
-		if (depth == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct xrec *ns = realloc(stack, cap * sizeof(*ns));
-			if (!ns) {
-				free(stack);
-				return -ENOMEM;
-			}
-			stack = ns;
-		}
-		stack[depth++] = *e;
-	}
-	free(stack);
-	for (size_t i = 0; i < s->names.n; i++) {
-		const struct span_name *sn = table_item(&s->names, i);
-		struct category *c = table_item(&s->xcats, sn->cat);
-		c->self += sn->self;
-	}
-	return 0;
-}
-
-/* ---- sorted views -------------------------------------------------------- */
-
-struct ref {
-	uint32_t id;
-	int64_t key;      /* sorted descending */
-	const char *name; /* then ascending */
-};
-
-static int cmp_ref(const void *pa, const void *pb)
-{
-	const struct ref *a = pa, *b = pb;
-	if (a->key != b->key)
-		return a->key > b->key ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-static void sort_refs(struct ref *r, size_t n)
-{
-	qsort(r, n, sizeof(*r), cmp_ref);
-}
-
-static const char *name_part(const struct table *t, size_t i, uint32_t first_len)
+static const char *name_part(const struct an_table *t, size_t i, uint32_t first_len)
 {
 	return t->keys[i] + first_len + 1;
 }
 
-static size_t shown(size_t n, size_t top)
-{
-	return top && top < n ? top : n;
-}
-
-/* A flattened numeric member of the "strobe" metadata object. */
-struct meta_num {
-	char *key;
-	const char *raw;
-};
-
-struct meta {
-	yajl_val root;
-	struct meta_num *v;
-	size_t n, cap;
-};
-
-static void meta_walk(struct meta *m, yajl_val v, const char *prefix)
-{
-	if (!YAJL_IS_OBJECT(v))
-		return;
-	for (size_t i = 0; i < v->u.object.len; i++) {
-		const char *k = v->u.object.keys[i];
-		yajl_val c = v->u.object.values[i];
-		size_t need = strlen(prefix) + strlen(k) + 2;
-		char *path = malloc(need);
-		if (!path)
-			return;
-		snprintf(path, need, "%s%s%s", prefix, *prefix ? "." : "", k);
-		if (YAJL_IS_NUMBER(c) && m->n < 4096) {
-			if (m->n == m->cap) {
-				size_t cap = m->cap ? m->cap * 2 : 16;
-				struct meta_num *nv = realloc(m->v, cap * sizeof(*nv));
-				if (!nv) {
-					free(path);
-					return;
-				}
-				m->v = nv;
-				m->cap = cap;
-			}
-			m->v[m->n++] = (struct meta_num){path, YAJL_GET_NUMBER(c)};
-			continue;
-		}
-		meta_walk(m, c, path);
-		free(path);
-	}
-}
-
-static void meta_free(struct meta *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		free(m->v[i].key);
-	free(m->v);
-	yajl_tree_free(m->root);
-}
-
-struct report {
-	const char *file;
-	const struct tr_stats *st;
-	struct summary *s;
-	size_t top;
-	struct ref *phs, *cats, *xcats, *instants, *counters;
-	struct meta meta;
-};
-
-static struct ref *refs_of(const struct table *t, uint32_t first_len_offset, int64_t (*key)(const void *item))
-{
-	struct ref *r = calloc(t->n ? t->n : 1, sizeof(*r));
-	if (!r)
-		return NULL;
-	for (size_t i = 0; i < t->n; i++) {
-		const void *item = table_item(t, i);
-		uint32_t skip = 0;
-		if (first_len_offset != UINT32_MAX) {
-			memcpy(&skip, (const unsigned char *)item + first_len_offset, sizeof(skip));
-			skip++;
-		}
-		r[i] = (struct ref){(uint32_t)i, key(item), t->keys[i] + skip};
-	}
-	sort_refs(r, t->n);
-	return r;
-}
-
 static int64_t key_count(const void *item)
 {
-	const struct count *c = item;
+	const struct an_count *c = item;
 	return (int64_t)c->n;
 }
 
 static int64_t key_category(const void *item)
 {
-	const struct category *c = item;
+	const struct an_category *c = item;
 	return c->total;
 }
 
 static int64_t key_instant(const void *item)
 {
-	const struct instant *c = item;
+	const struct an_instant *c = item;
 	return (int64_t)c->count;
 }
 
 static int64_t key_series(const void *item)
 {
-	const struct series *c = item;
+	const struct an_series *c = item;
 	return (int64_t)c->count;
 }
 
-/* The names of category cat, sorted by total or self time. */
-static struct ref *names_of(const struct summary *s, uint32_t cat, bool by_self, size_t *n)
-{
-	const struct category *c = table_item(&s->xcats, cat);
-	struct ref *r = calloc(c->names ? c->names : 1, sizeof(*r));
-	if (!r)
-		return NULL;
-	*n = 0;
-	for (size_t i = 0; i < s->names.n && *n < c->names; i++) {
-		const struct span_name *sn = table_item(&s->names, i);
-		if (sn->cat == cat)
-			r[(*n)++] = (struct ref){(uint32_t)i, by_self ? sn->self : sn->total,
-			                         name_part(&s->names, i, sn->cat_len)};
-	}
-	sort_refs(r, *n);
-	return r;
-}
-
 /* ---- human output -------------------------------------------------------- */
-
-static const char *fmt_dur(int64_t ns, char *buf, size_t len)
-{
-	uint64_t a = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
-	const char *sign = ns < 0 ? "-" : "";
-	if (a < 1000) {
-		snprintf(buf, len, "%s%" PRIu64 " ns", sign, a);
-		return buf;
-	}
-	static const struct {
-		uint64_t scale; /* ns per unit / 1000: the step of the third decimal */
-		const char *unit;
-	} units[] = {{1, "µs"}, {1000, "ms"}, {1000000, "s"}};
-	size_t u = a < 1000000 ? 0 : a < 1000000000 ? 1 : 2;
-	uint64_t milli = (a + units[u].scale / 2) / units[u].scale;
-	snprintf(buf, len, "%s%" PRIu64 ".%03" PRIu64 " %s", sign, milli / 1000, milli % 1000, units[u].unit);
-	return buf;
-}
 
 /* Columns on a terminal, counting a UTF-8 sequence as one. */
 static size_t columns(const char *s, size_t bytes)
@@ -625,7 +166,7 @@ static void num_cell(uint64_t v, size_t width)
 static void dur_cell(int64_t ns)
 {
 	char buf[40];
-	cell(fmt_dur(ns, buf, sizeof(buf)), DUR_W, true);
+	cell(an_fmt_dur(ns, buf, sizeof(buf)), DUR_W, true);
 }
 
 static const char *shown_cat(const char *cat)
@@ -633,7 +174,7 @@ static const char *shown_cat(const char *cat)
 	return *cat ? cat : "(none)";
 }
 
-static void name_rows(const struct summary *s, const struct ref *r, size_t n, const char *title)
+static void name_rows(const struct an_trace *s, const struct an_ref *r, size_t n, const char *title)
 {
 	printf("  ");
 	cell(title, NAME_W, false);
@@ -643,7 +184,7 @@ static void name_rows(const struct summary *s, const struct ref *r, size_t n, co
 	cell("mean", DUR_W, true);
 	printf("\n");
 	for (size_t i = 0; i < n; i++) {
-		const struct span_name *sn = table_item(&s->names, r[i].id);
+		const struct an_name *sn = an_table_item(&s->names, r[i].id);
 		printf("  ");
 		cell(r[i].name, NAME_W, false);
 		num_cell(sn->count, NUM_W);
@@ -662,23 +203,23 @@ static void more_line(size_t total, size_t shown_n)
 
 static int print_category(const struct report *rp, uint32_t cat)
 {
-	const struct summary *s = rp->s;
-	const struct category *c = table_item(&s->xcats, cat);
+	const struct an_trace *s = rp->s;
+	const struct an_category *c = an_table_item(&s->xcats, cat);
 	char total[40], self[40];
 	printf("\n%s: %" PRIu64 " event%s, %" PRIu32 " name%s, total %s, self %s\n",
 	       shown_cat(s->xcats.keys[cat]), c->events, c->events == 1 ? "" : "s", c->names,
-	       c->names == 1 ? "" : "s", fmt_dur(c->total, total, sizeof(total)),
-	       fmt_dur(c->self, self, sizeof(self)));
+	       c->names == 1 ? "" : "s", an_fmt_dur(c->total, total, sizeof(total)),
+	       an_fmt_dur(c->self, self, sizeof(self)));
 	size_t n;
-	struct ref *r = names_of(s, cat, false, &n);
+	struct an_ref *r = an_names_of(s, cat, false, &n);
 	if (!r)
 		return -ENOMEM;
-	struct ref *by_self = names_of(s, cat, true, &n);
+	struct an_ref *by_self = an_names_of(s, cat, true, &n);
 	if (!by_self) {
 		free(r);
 		return -ENOMEM;
 	}
-	size_t rows = shown(n, rp->top);
+	size_t rows = an_shown(n, rp->top);
 	char title[64];
 	snprintf(title, sizeof(title), "top %zu by total time", rows);
 	name_rows(s, r, rows, title);
@@ -702,9 +243,224 @@ static const char *compression_name(enum tr_compression c)
 	return c == TR_GZIP ? "gzip" : c == TR_ZSTD ? "zstd" : "none";
 }
 
+/* ---- GPU sections ---------------------------------------------------------- */
+
+/* Whether row i of a list sorted by rank is past --top for its rank. */
+static bool past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
+{
+	if (rank != *prev)
+		*in_rank = 0;
+	*prev = rank;
+	return top && ++*in_rank > top;
+}
+
+static void rank_heading(const struct an_trace *s, int64_t rank, int64_t *prev, const char *title)
+{
+	char buf[32];
+	if (!s->ranked || *prev == rank)
+		return;
+	*prev = rank;
+	printf("  %s:%s\n", an_rank_label(rank, buf, sizeof(buf)), title);
+}
+
+/* Prints " item" on the current line, or on a new indented one when it
+ * would pass column 100. */
+static void list_item(size_t *col, const char *item)
+{
+	size_t w = columns(item, strlen(item)) + 1;
+	if (*col + w > 100) {
+		printf("\n     ");
+		*col = 5;
+	}
+	printf(" %s", item);
+	*col += w;
+}
+
+static void print_devices(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	char b1[40], b2[40], b3[40], label[TR_SHORT_MAX + 32], item[TR_SHORT_MAX + 64];
+	printf("\nGPU devices: busy = union of kernels, copies and memsets (overlapping streams once)\n");
+	printf("  ");
+	cell("device", 38, false);
+	cell("busy", DUR_W, true);
+	cell("busy %", 8, true);
+	cell("gaps", NUM_W, true);
+	cell("idle", DUR_W, true);
+	cell("longest gap", DUR_W, true);
+	printf("\n");
+	for (size_t i = 0; i < s->ndevices; i++) {
+		const struct an_device *d = &s->devices[i];
+		printf("  ");
+		cell(an_device_label(s, d->pid, label, sizeof(label)), 38, false);
+		dur_cell(d->busy);
+		snprintf(b1, sizeof(b1), "%.1f%%", an_pct(d->busy, an_window(s)));
+		cell(b1, 8, true);
+		num_cell(d->gaps, NUM_W);
+		dur_cell(d->gap_total);
+		dur_cell(d->gap_max);
+		printf("\n");
+		if (d->ntop) {
+			size_t col = (size_t)printf("    longest gaps:");
+			for (size_t k = 0; k < d->ntop; k++) {
+				snprintf(item, sizeof(item), "%s at +%s%s",
+				         an_fmt_dur(d->top[k].dur, b1, sizeof(b1)),
+				         an_fmt_dur(d->top[k].start - s->first_ts, b2, sizeof(b2)),
+				         k + 1 < d->ntop ? "," : "");
+				list_item(&col, item);
+			}
+			printf("\n");
+		}
+		size_t col = (size_t)printf("    streams (busy %% of the window):");
+		for (size_t k = 0; k < d->nstreams; k++) {
+			snprintf(item, sizeof(item), "%s %.1f%%%s", an_row_tid(s, d->streams[k].row),
+			         an_pct(d->streams[k].busy, an_window(s)), k + 1 < d->nstreams ? "," : "");
+			list_item(&col, item);
+		}
+		printf("\n");
+		if (d->has_comm)
+			printf("    NCCL %s, compute %s, both at once %s: %.1f%% of communication hidden\n",
+			       an_fmt_dur(d->comm, b1, sizeof(b1)), an_fmt_dur(d->compute, b2, sizeof(b2)),
+			       an_fmt_dur(d->both, b3, sizeof(b3)), an_pct(d->both, d->comm));
+	}
+}
+
+static void print_kernels(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	int64_t prev = INT64_MIN, head = INT64_MIN;
+	size_t in_rank = 0;
+	printf("\nkernels by total time\n  ");
+	cell("name", 36, false);
+	cell("count", NUM_W, true);
+	cell("total", DUR_W, true);
+	cell("mean", DUR_W, true);
+	cell("p50", DUR_W, true);
+	cell("p99", DUR_W, true);
+	printf("\n");
+	for (size_t i = 0; i < s->nkernel_stats; i++) {
+		const struct an_kernel *k = &s->kernels[i];
+		if (past_top(rp->top, k->rank, &prev, &in_rank))
+			continue;
+		rank_heading(s, k->rank, &head, "");
+		printf("  ");
+		cell(an_name(s, k->name), 36, false);
+		num_cell(k->count, NUM_W);
+		dur_cell(k->total);
+		dur_cell(k->total / (int64_t)k->count);
+		dur_cell(k->p50);
+		dur_cell(k->p99);
+		printf("\n");
+	}
+}
+
+static void print_copies(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	int64_t head = INT64_MIN;
+	char buf[40];
+	printf("\nmemcpy by direction\n  ");
+	cell("kind", 36, false);
+	cell("count", NUM_W, true);
+	cell("bytes", 16, true);
+	cell("total", DUR_W, true);
+	cell("GB/s", 10, true);
+	printf("\n");
+	for (size_t i = 0; i < s->ncopy_stats; i++) {
+		const struct an_copy_stat *c = &s->copy_stats[i];
+		rank_heading(s, c->rank, &head, "");
+		printf("  ");
+		cell(c->dir, 36, false);
+		num_cell(c->count, NUM_W);
+		num_cell(c->bytes, 16);
+		dur_cell(c->total);
+		snprintf(buf, sizeof(buf), "%.3f", c->total > 0 ? (double)c->bytes / (double)c->total : 0);
+		cell(buf, 10, true);
+		printf("\n");
+	}
+}
+
+static void print_latency(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	char buf[32];
+	printf("\nlaunch latency: kernel start - start of the runtime call that launched it\n  ");
+	cell("", 12, false);
+	cell("kernels", NUM_W, true);
+	cell("unmatched", 10, true);
+	cell("p50", DUR_W, true);
+	cell("p90", DUR_W, true);
+	cell("p99", DUR_W, true);
+	cell("max", DUR_W, true);
+	printf("\n");
+	for (size_t i = 0; i < s->nlatency; i++) {
+		const struct an_latency *l = &s->latency[i];
+		printf("  ");
+		cell(s->ranked ? an_rank_label(l->rank, buf, sizeof(buf)) : "all", 12, false);
+		num_cell(l->kernels, NUM_W);
+		num_cell(l->kernels - l->matched, 10);
+		if (l->matched) {
+			dur_cell(l->p50);
+			dur_cell(l->p90);
+			dur_cell(l->p99);
+			dur_cell(l->max);
+		}
+		printf("\n");
+	}
+}
+
+static void print_cpu_ops(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	int64_t prev = INT64_MIN, head = INT64_MIN;
+	size_t in_rank = 0;
+	printf("\ncpu_op by self time, per rank\n  ");
+	cell("name", NAME_W, false);
+	cell("count", NUM_W, true);
+	cell("total", DUR_W, true);
+	cell("self", DUR_W, true);
+	printf("\n");
+	for (size_t i = 0; i < s->ncpu_ops; i++) {
+		const struct an_cpu_op *op = &s->cpu_ops[i];
+		if (past_top(rp->top, op->rank, &prev, &in_rank))
+			continue;
+		rank_heading(s, op->rank, &head, "");
+		printf("  ");
+		cell(an_name(s, op->name), NAME_W, false);
+		num_cell(op->count, NUM_W);
+		dur_cell(op->total);
+		dur_cell(op->self);
+		printf("\n");
+	}
+}
+
+static void print_gpu(const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	char buf[32];
+	if (s->ranked) {
+		printf("\nranks:");
+		for (size_t i = 0; i < s->nranks; i++)
+			printf("%s %s", i ? "," : "",
+			       s->ranks[i] >= 0 ? an_rank_label(s->ranks[i], buf, sizeof(buf)) + 5
+			                        : "(pids without a rank)");
+		printf(" (from process names \"rank N · ...\")\n");
+	}
+	if (s->ndevices)
+		print_devices(rp);
+	if (s->nkernel_stats)
+		print_kernels(rp);
+	if (s->ncopy_stats)
+		print_copies(rp);
+	if (s->nlatency)
+		print_latency(rp);
+	if (s->ranked && s->ncpu_ops)
+		print_cpu_ops(rp);
+}
+
 static int print_human(struct report *rp)
 {
-	const struct summary *s = rp->s;
+	const struct an_trace *s = rp->s;
 	const struct tr_stats *st = rp->st;
 	char buf[40];
 
@@ -713,13 +469,13 @@ static int print_human(struct report *rp)
 	       st->json_bytes);
 	printf("events    %" PRIu64 " (", st->events);
 	for (size_t i = 0; i < s->phs.n; i++) {
-		const struct count *c = table_item(&s->phs, rp->phs[i].id);
+		const struct an_count *c = an_table_item(&s->phs, rp->phs[i].id);
 		printf("%s%s %" PRIu64, i ? ", " : "", *rp->phs[i].name ? rp->phs[i].name : "(no ph)", c->n);
 	}
 	printf(")\n");
 	if (s->timed)
 		printf("span      %s, from the first event's start to the last event's end\n",
-		       fmt_dur(s->last_end - s->first_ts, buf, sizeof(buf)));
+		       an_fmt_dur(s->last_end - s->first_ts, buf, sizeof(buf)));
 	else
 		printf("span      none: no event has a timestamp\n");
 
@@ -731,12 +487,12 @@ static int print_human(struct report *rp)
 	printf("\n");
 	for (size_t i = 0; i < s->cats.n; i++) {
 		const char *name = rp->cats[i].name;
-		const struct count *c = table_item(&s->cats, rp->cats[i].id);
+		const struct an_count *c = an_table_item(&s->cats, rp->cats[i].id);
 		cell(shown_cat(name), NAME_W + 2, false);
 		num_cell(c->n, NUM_W);
 		/* Only complete events have a duration to add up. */
 		for (size_t j = 0; j < s->xcats.n; j++) {
-			const struct category *xc = table_item(&s->xcats, j);
+			const struct an_category *xc = an_table_item(&s->xcats, j);
 			if (!strcmp(s->xcats.keys[j], name)) {
 				dur_cell(xc->total);
 				dur_cell(xc->self);
@@ -748,8 +504,9 @@ static int print_human(struct report *rp)
 	for (size_t i = 0; i < s->xcats.n; i++)
 		if (print_category(rp, rp->xcats[i].id))
 			return -ENOMEM;
+	print_gpu(rp);
 
-	size_t n = shown(s->instants.n, rp->top);
+	size_t n = an_shown(s->instants.n, rp->top);
 	printf("\ninstants: %zu name%s\n", s->instants.n, s->instants.n == 1 ? "" : "s");
 	if (n) {
 		printf("  ");
@@ -758,7 +515,7 @@ static int print_human(struct report *rp)
 		printf("  category\n");
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct instant *in = table_item(&s->instants, rp->instants[i].id);
+		const struct an_instant *in = an_table_item(&s->instants, rp->instants[i].id);
 		printf("  ");
 		cell(rp->instants[i].name, NAME_W, false);
 		num_cell(in->count, NUM_W);
@@ -767,7 +524,7 @@ static int print_human(struct report *rp)
 	}
 	more_line(s->instants.n, n);
 
-	n = shown(s->counters.n, rp->top);
+	n = an_shown(s->counters.n, rp->top);
 	printf("\ncounters: %zu series\n", s->counters.n);
 	if (n) {
 		printf("  ");
@@ -779,7 +536,7 @@ static int print_human(struct report *rp)
 		printf("\n");
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct series *c = table_item(&s->counters, rp->counters[i].id);
+		const struct an_series *c = an_table_item(&s->counters, rp->counters[i].id);
 		const char *key = s->counters.keys[rp->counters[i].id];
 		const char *arg = name_part(&s->counters, rp->counters[i].id, c->name_len);
 		char label[TR_NAME_MAX + TR_SHORT_MAX + 4];
@@ -799,10 +556,10 @@ static int print_human(struct report *rp)
 	printf("\naccounting\n");
 	if (!s->strobe_meta)
 		printf("  (the trace has no \"strobe\" metadata with drop counts)\n");
-	for (size_t i = 0; i < rp->meta.n; i++) {
+	for (size_t i = 0; i < s->nmeta; i++) {
 		printf("  ");
-		cell(rp->meta.v[i].key, NAME_W, false);
-		cell(rp->meta.v[i].raw, NUM_W, true);
+		cell(s->meta[i].key, NAME_W, false);
+		cell(s->meta[i].raw, NUM_W, true);
 		printf("\n");
 	}
 	const struct {
@@ -850,12 +607,12 @@ static void gd(yajl_gen g, const char *key, double v)
 	yajl_gen_number(g, buf, strlen(buf));
 }
 
-static void json_rows(yajl_gen g, const struct summary *s, const char *key, const struct ref *r, size_t n)
+static void json_rows(yajl_gen g, const struct an_trace *s, const char *key, const struct an_ref *r, size_t n)
 {
 	gs(g, key);
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < n; i++) {
-		const struct span_name *sn = table_item(&s->names, r[i].id);
+		const struct an_name *sn = an_table_item(&s->names, r[i].id);
 		yajl_gen_map_open(g);
 		gs(g, "name");
 		gs(g, r[i].name);
@@ -869,20 +626,185 @@ static void json_rows(yajl_gen g, const struct summary *s, const char *key, cons
 	yajl_gen_array_close(g);
 }
 
-static void json_counts(yajl_gen g, const char *key, const struct table *t, const struct ref *r)
+static void json_counts(yajl_gen g, const char *key, const struct an_table *t, const struct an_ref *r)
 {
 	gs(g, key);
 	yajl_gen_map_open(g);
 	for (size_t i = 0; i < t->n; i++) {
-		const struct count *c = table_item(t, r[i].id);
+		const struct an_count *c = an_table_item(t, r[i].id);
 		gi(g, r[i].name, (int64_t)c->n);
 	}
 	yajl_gen_map_close(g);
 }
 
+static void g_rank(yajl_gen g, int64_t rank)
+{
+	gs(g, "rank");
+	if (rank >= 0)
+		yajl_gen_integer(g, rank);
+	else
+		yajl_gen_null(g);
+}
+
+/* A pid or tid as the trace wrote it: a number stays a number. */
+static void g_ident_key(yajl_gen g, const char *key)
+{
+	if (key[0] == 'n')
+		yajl_gen_number(g, key + 1, strlen(key + 1));
+	else
+		gs(g, key + 1);
+}
+
+static void json_devices(yajl_gen g, const struct an_trace *s)
+{
+	char label[TR_SHORT_MAX + 32];
+	gs(g, "gpu_devices");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->ndevices; i++) {
+		const struct an_device *d = &s->devices[i];
+		yajl_gen_map_open(g);
+		gs(g, "pid");
+		g_ident_key(g, s->pids.keys[d->pid]);
+		gs(g, "name");
+		gs(g, an_device_label(s, d->pid, label, sizeof(label)));
+		g_rank(g, d->rank);
+		gi(g, "events", (int64_t)d->events);
+		gi(g, "busy_ns", d->busy);
+		gd(g, "busy_pct", an_pct(d->busy, an_window(s)));
+		gi(g, "first_ts_ns", d->first);
+		gi(g, "last_end_ns", d->last);
+		gs(g, "idle_gaps");
+		yajl_gen_map_open(g);
+		gi(g, "count", (int64_t)d->gaps);
+		gi(g, "total_ns", d->gap_total);
+		gi(g, "longest_ns", d->gap_max);
+		gs(g, "longest");
+		yajl_gen_array_open(g);
+		for (size_t k = 0; k < d->ntop; k++) {
+			yajl_gen_map_open(g);
+			gi(g, "start_ns", d->top[k].start);
+			gi(g, "duration_ns", d->top[k].dur);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+		gs(g, "streams");
+		yajl_gen_array_open(g);
+		for (size_t k = 0; k < d->nstreams; k++) {
+			const struct an_row *row = an_table_item(&s->rows, d->streams[k].row);
+			yajl_gen_map_open(g);
+			gs(g, "tid");
+			g_ident_key(g, s->rows.keys[d->streams[k].row] + row->tid_off - 1);
+			gi(g, "events", (int64_t)d->streams[k].events);
+			gi(g, "busy_ns", d->streams[k].busy);
+			gd(g, "busy_pct", an_pct(d->streams[k].busy, an_window(s)));
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		gs(g, "comm_compute");
+		if (d->has_comm) {
+			yajl_gen_map_open(g);
+			gi(g, "comm_ns", d->comm);
+			gi(g, "compute_ns", d->compute);
+			gi(g, "both_ns", d->both);
+			gd(g, "hidden_pct", an_pct(d->both, d->comm));
+			yajl_gen_map_close(g);
+		} else {
+			yajl_gen_null(g);
+		}
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+static void json_gpu(yajl_gen g, const struct report *rp)
+{
+	const struct an_trace *s = rp->s;
+	gs(g, "ranks");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->nranks; i++)
+		if (s->ranks[i] >= 0)
+			yajl_gen_integer(g, s->ranks[i]);
+	yajl_gen_array_close(g);
+	json_devices(g, s);
+
+	int64_t prev = INT64_MIN;
+	size_t in_rank = 0;
+	gs(g, "kernels");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->nkernel_stats; i++) {
+		const struct an_kernel *k = &s->kernels[i];
+		if (past_top(rp->top, k->rank, &prev, &in_rank))
+			continue;
+		yajl_gen_map_open(g);
+		g_rank(g, k->rank);
+		gs(g, "name");
+		gs(g, an_name(s, k->name));
+		gi(g, "count", (int64_t)k->count);
+		gi(g, "total_ns", k->total);
+		gi(g, "mean_ns", k->total / (int64_t)k->count);
+		gi(g, "p50_ns", k->p50);
+		gi(g, "p99_ns", k->p99);
+		gi(g, "max_ns", k->max);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+
+	gs(g, "memcpy");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->ncopy_stats; i++) {
+		const struct an_copy_stat *c = &s->copy_stats[i];
+		yajl_gen_map_open(g);
+		g_rank(g, c->rank);
+		gs(g, "kind");
+		gs(g, c->dir);
+		gi(g, "count", (int64_t)c->count);
+		gi(g, "bytes", (int64_t)c->bytes);
+		gi(g, "total_ns", c->total);
+		gd(g, "gb_per_s", c->total > 0 ? (double)c->bytes / (double)c->total : 0);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+
+	gs(g, "launch_latency");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->nlatency; i++) {
+		const struct an_latency *l = &s->latency[i];
+		yajl_gen_map_open(g);
+		g_rank(g, l->rank);
+		gi(g, "kernels", (int64_t)l->kernels);
+		gi(g, "matched", (int64_t)l->matched);
+		gi(g, "unmatched", (int64_t)(l->kernels - l->matched));
+		gi(g, "p50_ns", l->p50);
+		gi(g, "p90_ns", l->p90);
+		gi(g, "p99_ns", l->p99);
+		gi(g, "max_ns", l->max);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+
+	prev = INT64_MIN;
+	gs(g, "cpu_ops_by_self");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < s->ncpu_ops; i++) {
+		const struct an_cpu_op *op = &s->cpu_ops[i];
+		if (past_top(rp->top, op->rank, &prev, &in_rank))
+			continue;
+		yajl_gen_map_open(g);
+		g_rank(g, op->rank);
+		gs(g, "name");
+		gs(g, an_name(s, op->name));
+		gi(g, "count", (int64_t)op->count);
+		gi(g, "total_ns", op->total);
+		gi(g, "self_ns", op->self);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
 static int print_json(struct report *rp)
 {
-	const struct summary *s = rp->s;
+	const struct an_trace *s = rp->s;
 	const struct tr_stats *st = rp->st;
 	yajl_gen g = yajl_gen_alloc(NULL);
 	if (!g)
@@ -916,7 +838,7 @@ static int print_json(struct report *rp)
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < s->xcats.n && !rc; i++) {
 		uint32_t cat = rp->xcats[i].id;
-		const struct category *c = table_item(&s->xcats, cat);
+		const struct an_category *c = an_table_item(&s->xcats, cat);
 		yajl_gen_map_open(g);
 		gs(g, "cat");
 		gs(g, s->xcats.keys[cat]);
@@ -926,12 +848,12 @@ static int print_json(struct report *rp)
 		gi(g, "self_ns", c->self);
 		for (int by_self = 0; by_self < 2 && !rc; by_self++) {
 			size_t n;
-			struct ref *r = names_of(s, cat, by_self, &n);
+			struct an_ref *r = an_names_of(s, cat, by_self, &n);
 			if (!r) {
 				rc = -ENOMEM;
 				break;
 			}
-			json_rows(g, s, by_self ? "top_by_self" : "top_by_total", r, shown(n, rp->top));
+			json_rows(g, s, by_self ? "top_by_self" : "top_by_total", r, an_shown(n, rp->top));
 			free(r);
 		}
 		yajl_gen_map_close(g);
@@ -940,8 +862,8 @@ static int print_json(struct report *rp)
 
 	gs(g, "instants");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < shown(s->instants.n, rp->top); i++) {
-		const struct instant *in = table_item(&s->instants, rp->instants[i].id);
+	for (size_t i = 0; i < an_shown(s->instants.n, rp->top); i++) {
+		const struct an_instant *in = an_table_item(&s->instants, rp->instants[i].id);
 		yajl_gen_map_open(g);
 		gs(g, "cat");
 		yajl_gen_string(g, (const unsigned char *)s->instants.keys[rp->instants[i].id], in->cat_len);
@@ -955,8 +877,8 @@ static int print_json(struct report *rp)
 
 	gs(g, "counters");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < shown(s->counters.n, rp->top); i++) {
-		const struct series *c = table_item(&s->counters, rp->counters[i].id);
+	for (size_t i = 0; i < an_shown(s->counters.n, rp->top); i++) {
+		const struct an_series *c = an_table_item(&s->counters, rp->counters[i].id);
 		yajl_gen_map_open(g);
 		gs(g, "name");
 		yajl_gen_string(g, (const unsigned char *)s->counters.keys[rp->counters[i].id], c->name_len);
@@ -970,15 +892,16 @@ static int print_json(struct report *rp)
 	}
 	yajl_gen_array_close(g);
 	gi(g, "counter_series", (int64_t)s->counters.n);
+	json_gpu(g, rp);
 
 	gs(g, "accounting");
 	yajl_gen_map_open(g);
 	gs(g, "strobe");
 	if (s->strobe_meta) {
 		yajl_gen_map_open(g);
-		for (size_t i = 0; i < rp->meta.n; i++) {
-			gs(g, rp->meta.v[i].key);
-			yajl_gen_number(g, rp->meta.v[i].raw, strlen(rp->meta.v[i].raw));
+		for (size_t i = 0; i < s->nmeta; i++) {
+			gs(g, s->meta[i].key);
+			yajl_gen_number(g, s->meta[i].raw, strlen(s->meta[i].raw));
 		}
 		yajl_gen_map_close(g);
 	} else {
@@ -1012,19 +935,15 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-static int report(const char *file, const struct tr_stats *st, struct summary *s, size_t top, bool json)
+static int report(const char *file, const struct tr_stats *st, struct an_trace *s, size_t top, bool json)
 {
 	struct report rp = {.file = file, .st = st, .s = s, .top = top};
 	int rc = -ENOMEM;
-	if (s->strobe_meta) {
-		rp.meta.root = yajl_tree_parse(s->strobe_meta, NULL, 0);
-		meta_walk(&rp.meta, rp.meta.root, "");
-	}
-	rp.phs = refs_of(&s->phs, UINT32_MAX, key_count);
-	rp.cats = refs_of(&s->cats, UINT32_MAX, key_count);
-	rp.xcats = refs_of(&s->xcats, UINT32_MAX, key_category);
-	rp.instants = refs_of(&s->instants, offsetof(struct instant, cat_len), key_instant);
-	rp.counters = refs_of(&s->counters, offsetof(struct series, name_len), key_series);
+	rp.phs = an_refs_of(&s->phs, UINT32_MAX, key_count);
+	rp.cats = an_refs_of(&s->cats, UINT32_MAX, key_count);
+	rp.xcats = an_refs_of(&s->xcats, UINT32_MAX, key_category);
+	rp.instants = an_refs_of(&s->instants, offsetof(struct an_instant, cat_len), key_instant);
+	rp.counters = an_refs_of(&s->counters, offsetof(struct an_series, name_len), key_series);
 	if (rp.phs && rp.cats && rp.xcats && rp.instants && rp.counters)
 		rc = json ? print_json(&rp) : print_human(&rp);
 	free(rp.phs);
@@ -1032,7 +951,6 @@ static int report(const char *file, const struct tr_stats *st, struct summary *s
 	free(rp.xcats);
 	free(rp.instants);
 	free(rp.counters);
-	meta_free(&rp.meta);
 	return rc;
 }
 
@@ -1074,33 +992,14 @@ int cmd_summary(int argc, char **argv)
 	if (!file)
 		return usage_error("%s", "no trace file given");
 
-	struct summary s = {
-	    .phs.item_size = sizeof(struct count),
-	    .cats.item_size = sizeof(struct count),
-	    .xcats.item_size = sizeof(struct category),
-	    .names.item_size = sizeof(struct span_name),
-	    .rows.item_size = 1,
-	    .instants.item_size = sizeof(struct instant),
-	    .counters.item_size = sizeof(struct series),
-	};
-	struct tr_handler h = {on_event, on_member, &s};
+	struct an_trace s = {0};
 	struct tr_stats st;
 	char err[512];
-	int rc = tr_read_file(file, &h, &st, err, sizeof(err));
-	if (!rc)
-		rc = compute_self(&s);
-	if (!rc)
-		rc = report(file, &st, &s, top, json);
-	/* The reader words its own failures; ours (a callback's) are all memory. */
-	if (rc && *err)
+	int rc = an_read(&s, file, &st, err, sizeof(err));
+	if (!rc && report(file, &st, &s, top, json))
+		rc = snprintf(err, sizeof(err), "%s: out of memory", file);
+	if (rc)
 		fprintf(stderr, "strobe: %s\n", err);
-	else if (rc)
-		fprintf(stderr, "strobe: %s: out of memory\n", file);
-
-	struct table *tables[] = {&s.phs, &s.cats, &s.xcats, &s.names, &s.rows, &s.instants, &s.counters};
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
-		table_free(tables[i]);
-	free(s.x);
-	free(s.strobe_meta);
+	an_free(&s);
 	return rc ? 1 : 0;
 }

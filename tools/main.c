@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
+	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
@@ -26,7 +27,8 @@ static void usage(FILE *out)
 	fprintf(out, "\nRun 'strobe <command> --help' for a command's options.\n"
 		     "Examples:\n"
 		     "  strobe config check /etc/libkineto.conf\n"
-		     "  strobe summary trace.json.gz\n");
+		     "  strobe summary trace.json.gz\n"
+		     "  strobe report trace.json -o report.html\n");
 }
 
 int main(int argc, char **argv)
