@@ -11,6 +11,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
 	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
@@ -26,6 +27,7 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'strobe <command> --help' for a command's options.\n"
 		     "Examples:\n"
+		     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
 		     "  strobe config check /etc/libkineto.conf\n"
 		     "  strobe summary trace.json.gz\n"
 		     "  strobe report trace.json -o report.html\n");

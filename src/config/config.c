@@ -765,3 +765,26 @@ char *strb_config_read_base(const char *path, const char **used_path)
 		*used_path = path;
 	return read_small_file(path, chosen);
 }
+
+int strb_config_build(struct strb_config *cfg, const char *base_path, const char *text, uint64_t mask, char *err,
+		      size_t errlen)
+{
+	strb_config_init(cfg);
+	const char *used = NULL;
+	char *base = strb_config_read_base(base_path, &used);
+	if (!base)
+		return -ENOMEM;
+	char base_err[512];
+	if (base[0] && strb_config_parse(cfg, base, NULL, base_err, sizeof(base_err)) != 0) {
+		LOGW("ignoring base config %s: %s", used ? used : "", base_err);
+		strb_config_init(cfg);
+	}
+	free(base);
+	if (text && text[0] && strb_config_parse(cfg, text, NULL, err, errlen) != 0)
+		return STROBE_E_CONFIG;
+	if (mask)
+		cfg->activity_mask = mask;
+	if (!cfg->activity_mask)
+		cfg->activity_mask = STROBE_ACTIVITY_DEFAULT_MASK;
+	return 0;
+}

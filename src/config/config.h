@@ -112,4 +112,12 @@ char *strb_config_format(const struct strb_config *cfg);
  * non-NULL. NULL only on allocation failure. */
 char *strb_config_read_base(const char *path, const char **used_path);
 
+/* The config of a trace: defaults, then the base file (base_path as for
+ * strb_config_read_base; a bad base file is ignored with a warning), then
+ * text on top (NULL or "" for none), then mask when nonzero; an empty mask
+ * becomes the default set. Returns 0, -ENOMEM, or STROBE_E_CONFIG with
+ * the message about text in err. */
+int strb_config_build(struct strb_config *cfg, const char *base_path, const char *text, uint64_t mask, char *err,
+		      size_t errlen);
+
 #endif

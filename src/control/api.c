@@ -11,11 +11,13 @@
 #include "control/controller.h"
 #include "control/ondemand.h"
 #include "control/profilers.h"
+#include "control/recorder.h"
 #include "control/service.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/metadata.h"
+#include "core/names.h"
 #include "core/tbuf.h"
 #include "output/output.h"
 
@@ -33,7 +35,9 @@ static void atfork_child(void)
 	strb_tbuf_atfork_child();
 	strb_ondemand_atfork_child();
 	strb_service_atfork_child();
+	strb_names_atfork_child();
 	pthread_mutex_init(&init_lock, NULL);
+	strb_recorder_atfork_child(); /* last: it may start the child's own trace */
 }
 
 static void register_atfork(void)
@@ -89,25 +93,14 @@ int strobe_prepare(uint64_t activity_mask, const char *config_text)
 		return strb_error(STROBE_E_NOT_INIT, "strobe_prepare: call strobe_init() first");
 	strb_service_ensure();
 	struct strb_config cfg;
-	strb_config_init(&cfg);
 	char err[512];
-
 	/* The base file first, then the caller's text on top: explicit text wins. */
-	const char *base_path = NULL;
-	char *base = strb_config_read_base(base_config_path[0] ? base_config_path : NULL, &base_path);
-	if (!base)
+	int rc = strb_config_build(&cfg, base_config_path[0] ? base_config_path : NULL, config_text, activity_mask, err,
+				   sizeof(err));
+	if (rc == -ENOMEM)
 		return strb_error(-ENOMEM, "strobe_prepare: out of memory");
-	if (base[0] && strb_config_parse(&cfg, base, NULL, err, sizeof(err)) != 0) {
-		LOGW("ignoring base config %s: %s", base_path ? base_path : "", err);
-		strb_config_init(&cfg);
-	}
-	free(base);
-	if (config_text && config_text[0] && strb_config_parse(&cfg, config_text, NULL, err, sizeof(err)) != 0)
+	if (rc)
 		return strb_error(STROBE_E_CONFIG, "strobe_prepare: config refused: %s", err);
-	if (activity_mask)
-		cfg.activity_mask = activity_mask;
-	if (!cfg.activity_mask)
-		cfg.activity_mask = STROBE_ACTIVITY_DEFAULT_MASK;
 	/* A synchronous request wins over on-demand ones. */
 	strb_ondemand_cancel("pre-empted by a synchronous trace (strobe_prepare)");
 	return strb_control_prepare(&cfg, STRB_OWNER_SYNC);

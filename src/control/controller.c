@@ -166,19 +166,24 @@ static const char *state_name(enum strb_state s)
 	return names[s];
 }
 
+static const char *owner_name(enum strb_owner o)
+{
+	return o == STRB_OWNER_ASYNC ? "on-demand" : o == STRB_OWNER_RECORD ? "strobe record" : "synchronous";
+}
+
 int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 {
 	pthread_mutex_lock(&lock);
-	if (who == STRB_OWNER_ASYNC && state != STRB_IDLE) {
-		/* Only a synchronous request pre-empts; on-demand ones wait their turn. */
-		int rc = strb_error(-EBUSY, "a %s trace is %s", owner == STRB_OWNER_SYNC ? "synchronous" : "on-demand",
-				    state_name(state));
+	if ((who != STRB_OWNER_SYNC || owner == STRB_OWNER_RECORD) && state != STRB_IDLE) {
+		/* Only a synchronous request pre-empts, and not the window of
+		 * strobe record (the whole run is being recorded). */
+		int rc = strb_error(-EBUSY, "a %s trace is %s", owner_name(owner), state_name(state));
 		pthread_mutex_unlock(&lock);
 		return rc;
 	}
 	if (state != STRB_IDLE)
-		LOGW("a new trace replaces the %s one that was %s; its data is discarded",
-		     owner == STRB_OWNER_ASYNC ? "on-demand" : "synchronous", state_name(state));
+		LOGW("a new trace replaces the %s one that was %s; its data is discarded", owner_name(owner),
+		     state_name(state));
 	discard_locked();
 	owner = who;
 	atomic_store(&public_owner, who);

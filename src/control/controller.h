@@ -17,14 +17,15 @@ enum strb_state {
 	STRB_CAPTURED, /* capture ended, not yet processed */
 };
 
-/* Who drives the current trace: the caller of strobe_prepare (sync) or the
- * on-demand machinery. A sync prepare replaces anything; an on-demand
- * prepare is refused with -EBUSY while any trace exists; every other step
- * must come from the owner. */
+/* Who drives the current trace: the caller of strobe_prepare (sync), the
+ * on-demand machinery, or `strobe record`'s window. A sync prepare replaces
+ * anything but a record window; the others are refused with -EBUSY while
+ * any trace exists; every other step must come from the owner. */
 enum strb_owner {
 	STRB_OWNER_NONE = 0,
 	STRB_OWNER_SYNC,
 	STRB_OWNER_ASYNC,
+	STRB_OWNER_RECORD,
 };
 
 /* Each returns a status and leaves a message in strobe_last_error. */

@@ -116,6 +116,8 @@ struct service_state {
 	uint64_t refused_peers;
 };
 
+static struct service_state state;
+
 static void reload_base(struct service_state *s)
 {
 	const char *used = NULL;
@@ -212,45 +214,49 @@ static void read_replies(struct service_state *s)
 static void *service_main(void *arg)
 {
 	(void)arg;
-	struct service_state s = {.interval_s = 5};
-	reload_base(&s);
+	/* Static, not on this thread's stack: a fork child (which has no copy
+	 * of the thread) can still reach and free what it holds. */
+	free(state.base_text);
+	state = (struct service_state){.interval_s = 5};
+	struct service_state *s = &state;
+	reload_base(s);
 	if (daemon_polling_enabled()) {
 		char name[96];
 		strb_ipc_client_name(name, sizeof(name));
-		int rc = strb_ipc_open(&s.ep, name);
-		atomic_store(&endpoint, s.ep);
+		int rc = strb_ipc_open(&s->ep, name);
+		atomic_store(&endpoint, s->ep);
 		if (rc)
 			LOGW("on-demand polling is off: cannot open an IPC endpoint (%s)", strerror(-rc));
 	}
 	int64_t now = now_ms();
-	s.next_poll = now;
-	s.next_base = now + BASE_RELOAD_MS;
+	s->next_poll = now;
+	s->next_base = now + BASE_RELOAD_MS;
 	int64_t next_tick = now;
 	while (!atomic_load(&stopping)) {
 		now = now_ms();
-		if (now >= s.next_base) {
-			reload_base(&s);
-			s.next_base = now + BASE_RELOAD_MS;
+		if (now >= s->next_base) {
+			reload_base(s);
+			s->next_base = now + BASE_RELOAD_MS;
 		}
-		if (s.ep && now >= s.next_poll) {
-			poll_daemon(&s);
-			s.next_poll = now + (int64_t)s.interval_s * 1000;
+		if (s->ep && now >= s->next_poll) {
+			poll_daemon(s);
+			s->next_poll = now + (int64_t)s->interval_s * 1000;
 		}
-		if (s.ep)
-			read_replies(&s);
+		if (s->ep)
+			read_replies(s);
 		if (atomic_exchange(&signal_seen, 0)) {
 			LOGI("trigger signal received");
-			submit_text(s.base_text ? s.base_text : "", STRB_SOURCE_SIGNAL);
+			submit_text(s->base_text ? s->base_text : "", STRB_SOURCE_SIGNAL);
 		}
 		next_tick = strb_ondemand_tick(now_ms());
 		now = now_ms();
 		int64_t until = next_tick;
-		if (s.ep && s.next_poll < until)
-			until = s.next_poll;
-		if (s.next_base < until)
-			until = s.next_base;
+		if (s->ep && s->next_poll < until)
+			until = s->next_poll;
+		if (s->next_base < until)
+			until = s->next_base;
 		int timeout = until <= now ? 0 : (int)(until - now > 60000 ? 60000 : until - now);
-		struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {s.ep ? strb_ipc_fd(s.ep) : -1, POLLIN, 0}};
+		struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
 		if (poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN)) {
 			uint64_t v;
 			if (read(wake_fd, &v, sizeof(v)) < 0) {
@@ -259,8 +265,9 @@ static void *service_main(void *arg)
 		}
 	}
 	atomic_store(&endpoint, NULL);
-	strb_ipc_close(s.ep);
-	free(s.base_text);
+	strb_ipc_close(s->ep);
+	free(s->base_text);
+	s->base_text = NULL;
 	return NULL;
 }
 
@@ -327,6 +334,8 @@ void strb_service_ensure(void)
 void strb_service_atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	free(state.base_text);
+	state.base_text = NULL;
 	if (running) {
 		/* The thread did not come along; its endpoint name must not be
 		 * shared with the parent either: a fresh one comes with the restart. */

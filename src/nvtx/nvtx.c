@@ -317,11 +317,28 @@ static void h_dname_category_w(nvtxDomainHandle_t d, uint32_t id, const wchar_t 
 }
 
 /* Registered strings live as long as the process, as NVTX promises the
- * caller; a program registers a bounded set of them. */
+ * caller (a program registers a bounded set); kept on a list so they stay
+ * reachable. */
+struct registered {
+	struct registered *next;
+	char text[];
+};
+static _Atomic(struct registered *) registered_strings;
+
 static nvtxStringHandle_t h_dregister_a(nvtxDomainHandle_t d, const char *s)
 {
 	(void)d;
-	return s ? (nvtxStringHandle_t)(void *)strdup(s) : NULL;
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	struct registered *r = malloc(sizeof(*r) + n);
+	if (!r)
+		return NULL;
+	memcpy(r->text, s, n);
+	r->next = atomic_load(&registered_strings);
+	while (!atomic_compare_exchange_weak(&registered_strings, &r->next, r))
+		;
+	return (nvtxStringHandle_t)(void *)r->text;
 }
 
 static nvtxStringHandle_t h_dregister_w(nvtxDomainHandle_t d, const wchar_t *s)

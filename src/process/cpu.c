@@ -495,8 +495,10 @@ static int cmp_mark(const void *pa, const void *pb)
 static void pair_async(struct walk *k)
 {
 	struct strobe_trace *t = k->t;
-	qsort(k->starts.items, k->starts.n, sizeof(struct async_mark), cmp_mark);
-	qsort(k->ends.items, k->ends.n, sizeof(struct async_mark), cmp_mark);
+	if (k->starts.n)
+		qsort(k->starts.items, k->starts.n, sizeof(struct async_mark), cmp_mark);
+	if (k->ends.n)
+		qsort(k->ends.items, k->ends.n, sizeof(struct async_mark), cmp_mark);
 	size_t e = 0;
 	for (size_t i = 0; i < k->starts.n; i++) {
 		const struct async_mark *s = &k->starts.items[i];
@@ -537,6 +539,8 @@ static int cmp_start(const void *pa, const void *pb, void *arg)
 static void async_lanes(struct walk *k)
 {
 	struct strobe_trace *t = k->t;
+	if (!k->starts.n)
+		return;
 	qsort_r(k->starts.items, k->starts.n, sizeof(struct async_mark), cmp_start, t);
 	size_t i = 0;
 	while (i < k->starts.n && !k->rc) {

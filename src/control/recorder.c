@@ -1,0 +1,435 @@
+#define LOG_TAG "record"
+#include "control/recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "control/controller.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "nvtx/nvtx.h"
+
+/* How long an exiting process waits for a trace another thread of strobe's
+ * is writing: bounded, so exit never hangs on it. */
+#define EXIT_WAIT_NS (60 * 1000000000LL)
+
+enum window {
+	W_OFF,      /* not recording (no settings, or a child with --no-follow) */
+	W_WAITING,  /* before the delay */
+	W_STARTING, /* being prepared and started */
+	W_RUNNING,
+	W_WRITING,
+	W_DONE,
+};
+
+static struct {
+	char out[PATH_MAX];
+	int64_t delay_ns, duration_ns;
+	const char *config;
+	int fd; /* the channel, or -1 */
+	pid_t root;
+	bool follow;
+} rs = {.fd = -1};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond;
+static enum window window;
+static int64_t boot_ns, start_ns; /* CLOCK_MONOTONIC */
+static int wake_fd = -1;
+static volatile sig_atomic_t pending_signal;
+static bool thread_running;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void tell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void tell(const char *fmt, ...)
+{
+	if (rs.fd < 0)
+		return;
+	char msg[PATH_MAX + 512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
+	/* Never block or die on a strobe record that went away. */
+	if (send(rs.fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EPIPE && errno != ECONNREFUSED)
+		LOGI("cannot reach strobe record: %s", strerror(errno));
+}
+
+static bool env_i64(const char *name, int64_t *out)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return true;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || *end || x < 0) {
+		LOGE("strobe record: %s='%s' is not a non-negative integer; not recording", name, v);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+/* Files of processes other than the first get ".PID" before the format's
+ * suffix: trace.json.gz -> trace.1234.json.gz. */
+static void path_for(pid_t pid, const char *out, char *path, size_t len)
+{
+	static const char *const suffixes[] = {".json.gz", ".json.zst", ".json", ".pftrace", ".perfetto-trace",
+					       ".gz", ".zst"};
+	if (pid == rs.root) {
+		snprintf(path, len, "%s", out);
+		return;
+	}
+	size_t n = strlen(out), cut = n;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		size_t s = strlen(suffixes[i]);
+		if (n > s && !strcmp(out + n - s, suffixes[i])) {
+			cut = n - s;
+			break;
+		}
+	}
+	snprintf(path, len, "%.*s.%d%s", (int)cut, out, (int)pid, out + cut);
+}
+
+static char path[PATH_MAX];
+
+static void begin_window(void)
+{
+	pthread_mutex_lock(&lock);
+	if (window != W_WAITING) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	window = W_STARTING;
+	pthread_mutex_unlock(&lock);
+
+	struct strb_config cfg;
+	char err[512] = "";
+	int rc = strb_config_build(&cfg, NULL, rs.config, 0, err, sizeof(err));
+	if (rc == STROBE_E_CONFIG)
+		snprintf(err, sizeof(err), "%s", err[0] ? err : "bad config");
+	else if (rc)
+		snprintf(err, sizeof(err), "out of memory");
+	if (!rc && (rc = strb_control_prepare(&cfg, STRB_OWNER_RECORD)) == 0)
+		rc = strb_control_start(STRB_OWNER_RECORD);
+	if (rc && !err[0])
+		snprintf(err, sizeof(err), "%s", strobe_last_error());
+
+	pthread_mutex_lock(&lock);
+	if (rc) {
+		LOGE("strobe record: cannot start tracing: %s", err);
+		tell("failed %d cannot start tracing: %s", (int)getpid(), err);
+		window = W_DONE;
+	} else {
+		start_ns = mono_ns();
+		window = W_RUNNING;
+	}
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+/* Writes the trace exactly once, whoever asks first: the end of the
+ * window, strobe record, a signal, or exit. Later callers wait for it (at
+ * most `wait_ns`) and return. */
+static void finish(const char *why, int64_t wait_ns)
+{
+	pthread_mutex_lock(&lock);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(wait_ns / 1000000000LL);
+	until.tv_nsec += (long)(wait_ns % 1000000000LL);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (window == W_STARTING || window == W_WRITING)
+		if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT) {
+			LOGW("strobe record: gave up waiting for the trace being written to %s", path);
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+	enum window was = window;
+	if (was == W_WAITING)
+		window = W_DONE;
+	else if (was == W_RUNNING)
+		window = W_WRITING;
+	pthread_mutex_unlock(&lock);
+	if (was == W_WAITING) {
+		tell("nothing %d the program ended (%s) before the window opened", (int)getpid(), why);
+		return;
+	}
+	if (was != W_RUNNING)
+		return;
+
+	strobe_trace *t = NULL;
+	int rc = strb_control_end_capture(STRB_OWNER_RECORD);
+	if (!rc)
+		rc = strb_control_finish(STRB_OWNER_RECORD, &t);
+	if (!rc)
+		rc = strobe_trace_save(t, path);
+	if (rc) {
+		LOGE("strobe record: trace not written (%s): %s", why, strobe_last_error());
+		tell("failed %d %s", (int)getpid(), strobe_last_error());
+	} else {
+		LOGI("trace written to %s (%s)", path, why);
+		tell("wrote %d %s", (int)getpid(), path);
+	}
+	strobe_trace_destroy(t);
+
+	pthread_mutex_lock(&lock);
+	window = W_DONE;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+static void at_exit(void)
+{
+	finish("exit", EXIT_WAIT_NS);
+}
+
+/* SIGINT and SIGTERM, when the program left them at their default: the
+ * trace is written before the signal does what it would have done. */
+static const int finishing_signals[] = {SIGINT, SIGTERM};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	if (!thread_running) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	} else {
+		pending_signal = sig;
+		uint64_t one = 1;
+		if (write(wake_fd, &one, sizeof(one)) < 0) {
+			signal(sig, SIG_DFL);
+			raise(sig);
+		}
+	}
+	errno = saved;
+}
+
+static void install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(finishing_signals) / sizeof(finishing_signals[0]); i++) {
+		struct sigaction old, sa = {.sa_handler = on_signal};
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		if (sigaction(finishing_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL)
+			sigaction(finishing_signals[i], &sa, NULL);
+	}
+}
+
+/* Once the trace is written, the signals do what they always did; one
+ * that came in meanwhile is delivered now. */
+static void uninstall_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(finishing_signals) / sizeof(finishing_signals[0]); i++) {
+		struct sigaction cur;
+		if (sigaction(finishing_signals[i], NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == on_signal)
+			signal(finishing_signals[i], SIG_DFL);
+	}
+	thread_running = false;
+	int sig = pending_signal;
+	if (sig)
+		kill(getpid(), sig);
+}
+
+static void *recorder_main(void *arg)
+{
+	(void)arg;
+	bool reading = rs.fd >= 0;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		enum window w = window;
+		pthread_mutex_unlock(&lock);
+		if (w == W_DONE || w == W_OFF)
+			break;
+		int64_t now = mono_ns(), deadline = -1;
+		if (w == W_WAITING)
+			deadline = boot_ns + rs.delay_ns;
+		else if (w == W_RUNNING && rs.duration_ns > 0)
+			deadline = start_ns + rs.duration_ns;
+		if (deadline >= 0 && now >= deadline) {
+			if (w == W_WAITING)
+				begin_window();
+			else
+				finish("end of the window", EXIT_WAIT_NS);
+			continue;
+		}
+		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN}, {.fd = reading ? rs.fd : -1, .events = POLLIN}};
+		int64_t left_ms = deadline < 0 ? -1 : (deadline - now + 999999) / 1000000;
+		int timeout = left_ms < 0 ? -1 : left_ms > INT_MAX ? INT_MAX : (int)left_ms;
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+			if (read(wake_fd, &v, sizeof(v)) < 0) {
+				/* nothing: the signal, if any, is in pending_signal */
+			}
+			int sig = pending_signal;
+			if (sig) {
+				finish(sig == SIGINT ? "SIGINT" : "SIGTERM", EXIT_WAIT_NS);
+				break;
+			}
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char msg[64];
+			ssize_t n = recv(rs.fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+			if (n > 0) {
+				msg[n] = 0;
+				if (!strcmp(msg, "finish")) {
+					reading = false;
+					finish("asked by strobe record", EXIT_WAIT_NS);
+				}
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				reading = false; /* strobe record is gone */
+			}
+		}
+	}
+	/* Re-raised to the process (kill, not raise): this thread blocks it. */
+	uninstall_signal_handlers();
+	return NULL;
+}
+
+static void start_thread(void)
+{
+	thread_running = false;
+	if (wake_fd >= 0)
+		close(wake_fd);
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0) {
+		LOGW("strobe record: no eventfd (%s); the window and signals are not watched", strerror(errno));
+		return;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	thread_running = pthread_create(&th, &attr, recorder_main, NULL) == 0;
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (thread_running)
+		pthread_setname_np(th, "strobe-record");
+	else
+		LOGW("strobe record: cannot start its thread; the trace is written at exit only");
+}
+
+/* The window of this process: now (or after the delay). */
+static void open_window(void)
+{
+	path_for(getpid(), rs.out, path, sizeof(path));
+	boot_ns = mono_ns();
+	window = W_WAITING;
+	tell("hello %d", (int)getpid());
+	if (rs.delay_ns == 0)
+		begin_window();
+	start_thread();
+}
+
+static void cond_init(void)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_cond_init(&cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static void boot(void)
+{
+	const char *out = getenv("STROBE_RECORD_OUTPUT");
+	if (!out || !*out)
+		return;
+	if (strlen(out) >= sizeof(rs.out) - 16) {
+		LOGE("strobe record: the output path is too long; not recording");
+		return;
+	}
+	snprintf(rs.out, sizeof(rs.out), "%s", out);
+	int64_t fd = -1, root = 0, follow = 1;
+	if (!env_i64("STROBE_RECORD_DELAY_NS", &rs.delay_ns) || !env_i64("STROBE_RECORD_DURATION_NS", &rs.duration_ns) ||
+	    !env_i64("STROBE_RECORD_FD", &fd) || !env_i64("STROBE_RECORD_ROOT_PID", &root) ||
+	    !env_i64("STROBE_RECORD_FOLLOW", &follow))
+		return;
+	rs.config = getenv("STROBE_RECORD_CONFIG");
+	rs.root = (pid_t)root;
+	rs.follow = follow != 0;
+	if (fd >= 0 && fd <= INT_MAX && fcntl((int)fd, F_GETFD) >= 0)
+		rs.fd = (int)fd;
+	if (!rs.follow && rs.root && getpid() != rs.root)
+		return; /* a child, and children are not traced */
+	if (!rs.follow && rs.fd >= 0)
+		fcntl(rs.fd, F_SETFD, FD_CLOEXEC);
+	strobe_init(NULL);
+	cond_init();
+	install_signal_handlers();
+	open_window();
+	atexit(at_exit);
+}
+
+void strobe_internal_record_boot(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, boot);
+}
+
+int strobe_internal_inject_cuda(void)
+{
+	strobe_internal_record_boot();
+	strobe_init(NULL);
+	LOGI("loaded by the CUDA driver (CUDA_INJECTION64_PATH)");
+	return 1;
+}
+
+int strobe_internal_inject_nvtx(const void *get_export_table)
+{
+	strobe_internal_record_boot();
+	strobe_init(NULL);
+	return strb_nvtx_inject(get_export_table);
+}
+
+void strb_recorder_atfork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	cond_init();
+	thread_running = false;
+	pending_signal = 0;
+	if (window == W_OFF)
+		return;
+	if (!rs.follow) {
+		/* The inherited exit handler finds nothing to write. */
+		window = W_DONE;
+		rs.fd = -1;
+		return;
+	}
+	/* A forked child is a process of its own: its own window and file. */
+	open_window();
+}

@@ -1,0 +1,50 @@
+/* The CUDA injection entry point, called the way the CUDA driver calls it
+ * (tests/programs/cuda_driver.c dlopens CUDA_INJECTION64_PATH and calls
+ * InitializeInjection), under strobe record, with the fake libcupti in
+ * place of the real one: the kernel the "driver" reports reaches the trace,
+ * linked to its launch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void injected_kernel_reaches_the_trace(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), cmd[4096], trace[1200];
+	snprintf(trace, sizeof(trace), "%s/cuda.json", dir);
+	const char *asan = getenv("ASAN_OPTIONS");
+	snprintf(cmd, sizeof(cmd),
+		 "ASAN_OPTIONS=%s%sverify_asan_link_order=0 STROBE_CUPTI_PATH=%s %s record -o %s -- %s/cuda_driver",
+		 asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, trace,
+		 STROBE_TEST_PROGRAMS_DIR);
+	char *out = NULL;
+	int rc = tu_run(cmd, 1, &out);
+	if (rc != 0)
+		fail_msg("%s: status %d:\n%s", cmd, rc, out);
+	/* The driver may call it more than once: it returns 1 every time. */
+	assert_non_null(strstr(out, "InitializeInjection returned 1 and 1"));
+
+	yajl_val t = tu_load_trace(trace);
+	yajl_val k = tu_find(t, "X", "kernel", "injected_add(float*, float*)");
+	assert_non_null(k);
+	yajl_val launch = tu_find(t, "X", "cuda_runtime", "cudaLaunchKernel");
+	assert_non_null(launch);
+	assert_true(tu_get_num(tu_get(k, "args"), "correlation") == tu_get_num(tu_get(launch, "args"), "correlation"));
+	assert_int_equal(tu_count(t, "s", "ac2g", NULL), 1);
+	assert_int_equal(tu_count(t, "f", "ac2g", NULL), 1);
+	/* GPU capture was on: no reason for it being off. */
+	assert_null(tu_get(t, "gpu_capture"));
+	yajl_tree_free(t);
+	free(out);
+	tu_rmrf(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(injected_kernel_reaches_the_trace),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

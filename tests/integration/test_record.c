@@ -1,0 +1,351 @@
+/* strobe record end to end: real programs built with the toolkit's NVTX
+ * headers (tests/programs/nvtx_app.c), run under the strobe command, and
+ * the traces they leave checked as a user would read them. */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define APP STROBE_TEST_PROGRAMS_DIR "/nvtx_app"
+
+static char dir[1024];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	/* Sanitizer builds: the injected library comes before the runtime. */
+	const char *asan = getenv("ASAN_OPTIONS");
+	char opts[512];
+	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", asan ? asan : "", asan && *asan ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(dir);
+	return 0;
+}
+
+/* Runs strobe record with `args` (options, then "-- program ..."); returns
+ * its exit status, output (stdout and stderr) in *out. */
+static int record(const char *args, char **out)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "cd %s && %s record %s", dir, STROBE_CLI_PATH, args);
+	return tu_run(cmd, 1, out);
+}
+
+static char *path_in(const char *name)
+{
+	static char p[2][1200];
+	static int i;
+	i ^= 1;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", dir, name);
+	return p[i];
+}
+
+/* The thread_name of row (pid, tid), or NULL. */
+static const char *row_name(yajl_val root, yajl_val ev)
+{
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i];
+		const char *ph = tu_get_str(e, "ph"), *name = tu_get_str(e, "name");
+		if (!ph || strcmp(ph, "M") || !name || strcmp(name, "thread_name"))
+			continue;
+		if (tu_get_num(e, "pid") == tu_get_num(ev, "pid") && tu_get_num(e, "tid") == tu_get_num(ev, "tid"))
+			return tu_get_str(tu_get(e, "args"), "name");
+	}
+	return NULL;
+}
+
+static yajl_val range(yajl_val root, const char *name)
+{
+	yajl_val e = tu_find(root, "X", "user_annotation", name);
+	assert_non_null(e);
+	return e;
+}
+
+static bool contains(yajl_val outer, yajl_val inner)
+{
+	int64_t os = tu_get_ns(outer, "ts"), oe = os + tu_get_ns(outer, "dur");
+	int64_t is = tu_get_ns(inner, "ts"), ie = is + tu_get_ns(inner, "dur");
+	return tu_get_num(outer, "tid") == tu_get_num(inner, "tid") && os <= is && ie <= oe;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = s ? strlen(s) : 0, m = strlen(tail);
+	return s && n >= m && !strcmp(s + n - m, tail);
+}
+
+static const char *arg_str(yajl_val ev, const char *key)
+{
+	return tu_get_str(tu_get(ev, "args"), key);
+}
+
+static void nested_ranges_on_threads(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	int rc = record("-o t.json -- " APP " nested", &out);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "extra pop returned -1"));
+	assert_non_null(strstr(out, "/t.json"));
+	yajl_val t = tu_load_trace(path_in("t.json"));
+
+	/* Push/pop ranges: user_annotation on the thread that pushed them,
+	 * named by nvtxNameOsThread. */
+	yajl_val outer = range(t, "main-outer");
+	assert_true(ends_with(row_name(t, outer), "(main)"));
+	yajl_val colored = range(t, "colored");
+	assert_true(contains(outer, colored));
+	assert_string_equal(arg_str(colored, "color"), "#112233");
+	assert_string_equal(arg_str(colored, "category"), "io");
+	assert_true(tu_get_num(tu_get(colored, "args"), "payload") == 2.5);
+	yajl_val wide = range(t, "wide-\xc3\xa9t\xc3\xa9");
+	assert_true(contains(outer, wide));
+
+	/* A domain: its own row, its ranges nest there, the domain in args. */
+	yajl_val send = range(t, "net-send");
+	assert_string_equal(row_name(t, send), "net (main)");
+	assert_string_equal(arg_str(send, "domain"), "net");
+	assert_string_equal(arg_str(send, "category"), "send");
+	assert_true(tu_get_num(tu_get(send, "args"), "payload") == 4096);
+	yajl_val reg = range(t, "registered-range");
+	assert_true(contains(send, reg));
+	assert_true(tu_get_num(send, "tid") != tu_get_num(outer, "tid"));
+	yajl_val mark = tu_find(t, "i", NULL, "net-mark");
+	assert_non_null(mark);
+	assert_true(tu_get_num(mark, "tid") == tu_get_num(send, "tid"));
+
+	/* Three workers, each named, each with work > step > inner and a mark. */
+	for (int i = 0; i < 3; i++) {
+		char name[32], thread[32];
+		snprintf(name, sizeof(name), "work-%d", i);
+		snprintf(thread, sizeof(thread), "(worker-%d)", i);
+		yajl_val w = range(t, name);
+		assert_true(ends_with(row_name(t, w), thread));
+	}
+	assert_int_equal(tu_count(t, "X", "user_annotation", "step"), 3);
+	assert_int_equal(tu_count(t, "X", "user_annotation", "inner"), 3);
+	assert_int_equal(tu_count(t, "i", NULL, "checkpoint"), 3);
+
+	/* Start/end ranges: their own row; one ended on another thread; two
+	 * that overlap without nesting sit on two rows. */
+	yajl_val handed = range(t, "handed-over");
+	assert_string_equal(row_name(t, handed), "start/end ranges");
+	yajl_val w0 = range(t, "work-0");
+	assert_true(tu_get_ns(handed, "ts") + tu_get_ns(handed, "dur") >= tu_get_ns(w0, "ts") + tu_get_ns(w0, "dur"));
+	yajl_val a = range(t, "overlap-a"), b = range(t, "overlap-b");
+	assert_true(tu_get_num(a, "tid") != tu_get_num(b, "tid"));
+	assert_string_not_equal(row_name(t, a), row_name(t, b));
+	assert_non_null(strstr(row_name(t, b), "start/end ranges ("));
+	assert_true(tu_get_ns(b, "ts") < tu_get_ns(a, "ts") + tu_get_ns(a, "dur"));
+
+	/* The unbalanced pop recorded nothing; the range never popped is
+	 * closed at the end and counted. */
+	yajl_val never = range(t, "never-popped");
+	assert_non_null(never);
+	yajl_val acct = tu_get(t, "strobe");
+	assert_true(tu_get_num(acct, "unfinished_ranges") >= 1);
+	assert_true(tu_get_num(acct, "dropped_events") == 0);
+	yajl_tree_free(t);
+	free(out);
+}
+
+static void exit_status_is_the_programs(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("-q -o s.json.gz -- " APP " status 7", &out), 7);
+	/* --quiet: nothing but the program's own output. */
+	assert_null(strstr(out, "strobe:"));
+	yajl_val t = tu_load_trace(path_in("s.json.gz"));
+	assert_non_null(tu_find(t, "M", NULL, "process_name"));
+	yajl_tree_free(t);
+	free(out);
+}
+
+static void exit_from_another_thread(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("-o x.json -- " APP " exit-thread", &out), 5);
+	yajl_val t = tu_load_trace(path_in("x.json"));
+	yajl_val waiting = range(t, "main-waiting"), exiting = range(t, "exiting-thread");
+	assert_true(tu_get_num(waiting, "tid") != tu_get_num(exiting, "tid"));
+	/* Both were open at exit: closed there, not lost. */
+	assert_true(tu_get_ns(exiting, "dur") >= 1000000);
+	yajl_tree_free(t);
+	free(out);
+}
+
+static size_t count_files(const char *prefix)
+{
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^%s'", dir, prefix);
+	char *out = NULL;
+	tu_run(cmd, 0, &out);
+	size_t n = out ? strtoul(out, NULL, 10) : 0;
+	free(out);
+	return n;
+}
+
+static void children_write_their_own_files(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("-o f.json -- " APP " fork", &out), 0);
+	/* The parent, a forked child and an exec'ed child: three traces. */
+	assert_int_equal(count_files("f\\."), 3);
+	yajl_val t = tu_load_trace(path_in("f.json"));
+	range(t, "parent");
+	assert_null(tu_find(t, "X", NULL, "forked-child"));
+	yajl_tree_free(t);
+	/* strobe record lists them: three "trace of pid" lines. */
+	size_t listed = 0;
+	for (const char *p = out; (p = strstr(p, "trace of pid")); p++)
+		listed++;
+	assert_int_equal(listed, 3);
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "cat %s/f.[0-9]*.json | grep -c -e forked-child -e exec-child", dir);
+	char *grep = NULL;
+	tu_run(cmd, 0, &grep);
+	assert_int_equal(atoi(grep), 2);
+	free(grep);
+	free(out);
+
+	assert_int_equal(record("--no-follow -o n.json -- " APP " fork", &out), 0);
+	assert_int_equal(count_files("n\\."), 1);
+	free(out);
+}
+
+static void sigint_writes_then_forwards(void **state)
+{
+	(void)state;
+	char ready[1200], trace[1200];
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(trace, sizeof(trace), "%s/sig.json", dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "record", "-q", "-o", trace, "--", APP, "wait-signal", ready,
+		      (char *)NULL);
+		_exit(99);
+	}
+	struct stat st;
+	for (int i = 0; i < 1000 && stat(ready, &st) != 0; i++)
+		usleep(10000);
+	assert_int_equal(stat(ready, &st), 0);
+	/* To strobe record alone, as `kill` would. */
+	assert_int_equal(kill(pid, SIGINT), 0);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 128 + SIGINT);
+	yajl_val t = tu_load_trace(trace);
+	range(t, "waiting-for-signal");
+	assert_true(tu_get_num(tu_get(t, "strobe"), "unfinished_ranges") >= 1);
+	yajl_tree_free(t);
+}
+
+static void window_by_delay_and_duration(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	/* 40 ticks 10 ms apart; a 100 ms window that opens after 100 ms sees
+	 * about ten, never the first or the last. */
+	assert_int_equal(record("--delay 100ms --duration 100ms -o w.json -- " APP " ticks 40", &out), 0);
+	yajl_val t = tu_load_trace(path_in("w.json"));
+	size_t ticks = tu_count(t, "X", "user_annotation", "tick");
+	assert_true(ticks >= 3 && ticks <= 20);
+	assert_null(tu_find(t, "X", "user_annotation", "tick-0"));
+	yajl_tree_free(t);
+	free(out);
+}
+
+static void activities_select_types(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("--activities cpu_instant_event -o a.json -- " APP " nested", &out), 0);
+	yajl_val t = tu_load_trace(path_in("a.json"));
+	assert_int_equal(tu_count(t, "X", "user_annotation", NULL), 0);
+	assert_int_equal(tu_count(t, "i", NULL, "checkpoint"), 3);
+	yajl_tree_free(t);
+	free(out);
+}
+
+struct bad_case {
+	const char *args;
+	int status;
+	const char *message;
+};
+
+static void clear_errors(void **state)
+{
+	(void)state;
+	static const struct bad_case cases[] = {
+		{"-- ./no-such-program", 127, "cannot run './no-such-program': no such file"},
+		{"-- no-such-program-in-path", 127, "not found in PATH"},
+		{"-o /nonexistent-dir/t.json -- " APP " status 0", 2, "directory '/nonexistent-dir' does not exist"},
+		{"-o . -- " APP " status 0", 2, "is a directory"},
+		{"--delay 10x -- " APP " status 0", 2, "bad --delay '10x'"},
+		{"--duration -1s -- " APP " status 0", 2, "bad --duration '-1s'"},
+		{"--set NOEQUALS -- " APP " status 0", 2, "expected KEY=VALUE"},
+		{"--set ACTIVITIES_WARMUP_PERIOD_SECS=abc -- " APP " status 0", 2, "config refused"},
+		{"--activities kernel,nonsense -- " APP " status 0", 2, "config refused"},
+		{"--config /nonexistent.conf -- " APP " status 0", 2, "cannot read config file '/nonexistent.conf'"},
+		{"--frobnicate -- " APP " status 0", 2, "unknown option '--frobnicate'"},
+		{"-o t.json", 2, "no program to run"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out = NULL;
+		int rc = record(cases[i].args, &out);
+		if (rc != cases[i].status || !strstr(out, cases[i].message))
+			fail_msg("strobe record %s: status %d, output:\n%s\nexpected %d and '%s'", cases[i].args, rc,
+				 out, cases[i].status, cases[i].message);
+		free(out);
+	}
+	/* Nothing was run, so nothing was written. */
+	assert_int_equal(count_files("strobe-"), 0);
+}
+
+static void help_explains(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("--help", &out), 0);
+	assert_non_null(strstr(out, "usage: strobe record"));
+	assert_non_null(strstr(out, "--duration"));
+	assert_non_null(strstr(out, "examples:"));
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nested_ranges_on_threads),
+		cmocka_unit_test(exit_status_is_the_programs),
+		cmocka_unit_test(exit_from_another_thread),
+		cmocka_unit_test(children_write_their_own_files),
+		cmocka_unit_test(sigint_writes_then_forwards),
+		cmocka_unit_test(window_by_delay_and_duration),
+		cmocka_unit_test(activities_select_types),
+		cmocka_unit_test(clear_errors),
+		cmocka_unit_test(help_explains),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
