@@ -2,8 +2,9 @@
 # The real-GPU check: on a machine with an NVIDIA GPU and the CUDA toolkit,
 # builds strobe and the CUDA example, traces the example through the C API,
 # checks the trace (every launched kernel present, ac2g arrows, stream rows
-# named, GPU work linked to the ops that launched it), and measures the
-# slowdown of a launch-bound loop with tracing against without. Prints a
+# named, GPU work linked to the ops that launched it), traces it again
+# unmodified through `strobe record` (CUDA driver injection), and measures
+# the slowdown of a launch-bound loop with tracing against without. Prints a
 # short report; exits non-zero if a check fails. Runs in a few minutes.
 #   tests/gpu/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -49,6 +50,26 @@ check(len(starts & ends) >= len(kernels) // 2, f"ac2g arrows present ({len(start
 check(streams <= named, f"every stream row is named ({len(streams)} rows)")
 check(len(linked) >= len(kernels) * 0.9, f"kernels linked to the op that launched them ({len(linked)}/{len(kernels)})")
 check(acct.get("gpu_launches_without_kernel", 0) == 0, "no launch without its kernel")
+sys.exit(1 if fail else 0)
+PY
+
+echo "== strobe record: the same program, no strobe calls (--no-trace), injected by the CUDA driver"
+"$BUILD/strobe" record -o "$OUT/record.json" -- "$EX" --no-trace -i 20 | tee "$OUT/record.out"
+python3 - "$OUT/record.json" "$(awk '/^kernels/{print $2}' "$OUT/record.out")" <<'PY'
+import json, sys
+path, launched = sys.argv[1], int(sys.argv[2])
+t = json.load(open(path))
+ev = t["traceEvents"]
+kernels = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "kernel"]
+runtime = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"]
+arrows = {e["id"] for e in ev if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+fail = []
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: fail.append(what)
+check(t.get("gpu_capture") is None, "GPU capture on under strobe record (" + str(t.get("gpu_capture")) + ")")
+check(len(kernels) == launched, f"kernel count equals launches ({len(kernels)} == {launched})")
+check(len(runtime) > 0 and len(arrows) >= len(kernels) // 2, f"runtime calls ({len(runtime)}) and arrows ({len(arrows)})")
 sys.exit(1 if fail else 0)
 PY
 
