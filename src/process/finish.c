@@ -14,6 +14,7 @@
 #include "core/json_check.h"
 #include "core/log.h"
 #include "core/metadata.h"
+#include "core/rank.h"
 #include "process/process.h"
 
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
@@ -104,12 +105,23 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 			rc |= set_string(t, job_keys[i], v);
 	}
 	char host[256];
-	if (gethostname(host, sizeof(host)) == 0 && host[0]) {
+	bool have_host = gethostname(host, sizeof(host)) == 0 && host[0];
+	if (have_host) {
 		host[sizeof(host) - 1] = 0;
 		rc |= set_string(t, "host_name", host);
 	}
 	if (cfg && cfg->request_trace_id[0])
 		rc |= set_string(t, "trace_id", cfg->request_trace_id);
+	/* Before the program's keys: a "distributedInfo" it set replaces this
+	 * one, as in libkineto. */
+	char *dist = strb_rank_json(have_host ? host : NULL, t->device_properties);
+	if (dist) {
+		struct strobe_arg d = {.key = "distributedInfo", .kind = STROBE_ARG_JSON, .value.str = dist};
+		rc |= strb_trace_set_meta(t, &d);
+		free(dist);
+	} else {
+		rc = -ENOMEM;
+	}
 	strb_metadata_foreach(copy_meta, t);
 
 	const struct strb_trace_stats *s = &t->stats;
