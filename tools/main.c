@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
+	{"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
