@@ -13,6 +13,8 @@
 struct row {
 	int64_t device, stream;
 	int64_t last_end;
+	size_t n;       /* its activities */
+	size_t off, filled; /* its slice of the items */
 	uint32_t lanes; /* extra rows used */
 	bool used, flagged;
 };
@@ -126,8 +128,8 @@ static struct lane heap_pop(struct lane *h, size_t *n)
 /* Greedy interval colouring in start order: each activity takes the lowest
  * lane free at its start (end == start counts as free). Returns how many
  * activities left lane 0. */
-static uint64_t assign(struct strobe_trace *t, struct rows *rows, const struct item *it, size_t m,
-		       struct lane *busy, struct lane *free_lanes)
+static uint64_t assign(struct rows *rows, const struct item *it, size_t m, struct lane *busy,
+		       struct lane *free_lanes, uint16_t *lane_of)
 {
 	uint64_t moved = 0;
 	for (size_t g = 0; g < m;) {
@@ -135,8 +137,7 @@ static uint64_t assign(struct strobe_trace *t, struct rows *rows, const struct i
 		size_t nb = 0, nf = 0;
 		uint32_t next = 0;
 		for (; g < m && &rows->slot[it[g].row] == r; g++) {
-			while (nb && busy[0].key <= it[g].start)
-			{
+			while (nb && busy[0].key <= it[g].start) {
 				uint32_t done = heap_pop(busy, &nb).lane;
 				heap_push(free_lanes, &nf, (struct lane){done, done});
 			}
@@ -146,7 +147,7 @@ static uint64_t assign(struct strobe_trace *t, struct rows *rows, const struct i
 			heap_push(busy, &nb, (struct lane){it[g].end, lane});
 			if (!lane)
 				continue;
-			t->acts[it[g].idx].resource = (int64_t)lane * STRB_OVERLAP_LANE_STEP + r->stream;
+			lane_of[it[g].idx] = (uint16_t)lane;
 			if (lane > r->lanes)
 				r->lanes = lane;
 			moved++;
@@ -202,6 +203,7 @@ int strb_process_overlap(struct strobe_trace *t)
 	int rc = 0;
 	struct item *it = NULL;
 	struct lane *busy = NULL, *free_lanes = NULL;
+	uint16_t *lane_of = NULL;
 
 	/* One pass finds the rows whose work is not already in order without
 	 * overlap; a trace with none costs no sort. */
@@ -219,30 +221,53 @@ int strb_process_overlap(struct strobe_trace *t)
 			any = r->flagged = true;
 		if (a->end_ns > r->last_end)
 			r->last_end = a->end_ns;
+		r->n++;
 	}
 	if (!any)
 		goto out;
-	size_t m = 0;
-	for (size_t i = 0; i < t->count; i++)
-		m += moves(&t->acts[i]) && row_find(&rows, t->acts[i].device, t->acts[i].resource)->flagged;
+	size_t m = 0, widest = 0;
+	for (size_t i = 0; i < rows.cap; i++) {
+		if (!rows.slot[i].flagged)
+			continue;
+		rows.slot[i].off = m;
+		m += rows.slot[i].n;
+		widest = rows.slot[i].n > widest ? rows.slot[i].n : widest;
+	}
 	it = malloc(m * sizeof(*it));
-	busy = malloc(m * sizeof(*busy));
-	free_lanes = malloc(m * sizeof(*free_lanes));
-	if (!it || !busy || !free_lanes) {
+	busy = malloc(widest * sizeof(*busy));
+	free_lanes = malloc(widest * sizeof(*free_lanes));
+	/* Lanes are written back in activity order: the sorted order would
+	 * visit the activity array with a stride of one row. */
+	lane_of = calloc(t->count, sizeof(*lane_of));
+	if (!it || !busy || !free_lanes || !lane_of) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	size_t n = 0;
+	/* Grouped by row in one pass; a row's work usually arrives in start
+	 * order already (CUPTI delivers a stream in order), so a slice is sorted
+	 * only when it is not. */
 	for (size_t i = 0; i < t->count; i++) {
 		const struct strobe_activity *a = &t->acts[i];
 		if (!moves(a))
 			continue;
 		struct row *r = row_find(&rows, a->device, a->resource);
 		if (r->flagged)
-			it[n++] = (struct item){(size_t)(r - rows.slot), a->start_ns, a->end_ns, i};
+			it[r->off + r->filled++] = (struct item){(size_t)(r - rows.slot), a->start_ns, a->end_ns, i};
 	}
-	qsort(it, n, sizeof(*it), cmp_item);
-	t->stats.gpu_overlap_moved += assign(t, &rows, it, n, busy, free_lanes);
+	for (size_t i = 0; i < rows.cap; i++) {
+		const struct row *r = &rows.slot[i];
+		if (!r->flagged)
+			continue;
+		size_t j = 1;
+		while (j < r->n && cmp_item(&it[r->off + j - 1], &it[r->off + j]) < 0)
+			j++;
+		if (j < r->n)
+			qsort(it + r->off, r->n, sizeof(*it), cmp_item);
+	}
+	t->stats.gpu_overlap_moved += assign(&rows, it, m, busy, free_lanes, lane_of);
+	for (size_t i = 0; i < t->count; i++)
+		if (lane_of[i])
+			t->acts[i].resource += (int64_t)lane_of[i] * STRB_OVERLAP_LANE_STEP;
 	for (size_t i = 0; i < rows.cap && !rc; i++)
 		if (rows.slot[i].used && rows.slot[i].lanes)
 			rc = add_lane_rows(t, &rows.slot[i]);
@@ -250,6 +275,7 @@ out:
 	free(it);
 	free(busy);
 	free(free_lanes);
+	free(lane_of);
 	free(rows.slot);
 	return rc;
 }
