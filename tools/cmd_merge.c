@@ -706,7 +706,7 @@ int cmd_merge(int argc, char **argv)
 			free(m.in);
 			return 0;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strncmp(a, "--output=", 9)) {
-			const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+			const char *v = !strncmp(a, "--output=", 9) ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
 			if (!v || !*v)
 				rc = usage_error("%s needs a file name", a);
 			else if (out)

@@ -33,8 +33,9 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
  * ids are below 2^32 (CUPTI's are 32-bit), so lane tids never meet a real
  * stream or libkineto's "Stream Sync" rows (stream + 1000000); lanes stop
  * at STRB_OVERLAP_MAX_LANES, which keeps tids exact in JSON doubles. Counts
- * moved activities in stats.gpu_overlap_moved. O(n) when nothing overlaps,
- * else one sort of the rows that do. Returns 0 or -ENOMEM. */
+ * moved activities in stats.gpu_overlap_moved. O(n) when nothing overlaps
+ * or rows arrive in start order, else a sort of each row that does not.
+ * Returns 0 or -ENOMEM. */
 #define STRB_OVERLAP_LANE_STEP (INT64_C(1) << 40)
 #define STRB_OVERLAP_MAX_LANES 1023
 int strb_process_overlap(struct strobe_trace *t);
