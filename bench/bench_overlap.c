@@ -38,8 +38,9 @@ static int64_t touch(const struct strobe_trace *t)
 	int64_t sum = 0;
 	for (size_t i = 0; i < t->count; i++) {
 		const struct strobe_activity *a = &t->acts[i];
-		sum += a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL ? a->device + a->resource + a->start_ns - a->end_ns
-								    : 0;
+		sum += a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL
+		           ? a->device + a->resource + a->start_ns - a->end_ns
+		           : 0;
 	}
 	return sum;
 }
@@ -79,8 +80,8 @@ int main(int argc, char **argv)
 	}
 	double plain = bench_median(base, runs);
 	uint64_t moved_apart = 0, moved_over = 0;
-	double apart = run_case(n, runs, 100, &moved_apart);  /* 100 ns < 160 ns: apart */
-	double over = run_case(n, runs, 200, &moved_over);    /* 200 ns > 160 ns: overlaps */
+	double apart = run_case(n, runs, 100, &moved_apart); /* 100 ns < 160 ns: apart */
+	double over = run_case(n, runs, 200, &moved_over);   /* 200 ns > 160 ns: overlaps */
 	printf("%ld kernels on %d rows; median of %d runs\n", n, ROWS, runs);
 	printf("plain pass over the activities   %8.2f ns/kernel\n", plain / (double)n);
 	printf("overlap pass, nothing overlaps   %8.2f ns/kernel  (%.2fx the plain pass; %llu moved)\n",

@@ -20,10 +20,10 @@
 #include "strobe/strobe.h"
 #include "trace_reader.h"
 
-#define PID_STRIDE   10000 /* rank N's processes are N * PID_STRIDE + 1, + 2, ... */
-#define MAX_EXACT    (INT64_C(1) << 53)
-#define PROGRESS_NS  500000000 /* between progress lines */
-#define SEP          " \xc2\xb7 " /* " · " */
+#define PID_STRIDE  10000 /* rank N's processes are N * PID_STRIDE + 1, + 2, ... */
+#define MAX_EXACT   (INT64_C(1) << 53)
+#define PROGRESS_NS 500000000    /* between progress lines */
+#define SEP         " \xc2\xb7 " /* " · " */
 
 static const char usage_text[] =
     "usage: strobe merge [--quiet] [--progress] -o OUT IN...\n"
@@ -113,7 +113,8 @@ static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "strobe: merge: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: strobe merge [--quiet] [--progress] -o OUT IN... (see strobe merge --help)\n");
+	fprintf(stderr,
+	        "\nusage: strobe merge [--quiet] [--progress] -o OUT IN... (see strobe merge --help)\n");
 	return 2;
 }
 
@@ -225,13 +226,14 @@ static int scan_member(const char *key, const char *json, size_t len, bool trunc
 	if (!strcmp(key, "schemaVersion") || !strcmp(key, "displayTimeUnit") || !strcmp(key, "traceName"))
 		return 0;
 	if (truncated) {
-		fprintf(stderr, "strobe: merge: %s: top-level \"%s\" is over %u bytes; left out\n", in->path, key,
-			TR_MEMBER_MAX - 1);
+		fprintf(stderr, "strobe: merge: %s: top-level \"%s\" is over %u bytes; left out\n", in->path,
+		        key, TR_MEMBER_MAX - 1);
 		return 0;
 	}
 	if (!strcmp(key, "distributedInfo")) {
 		yajl_val d = yajl_tree_parse(json, NULL, 0);
-		const char *rank_path[] = {"rank", NULL}, *host_path[] = {"host", NULL}, *world_path[] = {"world_size", NULL};
+		const char *rank_path[] = {"rank", NULL}, *host_path[] = {"host", NULL},
+		           *world_path[] = {"world_size", NULL};
 		yajl_val r = yajl_tree_get(d, rank_path, yajl_t_number);
 		yajl_val h = yajl_tree_get(d, host_path, yajl_t_string);
 		yajl_val w = yajl_tree_get(d, world_path, yajl_t_number);
@@ -269,7 +271,8 @@ static bool rank_from_name(const char *path, int64_t *rank)
 	base = base ? base + 1 : path;
 	for (const char *p = base; *p; p++) {
 		const char *d = NULL;
-		bool word_start = p == base || !((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z'));
+		bool word_start =
+		    p == base || !((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z'));
 		if (!strncasecmp(p, "rank", 4) && word_start) {
 			d = p + 4;
 			if (*d == '_' || *d == '-')
@@ -326,17 +329,18 @@ static int plan(struct merge *m)
 			}
 		}
 		if (in->rank >= MAX_EXACT / PID_STRIDE) {
-			snprintf(m->err, sizeof(m->err), "%s: rank %" PRId64 " is too large to give pids to", in->path,
-				 in->rank);
+			snprintf(m->err, sizeof(m->err), "%s: rank %" PRId64 " is too large to give pids to",
+			         in->path, in->rank);
 			return -ERANGE;
 		}
 	}
 	qsort(m->in, m->n, sizeof(*m->in), cmp_rank);
 	for (size_t i = 1; i < m->n; i++) {
 		if (m->in[i].rank == m->in[i - 1].rank) {
-			snprintf(m->err, sizeof(m->err), "%s and %s are both rank %" PRId64 " (from %s and from %s)",
-				 m->in[i - 1].path, m->in[i].path, m->in[i].rank, m->in[i - 1].rank_from,
-				 m->in[i].rank_from);
+			snprintf(m->err, sizeof(m->err),
+			         "%s and %s are both rank %" PRId64 " (from %s and from %s)",
+			         m->in[i - 1].path, m->in[i].path, m->in[i].rank, m->in[i - 1].rank_from,
+			         m->in[i].rank_from);
 			return -EINVAL;
 		}
 	}
@@ -352,16 +356,19 @@ static int plan(struct merge *m)
 			uint64_t span = (uint64_t)in->max_id - (uint64_t)in->min_id + 1;
 			if (span > (uint64_t)(MAX_EXACT - next_id)) {
 				snprintf(m->err, sizeof(m->err),
-					 "%s: flow ids from %" PRId64 " to %" PRId64 " leave no room to keep ranks apart",
-					 in->path, in->min_id, in->max_id);
+				         "%s: flow ids from %" PRId64 " to %" PRId64
+				         " leave no room to keep ranks apart",
+				         in->path, in->min_id, in->max_id);
 				return -ERANGE;
 			}
 			in->id_shift = next_id - in->min_id;
 			next_id += (int64_t)span;
 		}
 		if (!in->has_base && !m->quiet)
-			fprintf(stderr, "strobe: merge: %s has no baseTimeNanoseconds; its ts are taken as they are\n",
-				in->path);
+			fprintf(
+			    stderr,
+			    "strobe: merge: %s has no baseTimeNanoseconds; its ts are taken as they are\n",
+			    in->path);
 		if (!have_base || in->base < m->base)
 			m->base = in->base;
 		have_base = true;
@@ -463,8 +470,8 @@ static void progress(struct merge *m, const struct tr_event *ev)
 	m->last_progress = t;
 	const struct input *in = m->cur;
 	unsigned pct = in->json_bytes && ev ? (unsigned)(ev->offset * 100 / in->json_bytes) : 0;
-	fprintf(stderr, "\rstrobe: merge: rank %" PRId64 " (%zu of %zu): %3u%% ", in->rank, m->cur_index + 1, m->n,
-		pct > 100 ? 100 : pct);
+	fprintf(stderr, "\rstrobe: merge: rank %" PRId64 " (%zu of %zu): %3u%% ", in->rank, m->cur_index + 1,
+	        m->n, pct > 100 ? 100 : pct);
 }
 
 static int copy_event(const struct tr_event *ev, void *arg)
@@ -472,16 +479,17 @@ static int copy_event(const struct tr_event *ev, void *arg)
 	struct merge *m = arg;
 	struct input *in = m->cur;
 	struct strb_jbuf *b = m->b;
-	if (!strcmp(ev->ph, "M") && (!strcmp(ev->name, "process_name") || !strcmp(ev->name, "process_sort_index")))
+	if (!strcmp(ev->ph, "M") &&
+	    (!strcmp(ev->name, "process_name") || !strcmp(ev->name, "process_sort_index")))
 		return 0; /* written anew, up front */
 	if (m->progress && !(++m->written & 0xffff))
 		progress(m, ev);
 	struct proc *p = m->last_proc < in->nprocs && same_ident(&in->procs[m->last_proc].pid, &ev->pid)
-				 ? &in->procs[m->last_proc]
-				 : find_proc(in, &ev->pid);
+	                     ? &in->procs[m->last_proc]
+	                     : find_proc(in, &ev->pid);
 	if (!p) {
-		snprintf(m->err, sizeof(m->err), "%s changed while it was being merged (byte %" PRIu64 ")", in->path,
-			 ev->offset);
+		snprintf(m->err, sizeof(m->err), "%s changed while it was being merged (byte %" PRIu64 ")",
+		         in->path, ev->offset);
 		return -EAGAIN;
 	}
 	m->last_proc = (size_t)(p - in->procs);
@@ -653,7 +661,7 @@ static int write_merged(struct merge *m, const char *out)
 		strb_sink_abort(sink);
 		if (!*m->err)
 			snprintf(m->err, sizeof(m->err), "writing %s: %s", out,
-				 b->err ? strobe_last_error() : strerror(-rc));
+			         b->err ? strobe_last_error() : strerror(-rc));
 	} else {
 		rc = strb_sink_commit(sink);
 		if (rc)
@@ -741,13 +749,15 @@ int cmd_merge(int argc, char **argv)
 		if (rc == -ENOMEM && !*m.err)
 			snprintf(m.err, sizeof(m.err), "%s: out of memory", in->path);
 		if (rc == -ERANGE && !*m.err)
-			snprintf(m.err, sizeof(m.err), "%s: more than %d processes (pids); a rank can have at most that",
-				 in->path, PID_STRIDE - 2);
+			snprintf(m.err, sizeof(m.err),
+			         "%s: more than %d processes (pids); a rank can have at most that", in->path,
+			         PID_STRIDE - 2);
 		if (!rc && !m.quiet && (st.truncated || st.dropped))
 			fprintf(stderr,
-				"strobe: merge: %s: %" PRIu64 " strings over strobe's limits will be cut and %" PRIu64
-				" args or members beyond %d per event left out\n",
-				in->path, st.truncated, st.dropped, TR_ARGS_MAX);
+			        "strobe: merge: %s: %" PRIu64
+			        " strings over strobe's limits will be cut and %" PRIu64
+			        " args or members beyond %d per event left out\n",
+			        in->path, st.truncated, st.dropped, TR_ARGS_MAX);
 	}
 	if (!rc)
 		rc = plan(&m);

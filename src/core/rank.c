@@ -20,10 +20,11 @@ static _Atomic int64_t api_rank = -1, api_local = -1, api_world = -1;
 int strobe_set_rank(int64_t rank, int64_t local_rank, int64_t world_size)
 {
 	if (rank < -1 || local_rank < -1 || world_size < -1 || world_size == 0)
-		return strb_error(-EINVAL, "strobe_set_rank: values must be -1 (unknown) or >= 0 (world size >= 1)");
+		return strb_error(-EINVAL,
+		                  "strobe_set_rank: values must be -1 (unknown) or >= 0 (world size >= 1)");
 	if (world_size > 0 && rank >= world_size)
-		return strb_error(-EINVAL, "strobe_set_rank: rank %lld is not below world size %lld", (long long)rank,
-				  (long long)world_size);
+		return strb_error(-EINVAL, "strobe_set_rank: rank %lld is not below world size %lld",
+		                  (long long)rank, (long long)world_size);
 	atomic_store_explicit(&api_rank, rank, memory_order_relaxed);
 	atomic_store_explicit(&api_local, local_rank, memory_order_relaxed);
 	atomic_store_explicit(&api_world, world_size, memory_order_relaxed);
@@ -36,12 +37,12 @@ int strobe_set_rank(int64_t rank, int64_t local_rank, int64_t world_size)
 static const struct launcher {
 	const char *rank, *local, *world;
 } launchers[] = {
-	{"RANK", "LOCAL_RANK", "WORLD_SIZE"},
-	{"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
-	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
-	{"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
-	{"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"},
-	{"PMIX_RANK", NULL, NULL},
+    {"RANK", "LOCAL_RANK", "WORLD_SIZE"},
+    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+    {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"},
+    {"PMIX_RANK", NULL, NULL},
 };
 
 /* The variable's value as a non-negative integer; -1 when unset, and -1
@@ -107,7 +108,7 @@ static void gen_str_member(yajl_gen g, const char *k, const char *v)
 	/* Checked before the key goes out, so a bad value leaves no dangling key. */
 	yajl_gen probe = yajl_gen_alloc(NULL);
 	bool ok = probe && yajl_gen_config(probe, yajl_gen_validate_utf8, 1) &&
-		  yajl_gen_string(probe, (const unsigned char *)v, strlen(v)) == yajl_gen_status_ok;
+	          yajl_gen_string(probe, (const unsigned char *)v, strlen(v)) == yajl_gen_status_ok;
 	if (probe)
 		yajl_gen_free(probe);
 	if (!ok) {
@@ -142,7 +143,8 @@ static void gen_uuids(yajl_gen g, const char *device_properties)
 	yajl_val props = yajl_tree_parse(text, err, sizeof(err));
 	free(text);
 	if (!props || !YAJL_IS_ARRAY(props)) {
-		LOGW("distributedInfo: deviceProperties do not parse (%s); no gpu_uuids", props ? "not a list" : err);
+		LOGW("distributedInfo: deviceProperties do not parse (%s); no gpu_uuids",
+		     props ? "not a list" : err);
 		yajl_tree_free(props);
 		return;
 	}

@@ -13,9 +13,9 @@
 struct row {
 	int64_t device, stream;
 	int64_t last_end;
-	size_t n;       /* its activities */
+	size_t n;           /* its activities */
 	size_t off, filled; /* its slice of the items */
-	uint32_t lanes; /* extra rows used */
+	uint32_t lanes;     /* extra rows used */
 	bool used, flagged;
 };
 
@@ -43,7 +43,7 @@ static bool moves(const struct strobe_activity *a)
 	/* Rows of other types (sync rows, annotations spanning their work) are
 	 * either apart already or meant to enclose. */
 	return (a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL || a->type == STROBE_ACTIVITY_GPU_MEMCPY ||
-		a->type == STROBE_ACTIVITY_GPU_MEMSET) &&
+	        a->type == STROBE_ACTIVITY_GPU_MEMSET) &&
 	       a->resource >= 0 && a->resource < STRB_OVERLAP_LANE_STEP;
 }
 
@@ -129,7 +129,7 @@ static struct lane heap_pop(struct lane *h, size_t *n)
  * lane free at its start (end == start counts as free). Returns how many
  * activities left lane 0. */
 static uint64_t assign(struct rows *rows, const struct item *it, size_t m, struct lane *busy,
-		       struct lane *free_lanes, uint16_t *lane_of)
+                       struct lane *free_lanes, uint16_t *lane_of)
 {
 	uint64_t moved = 0;
 	for (size_t g = 0; g < m;) {
@@ -143,7 +143,8 @@ static uint64_t assign(struct rows *rows, const struct item *it, size_t m, struc
 			}
 			uint32_t lane = nf ? heap_pop(free_lanes, &nf).lane : next++;
 			if (lane > STRB_OVERLAP_MAX_LANES)
-				lane = STRB_OVERLAP_MAX_LANES; /* the last lane takes the rest, still overlapping */
+				lane = STRB_OVERLAP_MAX_LANES; /* the last lane takes the rest, still
+				                                  overlapping */
 			heap_push(busy, &nb, (struct lane){it[g].end, lane});
 			if (!lane)
 				continue;
@@ -164,7 +165,8 @@ static int add_lane_rows(struct strobe_trace *t, const struct row *r)
 	int64_t sort = r->stream;
 	for (size_t i = 0; i < t->res_count; i++) {
 		const struct strobe_resource *s = &t->res[i];
-		if (s->kind != STROBE_RESOURCE_PROCESS && s->device == r->device && s->resource == r->stream) {
+		if (s->kind != STROBE_RESOURCE_PROCESS && s->device == r->device &&
+		    s->resource == r->stream) {
 			base = s->name;
 			sort = s->sort_index;
 			break;
@@ -180,14 +182,15 @@ static int add_lane_rows(struct strobe_trace *t, const struct row *r)
 		len--; /* libkineto's stream titles end with a space */
 	for (uint32_t lane = 1; lane <= r->lanes; lane++) {
 		char title[1100];
-		snprintf(title, sizeof(title), "%.*s (overlap %u)", (int)(len < 1024 ? len : 1024), base, lane);
+		snprintf(title, sizeof(title), "%.*s (overlap %u)", (int)(len < 1024 ? len : 1024), base,
+		         lane);
 		struct strobe_resource res = {
-			.size = sizeof(res),
-			.kind = STROBE_RESOURCE_STREAM,
-			.device = r->device,
-			.resource = (int64_t)lane * STRB_OVERLAP_LANE_STEP + r->stream,
-			.name = title,
-			.sort_index = sort,
+		    .size = sizeof(res),
+		    .kind = STROBE_RESOURCE_STREAM,
+		    .device = r->device,
+		    .resource = (int64_t)lane * STRB_OVERLAP_LANE_STEP + r->stream,
+		    .name = title,
+		    .sort_index = sort,
 		};
 		if (strb_trace_add_resource(t, &res))
 			return -ENOMEM;
@@ -252,7 +255,8 @@ int strb_process_overlap(struct strobe_trace *t)
 			continue;
 		struct row *r = row_find(&rows, a->device, a->resource);
 		if (r->flagged)
-			it[r->off + r->filled++] = (struct item){(size_t)(r - rows.slot), a->start_ns, a->end_ns, i};
+			it[r->off + r->filled++] =
+			    (struct item){(size_t)(r - rows.slot), a->start_ns, a->end_ns, i};
 	}
 	for (size_t i = 0; i < rows.cap; i++) {
 		const struct row *r = &rows.slot[i];

@@ -51,7 +51,8 @@ static void merge_fails(const char *args, const char *const *says)
 		fail_msg("strobe merge %s: exit %d, expected 1:\n%s", args, rc, out);
 	for (; *says; says++)
 		if (!strstr(out, *says))
-			fail_msg("strobe merge %s: the message does not mention \"%s\":\n%s", args, *says, out);
+			fail_msg("strobe merge %s: the message does not mention \"%s\":\n%s", args, *says,
+			         out);
 	free(out);
 }
 
@@ -103,8 +104,8 @@ static void assert_every_process_named(yajl_val root)
 		char want[64];
 		snprintf(want, sizeof(want), "rank %lld" SEP, YAJL_GET_INTEGER(pid) / PID_STRIDE);
 		if (!name || strncmp(name, want, strlen(want)))
-			fail_msg("pid %lld is named \"%s\", not \"%s...\"", YAJL_GET_INTEGER(pid), name ? name : "(none)",
-				 want);
+			fail_msg("pid %lld is named \"%s\", not \"%s...\"", YAJL_GET_INTEGER(pid),
+			         name ? name : "(none)", want);
 	}
 }
 
@@ -121,15 +122,15 @@ static void record_rank(int rank, const char *path)
 	assert_int_equal(strobe_start(), 0);
 	int64_t s = (int64_t)strobe_now_ns();
 	struct strobe_activity launch = {
-		.size = sizeof(launch),
-		.type = STROBE_ACTIVITY_CUDA_RUNTIME,
-		.name = "cudaLaunchKernel",
-		.start_ns = s,
-		.end_ns = s + 1000,
-		.id = CORR,
-		.flow_id = CORR,
-		.flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
-		.flags = STROBE_ACTIVITY_FLOW_START,
+	    .size = sizeof(launch),
+	    .type = STROBE_ACTIVITY_CUDA_RUNTIME,
+	    .name = "cudaLaunchKernel",
+	    .start_ns = s,
+	    .end_ns = s + 1000,
+	    .id = CORR,
+	    .flow_id = CORR,
+	    .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
+	    .flags = STROBE_ACTIVITY_FLOW_START,
 	};
 	assert_int_equal(strobe_record(&launch), 0);
 	struct strobe_activity kernel = launch;
@@ -210,18 +211,21 @@ static void test_three_library_ranks(void **state)
 
 /* ts 5166410272838.951 µs against two bases 123 ns apart. */
 static const char timed_trace[] =
-	"{\"schemaVersion\": 1, \"baseTimeNanoseconds\": %s, \"host_name\": \"%s\",\n"
-	" \"traceEvents\": [\n"
-	"  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 42, \"tid\": 42,"
-	"   \"ts\": 5166410272838.951, \"dur\": 1.500, \"args\": {\"External id\": 1}},\n"
-	"  {\"ph\": \"s\", \"id\": 9, \"pid\": 42, \"tid\": 42, \"ts\": 5166410272838.951, \"cat\": \"ac2g\","
-	"   \"name\": \"ac2g\"},\n"
-	"  {\"ph\": \"f\", \"id\": 9, \"pid\": 0, \"tid\": 7, \"ts\": 5166410272839.000, \"cat\": \"ac2g\","
-	"   \"name\": \"ac2g\", \"bp\": \"e\"},\n"
-	"  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"tid\": 0, \"args\": {\"name\": \"python\"}},\n"
-	"  {\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, \"args\": {\"labels\": \"GPU 0\"}},\n"
-	"  {\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 42, \"tid\": 0, \"args\": {\"labels\": \"CPU\"}}\n"
-	" ]}\n";
+    "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": %s, \"host_name\": \"%s\",\n"
+    " \"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 42, \"tid\": 42,"
+    "   \"ts\": 5166410272838.951, \"dur\": 1.500, \"args\": {\"External id\": 1}},\n"
+    "  {\"ph\": \"s\", \"id\": 9, \"pid\": 42, \"tid\": 42, \"ts\": 5166410272838.951, \"cat\": \"ac2g\","
+    "   \"name\": \"ac2g\"},\n"
+    "  {\"ph\": \"f\", \"id\": 9, \"pid\": 0, \"tid\": 7, \"ts\": 5166410272839.000, \"cat\": \"ac2g\","
+    "   \"name\": \"ac2g\", \"bp\": \"e\"},\n"
+    "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"tid\": 0, \"args\": {\"name\": "
+    "\"python\"}},\n"
+    "  {\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, \"args\": {\"labels\": \"GPU "
+    "0\"}},\n"
+    "  {\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 42, \"tid\": 0, \"args\": {\"labels\": "
+    "\"CPU\"}}\n"
+    " ]}\n";
 
 static void write_timed(const char *path, const char *base, const char *host, const char *name)
 {
@@ -300,7 +304,7 @@ static void test_duplicate_rank_is_an_error(void **state)
 	write_timed(in_dir(0, "rank1.json"), "0", "h", "x");
 	write_timed(in_dir(0, "other_rank_1.json"), "0", "h", "y");
 	merge_fails("-o dup.json rank1.json other_rank_1.json",
-		    (const char *const[]){"rank1.json", "other_rank_1.json", "both rank 1", NULL});
+	            (const char *const[]){"rank1.json", "other_rank_1.json", "both rank 1", NULL});
 	struct stat st;
 	assert_int_equal(stat(in_dir(0, "dup.json"), &st), -1);
 }
@@ -336,11 +340,14 @@ static void test_bad_inputs_and_outputs(void **state)
 {
 	(void)state;
 	write_timed(in_dir(0, "good_r0.json"), "0", "h", "x");
-	assert_int_equal(tu_write_file(in_dir(0, "bad_r1.json"), "{\"traceEvents\": [{\"ph\": \"X\",, }]}"), 0);
+	assert_int_equal(tu_write_file(in_dir(0, "bad_r1.json"), "{\"traceEvents\": [{\"ph\": \"X\",, }]}"),
+	                 0);
 	merge_fails("-o out.json good_r0.json missing.json",
-		    (const char *const[]){"missing.json", "No such file", NULL});
-	merge_fails("-o out.json good_r0.json bad_r1.json", (const char *const[]){"bad_r1.json", "byte", NULL});
-	merge_fails("-o /nonexistent-dir/out.json good_r0.json", (const char *const[]){"/nonexistent-dir/out.json", NULL});
+	            (const char *const[]){"missing.json", "No such file", NULL});
+	merge_fails("-o out.json good_r0.json bad_r1.json",
+	            (const char *const[]){"bad_r1.json", "byte", NULL});
+	merge_fails("-o /nonexistent-dir/out.json good_r0.json",
+	            (const char *const[]){"/nonexistent-dir/out.json", NULL});
 	/* Nothing partial is left: no output, no temporary file. */
 	char *out = NULL;
 	char cmd[1400];
@@ -375,9 +382,11 @@ static void test_progress_on_request(void **state)
 	assert_non_null(text);
 	size_t n = (size_t)sprintf(text, "{\"baseTimeNanoseconds\": 0, \"traceEvents\": [");
 	for (int i = 0; i < 5000; i++)
-		n += (size_t)sprintf(text + n, "%s{\"ph\": \"X\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 1, \"ts\": %d.000, "
-					      "\"dur\": 1.000, \"args\": {\"i\": %d}}",
-				     i ? ",\n" : "", i % 100, i, i);
+		n += (size_t)sprintf(
+		    text + n,
+		    "%s{\"ph\": \"X\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 1, \"ts\": %d.000, "
+		    "\"dur\": 1.000, \"args\": {\"i\": %d}}",
+		    i ? ",\n" : "", i % 100, i, i);
 	strcpy(text + n, "]}");
 	assert_int_equal(tu_write_file(in_dir(0, "big_r0.json"), text), 0);
 	free(text);
@@ -397,12 +406,12 @@ static void test_progress_on_request(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_three_library_ranks),
-		cmocka_unit_test(test_times_aligned_and_ranks_from_names),
-		cmocka_unit_test(test_duplicate_rank_is_an_error),
-		cmocka_unit_test(test_libkineto_input),
-		cmocka_unit_test(test_bad_inputs_and_outputs),
-		cmocka_unit_test(test_progress_on_request),
+	    cmocka_unit_test(test_three_library_ranks),
+	    cmocka_unit_test(test_times_aligned_and_ranks_from_names),
+	    cmocka_unit_test(test_duplicate_rank_is_an_error),
+	    cmocka_unit_test(test_libkineto_input),
+	    cmocka_unit_test(test_bad_inputs_and_outputs),
+	    cmocka_unit_test(test_progress_on_request),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -30,7 +30,8 @@ static void begin(void)
 
 /* A launch call, then its kernel on (device, stream) from base + from_us
  * to base + to_us. Returns the correlation id. */
-static uint32_t kernel_at(uint32_t device, uint32_t stream, uint64_t from_us, uint64_t to_us, const char *name)
+static uint32_t kernel_at(uint32_t device, uint32_t stream, uint64_t from_us, uint64_t to_us,
+                          const char *name)
 {
 	uint64_t s = ct_stamp_after(0, 0);
 	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, LAUNCH, s, s + 10);
@@ -93,7 +94,8 @@ static const char *row_name(yajl_val root, double pid, double tid, double *sort)
 	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
 		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
 		const char *what = tu_get_str(e, "name");
-		if (!what || !num_is(e, "pid", pid) || !num_is(e, "tid", tid) || strcmp(tu_get_str(e, "ph"), "M"))
+		if (!what || !num_is(e, "pid", pid) || !num_is(e, "tid", tid) ||
+		    strcmp(tu_get_str(e, "ph"), "M"))
 			continue;
 		if (!strcmp(what, "thread_name"))
 			name = tu_get_str(tu_get(e, "args"), "name");
@@ -142,10 +144,10 @@ static void test_nested_kernels_move(void **state)
 	begin();
 	uint32_t outer = kernel_at(0, 3, 10, 100, "outer");
 	uint32_t in1 = kernel_at(0, 3, 20, 40, "inner1");
-	uint32_t in2 = kernel_at(0, 3, 40, 60, "inner2"); /* touches inner1: same lane */
-	uint32_t in3 = kernel_at(0, 3, 50, 55, "inner3"); /* inside inner2: a third row */
+	uint32_t in2 = kernel_at(0, 3, 40, 60, "inner2");      /* touches inner1: same lane */
+	uint32_t in3 = kernel_at(0, 3, 50, 55, "inner3");      /* inside inner2: a third row */
 	uint32_t same = kernel_at(0, 3, 10, 20, "same_start"); /* starts with outer, shorter */
-	uint32_t after = kernel_at(0, 3, 100, 110, "after"); /* touches outer's end */
+	uint32_t after = kernel_at(0, 3, 100, 110, "after");   /* touches outer's end */
 	yajl_val root = finish("nested", 110);
 	assert_true(row_of(root, "outer", outer) == 3);
 	assert_true(row_of(root, "same_start", same) == LANE_STEP + 3);
@@ -188,21 +190,21 @@ static void test_memcpy_overlapping_kernel(void **state)
 	begin();
 	uint32_t k = kernel_at(0, 5, 10, 50, "k");
 	uint64_t s = ct_stamp_after(0, 0);
-	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, s,
-				       s + 10);
+	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME,
+	                               CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, s, s + 10);
 	CUpti_ActivityMemcpy6 m = {
-		.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
-		.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-		.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-		.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-		.bytes = 4096,
-		.start = base + 20 * US,
-		.end = base + 30 * US,
-		.deviceId = 0,
-		.contextId = 100,
-		.streamId = 5,
-		.correlationId = corr,
-		.channelID = 0xffffffffu,
+	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+	    .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+	    .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+	    .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .bytes = 4096,
+	    .start = base + 20 * US,
+	    .end = base + 30 * US,
+	    .deviceId = 0,
+	    .contextId = 100,
+	    .streamId = 5,
+	    .correlationId = corr,
+	    .channelID = 0xffffffffu,
 	};
 	CT_QUEUE(m);
 	yajl_val root = finish("memcpy", 50);
@@ -220,12 +222,12 @@ static void test_gpu_uuids_in_distributed_info(void **state)
 	begin();
 	for (uint32_t id = 0; id < 2; id++) {
 		CUpti_ActivityDevice5 d = {
-			.kind = CUPTI_ACTIVITY_KIND_DEVICE,
-			.numThreadsPerWarp = 32,
-			.numMultiprocessors = 132,
-			.maxWarpsPerMultiprocessor = 64,
-			.id = id,
-			.name = "Test GPU",
+		    .kind = CUPTI_ACTIVITY_KIND_DEVICE,
+		    .numThreadsPerWarp = 32,
+		    .numMultiprocessors = 132,
+		    .maxWarpsPerMultiprocessor = 64,
+		    .id = id,
+		    .name = "Test GPU",
 		};
 		for (int i = 0; i < 16; i++)
 			d.uuid.bytes[i] = (char)(id * 16 + i);
@@ -239,8 +241,10 @@ static void test_gpu_uuids_in_distributed_info(void **state)
 	assert_string_equal(tu_get_str(dist, "cuda_visible_devices"), "GPU-0a");
 	yajl_val u = tu_get(dist, "gpu_uuids");
 	assert_true(u && YAJL_IS_ARRAY(u) && YAJL_GET_ARRAY(u)->len == 2);
-	assert_string_equal(YAJL_GET_STRING(YAJL_GET_ARRAY(u)->values[0]), "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
-	assert_string_equal(YAJL_GET_STRING(YAJL_GET_ARRAY(u)->values[1]), "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+	assert_string_equal(YAJL_GET_STRING(YAJL_GET_ARRAY(u)->values[0]),
+	                    "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+	assert_string_equal(YAJL_GET_STRING(YAJL_GET_ARRAY(u)->values[1]),
+	                    "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
 	yajl_tree_free(root);
 }
 
@@ -248,11 +252,11 @@ int main(void)
 {
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_overlapping_kernels_get_two_rows, setup),
-		cmocka_unit_test_setup(test_nested_kernels_move, setup),
-		cmocka_unit_test_setup(test_touching_and_separate_work_unchanged, setup),
-		cmocka_unit_test_setup(test_memcpy_overlapping_kernel, setup),
-		cmocka_unit_test_setup(test_gpu_uuids_in_distributed_info, setup),
+	    cmocka_unit_test_setup(test_overlapping_kernels_get_two_rows, setup),
+	    cmocka_unit_test_setup(test_nested_kernels_move, setup),
+	    cmocka_unit_test_setup(test_touching_and_separate_work_unchanged, setup),
+	    cmocka_unit_test_setup(test_memcpy_overlapping_kernel, setup),
+	    cmocka_unit_test_setup(test_gpu_uuids_in_distributed_info, setup),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

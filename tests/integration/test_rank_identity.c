@@ -10,14 +10,27 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strobe/strobe.h"
 #include "strobe/plugin.h"
+#include "strobe/strobe.h"
 
 static const char *const launcher_vars[] = {
-	"RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
-	"MPI_LOCALRANKID", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE", "PMIX_RANK",
-	"CUDA_VISIBLE_DEVICES",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "MV2_COMM_WORLD_RANK",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "MV2_COMM_WORLD_SIZE",
+    "PMIX_RANK",
+    "CUDA_VISIBLE_DEVICES",
 };
 
 static char warnings[8192];
@@ -94,7 +107,8 @@ static yajl_val dist(yajl_val root)
 	return d;
 }
 
-static void assert_identity(yajl_val root, long long rank, long long local, long long world, const char *source)
+static void assert_identity(yajl_val root, long long rank, long long local, long long world,
+                            const char *source)
 {
 	yajl_val d = dist(root);
 	struct {
@@ -111,7 +125,8 @@ static void assert_identity(yajl_val root, long long rank, long long local, long
 		if (!x || !YAJL_IS_INTEGER(x))
 			fail_msg("distributedInfo.%s is missing or not an integer", v[i].key);
 		if (YAJL_GET_INTEGER(x) != v[i].want)
-			fail_msg("distributedInfo.%s is %lld, expected %lld", v[i].key, YAJL_GET_INTEGER(x), v[i].want);
+			fail_msg("distributedInfo.%s is %lld, expected %lld", v[i].key, YAJL_GET_INTEGER(x),
+			         v[i].want);
 	}
 	if (source)
 		assert_string_equal(tu_get_str(d, "rank_source"), source);
@@ -149,10 +164,10 @@ static void test_launchers(void **state)
 	static const struct {
 		const char *rank, *local, *world;
 	} l[] = {
-		{"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
-		{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
-		{"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
-		{"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"},
+	    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
+	    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
+	    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+	    {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"},
 	};
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
 		setup(NULL);
@@ -167,8 +182,8 @@ static void test_launchers(void **state)
 	}
 	/* torchrun under Slurm: torchrun's RANK, and none of Slurm's values. */
 	setup(NULL);
-	set_vars((const char *const[]){"SLURM_PROCID", "1", "SLURM_LOCALID", "0", "SLURM_NTASKS", "2", "RANK", "5",
-				       NULL});
+	set_vars((const char *const[]){"SLURM_PROCID", "1", "SLURM_LOCALID", "0", "SLURM_NTASKS", "2", "RANK",
+	                               "5", NULL});
 	yajl_val root = trace("both");
 	assert_identity(root, 5, -1, -1, "RANK");
 	yajl_tree_free(root);
@@ -177,13 +192,13 @@ static void test_launchers(void **state)
 static void test_malformed_env_ignored_with_warning(void **state)
 {
 	(void)state;
-	set_vars((const char *const[]){"RANK", "three", "SLURM_PROCID", "2", "SLURM_LOCALID", "-1", "SLURM_NTASKS",
-				       "4x", NULL});
+	set_vars((const char *const[]){"RANK", "three", "SLURM_PROCID", "2", "SLURM_LOCALID", "-1",
+	                               "SLURM_NTASKS", "4x", NULL});
 	yajl_val root = trace("malformed");
 	assert_identity(root, 2, -1, -1, "SLURM_PROCID");
 	yajl_tree_free(root);
-	for (const char *const *v = (const char *const[]){"RANK=\"three\"", "SLURM_LOCALID=\"-1\"",
-							  "SLURM_NTASKS=\"4x\"", NULL};
+	for (const char *const *v =
+	         (const char *const[]){"RANK=\"three\"", "SLURM_LOCALID=\"-1\"", "SLURM_NTASKS=\"4x\"", NULL};
 	     *v; v++)
 		if (!strstr(warnings, *v))
 			fail_msg("no warning naming %s; warnings:\n%s", *v, warnings);
@@ -234,8 +249,8 @@ static void test_user_metadata_replaces(void **state)
 	(void)state;
 	setenv("RANK", "3", 1);
 	assert_int_equal(strobe_metadata_set_json("distributedInfo",
-						  "{\"backend\": \"nccl\", \"rank\": 7, \"world_size\": 8}"),
-			 0);
+	                                          "{\"backend\": \"nccl\", \"rank\": 7, \"world_size\": 8}"),
+	                 0);
 	yajl_val root = trace("user");
 	yajl_val d = dist(root);
 	assert_string_equal(tu_get_str(d, "backend"), "nccl");
@@ -302,15 +317,15 @@ static void test_metadata_walk(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_no_rank_still_names_host, setup),
-		cmocka_unit_test_setup(test_torchrun, setup),
-		cmocka_unit_test_setup(test_launchers, setup),
-		cmocka_unit_test_setup(test_malformed_env_ignored_with_warning, setup),
-		cmocka_unit_test_setup(test_api_beats_env, setup),
-		cmocka_unit_test_setup(test_set_rank_rejects_bad_values, setup),
-		cmocka_unit_test_setup(test_user_metadata_replaces, setup),
-		cmocka_unit_test_setup(test_cuda_visible_devices, setup),
-		cmocka_unit_test_setup(test_metadata_walk, setup),
+	    cmocka_unit_test_setup(test_no_rank_still_names_host, setup),
+	    cmocka_unit_test_setup(test_torchrun, setup),
+	    cmocka_unit_test_setup(test_launchers, setup),
+	    cmocka_unit_test_setup(test_malformed_env_ignored_with_warning, setup),
+	    cmocka_unit_test_setup(test_api_beats_env, setup),
+	    cmocka_unit_test_setup(test_set_rank_rejects_bad_values, setup),
+	    cmocka_unit_test_setup(test_user_metadata_replaces, setup),
+	    cmocka_unit_test_setup(test_cuda_visible_devices, setup),
+	    cmocka_unit_test_setup(test_metadata_walk, setup),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
