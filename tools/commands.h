@@ -7,6 +7,7 @@
 int cmd_config(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 

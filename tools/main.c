@@ -14,6 +14,7 @@ static const struct command commands[] = {
 	{"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
 	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
+	{"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };

@@ -403,6 +403,17 @@ STROBE_API int strobe_metadata_set_json(const char *key, const char *json);
 /* Removes a key; -ENOENT when it was not set. */
 STROBE_API int strobe_metadata_remove(const char *key);
 
+/* Says which rank of a distributed job this process is, for every trace
+ * written afterwards (the "distributedInfo" object, docs/output-format.md).
+ * -1 leaves a value unknown; a known value beats what the launcher's
+ * environment says (RANK, LOCAL_RANK, WORLD_SIZE, SLURM_PROCID, ...), an
+ * unknown one leaves the environment's. strobe_set_rank(-1, -1, -1) goes
+ * back to the environment alone. Process-wide, kept across traces;
+ * thread-safe (a trace processed while another thread sets the rank may
+ * carry some old and some new values). Errors: -EINVAL for values below -1,
+ * a world size of 0, or a rank not below the world size. */
+STROBE_API int strobe_set_rank(int64_t rank, int64_t local_rank, int64_t world_size);
+
 /* Names the calling thread's row in traces (up to 1023 bytes, longer
  * names are truncated; the kernel's 15-byte thread name is not touched).
  * Errors: -EINVAL for NULL. */

@@ -14,6 +14,7 @@
 #include "core/json_check.h"
 #include "core/log.h"
 #include "core/metadata.h"
+#include "core/rank.h"
 #include "process/process.h"
 
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
@@ -82,7 +83,8 @@ static int set_string(struct strobe_trace *t, const char *key, const char *value
 
 int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, const struct strb_config *cfg)
 {
-	int rc = 0;
+	/* After every backend and child profiler added its work. */
+	int rc = strb_process_overlap(t);
 	char name[256];
 	strb_process_name(name, sizeof(name));
 	struct strobe_resource proc = {
@@ -104,12 +106,23 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 			rc |= set_string(t, job_keys[i], v);
 	}
 	char host[256];
-	if (gethostname(host, sizeof(host)) == 0 && host[0]) {
+	bool have_host = gethostname(host, sizeof(host)) == 0 && host[0];
+	if (have_host) {
 		host[sizeof(host) - 1] = 0;
 		rc |= set_string(t, "host_name", host);
 	}
 	if (cfg && cfg->request_trace_id[0])
 		rc |= set_string(t, "trace_id", cfg->request_trace_id);
+	/* Before the program's keys: a "distributedInfo" it set replaces this
+	 * one, as in libkineto. */
+	char *dist = strb_rank_json(have_host ? host : NULL, t->device_properties);
+	if (dist) {
+		struct strobe_arg d = {.key = "distributedInfo", .kind = STROBE_ARG_JSON, .value.str = dist};
+		rc |= strb_trace_set_meta(t, &d);
+		free(dist);
+	} else {
+		rc = -ENOMEM;
+	}
 	strb_metadata_foreach(copy_meta, t);
 
 	const struct strb_trace_stats *s = &t->stats;
@@ -133,12 +146,17 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 			 ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_out_of_order\": %" PRIu64
 			 ", \"gpu_unexpected_records\": %" PRIu64 ", \"gpu_incomplete_records\": %" PRIu64
 			 ", \"gpu_paused_records\": %" PRIu64 ", \"gpu_bad_buffers\": %" PRIu64
-			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64 "}",
+			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64
+			 ", \"gpu_overlap_moved\": %" PRIu64 "}",
 			 s->gpu_records, s->gpu_out_of_window, s->gpu_dropped_records, s->gpu_rejected_buffers,
 			 s->gpu_discarded_buffers, s->gpu_warmup_records, s->gpu_blocklisted,
 			 s->gpu_invalid_external_correlations, s->gpu_unmatched_correlations, s->gpu_out_of_order,
 			 s->gpu_unexpected_records, s->gpu_incomplete_records, s->gpu_paused_records,
-			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel);
+			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel, s->gpu_overlap_moved);
+	} else if (s->gpu_overlap_moved) {
+		/* Device work from a child profiler. */
+		size_t n = strlen(stats) - 1;
+		snprintf(stats + n, sizeof(stats) - n, ", \"gpu_overlap_moved\": %" PRIu64 "}", s->gpu_overlap_moved);
 	}
 	struct strobe_arg e = {.key = "strobe", .kind = STROBE_ARG_JSON, .value.str = stats};
 	rc |= strb_trace_set_meta(t, &e);

@@ -26,6 +26,20 @@ int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w);
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w,
 				const struct strobe_activity *a);
 
+/* Extra rows for GPU work that overlaps on one stream: a kernel, memcpy
+ * or memset that starts before an earlier one on its (device, stream) row
+ * has ended moves to lane k >= 1 of that stream, tid
+ * k * STRB_OVERLAP_LANE_STEP + stream, named "stream S (overlap k)". Stream
+ * ids are below 2^32 (CUPTI's are 32-bit), so lane tids never meet a real
+ * stream or libkineto's "Stream Sync" rows (stream + 1000000); lanes stop
+ * at STRB_OVERLAP_MAX_LANES, which keeps tids exact in JSON doubles. Counts
+ * moved activities in stats.gpu_overlap_moved. O(n) when nothing overlaps
+ * or rows arrive in start order, else a sort of each row that does not.
+ * Returns 0 or -ENOMEM. */
+#define STRB_OVERLAP_LANE_STEP (INT64_C(1) << 40)
+#define STRB_OVERLAP_MAX_LANES 1023
+int strb_process_overlap(struct strobe_trace *t);
+
 /* Adds the process row, the process-wide metadata, host and job keys, the
  * request's trace id and strobe's own accounting. */
 int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, const struct strb_config *cfg);

@@ -47,6 +47,7 @@ struct strb_trace_stats {
 	uint64_t gpu_bad_buffers;        /* a buffer walk stopped on an invalid record */
 	uint64_t gpu_launches;           /* kernel launch calls in the window */
 	uint64_t gpu_launches_without_kernel; /* launches whose kernel never arrived */
+	uint64_t gpu_overlap_moved;      /* GPU work moved to a stream's overlap row */
 };
 
 struct strobe_trace {
