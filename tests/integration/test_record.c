@@ -323,6 +323,23 @@ static void clear_errors(void **state)
 	assert_int_equal(count_files("strobe-"), 0);
 }
 
+static void one_strobe_in_a_program_that_links_it(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(record("-o api.json -- " STROBE_TEST_PROGRAMS_DIR "/api_app", &out), 0);
+	/* Its own sync trace would replace the recording: refused. */
+	assert_non_null(strstr(out, "strobe_prepare: a strobe record trace is running"));
+	yajl_val t = tu_load_trace(path_in("api.json"));
+	yajl_val api = range(t, "from-api"), nvtx = range(t, "from-nvtx");
+	assert_true(contains(api, nvtx));
+	/* Two NVTX modules initialised at once, both captured. */
+	assert_int_equal(tu_count(t, "X", "user_annotation", "from-module"), 2);
+	assert_int_equal(tu_count(t, "i", NULL, "from-main-module"), 2);
+	yajl_tree_free(t);
+	free(out);
+}
+
 static void help_explains(void **state)
 {
 	(void)state;
@@ -345,6 +362,7 @@ int main(void)
 		cmocka_unit_test(window_by_delay_and_duration),
 		cmocka_unit_test(activities_select_types),
 		cmocka_unit_test(clear_errors),
+		cmocka_unit_test(one_strobe_in_a_program_that_links_it),
 		cmocka_unit_test(help_explains),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
