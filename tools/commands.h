@@ -5,6 +5,7 @@
 #define STROBE_TOOLS_COMMANDS_H
 
 int cmd_config(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 

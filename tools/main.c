@@ -11,6 +11,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
@@ -26,7 +27,8 @@ static void usage(FILE *out)
 	fprintf(out, "\nRun 'strobe <command> --help' for a command's options.\n"
 		     "Examples:\n"
 		     "  strobe config check /etc/libkineto.conf\n"
-		     "  strobe summary trace.json.gz\n");
+		     "  strobe summary trace.json.gz\n"
+		     "  strobe convert trace.json trace.pftrace\n");
 }
 
 int main(int argc, char **argv)

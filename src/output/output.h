@@ -38,9 +38,4 @@ static inline uint64_t strb_output_flow_uuid(uint64_t id, unsigned kind)
 	return id << 2 | (kind & 3);
 }
 
-/* Where the Perfetto trace keeps the metadata: the annotations of one
- * instant of this name on a track of this name. */
-#define STRB_PERFETTO_METADATA_TRACK "Trace metadata"
-#define STRB_PERFETTO_METADATA_EVENT "metadata"
-
 #endif

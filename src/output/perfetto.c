@@ -232,14 +232,10 @@ static void metadata(struct pwriter *w)
 			args[n++] = (struct strobe_arg){.key = "deviceProperties", .kind = STROBE_ARG_JSON, .value.str = props};
 		}
 	}
-	uint64_t track = strb_pfenc_uuid(w->e);
-	strb_pfenc_track(w->e, track, 0, STRB_PERFETTO_METADATA_TRACK);
-	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = t->start_ns,
-				   .name = STRB_PERFETTO_METADATA_EVENT, .args = args, .nargs = n};
-	strb_pfenc_event(w->e, &ev);
+	uint64_t track = strb_pfenc_metadata(w->e, t->start_ns, args, n);
 	free(props);
-	ev = (struct strb_pf_event){.type = STRB_PF_INSTANT, .track = track, .ts_ns = t->end_ns,
-				    .name = "Record Window End"};
+	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = t->end_ns,
+				   .name = "Record Window End"};
 	strb_pfenc_event(w->e, &ev);
 
 	size_t ops = 0;

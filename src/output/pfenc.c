@@ -603,6 +603,16 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 	end(e, pkt);
 }
 
+uint64_t strb_pfenc_metadata(struct strb_pfenc *e, int64_t ts, const struct strobe_arg *args, size_t nargs)
+{
+	uint64_t track = strb_pfenc_uuid(e);
+	strb_pfenc_track(e, track, 0, STRB_PERFETTO_METADATA_TRACK);
+	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = ts,
+				   .name = STRB_PERFETTO_METADATA_EVENT, .args = args, .nargs = nargs};
+	strb_pfenc_event(e, &ev);
+	return track;
+}
+
 int strb_pfenc_error(const struct strb_pfenc *e)
 {
 	return e->err;

@@ -66,6 +66,12 @@ struct strb_pf_event {
 
 void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev);
 
+/* The trace's metadata: the annotations of one instant named "metadata"
+ * at ts on a top-level track named "Trace metadata". Returns the track. */
+#define STRB_PERFETTO_METADATA_TRACK "Trace metadata"
+#define STRB_PERFETTO_METADATA_EVENT "metadata"
+uint64_t strb_pfenc_metadata(struct strb_pfenc *e, int64_t ts, const struct strobe_arg *args, size_t nargs);
+
 /* Flushes and commits the file; frees e. Returns 0 or the sink's error. */
 int strb_pfenc_finish(struct strb_pfenc *e);
 /* Drops the file; frees e. NULL allowed. */

@@ -102,7 +102,7 @@ static void check_trace(const strobe_trace *trace, const char *path)
 {
 	struct pf_trace t;
 	pf_load(&t, path);
-	pf_check_structure(&t);
+	pf_check_structure(&t, true);
 
 	struct counts c = {0};
 	strobe_trace_foreach(trace, count_cb, &c);

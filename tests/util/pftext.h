@@ -313,8 +313,9 @@ static const struct pf_ann *pf_ann(const struct pf_packet *p, const char *key)
 
 /* Checks what every strobe Perfetto file must have: the clock snapshot
  * first, one sequence with the right flags, slices paired per track, every
- * flow started once and ended once, and every interned id defined. */
-static void pf_check_structure(const struct pf_trace *t)
+ * interned id defined and, with flows_paired, every flow started once and
+ * ended once. */
+static void pf_check_structure(const struct pf_trace *t, bool flows_paired)
 {
 	assert_true(t->n > 0);
 	const struct pf_packet *first = &t->p[0];
@@ -336,7 +337,7 @@ static void pf_check_structure(const struct pf_trace *t)
 		assert_non_null(pf_track(t, p->track));
 		begins += !strcmp(p->type, "TYPE_SLICE_BEGIN");
 		ends += !strcmp(p->type, "TYPE_SLICE_END");
-		if (p->flow_out) {
+		if (p->flow_out && flows_paired) {
 			size_t ins = 0, outs = 0;
 			for (size_t j = 0; j < t->n; j++) {
 				ins += t->p[j].flow_in == p->flow_out;
