@@ -443,6 +443,18 @@ static void test_errors(void **state)
 	assert_int_equal(files_in(ro), 0); /* no temporary file left */
 	rmdir(ro);
 
+	/* --progress shows bytes read of the total even when stderr is not a terminal. */
+	snprintf(args, sizeof(args), "--progress '%s' '%s'", FIXTURE, out);
+	char *msg = NULL;
+	assert_int_equal(convert(args, &msg), 0);
+	assert_non_null(strstr(msg, "MB read (100%)"));
+	free(msg);
+	/* Without it (and not on a terminal) only the closing line. */
+	snprintf(args, sizeof(args), "'%s' '%s'", FIXTURE, out);
+	assert_int_equal(convert(args, &msg), 0);
+	assert_null(strstr(msg, "MB read"));
+	free(msg);
+
 	char *help = NULL;
 	assert_int_equal(convert("--help", &help), 0);
 	assert_non_null(strstr(help, "usage: strobe convert"));
