@@ -210,17 +210,25 @@ static void check_trace(const char *path, size_t want_ops)
 	yajl_tree_free(root);
 }
 
-static void test_iterations(void **state)
+/* Five iterations of a fresh target traced into dir/name; returns its pid
+ * once it has exited. */
+static pid_t trace_five(const char *name, const char *trace_id)
 {
-	(void)state;
 	struct child_opts o = {.allowed = dir};
 	pid_t p = spawn_target(&o);
 	assert_int_equal(trigger(NULL,
-	                         "--no-dynolog --pid %d --iterations 5 --log-file %s/t.json --timeout 10 "
-	                         "--trace-id it5",
-	                         (int)p, dir),
+	                         "--no-dynolog --pid %d --iterations 5 --log-file %s/%s --timeout 10 "
+	                         "--trace-id %s",
+	                         (int)p, dir, name, trace_id),
 	                 0);
 	assert_int_equal(wait_exit(p, 15000), 0);
+	return p;
+}
+
+static void test_iterations(void **state)
+{
+	(void)state;
+	pid_t p = trace_five("t.json", "it5");
 	char path[512];
 	snprintf(path, sizeof(path), "%s/t_%d.json", dir, (int)p);
 	assert_true(exists(path));
@@ -236,14 +244,7 @@ static void test_iterations(void **state)
 static void test_iterations_perfetto(void **state)
 {
 	(void)state;
-	struct child_opts o = {.allowed = dir};
-	pid_t p = spawn_target(&o);
-	assert_int_equal(trigger(NULL,
-	                         "--no-dynolog --pid %d --iterations 5 --log-file %s/t.pftrace --timeout 10 "
-	                         "--trace-id pf5",
-	                         (int)p, dir),
-	                 0);
-	assert_int_equal(wait_exit(p, 15000), 0);
+	trace_five("t.pftrace", "pf5");
 	char path[512];
 	snprintf(path, sizeof(path), "%s/t.pftrace", dir);
 	struct pf_trace t;
