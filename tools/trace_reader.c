@@ -913,7 +913,8 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 		f->out_cap = total * 6;
 	}
 	memcpy(f->work, f->carry, f->ncarry);
-	memcpy(f->work + f->ncarry, in, n);
+	if (n)
+		memcpy(f->work + f->ncarry, in, n);
 	f->ncarry = 0;
 	f->nins = 0;
 	const char *p = f->work, *e = f->work + total;

@@ -183,7 +183,8 @@ static void activity(struct pwriter *w, const struct strobe_activity *a)
 		n = 0;
 		if (ext)
 			args[n++] = (struct strobe_arg){.key = "External id", .kind = STROBE_ARG_U64, .value.u64 = ext};
-		memcpy(args + n, a->args, a->arg_count * sizeof(*args));
+		if (a->arg_count)
+			memcpy(args + n, a->args, a->arg_count * sizeof(*args));
 		n += a->arg_count;
 		if (unfinished)
 			args[n++] = (struct strobe_arg){.key = "finished", .kind = STROBE_ARG_BOOL, .value.b = false};
@@ -219,7 +220,8 @@ static void metadata(struct pwriter *w)
 	struct strobe_arg *args = scratch_args(w, n);
 	if (!args)
 		return;
-	memcpy(args, t->meta, t->meta_count * sizeof(*args));
+	if (t->meta_count)
+		memcpy(args, t->meta, t->meta_count * sizeof(*args));
 	n = t->meta_count;
 	char *props = NULL;
 	if (t->device_properties && *t->device_properties) {

@@ -301,7 +301,7 @@ static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 	}
 	if ((tb->count + 1) * 2 > tb->cap && !grow_table(tb))
 		return 0;
-	if (e->arena_len + len > e->arena_cap) {
+	if (!e->arena || e->arena_len + len > e->arena_cap) {
 		size_t cap = e->arena_cap ? e->arena_cap : 65536;
 		while (cap < e->arena_len + len)
 			cap *= 2;
