@@ -244,7 +244,8 @@ static void reset_tables(struct strb_pfenc *e)
 {
 	for (int t = 0; t < TABLES; t++) {
 		struct table *tb = &e->tables[t];
-		memset(tb->slots, 0, tb->cap * sizeof(*tb->slots));
+		if (tb->cap)
+			memset(tb->slots, 0, tb->cap * sizeof(*tb->slots));
 		tb->count = 0;
 		tb->next_iid = 1;
 	}
@@ -371,7 +372,10 @@ static void clock_packet(struct strb_pfenc *e, bool first)
 	put_varint(e, CLOCK_ID, CLOCK_REALTIME_ID);
 	put_varint(e, CLOCK_TS, (uint64_t)e->origin);
 	end(e, c);
-	put_varint(e, SNAP_PRIMARY, CLOCK_REALTIME_ID);
+	/* Readers refuse a change of trace clock once they have converted
+	 * timestamps: say it once, before any. */
+	if (first)
+		put_varint(e, SNAP_PRIMARY, CLOCK_REALTIME_ID);
 	end(e, snap);
 	size_t d = begin(e, PKT_DEFAULTS);
 	put_varint(e, DEFAULTS_CLOCK_ID, SEQ_CLOCK);

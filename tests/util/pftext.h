@@ -154,6 +154,8 @@ static void pf_load(struct pf_trace *t, const char *path)
 				}
 				p = &t->p[t->n++];
 				memset(p, 0, sizeof(*p));
+			} else if (p && depth == 2 && !strcmp(line, "clock_snapshot")) {
+				p->has_clock = true;
 			} else if (p && depth == 3 && !strcmp(stack[1], "interned_data")) {
 				memset(&pending, 0, sizeof(pending));
 				pending.table = !strcmp(line, "event_categories") ? 0 : !strcmp(line, "event_names") ? 1 : 2;
@@ -204,7 +206,6 @@ static void pf_load(struct pf_trace *t, const char *path)
 			p->has_defaults = true;
 			p->default_clock = (unsigned)u;
 		} else if (depth == 2 && !strcmp(stack[1], "clock_snapshot")) {
-			p->has_clock = true;
 			if (!strcmp(k, "primary_trace_clock"))
 				p->primary_clock = !strcmp(v, "BUILTIN_CLOCK_REALTIME") ? 1 : 99;
 		} else if (depth == 3 && !strcmp(stack[1], "clock_snapshot")) {
