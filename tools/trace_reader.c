@@ -897,6 +897,9 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 {
 	struct fix *f = &r->fix;
 	size_t total = f->ncarry + n;
+	*out_n = 0;
+	if (!total)
+		return 0;
 	if (total > f->work_cap) {
 		char *w = realloc(f->work, total);
 		if (!w)
