@@ -891,6 +891,12 @@ static const bool fix_special[256] = {
     ['-'] = true, ['+'] = true, ['a' ... 'z'] = true, ['A' ... 'Z'] = true,
 };
 
+/* Bytes inside a string that need a decision: its end, an escape, and
+ * control bytes JSON does not allow there. */
+static const bool str_special[256] = {
+    [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
+};
+
 /* Repairs the carry plus in[0..n) into fix.out; what cannot be decided yet
  * becomes the new carry. *out_n is the repaired length. */
 static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool eof, size_t *out_n)
@@ -927,8 +933,9 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 		if (f->in_str) {
 			/* Copy the run that needs no decision. */
 			const char *run = p;
-			while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20 && !f->esc)
-				p++;
+			if (!f->esc)
+				while (p < e && !str_special[(unsigned char)*p])
+					p++;
 			memcpy(f->out + o, run, (size_t)(p - run));
 			o += (size_t)(p - run);
 			if (p == e)
