@@ -11,8 +11,8 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
+	{"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
