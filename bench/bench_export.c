@@ -1,6 +1,7 @@
-/* Export speed: a trace of N events written as plain JSON, gzip and zstd,
- * to a memory-backed directory (tmpfs) and to disk, each the median of
- * repeated saves. Reports events/s, uncompressed MB/s and file size.
+/* Export speed: a trace of N events written as plain JSON, gzip, zstd and
+ * Perfetto protobuf, to a memory-backed directory (tmpfs) and to disk, each
+ * the median of repeated saves. Reports events/s, MB/s of plain JSON
+ * equivalent, file size, bytes per event and size against plain JSON.
  * Usage: bench_export [events] [runs] [tmpfs-dir] [disk-dir]
  */
 #include <string.h>
@@ -10,7 +11,7 @@
 #include "bench_util.h"
 #include "strobe/strobe.h"
 
-static const char *const kinds[] = {".json", ".json.gz", ".json.zst"};
+static const char *const kinds[] = {".json", ".json.gz", ".json.zst", ".pftrace"};
 
 int main(int argc, char **argv)
 {
@@ -41,7 +42,8 @@ int main(int argc, char **argv)
 	strobe_stop(&t);
 	size_t n = strobe_trace_activity_count(t);
 	printf("%zu events; median of %d saves\n", n, runs);
-	printf("%-8s %-10s %12s %10s %12s\n", "where", "format", "events/s", "MB/s", "file MB");
+	printf("%-8s %-10s %12s %10s %12s %10s %8s\n", "where", "format", "events/s", "MB/s", "file MB", "B/event",
+	       "vs json");
 	const char *dirs[] = {mem_dir, disk_dir};
 	const char *where[] = {"tmpfs", "disk"};
 	double json_bytes = 0;
@@ -64,8 +66,9 @@ int main(int argc, char **argv)
 			if (k == 0)
 				json_bytes = (double)st.st_size;
 			double s = bench_median(secs, runs);
-			printf("%-8s %-10s %12.0f %10.1f %12.1f\n", where[d], kinds[k], (double)n / s,
-			       json_bytes / s / 1e6, (double)st.st_size / 1e6);
+			printf("%-8s %-10s %12.0f %10.1f %12.1f %10.1f %8.3f\n", where[d], kinds[k], (double)n / s,
+			       json_bytes / s / 1e6, (double)st.st_size / 1e6, (double)st.st_size / (double)n,
+			       (double)st.st_size / json_bytes);
 			unlink(path);
 			free(secs);
 		}

@@ -5,9 +5,10 @@
 #define STROBE_TOOLS_COMMANDS_H
 
 int cmd_config(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-int cmd_merge(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 

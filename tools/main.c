@@ -11,10 +11,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
 	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
-	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
+	{"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
 	{"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
+	{"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
+	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
 	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
 	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
@@ -31,7 +32,8 @@ static void usage(FILE *out)
 		     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
 		     "  strobe config check /etc/libkineto.conf\n"
 		     "  strobe summary trace.json.gz\n"
-		     "  strobe report trace.json -o report.html\n");
+		     "  strobe report trace.json -o report.html\n"
+		     "  strobe convert trace.json trace.pftrace\n");
 }
 
 int main(int argc, char **argv)

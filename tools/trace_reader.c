@@ -16,6 +16,27 @@ enum tok { T_NULL, T_BOOL, T_NUMBER, T_STRING, T_KEY, T_START_MAP, T_END_MAP, T_
 
 enum field { F_OTHER, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_ID, F_TS, F_DUR, F_ARGS };
 
+/* The longest look past a quote or into a bare word before deciding. */
+#define LOOKAHEAD 1024
+#define FIX_DEPTH 1024
+
+/* The repair pass between decompression and yajl: libkineto writes args
+ * strings with their inner quotes unescaped, and non-finite numbers bare
+ * (nan, inf). Valid JSON passes through unchanged. */
+struct fix {
+	char *out; /* repaired text of one chunk */
+	size_t out_cap;
+	char *work; /* the carry plus the next chunk */
+	size_t work_cap;
+	char *carry; /* input not yet decided, at most LOOKAHEAD + 64 bytes */
+	size_t ncarry;
+	uint32_t *ins; /* offsets in out of the bytes the repair inserted */
+	size_t nins, ins_cap;
+	bool in_str, esc, str_is_key, expect_key;
+	int depth;
+	char stack[FIX_DEPTH]; /* '{' or '[' per open container */
+};
+
 /* Where a value that the reader keeps as JSON text is going. */
 enum cap_target { CAP_NONE, CAP_DISCARD, CAP_PAIR, CAP_MEMBER };
 
@@ -53,6 +74,8 @@ struct reader {
 	yajl_handle yh;
 	yajl_gen gen;
 	uint64_t json_base; /* JSON bytes before the chunk being parsed */
+	struct fix fix;
+	size_t chunk_len;   /* bytes of repaired text handed to yajl in this chunk */
 	int root;           /* 0 until the top-level value opens, then '{' or '[' */
 	int depth;          /* containers open, not counting captured values */
 	int events_depth;   /* depth inside traceEvents, 0 when outside */
@@ -562,9 +585,22 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 	return pair_value(r, ev->extra, &ev->nextra, TR_EXTRA_MAX, t, s, len);
 }
 
+/* A byte offset in the input's JSON text: the repair's insertions in the
+ * chunk being parsed do not count. */
 static uint64_t json_offset(const struct reader *r)
 {
-	return r->json_base + yajl_get_bytes_consumed(r->yh);
+	size_t at = yajl_get_bytes_consumed(r->yh);
+	if (at > r->chunk_len)
+		at = r->chunk_len;
+	size_t lo = 0, hi = r->fix.nins;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fix.ins[mid] < at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return r->json_base + at - lo;
 }
 
 static const char *tok_kind(enum tok t)
@@ -763,6 +799,280 @@ static int parse_failure(struct reader *r, yajl_status st, const unsigned char *
 	return fail(r, -EBADMSG, "malformed JSON at byte %llu: %s", off, msg);
 }
 
+/* ---- repairing libkineto's defects ------------------------------------ */
+
+static bool fix_room(struct reader *r, size_t more)
+{
+	struct fix *f = &r->fix;
+	if (f->nins + more > f->ins_cap) {
+		size_t cap = f->ins_cap ? f->ins_cap * 2 : 1024;
+		while (cap < f->nins + more)
+			cap *= 2;
+		uint32_t *n = realloc(f->ins, cap * sizeof(*n));
+		if (!n)
+			return false;
+		f->ins = n;
+		f->ins_cap = cap;
+	}
+	return true;
+}
+
+static void fix_insert(struct reader *r, size_t *o, char ch)
+{
+	r->fix.ins[r->fix.nins++] = (uint32_t)*o;
+	r->fix.out[(*o)++] = ch;
+}
+
+static bool is_ws(char ch)
+{
+	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
+}
+
+/* Whether the quote at p[0] ends the string being read. Returns 1 yes, 0
+ * no, -1 when the text in hand (up to e) does not tell yet. */
+static int closes_string(const struct fix *f, const char *p, const char *e, bool eof)
+{
+	const char *q = p + 1;
+	const char *lim = e - p > LOOKAHEAD ? p + LOOKAHEAD : e;
+	while (q < lim && is_ws(*q))
+		q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	char c2 = *q;
+	if (f->str_is_key)
+		return c2 == ':';
+	bool in_array = f->depth > 0 && f->stack[f->depth - 1] == '[';
+	if (in_array)
+		return c2 == ',' || c2 == ']';
+	if (c2 == '}')
+		return 1;
+	if (c2 != ',')
+		return 0;
+	/* In an object a value ends where the next member's key begins: a
+	 * string followed by a colon. */
+	q++;
+	while (q < lim && is_ws(*q))
+		q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	if (*q != '"')
+		return 0;
+	for (q++; q < lim && *q != '"'; q++)
+		if (*q == '\\' && q + 1 < lim)
+			q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	for (q++; q < lim && is_ws(*q); q++)
+		;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	return *q == ':';
+}
+
+static bool word_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+	       ch == '+' || ch == '.';
+}
+
+static bool non_finite(const char *w, size_t n)
+{
+	static const char *const words[] = {"nan", "-nan", "NaN", "-NaN", "inf", "-inf", "Infinity", "-Infinity"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && !memcmp(words[i], w, n))
+			return true;
+	return false;
+}
+
+/* Bytes outside strings that the repair must look at: structure, quotes
+ * and the letters that start a bare word. */
+static const bool fix_special[256] = {
+    ['"'] = true, ['{'] = true, ['}'] = true, ['['] = true, [']'] = true, [','] = true, [':'] = true,
+    ['-'] = true, ['+'] = true, ['a' ... 'z'] = true, ['A' ... 'Z'] = true,
+};
+
+/* Bytes inside a string that need a decision: its end, an escape, and
+ * control bytes JSON does not allow there. */
+static const bool str_special[256] = {
+    [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
+};
+
+/* Repairs the carry plus in[0..n) into fix.out; what cannot be decided yet
+ * becomes the new carry. *out_n is the repaired length. */
+static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool eof, size_t *out_n)
+{
+	struct fix *f = &r->fix;
+	size_t total = f->ncarry + n;
+	*out_n = 0;
+	if (!total)
+		return 0;
+	if (total > f->work_cap) {
+		char *w = realloc(f->work, total);
+		if (!w)
+			return fail(r, -ENOMEM, "out of memory");
+		f->work = w;
+		f->work_cap = total;
+	}
+	/* Each byte grows to at most 6 (a control byte as \u00XX). */
+	if (total * 6 > f->out_cap) {
+		char *o = realloc(f->out, total * 6);
+		if (!o)
+			return fail(r, -ENOMEM, "out of memory");
+		f->out = o;
+		f->out_cap = total * 6;
+	}
+	memcpy(f->work, f->carry, f->ncarry);
+	if (n)
+		memcpy(f->work + f->ncarry, in, n);
+	f->ncarry = 0;
+	f->nins = 0;
+	const char *p = f->work, *e = f->work + total;
+	size_t o = 0;
+	while (p < e) {
+		char ch = *p;
+		if (f->in_str) {
+			/* Copy the run that needs no decision. */
+			const char *run = p;
+			if (!f->esc)
+				while (p < e && !str_special[(unsigned char)*p])
+					p++;
+			memcpy(f->out + o, run, (size_t)(p - run));
+			o += (size_t)(p - run);
+			if (p == e)
+				break;
+			ch = *p;
+			if (f->esc) {
+				f->esc = false;
+				f->out[o++] = ch;
+				p++;
+			} else if (ch == '\\') {
+				f->esc = true;
+				f->out[o++] = ch;
+				p++;
+			} else if ((unsigned char)ch < 0x20) {
+				if (!fix_room(r, 5))
+					return fail(r, -ENOMEM, "out of memory");
+				static const char hex[] = "0123456789abcdef";
+				f->out[o++] = '\\';
+				fix_insert(r, &o, 'u');
+				fix_insert(r, &o, '0');
+				fix_insert(r, &o, '0');
+				fix_insert(r, &o, hex[(unsigned char)ch >> 4]);
+				fix_insert(r, &o, hex[ch & 15]);
+				r->stats->repaired++;
+				p++;
+			} else {
+				int d = closes_string(f, p, e, eof);
+				if (d < 0)
+					break;
+				if (d) {
+					f->in_str = false;
+					if (!f->str_is_key)
+						f->expect_key = false;
+					f->out[o++] = '"';
+				} else {
+					if (!fix_room(r, 1))
+						return fail(r, -ENOMEM, "out of memory");
+					fix_insert(r, &o, '\\');
+					f->out[o++] = '"';
+					r->stats->repaired++;
+				}
+				p++;
+			}
+			continue;
+		}
+		if (!fix_special[(unsigned char)ch]) {
+			/* Digits, blanks and the like: copy the run. */
+			const char *run = p;
+			while (p < e && !fix_special[(unsigned char)*p])
+				p++;
+			memcpy(f->out + o, run, (size_t)(p - run));
+			o += (size_t)(p - run);
+			continue;
+		}
+		switch (ch) {
+		case '"':
+			f->in_str = true;
+			f->str_is_key = f->depth > 0 && f->stack[f->depth - 1] == '{' && f->expect_key;
+			break;
+		case '{':
+		case '[':
+			if (f->depth < FIX_DEPTH)
+				f->stack[f->depth] = ch;
+			f->depth++;
+			f->expect_key = ch == '{';
+			break;
+		case '}':
+		case ']':
+			if (f->depth > 0)
+				f->depth--;
+			f->expect_key = false;
+			break;
+		case ',':
+			f->expect_key = f->depth > 0 && f->depth <= FIX_DEPTH && f->stack[f->depth - 1] == '{';
+			break;
+		case ':':
+			f->expect_key = false;
+			break;
+		default:
+			if (word_char(ch) && !(ch >= '0' && ch <= '9')) {
+				const char *w = p;
+				while (p < e && p - w < 64 && word_char(*p))
+					p++;
+				if (p == e && !eof && p - w < 64) {
+					p = w;
+					goto carry;
+				}
+				size_t wl = (size_t)(p - w);
+				if (non_finite(w, wl)) {
+					/* No JSON number says it: keep it as the string "nan". */
+					if (!fix_room(r, 2))
+						return fail(r, -ENOMEM, "out of memory");
+					fix_insert(r, &o, '"');
+					memcpy(f->out + o, w, wl);
+					o += wl;
+					fix_insert(r, &o, '"');
+					r->stats->repaired++;
+				} else {
+					memcpy(f->out + o, w, wl);
+					o += wl;
+				}
+				continue;
+			}
+			break;
+		}
+		f->out[o++] = ch;
+		p++;
+	}
+carry:
+	f->ncarry = (size_t)(e - p);
+	if (f->ncarry > LOOKAHEAD + 64) {
+		/* Cannot happen: decisions look at most LOOKAHEAD ahead. */
+		return fail(r, -EBADMSG, "internal error repairing the JSON text");
+	}
+	memcpy(f->carry, p, f->ncarry);
+	*out_n = o;
+	return 0;
+}
+
+static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bool eof)
+{
+	size_t m = 0;
+	int rc = fix_chunk(r, p, n, eof, &m);
+	if (rc)
+		return rc;
+	if (!m)
+		return 0;
+	r->chunk_len = m;
+	yajl_status st = yajl_parse(r->yh, (const unsigned char *)r->fix.out, m);
+	if (st != yajl_status_ok)
+		return parse_failure(r, st, (const unsigned char *)r->fix.out, m, false);
+	r->json_base += m - r->fix.nins;
+	r->fix.nins = 0;
+	r->chunk_len = 0;
+	return 0;
+}
+
 static int parse(struct reader *r)
 {
 	int rc = detect_compression(r);
@@ -785,11 +1095,13 @@ static int parse(struct reader *r)
 			r->json_base += 3;
 		}
 		first = false;
-		yajl_status st = yajl_parse(r->yh, p, n);
-		if (st != yajl_status_ok)
-			return parse_failure(r, st, p, n, false);
-		r->json_base += n;
+		rc = parse_repaired(r, p, n, false);
+		if (rc)
+			return rc;
 	}
+	rc = parse_repaired(r, NULL, 0, true);
+	if (rc)
+		return rc;
 	yajl_status st = yajl_complete_parse(r->yh);
 	if (st != yajl_status_ok)
 		return parse_failure(r, st, NULL, 0, true);
@@ -815,11 +1127,12 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 
 	int rc;
 	r->ev = malloc(sizeof(*r->ev));
+	r->fix.carry = malloc(LOOKAHEAD + 64 + CHUNK);
 	r->yh = yajl_alloc(&callbacks, NULL, r);
 	r->gen = yajl_gen_alloc(NULL);
 	if (r->f)
 		r->in = malloc(CHUNK);
-	if (!r->ev || !r->yh || !r->gen || (r->f && !r->in)) {
+	if (!r->ev || !r->yh || !r->gen || (r->f && !r->in) || !r->fix.carry) {
 		rc = fail(r, -ENOMEM, "out of memory");
 	} else {
 		yajl_gen_config(r->gen, yajl_gen_print_callback, cap_print, r);
@@ -839,6 +1152,10 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 	free(r->in);
 	free(r->mbuf);
 	free(r->ev);
+	free(r->fix.carry);
+	free(r->fix.work);
+	free(r->fix.out);
+	free(r->fix.ins);
 	return rc;
 }
 

@@ -7,6 +7,15 @@
  * does not grow with the file: every string an event carries has a fixed
  * limit, and what does not fit is cut and counted rather than kept.
  *
+ * libkineto's known defects are repaired on the way (and counted in
+ * tr_stats.repaired): quotes inside args strings written unescaped (a quote
+ * ends a string only where the JSON can go on after it: a colon after a
+ * key, a comma and the next key or a closing brace after a value), control
+ * bytes inside strings, and non-finite numbers written bare (nan, inf,
+ * -inf, NaN, Infinity), which become the strings "nan", "inf", ... Valid
+ * JSON is never changed, and byte offsets in messages count the file's own
+ * bytes.
+ *
  * The reader knows nothing about what its caller computes: it is shared by
  * the tools that summarise, convert and merge traces. It is single-threaded;
  * callbacks run on the calling thread, inside tr_read_*, and may block.
@@ -100,6 +109,7 @@ struct tr_stats {
 	uint64_t truncated;  /* strings and values cut at their limit */
 	uint64_t dropped;    /* args and event members beyond the per-event limits */
 	uint64_t bad_times;  /* ts or dur numbers that do not fit in int64 ns */
+	uint64_t repaired;   /* libkineto defects repaired: quotes inside strings, nan/inf, control bytes */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.

@@ -285,11 +285,13 @@ STROBE_API int strobe_set_trace_callback(strobe_trace_written_cb cb, void *user_
  * Traces
  * ------------------------------------------------------------------------ */
 
-/* Writes the trace. url's protocol picks the writer ("file://", or one
- * registered with strobe_register_output); a plain path picks by suffix:
- * ".json" Chrome-trace JSON, ".json.gz" gzip (level from
- * STROBE_GZIP_LEVEL, default 1), ".json.zst" zstd; other suffixes write
- * plain JSON. Files are written to a temporary name and renamed, so a
+/* Writes the trace. url's protocol picks the writer ("file://",
+ * "perfetto://" for Perfetto protobuf whatever the name, or one registered
+ * with strobe_register_output); a plain path (and "file://") picks by
+ * suffix: ".json" Chrome-trace JSON, ".json.gz" gzip (level from
+ * STROBE_GZIP_LEVEL, default 1), ".json.zst" zstd, ".pftrace" or
+ * ".perfetto-trace" Perfetto protobuf (docs/output-format.md); other
+ * suffixes write plain JSON. Files are written to a temporary name and renamed, so a
  * failure (unwritable directory, full disk) leaves no partial file and
  * returns STROBE_E_IO with the reason. Errors: -EINVAL, STROBE_E_NO_WRITER,
  * STROBE_E_IO. Thread-safe for concurrent saves of the same trace. */

@@ -228,7 +228,7 @@ static int write_restricted(const strobe_trace *t, const char *path)
 			rc = strb_sink_open_at(&sink, dfd, comp, path, strb_compress_for_path(path), -1, 0600, true);
 			dfd = -1; /* the sink owns it now */
 			if (!rc)
-				rc = strb_json_write_sink(t, sink, path);
+				rc = strb_file_write_sink(t, sink, path);
 			break;
 		}
 		int sub = openat(dfd, comp, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

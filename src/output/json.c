@@ -76,7 +76,7 @@ static bool own_id_hidden(enum strobe_activity_type type)
 	}
 }
 
-static bool is_counter(enum strobe_activity_type type)
+bool strb_output_is_counter(enum strobe_activity_type type)
 {
 	return type == STROBE_ACTIVITY_CPU_COUNTER || type == STROBE_ACTIVITY_MTIA_COUNTERS ||
 	       type == STROBE_ACTIVITY_XPU_SCOPE_PROFILER || type == STROBE_ACTIVITY_HARDWARE_COUNTERS;
@@ -102,12 +102,15 @@ static void head(struct writer *w, const char *ph, const struct strobe_activity 
 	strb_jbuf_us(b, ts - w->base);
 }
 
+uint64_t strb_output_external_id(const struct strobe_activity *a)
+{
+	return a->linked_id ? a->linked_id : own_id_hidden(a->type) ? 0 : a->id;
+}
+
 static void args(struct writer *w, const struct strobe_activity *a, bool with_ids)
 {
 	struct strb_jbuf *b = w->b;
-	uint64_t ext = 0;
-	if (with_ids)
-		ext = a->linked_id ? a->linked_id : own_id_hidden(a->type) ? 0 : a->id;
+	uint64_t ext = with_ids ? strb_output_external_id(a) : 0;
 	bool unfinished = a->flags & STROBE_ACTIVITY_UNFINISHED;
 	if (!ext && !a->arg_count && !unfinished)
 		return;
@@ -161,7 +164,7 @@ static void activity(struct writer *w, const struct strobe_activity *a)
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		head(w, "i", a, a->start_ns);
 		args(w, a, false);
-	} else if (is_counter(a->type)) {
+	} else if (strb_output_is_counter(a->type)) {
 		head(w, "C", a, a->start_ns);
 		strb_jbuf_lit(b, ", \"args\": {");
 		for (size_t i = 0; i < a->arg_count; i++) {

@@ -18,12 +18,14 @@ struct writer_entry {
 	void *user_arg;
 };
 
-static const struct strobe_output_ops json_ops = {.size = sizeof(json_ops), .write = strb_json_write};
+static const struct strobe_output_ops file_ops = {.size = sizeof(file_ops), .write = strb_file_write};
+static const struct strobe_output_ops perfetto_ops = {.size = sizeof(perfetto_ops), .write = strb_perfetto_write};
 
 /* Built-ins are consulted after what programs registered, so replacing one
  * and unregistering the replacement brings it back. */
 static const struct writer_entry builtins[] = {
-	{"file", &json_ops, NULL},
+	{"file", &file_ops, NULL},
+	{"perfetto", &perfetto_ops, NULL},
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,6 +103,31 @@ int strobe_unregister_output(const char *protocol)
 	}
 	pthread_mutex_unlock(&lock);
 	return rc ? strb_error(rc, "strobe_unregister_output: no writer registered for \"%s\"", name) : 0;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+bool strb_output_is_perfetto_path(const char *path)
+{
+	return has_suffix(path, ".pftrace") || has_suffix(path, ".perfetto-trace");
+}
+
+int strb_file_write(const strobe_trace *trace, const char *path, void *user_arg)
+{
+	if (strb_output_is_perfetto_path(path))
+		return strb_perfetto_write(trace, path, user_arg);
+	return strb_json_write(trace, path, user_arg);
+}
+
+int strb_file_write_sink(const strobe_trace *trace, struct strb_sink *sink, const char *path)
+{
+	if (strb_output_is_perfetto_path(path))
+		return strb_perfetto_write_sink(trace, sink, path);
+	return strb_json_write_sink(trace, sink, path);
 }
 
 static bool lookup(const char *name, struct writer_entry *out)

@@ -670,19 +670,6 @@ static void test_compressed_outputs(void **state)
 #define CORR        500
 #define OP_ID       1001
 
-static void record_at(const char *name, enum strobe_activity_type type, int64_t start, int64_t dur,
-                      struct strobe_activity extra)
-{
-	extra.size = sizeof(extra);
-	extra.type = type;
-	extra.name = name;
-	extra.start_ns = start;
-	extra.end_ns = start + dur;
-	int rc = strobe_record(&extra);
-	if (rc)
-		fail_msg("strobe_record(%s): %s: %s", name, strobe_status_string(rc), strobe_last_error());
-}
-
 /* The flow event right after `x`, checked against it. */
 static yajl_val flow_after(yajl_val root, yajl_val x, const char *ph, const char *cat, uint64_t id)
 {
@@ -716,7 +703,7 @@ static void test_record_args_flows_ids(void **state)
 	    {.key = "s", .kind = STROBE_ARG_STRING, .value.str = "text"},
 	    {.key = "j", .kind = STROBE_ARG_JSON, .value.str = "[1, {\"a\": null}]"},
 	};
-	record_at("rec.fwd", STROBE_ACTIVITY_CPU_OP, s, 5000,
+	tu_record_at("rec.fwd", STROBE_ACTIVITY_CPU_OP, s, 5000,
 	          (struct strobe_activity){.id = OP_ID,
 	                                   .flow_id = FLOW_FWDBWD,
 	                                   .flow_kind = STROBE_FLOW_FWDBWD,
@@ -726,7 +713,7 @@ static void test_record_args_flows_ids(void **state)
 	const struct strobe_arg launch_args[] = {
 	    {.key = "correlation", .kind = STROBE_ARG_U64, .value.u64 = CORR},
 	    {.key = "cbid", .kind = STROBE_ARG_I64, .value.i64 = 211}};
-	record_at("cudaLaunchKernel", STROBE_ACTIVITY_CUDA_RUNTIME, s + 1000, 1000,
+	tu_record_at("cudaLaunchKernel", STROBE_ACTIVITY_CUDA_RUNTIME, s + 1000, 1000,
 	          (struct strobe_activity){.id = CORR,
 	                                   .linked_id = OP_ID,
 	                                   .flow_id = CORR,
@@ -734,25 +721,25 @@ static void test_record_args_flows_ids(void **state)
 	                                   .flags = STROBE_ACTIVITY_FLOW_START,
 	                                   .args = launch_args,
 	                                   .arg_count = 2});
-	record_at("my_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 3000, 1000,
+	tu_record_at("my_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 3000, 1000,
 	          (struct strobe_activity){.device = 1,
 	                                   .resource = 7,
 	                                   .id = CORR,
 	                                   .linked_id = OP_ID,
 	                                   .flow_id = CORR,
 	                                   .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU});
-	record_at("orphan_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 4500, 100,
+	tu_record_at("orphan_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 4500, 100,
 	          (struct strobe_activity){.device = 1, .resource = 7, .id = 600});
-	record_at("orphan_memcpy", STROBE_ACTIVITY_GPU_MEMCPY, s + 4700, 100,
+	tu_record_at("orphan_memcpy", STROBE_ACTIVITY_GPU_MEMCPY, s + 4700, 100,
 	          (struct strobe_activity){.device = 1, .resource = 8, .id = 700});
-	record_at("gpu_ann", STROBE_ACTIVITY_GPU_USER_ANNOTATION, s + 3000, 1000,
+	tu_record_at("gpu_ann", STROBE_ACTIVITY_GPU_USER_ANNOTATION, s + 3000, 1000,
 	          (struct strobe_activity){.device = 1, .resource = 7, .id = 800});
-	record_at(
+	tu_record_at(
 	    "rec.bwd", STROBE_ACTIVITY_CPU_OP, s + 10000, 2000,
 	    (struct strobe_activity){.id = 1002, .flow_id = FLOW_FWDBWD, .flow_kind = STROBE_FLOW_FWDBWD});
-	record_at("linked_op", STROBE_ACTIVITY_CPU_OP, s + 20000, 10,
+	tu_record_at("linked_op", STROBE_ACTIVITY_CPU_OP, s + 20000, 10,
 	          (struct strobe_activity){.id = 1003, .linked_id = OP_ID});
-	record_at("elsewhere", STROBE_ACTIVITY_USER_ANNOTATION, s + 30000, 10,
+	tu_record_at("elsewhere", STROBE_ACTIVITY_USER_ANNOTATION, s + 30000, 10,
 	          (struct strobe_activity){.device = 5, .resource = -9, .id = 900});
 	yajl_val root = end_load("record.json");
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ipc/ipc.h"
+#include "pftext.h"
 #include "strobe/strobe.h"
 
 static char dir[256];     /* traces; the allowed directory */
@@ -209,17 +210,25 @@ static void check_trace(const char *path, size_t want_ops)
 	yajl_tree_free(root);
 }
 
-static void test_iterations(void **state)
+/* Five iterations of a fresh target traced into dir/name; returns its pid
+ * once it has exited. */
+static pid_t trace_five(const char *name, const char *trace_id)
 {
-	(void)state;
 	struct child_opts o = {.allowed = dir};
 	pid_t p = spawn_target(&o);
 	assert_int_equal(trigger(NULL,
-	                         "--no-dynolog --pid %d --iterations 5 --log-file %s/t.json --timeout 10 "
-	                         "--trace-id it5",
-	                         (int)p, dir),
+	                         "--no-dynolog --pid %d --iterations 5 --log-file %s/%s --timeout 10 "
+	                         "--trace-id %s",
+	                         (int)p, dir, name, trace_id),
 	                 0);
 	assert_int_equal(wait_exit(p, 15000), 0);
+	return p;
+}
+
+static void test_iterations(void **state)
+{
+	(void)state;
+	pid_t p = trace_five("t.json", "it5");
 	char path[512];
 	snprintf(path, sizeof(path), "%s/t_%d.json", dir, (int)p);
 	assert_true(exists(path));
@@ -227,6 +236,31 @@ static void test_iterations(void **state)
 	yajl_val root = tu_load_trace(path);
 	assert_string_equal(tu_get_str(root, "trace_id"), "it5");
 	yajl_tree_free(root);
+}
+
+/* A Perfetto file asked for by its suffix (no pid is inserted: that is
+ * libkineto's rule for ".json" names), written beneath the allowed
+ * directory as JSON ones are. */
+static void test_iterations_perfetto(void **state)
+{
+	(void)state;
+	trace_five("t.pftrace", "pf5");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/t.pftrace", dir);
+	struct pf_trace t;
+	pf_load(&t, path);
+	pf_check_structure(&t, true);
+	assert_int_equal(pf_count(&t, "TYPE_SLICE_BEGIN", "iter_op"), 5);
+	const struct pf_packet *meta = NULL;
+	for (size_t i = 0; i < t.n; i++)
+		if (t.p[i].has_te && !strcmp(t.p[i].name, "metadata"))
+			meta = &t.p[i];
+	assert_non_null(meta);
+	assert_string_equal(pf_ann(meta, "trace_id")->value, "pf5");
+	pf_free(&t);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
 }
 
 static void test_duration_and_wait(void **state)
@@ -607,6 +641,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_pids_and_usage),
 	    cmocka_unit_test(test_iterations),
+	    cmocka_unit_test(test_iterations_perfetto),
 	    cmocka_unit_test(test_duration_and_wait),
 	    cmocka_unit_test(test_signal),
 	    cmocka_unit_test(test_signal_refused_without_handler),

@@ -168,6 +168,18 @@ int tu_strobe_group_teardown(void **state)
 	return 0;
 }
 
+void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct strobe_activity extra)
+{
+	extra.size = sizeof(extra);
+	extra.type = (enum strobe_activity_type)type;
+	extra.name = name;
+	extra.start_ns = start;
+	extra.end_ns = start + dur;
+	int rc = strobe_record(&extra);
+	if (rc)
+		fail_msg("strobe_record(%s): %s: %s", name, strobe_status_string(rc), strobe_last_error());
+}
+
 int tu_run(const char *cmd, int merge_stderr, char **out)
 {
 	char *full = malloc(strlen(cmd) + 16);

@@ -26,6 +26,11 @@ extern char tu_dir[1024];
 int tu_strobe_group_setup(void **state);
 int tu_strobe_group_teardown(void **state);
 
+/* strobe_record of `extra` with this type, name, start and duration; fails
+ * the test if it is refused. */
+struct strobe_activity;
+void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct strobe_activity extra);
+
 /* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
  * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
 int tu_run(const char *cmd, int merge_stderr, char **out);
