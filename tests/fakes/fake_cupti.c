@@ -154,6 +154,7 @@ static struct state {
 
 	struct pending *q; /* pending records: q[q_head .. q_head + q_len) */
 	size_t q_head, q_len, q_cap;
+	size_t q_incomplete; /* pending records still marked incomplete */
 	size_t drop_next, dropped, requested, completed;
 	uint32_t next_correlation;
 
@@ -197,6 +198,8 @@ static void unlock_state(void)
 
 static void queue_drop_head_locked(size_t n)
 {
+	for (size_t i = 0; i < n && st.q_incomplete; i++)
+		st.q_incomplete -= st.q[st.q_head + i].incomplete;
 	st.q_head += n;
 	st.q_len -= n;
 	if (st.q_len == 0)
@@ -229,6 +232,7 @@ static int produce_locked(const void *rec, size_t size, bool incomplete)
 	memcpy(&p->rec, rec, size);
 	p->size = (uint32_t)size;
 	p->incomplete = incomplete;
+	st.q_incomplete += incomplete;
 	return 1;
 }
 
@@ -236,7 +240,9 @@ static int produce_locked(const void *rec, size_t size, bool incomplete)
  * incomplete one. */
 static size_t deliverable_locked(bool forced)
 {
-	if (forced)
+	/* Without incomplete records the scan below would be linear per buffer,
+	 * quadratic per flush. */
+	if (forced || !st.q_incomplete)
 		return st.q_len;
 	size_t n = 0;
 	while (n < st.q_len && !st.q[st.q_head + n].incomplete)
@@ -937,6 +943,7 @@ EXPORT void fake_cupti_complete_all(void)
 	lock_state();
 	for (size_t i = 0; i < st.q_len; i++)
 		st.q[st.q_head + i].incomplete = false;
+	st.q_incomplete = 0;
 	unlock_state();
 }
 
