@@ -68,10 +68,21 @@ static const uint16_t kind_size[CUPTI_ACTIVITY_KIND_COUNT] = {FAKE_KINDS(SIZE_EN
 union any_record {
 	CUpti_Activity header;
 	FAKE_KINDS(UNION_MEMBER)
+	struct fake_cupti_kernel11 KERNEL11;
 };
+_Static_assert(sizeof(struct fake_cupti_kernel11) == 224 &&
+		   offsetof(struct fake_cupti_kernel11, priority) == 216,
+	       "CUDA 13.1 kernel record layout");
+
+/* The reported version, read without the lock: record sizes depend on it and
+ * the record walk takes no lock. */
+static _Atomic uint32_t sizes_version = FAKE_CUPTI_DEFAULT_VERSION;
 
 static size_t record_size(uint32_t kind)
 {
+	if ((kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+	    atomic_load_explicit(&sizes_version, memory_order_relaxed) >= FAKE_CUPTI_VERSION_13_1)
+		return sizeof(struct fake_cupti_kernel11);
 	return kind < CUPTI_ACTIVITY_KIND_COUNT ? kind_size[kind] : 0;
 }
 
@@ -176,6 +187,7 @@ static void reset_locked(void)
 	free(st.q);
 	memset(&st, 0, sizeof(st));
 	st.version = FAKE_CUPTI_DEFAULT_VERSION;
+	atomic_store(&sizes_version, st.version);
 	st.next_correlation = 1;
 	st.tid_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 	for (size_t i = 0; i < N_ATTRS; i++)
@@ -907,6 +919,7 @@ EXPORT void fake_cupti_set_version(uint32_t version)
 {
 	lock_state();
 	st.version = version;
+	atomic_store(&sizes_version, version);
 	unlock_state();
 }
 

@@ -28,6 +28,15 @@
 #define OCC_CACHE 256
 #define DIMS_CACHE 64
 
+/* CUDA 13.1's kernel record (CUpti_ActivityKernel11) appends the launch
+ * priority to Kernel10; headers before 13.1 do not declare it. */
+#define STRB_CUPTI_VERSION_13_1 130100u
+#if CUPTI_API_VERSION >= 130100
+#define KERNEL_PRIORITY_OFFSET offsetof(CUpti_ActivityKernel11, priority)
+#else
+#define KERNEL_PRIORITY_OFFSET 216
+#endif
+
 /* Occupancy depends only on the device and the launch shape, which repeat:
  * computed once per shape. */
 struct occ_entry {
@@ -129,6 +138,7 @@ struct conv {
 	size_t nwaits, waits_cap;
 
 	struct dims_entry dims[DIMS_CACHE];
+	bool has_priority; /* kernel records carry CUDA 13.1's priority */
 
 	struct strb_trace_stats *st;
 	int rc;
@@ -724,10 +734,15 @@ static const char *dims(struct conv *c, int32_t x, int32_t y, int32_t z)
 	return text;
 }
 
-static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, uint32_t channel, uint32_t channel_type)
+/* The priority arg sits between them, as libkineto writes it (CUDA 13.1
+ * kernels only: NULL elsewhere). */
+static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, const int32_t *priority, uint32_t channel,
+			      uint32_t channel_type)
 {
 	arg_u(g, "graph id", graph);
 	arg_u(g, "graph node id", node);
+	if (priority)
+		arg_i(g, "priority", *priority);
 	arg_i(g, "channel", channel == 0xffffffffu ? -1 : (int64_t)channel);
 	arg_u(g, "channel_type", channel_type);
 }
@@ -837,7 +852,11 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 		arg_i(&g, "est. achieved occupancy %", pct);
 		arg_j(&g, "occupancy", occ->json);
 	}
-	graph_and_channel(&g, k->graphId, k->graphNodeId, k->channelID, k->channelType);
+	int32_t priority = 0;
+	if (c->has_priority)
+		memcpy(&priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(priority));
+	graph_and_channel(&g, k->graphId, k->graphNodeId, c->has_priority ? &priority : NULL, k->channelID,
+			  k->channelType);
 	struct strobe_activity *a =
 		emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, &g);
 	if (!a)
@@ -885,7 +904,7 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 	struct args g = {.n = 0};
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -906,7 +925,7 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 	arg_u(&g, "stream", m->streamId);
 	arg_u(&g, "correlation", m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -920,7 +939,7 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 	struct args g = {.n = 0};
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -1301,6 +1320,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	t->stats.gpu_warmup_records = strb_cupti.counts.warmup_records;
 	pthread_mutex_unlock(&strb_cupti.lock);
 
+	c.has_priority = c.lib->version >= STRB_CUPTI_VERSION_13_1;
 	walk(&c, pass1, false);
 	if (!c.rc)
 		build_table(&c);
