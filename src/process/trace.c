@@ -69,11 +69,17 @@ static void free_chunks(struct strb_arena_chunk *c)
 	}
 }
 
+void strb_arena_drop_spare(struct strb_arena *a)
+{
+	free_chunks(a->spare);
+	a->spare = NULL;
+}
+
 void strb_arena_free(struct strb_arena *a)
 {
 	free_chunks(a->head);
-	free_chunks(a->spare);
-	a->head = a->spare = NULL;
+	strb_arena_drop_spare(a);
+	a->head = NULL;
 	a->used = a->size = 0;
 }
 

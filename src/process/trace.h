@@ -21,6 +21,8 @@ void *strb_arena_alloc(struct strb_arena *a, size_t n);
  * is freed with the arena. Memory already written once is reused without
  * page faults; a block too small or misaligned to use is freed at once. */
 void strb_arena_give(struct strb_arena *a, void *mem, size_t size);
+/* Frees the blocks handed over by strb_arena_give that were not used. */
+void strb_arena_drop_spare(struct strb_arena *a);
 void strb_arena_free(struct strb_arena *a);
 
 /* Everything strobe counts so that nothing is lost silently. */

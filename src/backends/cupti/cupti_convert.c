@@ -96,7 +96,6 @@ struct conv {
 
 	struct api_call *calls;
 	size_t ncalls, calls_cap;
-	size_t next_call; /* pass 2 meets API records in the order pass 1 stored them */
 	struct ext_rec *exts;
 	size_t nexts, exts_cap;
 	struct corr_slot *slots;
@@ -1334,6 +1333,9 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		walk(&c, pass2, true);
 	if (!c.rc)
 		finish(&c);
+	/* Buffers the args did not need would stay with the trace until it is
+	 * destroyed: a trace of mostly filtered records would keep them all. */
+	strb_arena_drop_spare(&t->arena);
 	if (t->stats.gpu_rejected_buffers || t->stats.gpu_dropped_records)
 		LOGW("GPU records lost: %llu buffer requests refused, %llu records dropped by CUPTI",
 		     (unsigned long long)t->stats.gpu_rejected_buffers, (unsigned long long)t->stats.gpu_dropped_records);
