@@ -1,6 +1,7 @@
 #include "process/trace.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,14 @@ struct strb_arena_chunk {
 void *strb_arena_alloc(struct strb_arena *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
+	if ((!a->head || a->used + n > a->size) && a->spare && a->spare->size >= n) {
+		struct strb_arena_chunk *c = a->spare;
+		a->spare = c->next;
+		c->next = a->head;
+		a->head = c;
+		a->used = 0;
+		a->size = c->size;
+	}
 	if (!a->head || a->used + n > a->size) {
 		/* Chunks grow with the arena (1 MiB up to 64 MiB): big traces
 		 * take fewer, larger allocations. */
@@ -37,14 +46,39 @@ void *strb_arena_alloc(struct strb_arena *a, size_t n)
 	return p;
 }
 
-void strb_arena_free(struct strb_arena *a)
+void strb_arena_give(struct strb_arena *a, void *mem, size_t size)
 {
-	struct strb_arena_chunk *c = a->head;
+	if (!mem)
+		return;
+	if (size < sizeof(struct strb_arena_chunk) + 4096 || (uintptr_t)mem % _Alignof(struct strb_arena_chunk)) {
+		free(mem);
+		return;
+	}
+	struct strb_arena_chunk *c = mem;
+	c->size = size - sizeof(*c);
+	c->next = a->spare;
+	a->spare = c;
+}
+
+static void free_chunks(struct strb_arena_chunk *c)
+{
 	while (c) {
 		struct strb_arena_chunk *next = c->next;
 		free(c);
 		c = next;
 	}
+}
+
+void strb_arena_drop_spare(struct strb_arena *a)
+{
+	free_chunks(a->spare);
+	a->spare = NULL;
+}
+
+void strb_arena_free(struct strb_arena *a)
+{
+	free_chunks(a->head);
+	strb_arena_drop_spare(a);
 	a->head = NULL;
 	a->used = a->size = 0;
 }

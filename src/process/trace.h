@@ -12,9 +12,17 @@ struct strb_arena_chunk;
 struct strb_arena {
 	struct strb_arena_chunk *head;
 	size_t used, size; /* within head */
+	struct strb_arena_chunk *spare; /* handed over by strb_arena_give, not used yet */
 };
 
 void *strb_arena_alloc(struct strb_arena *a, size_t n);
+/* Hands the arena a malloc'd block of `size` bytes that the caller is done
+ * with: later allocations use it before asking malloc for new memory, and it
+ * is freed with the arena. Memory already written once is reused without
+ * page faults; a block too small or misaligned to use is freed at once. */
+void strb_arena_give(struct strb_arena *a, void *mem, size_t size);
+/* Frees the blocks handed over by strb_arena_give that were not used. */
+void strb_arena_drop_spare(struct strb_arena *a);
 void strb_arena_free(struct strb_arena *a);
 
 /* Everything strobe counts so that nothing is lost silently. */

@@ -68,10 +68,21 @@ static const uint16_t kind_size[CUPTI_ACTIVITY_KIND_COUNT] = {FAKE_KINDS(SIZE_EN
 union any_record {
 	CUpti_Activity header;
 	FAKE_KINDS(UNION_MEMBER)
+	struct fake_cupti_kernel11 KERNEL11;
 };
+_Static_assert(sizeof(struct fake_cupti_kernel11) == 224 &&
+		   offsetof(struct fake_cupti_kernel11, priority) == 216,
+	       "CUDA 13.1 kernel record layout");
+
+/* The reported version, read without the lock: record sizes depend on it and
+ * the record walk takes no lock. */
+static _Atomic uint32_t sizes_version = FAKE_CUPTI_DEFAULT_VERSION;
 
 static size_t record_size(uint32_t kind)
 {
+	if ((kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+	    atomic_load_explicit(&sizes_version, memory_order_relaxed) >= FAKE_CUPTI_VERSION_13_1)
+		return sizeof(struct fake_cupti_kernel11);
 	return kind < CUPTI_ACTIVITY_KIND_COUNT ? kind_size[kind] : 0;
 }
 
@@ -154,6 +165,7 @@ static struct state {
 
 	struct pending *q; /* pending records: q[q_head .. q_head + q_len) */
 	size_t q_head, q_len, q_cap;
+	size_t q_incomplete; /* pending records still marked incomplete */
 	size_t drop_next, dropped, requested, completed;
 	uint32_t next_correlation;
 
@@ -175,6 +187,7 @@ static void reset_locked(void)
 	free(st.q);
 	memset(&st, 0, sizeof(st));
 	st.version = FAKE_CUPTI_DEFAULT_VERSION;
+	atomic_store(&sizes_version, st.version);
 	st.next_correlation = 1;
 	st.tid_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 	for (size_t i = 0; i < N_ATTRS; i++)
@@ -197,6 +210,8 @@ static void unlock_state(void)
 
 static void queue_drop_head_locked(size_t n)
 {
+	for (size_t i = 0; i < n && st.q_incomplete; i++)
+		st.q_incomplete -= st.q[st.q_head + i].incomplete;
 	st.q_head += n;
 	st.q_len -= n;
 	if (st.q_len == 0)
@@ -229,6 +244,7 @@ static int produce_locked(const void *rec, size_t size, bool incomplete)
 	memcpy(&p->rec, rec, size);
 	p->size = (uint32_t)size;
 	p->incomplete = incomplete;
+	st.q_incomplete += incomplete;
 	return 1;
 }
 
@@ -236,7 +252,9 @@ static int produce_locked(const void *rec, size_t size, bool incomplete)
  * incomplete one. */
 static size_t deliverable_locked(bool forced)
 {
-	if (forced)
+	/* Without incomplete records the scan below would be linear per buffer,
+	 * quadratic per flush. */
+	if (forced || !st.q_incomplete)
 		return st.q_len;
 	size_t n = 0;
 	while (n < st.q_len && !st.q[st.q_head + n].incomplete)
@@ -901,6 +919,7 @@ EXPORT void fake_cupti_set_version(uint32_t version)
 {
 	lock_state();
 	st.version = version;
+	atomic_store(&sizes_version, version);
 	unlock_state();
 }
 
@@ -937,6 +956,7 @@ EXPORT void fake_cupti_complete_all(void)
 	lock_state();
 	for (size_t i = 0; i < st.q_len; i++)
 		st.q[st.q_head + i].incomplete = false;
+	st.q_incomplete = 0;
 	unlock_state();
 }
 

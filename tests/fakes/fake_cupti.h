@@ -65,6 +65,17 @@ extern "C" {
 /* The version cuptiGetVersion reports by default (CUDA 13.0 update 1). */
 #define FAKE_CUPTI_DEFAULT_VERSION 130001u
 
+/* From CUDA 13.1 (CUPTI_API_VERSION 130100) kernel records are
+ * CUpti_ActivityKernel11: Kernel10 followed by the kernel's launch priority.
+ * The CUDA 13.0 headers the fake is built with do not declare it; this is its
+ * layout (224 bytes, priority at byte 216). */
+#define FAKE_CUPTI_VERSION_13_1 130100u
+struct fake_cupti_kernel11 {
+	CUpti_ActivityKernel10 k;
+	int32_t priority;
+	uint32_t padding;
+};
+
 /* Back to a freshly loaded library: no kind enabled, all runtime/driver cbids
  * on, nothing pending, dropped count and buffer counters zero, correlation ids
  * restart at 1, version FAKE_CUPTI_DEFAULT_VERSION, no buffer or timestamp
@@ -74,11 +85,14 @@ extern "C" {
 FAKE_CUPTI_EXPORT void fake_cupti_reset(void);
 
 /* What cuptiGetVersion reports from now on (e.g. 27 for CUDA 12.9, which
- * decides whether a consumer may reject buffers). */
+ * decides whether a consumer may reject buffers). From
+ * FAKE_CUPTI_VERSION_13_1 on, kernel records are struct fake_cupti_kernel11
+ * (224 bytes) in queues and buffers alike. */
 FAKE_CUPTI_EXPORT void fake_cupti_set_version(uint32_t version);
 
 /* The number of bytes a record of `kind` occupies in a buffer, i.e. sizeof
- * the CUDA 13 struct for the kind (MEMCPY 96, KERNEL 216, RUNTIME 40, ...);
+ * the CUDA 13 struct for the kind (MEMCPY 96, KERNEL 216 or 224 from 13.1,
+ * RUNTIME 40, ...);
  * 0 for kinds the real library does not walk (0, legacy and unknown kinds). */
 FAKE_CUPTI_EXPORT size_t fake_cupti_record_size(CUpti_ActivityKind kind);
 

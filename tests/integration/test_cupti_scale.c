@@ -1,6 +1,7 @@
 /* One million synthetic kernels with their cudaLaunchKernel calls through
  * the fake libcupti: every one arrives in the trace, correlated (one ac2g
- * arrow each), in a few seconds. */
+ * arrow each), with its own args intact (conversion reuses the CUPTI buffers
+ * it has read as memory for args), in a few seconds. */
 #include "test_cupti_common.h"
 
 #include <stdio.h>
@@ -13,11 +14,22 @@
 struct tally {
 	size_t kernels, launches, kernel_flows, launch_flows;
 	uint64_t corr_sum;
+	size_t bad_args; /* "correlation" arg missing or not the activity's own id */
 };
+
+static bool corr_arg_is(const struct strobe_activity *a, uint64_t corr)
+{
+	for (size_t i = 0; i < a->arg_count; i++)
+		if (!strcmp(a->args[i].key, "correlation"))
+			return a->args[i].kind == STROBE_ARG_U64 && a->args[i].value.u64 == corr;
+	return false;
+}
 
 static int count_cb(const struct strobe_activity *a, void *arg)
 {
 	struct tally *t = arg;
+	if (a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL || a->type == STROBE_ACTIVITY_CUDA_RUNTIME)
+		t->bad_args += !corr_arg_is(a, a->id);
 	if (a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL) {
 		t->kernels++;
 		t->corr_sum += a->id;
@@ -70,6 +82,7 @@ static void test_million_kernels(void **state)
 	assert_int_equal(n.launch_flows, N_KERNELS);
 	uint64_t expect = (uint64_t)N_KERNELS * CORR_BASE + (uint64_t)N_KERNELS * (N_KERNELS - 1) / 2;
 	assert_true(n.corr_sum == expect);
+	assert_int_equal(n.bad_args, 0);
 	assert_true(strobe_trace_activity_count(t) >= 2 * N_KERNELS);
 	print_message("queue %.2f s, stop (flush + convert) %.2f s for %u kernels + %u launches\n", t1 - t0,
 		      t2 - t1, N_KERNELS, N_KERNELS);

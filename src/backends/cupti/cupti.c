@@ -56,7 +56,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	pthread_mutex_unlock(&s->lock);
 	/* Old CUPTI may crash on a refused request: give it memory and drop the
 	 * records when the buffer comes back. */
-	*buffer = aligned_alloc(8, BUFFER_BYTES);
+	*buffer = aligned_alloc(16, BUFFER_BYTES); /* 16: reusable as trace memory after conversion */
 	*size = *buffer ? BUFFER_BYTES : 0;
 }
 
@@ -81,7 +81,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 		free(buffer);
 		return;
 	}
-	*b = (struct strb_cupti_buffer){buffer, valid, NULL};
+	*b = (struct strb_cupti_buffer){.data = buffer, .valid = valid, .size = BUFFER_BYTES};
 	*s->ready_tail = b;
 	s->ready_tail = &b->next;
 	pthread_mutex_unlock(&s->lock);

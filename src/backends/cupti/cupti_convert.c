@@ -1,6 +1,8 @@
 /* CUPTI records -> strobe activities. Two passes over the buffers, as
  * records arrive out of order within and across buffers: the first builds
- * the correlation tables, the second writes activities. GPU work is linked
+ * the correlation tables, the second writes activities and hands each buffer
+ * it is done with to the trace's arena, so the args of later records reuse
+ * memory that is already paged in. GPU work is linked
  * to strobe's ops and ranges through the call that launched it: the
  * innermost op (and range) open on that thread when the call started. */
 #define LOG_TAG "cupti"
@@ -24,6 +26,16 @@
 #define MAX_DEVICES 64
 #define MAX_ARGS 24
 #define OCC_CACHE 256
+#define DIMS_CACHE 64
+
+/* CUDA 13.1's kernel record (CUpti_ActivityKernel11) appends the launch
+ * priority to Kernel10; headers before 13.1 do not declare it. */
+#define STRB_CUPTI_VERSION_13_1 130100u
+#if CUPTI_API_VERSION >= 130100
+#define KERNEL_PRIORITY_OFFSET offsetof(CUpti_ActivityKernel11, priority)
+#else
+#define KERNEL_PRIORITY_OFFSET 216
+#endif
 
 /* Occupancy depends only on the device and the launch shape, which repeat:
  * computed once per shape. */
@@ -57,6 +69,19 @@ struct cuda_event {
 	uint32_t ctx, event, corr, stream;
 };
 
+/* An external correlation record, applied once the id table exists. */
+struct ext_rec {
+	uint32_t corr;
+	CUpti_ExternalCorrelationKind kind;
+	uint64_t id;
+};
+
+/* A "[x, y, z]" string, interned once per launch shape. */
+struct dims_entry {
+	int32_t x, y, z;
+	const char *text;
+};
+
 struct gpu_span {
 	int64_t device, stream;
 	uint64_t range_id;
@@ -71,6 +96,8 @@ struct conv {
 
 	struct api_call *calls;
 	size_t ncalls, calls_cap;
+	struct ext_rec *exts;
+	size_t nexts, exts_cap;
 	struct corr_slot *slots;
 	size_t slots_cap, slots_used;
 	/* CUPTI numbers calls 1, 2, 3...: when the ids seen are dense, index
@@ -104,9 +131,13 @@ struct conv {
 	const char **name_keys, **name_values;
 	size_t names_cap, names_used;
 
-	/* Deferred "Stream Wait Event" records (emitted only for busy streams). */
-	const CUpti_ActivitySynchronization **waits;
+	/* Deferred "Stream Wait Event" records (emitted only for busy streams),
+	 * copied: their buffers are reused as trace memory before the end. */
+	CUpti_ActivitySynchronization *waits;
 	size_t nwaits, waits_cap;
+
+	struct dims_entry dims[DIMS_CACHE];
+	bool has_priority; /* kernel records carry CUDA 13.1's priority */
 
 	struct strb_trace_stats *st;
 	int rc;
@@ -222,64 +253,76 @@ static uint32_t context_device(const struct conv *c, uint32_t ctx)
 	return 0;
 }
 
-/* Walks every record of every buffer. */
-static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity *), bool count_bad)
+/* Walks every record of every buffer. The first pass counts buffers whose
+ * walk stopped on an invalid record; the last hands each buffer, once
+ * walked, to the trace's arena. */
+static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity *), bool last)
 {
 	for (struct strb_cupti_buffer *b = c->buffers; b && !c->rc; b = b->next) {
 		CUpti_Activity *rec = NULL;
 		CUptiResult r;
 		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS && !c->rc)
 			fn(c, rec);
+		if (c->rc)
+			break;
 		/* An invalid kind ends the walk of that buffer: count it once. */
-		if (r != CUPTI_ERROR_MAX_LIMIT_REACHED && count_bad && !c->rc)
+		if (r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
 			c->st->gpu_bad_buffers++;
-	}
-}
-
-/* ---- pass 0: the range of correlation ids ------------------------------------ */
-
-struct id_range {
-	uint32_t lo, hi;
-	size_t n;
-	size_t records; /* all of them: an upper bound on the activities to come */
-};
-
-static void id_range_of(struct conv *c, struct id_range *r)
-{
-	for (struct strb_cupti_buffer *b = c->buffers; b; b = b->next) {
-		CUpti_Activity *rec = NULL;
-		while (c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec) == CUPTI_SUCCESS) {
-			uint32_t id;
-			r->records++;
-			if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
-				id = ((const CUpti_ActivityAPI *)rec)->correlationId;
-			else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
-				id = ((const CUpti_ActivityExternalCorrelation *)rec)->correlationId;
-			else
-				continue;
-			if (!id)
-				continue;
-			r->lo = r->n && r->lo < id ? r->lo : id;
-			r->hi = r->n && r->hi > id ? r->hi : id;
-			r->n++;
+		if (last) {
+			strb_arena_give(&c->t->arena, b->data, b->size);
+			b->data = NULL;
 		}
 	}
 }
 
-static void choose_table(struct conv *c)
+/* ---- the correlation table, once pass 1 has seen every id ------------------------ */
+
+static void id_range(uint32_t id, uint32_t *lo, uint32_t *hi, size_t *n)
 {
-	struct id_range r = {0, 0, 0, 0};
-	id_range_of(c, &r);
+	if (!id)
+		return;
+	*lo = *n && *lo < id ? *lo : id;
+	*hi = *n && *hi > id ? *hi : id;
+	(*n)++;
+}
+
+static void build_table(struct conv *c)
+{
+	uint32_t lo = 0, hi = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < c->ncalls; i++)
+		id_range(c->calls[i].corr, &lo, &hi, &n);
+	for (size_t i = 0; i < c->nexts; i++)
+		id_range(c->exts[i].corr, &lo, &hi, &n);
 	/* One allocation for every activity instead of doublings and copies. */
-	if (strb_trace_reserve(c->t, r.records + 64))
+	if (strb_trace_reserve(c->t, c->st->gpu_records + 64)) {
 		c->rc = -ENOMEM;
-	uint64_t span = r.n ? (uint64_t)r.hi - r.lo + 1 : 0;
-	if (!r.n || span > 4 * (uint64_t)r.n + 4096)
-		return; /* sparse: hash */
-	c->dense = calloc(span, sizeof(*c->dense));
-	if (c->dense) {
-		c->dense_base = r.lo;
-		c->dense_len = (uint32_t)span;
+		return;
+	}
+	uint64_t span = n ? (uint64_t)hi - lo + 1 : 0;
+	if (n && span <= 4 * (uint64_t)n + 4096) {
+		c->dense = calloc(span, sizeof(*c->dense));
+		if (c->dense) {
+			c->dense_base = lo;
+			c->dense_len = (uint32_t)span;
+		}
+	} /* else sparse: hash */
+	for (size_t i = 0; i < c->ncalls && !c->rc; i++) {
+		struct corr_slot *s = slot(c, c->calls[i].corr, true);
+		if (s)
+			s->call = (int32_t)i;
+	}
+	for (size_t i = 0; i < c->nexts && !c->rc; i++) {
+		const struct ext_rec *e = &c->exts[i];
+		struct corr_slot *s = slot(c, e->corr, true);
+		if (!s)
+			continue;
+		if (e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+			s->ext0 = e->id;
+		else if (e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1)
+			s->ext1 = e->id;
+		else
+			c->st->gpu_invalid_external_correlations++;
 	}
 }
 
@@ -293,15 +336,8 @@ static void pass1(struct conv *c, const CUpti_Activity *rec)
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
 		const CUpti_ActivityExternalCorrelation *e = (const void *)rec;
-		struct corr_slot *s = slot(c, e->correlationId, true);
-		if (!s)
-			break;
-		if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-			s->ext0 = e->externalId;
-		else if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1)
-			s->ext1 = e->externalId;
-		else
-			c->st->gpu_invalid_external_correlations++;
+		struct ext_rec x = {e->correlationId, e->externalKind, e->externalId};
+		PUSH(c, exts, nexts, exts_cap, x);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -315,9 +351,6 @@ static void pass1(struct conv *c, const CUpti_Activity *rec)
 			.start = epoch(c, a->start),
 			.end = epoch(c, a->end),
 		};
-		struct corr_slot *s = slot(c, a->correlationId, true);
-		if (s)
-			s->call = (int32_t)c->ncalls;
 		PUSH(c, calls, ncalls, calls_cap, call);
 		break;
 	}
@@ -484,28 +517,31 @@ static void arg_j(struct args *g, const char *key, const char *v)
 	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_JSON, .value.str = v};
 }
 
-/* Args live in the trace's arena; keys are the static strings above. */
+/* A string that lives as long as the trace, for names and string args. */
+static const char *keep(struct conv *c, const char *s)
+{
+	const char *k = strb_trace_intern(c->t, s, strlen(s));
+	if (!k)
+		c->rc = -ENOMEM;
+	return k;
+}
+
+/* Args are copied into the trace's arena as they are: keys are the static
+ * strings above, string values already live in the trace (keep, dims). */
 static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type type, const char *name,
 				    int64_t start, int64_t end, int64_t device, int64_t resource, const struct args *g)
 {
 	struct strobe_trace *t = c->t;
 	struct strobe_arg *args = NULL;
+	if (c->rc || !name)
+		return NULL;
 	if (g && g->n) {
 		args = strb_arena_alloc(&t->arena, (size_t)g->n * sizeof(*args));
 		if (!args) {
 			c->rc = -ENOMEM;
 			return NULL;
 		}
-		for (int i = 0; i < g->n; i++) {
-			args[i] = g->a[i];
-			if (args[i].kind == STROBE_ARG_STRING || args[i].kind == STROBE_ARG_JSON) {
-				args[i].value.str = strb_trace_intern(t, g->a[i].value.str, strlen(g->a[i].value.str));
-				if (!args[i].value.str) {
-					c->rc = -ENOMEM;
-					return NULL;
-				}
-			}
-		}
+		memcpy(args, g->a, (size_t)g->n * sizeof(*args));
 	}
 	struct strobe_activity *a = strb_trace_push(t);
 	if (!a) {
@@ -675,11 +711,14 @@ static char *put_int(char *p, int64_t v)
 	return p;
 }
 
-/* "[x, y, z]" without printf: this runs twice per kernel. */
-static const char *triple(char *buf, size_t len, int64_t x, int64_t y, int64_t z)
+/* "[x, y, z]", kept in the trace: launch shapes repeat, so each is
+ * formatted and interned once (this runs twice per kernel). */
+static const char *dims(struct conv *c, int32_t x, int32_t y, int32_t z)
 {
-	(void)len; /* 3 x 20 digits + 8 fits the callers' 96 bytes */
-	char *p = buf;
+	struct dims_entry *e = &c->dims[hash32((uint32_t)x * 31u + (uint32_t)y * 7919u + (uint32_t)z) % DIMS_CACHE];
+	if (e->text && e->x == x && e->y == y && e->z == z)
+		return e->text;
+	char buf[48], *p = buf; /* 3 x 11 characters + 6 */
 	*p++ = '[';
 	p = put_int(p, x);
 	memcpy(p, ", ", 2);
@@ -688,13 +727,21 @@ static const char *triple(char *buf, size_t len, int64_t x, int64_t y, int64_t z
 	p = put_int(p + 2, z);
 	*p++ = ']';
 	*p = 0;
-	return buf;
+	const char *text = keep(c, buf);
+	if (text)
+		*e = (struct dims_entry){x, y, z, text};
+	return text;
 }
 
-static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, uint32_t channel, uint32_t channel_type)
+/* The priority arg sits between them, as libkineto writes it (CUDA 13.1
+ * kernels only: NULL elsewhere). */
+static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, const int32_t *priority, uint32_t channel,
+			      uint32_t channel_type)
 {
 	arg_u(g, "graph id", graph);
 	arg_u(g, "graph node id", node);
+	if (priority)
+		arg_i(g, "priority", *priority);
 	arg_i(g, "channel", channel == 0xffffffffu ? -1 : (int64_t)channel);
 	arg_u(g, "channel_type", channel_type);
 }
@@ -780,7 +827,6 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	if (!name)
 		return;
 	struct args g = {.n = 0};
-	char grid[96], block[96];
 	arg_u(&g, "queued", k->queued);
 	placement(&g, k->deviceId, k->contextId, k->streamId, k->correlationId);
 	arg_i(&g, "registers per thread", k->registersPerThread);
@@ -791,8 +837,8 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 		arg_f(&g, "blocks per SM", blocks);
 		arg_f(&g, "warps per SM", blocks * ((double)k->blockX * k->blockY * k->blockZ) / 32.0);
 	}
-	arg_j(&g, "grid", triple(grid, sizeof(grid), k->gridX, k->gridY, k->gridZ));
-	arg_j(&g, "block", triple(block, sizeof(block), k->blockX, k->blockY, k->blockZ));
+	arg_j(&g, "grid", dims(c, k->gridX, k->gridY, k->gridZ));
+	arg_j(&g, "block", dims(c, k->blockX, k->blockY, k->blockZ));
 	const struct occ_entry *occ = sms ? occupancy(c, k) : NULL;
 	if (occ) {
 		/* Resident warps over the SM's maximum, with the grid's own limit. */
@@ -805,7 +851,11 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 		arg_i(&g, "est. achieved occupancy %", pct);
 		arg_j(&g, "occupancy", occ->json);
 	}
-	graph_and_channel(&g, k->graphId, k->graphNodeId, k->channelID, k->channelType);
+	int32_t priority = 0;
+	if (c->has_priority)
+		memcpy(&priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(priority));
+	graph_and_channel(&g, k->graphId, k->graphNodeId, c->has_priority ? &priority : NULL, k->channelID,
+			  k->channelType);
 	struct strobe_activity *a =
 		emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, &g);
 	if (!a)
@@ -835,8 +885,7 @@ static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_typ
 					int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
 					const struct args *g)
 {
-	const char *interned = strb_trace_intern(c->t, name, strlen(name));
-	struct strobe_activity *a = interned ? emit(c, type, interned, s, e, device, stream, g) : NULL;
+	struct strobe_activity *a = emit(c, type, keep(c, name), s, e, device, stream, g);
 	if (!a)
 		return NULL;
 	link_gpu(c, a, corr, s);
@@ -854,7 +903,7 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 	struct args g = {.n = 0};
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -875,7 +924,7 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 	arg_u(&g, "stream", m->streamId);
 	arg_u(&g, "correlation", m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -889,7 +938,7 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 	struct args g = {.n = 0};
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, m->channelID, m->channelType);
+	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
 	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, &g);
 }
 
@@ -979,12 +1028,8 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 	bool wait = r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
 	if (wait && !deferred) {
 		/* Only for streams that did work in the window, once all is known. */
-		if (strb_cupti.show_wait_events) {
-			if (grow((void **)&c->waits, &c->waits_cap, c->nwaits + 1, sizeof(*c->waits)))
-				c->waits[c->nwaits++] = r;
-			else
-				c->rc = -ENOMEM;
-		}
+		if (strb_cupti.show_wait_events)
+			PUSH(c, waits, nwaits, waits_cap, *r);
 		return;
 	}
 	int64_t s, e;
@@ -994,7 +1039,7 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 	int64_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : (int64_t)r->streamId;
 	const char *kind = strb_cupti_sync_kind(r->type);
 	struct args g = {.n = 0};
-	arg_s(&g, "cuda_sync_kind", kind);
+	arg_s(&g, "cuda_sync_kind", keep(c, kind));
 	if (r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE || wait) {
 		const struct cuda_event *ev = waited_event(c, r->contextId, r->cudaEventId, r->correlationId);
 		arg_i(&g, "wait_on_stream", ev ? (int64_t)ev->stream : -1);
@@ -1022,8 +1067,7 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 				c->rc = -ENOMEM;
 		}
 	}
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_SYNC, strb_trace_intern(c->t, kind, strlen(kind)), s,
-					 e, device, row, &g);
+	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_SYNC, keep(c, kind), s, e, device, row, &g);
 	if (a)
 		link_gpu(c, a, r->correlationId, s);
 }
@@ -1043,8 +1087,8 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	arg_u(&g, "correlation", r->correlationId);
 	arg_u(&g, "device", r->deviceId);
 	arg_u(&g, "context", r->contextId);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_EVENT, strb_trace_intern(c->t, "cudaEvent", 9), s,
-					 e, r->deviceId, r->streamId, &g);
+	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_EVENT, keep(c, "cudaEvent"), s, e, r->deviceId,
+					 r->streamId, &g);
 	if (a)
 		a->id = r->correlationId;
 }
@@ -1055,7 +1099,7 @@ static void overhead(struct conv *c, const CUpti_ActivityOverhead *r)
 	if (!selected(c, STROBE_ACTIVITY_OVERHEAD) || !gpu_record_ok(c, r->start, r->end, &s, &e))
 		return;
 	const char *name = strb_cupti_overhead_kind(r->overheadKind);
-	emit(c, STROBE_ACTIVITY_OVERHEAD, strb_trace_intern(c->t, name, strlen(name)), s, e, OVERHEAD_PID, 0, NULL);
+	emit(c, STROBE_ACTIVITY_OVERHEAD, keep(c, name), s, e, OVERHEAD_PID, 0, NULL);
 }
 
 static void pass2(struct conv *c, const CUpti_Activity *rec)
@@ -1227,7 +1271,7 @@ static void finish(struct conv *c)
 {
 	/* Deferred waits, for streams that were busy. */
 	for (size_t i = 0; i < c->nwaits && !c->rc; i++) {
-		const CUpti_ActivitySynchronization *r = c->waits[i];
+		const CUpti_ActivitySynchronization *r = &c->waits[i];
 		if (row_busy(c, context_device(c, r->contextId), r->streamId))
 			sync_record(c, r, true);
 	}
@@ -1275,8 +1319,10 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	t->stats.gpu_warmup_records = strb_cupti.counts.warmup_records;
 	pthread_mutex_unlock(&strb_cupti.lock);
 
-	choose_table(&c);
-	walk(&c, pass1, true);
+	c.has_priority = c.lib->version >= STRB_CUPTI_VERSION_13_1;
+	walk(&c, pass1, false);
+	if (!c.rc)
+		build_table(&c);
 	if (!c.rc && c.nevents)
 		qsort(c.events, c.nevents, sizeof(*c.events), cmp_event);
 	if (!c.rc)
@@ -1284,13 +1330,17 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	if (!c.rc)
 		mark_emitted(&c);
 	if (!c.rc)
-		walk(&c, pass2, false);
+		walk(&c, pass2, true);
 	if (!c.rc)
 		finish(&c);
+	/* Buffers the args did not need would stay with the trace until it is
+	 * destroyed: a trace of mostly filtered records would keep them all. */
+	strb_arena_drop_spare(&t->arena);
 	if (t->stats.gpu_rejected_buffers || t->stats.gpu_dropped_records)
 		LOGW("GPU records lost: %llu buffer requests refused, %llu records dropped by CUPTI",
 		     (unsigned long long)t->stats.gpu_rejected_buffers, (unsigned long long)t->stats.gpu_dropped_records);
 	free(c.calls);
+	free(c.exts);
 	free(c.slots);
 	free(c.dense);
 	free(c.occ_cache);

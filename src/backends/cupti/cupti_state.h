@@ -10,8 +10,8 @@
 
 /* A completed activity buffer. */
 struct strb_cupti_buffer {
-	uint8_t *data;
-	size_t valid;
+	uint8_t *data; /* malloc'd; NULL once conversion handed it to the trace */
+	size_t valid, size;
 	struct strb_cupti_buffer *next;
 };
 
@@ -57,7 +57,9 @@ void strb_cupti_free_buffers(struct strb_cupti_buffer *b);
 
 struct strobe_trace;
 struct strb_window;
-/* Pass over the buffers: activities, rows, accounting. */
+/* Pass over the buffers: activities, rows, accounting. Buffers it is done
+ * with become trace memory (their data pointer is cleared); the caller still
+ * frees the list. */
 int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_cupti_buffer *buffers);
 
 #endif
