@@ -40,9 +40,18 @@ static void atfork_child(void)
 	strb_recorder_atfork_child(); /* last: it may start the child's own trace */
 }
 
+/* An on-demand trace still collecting when the program exits is written
+ * (its destination is known); a synchronous one belongs to its caller. */
+static void at_exit(void)
+{
+	if (atomic_load(&initialized))
+		strb_ondemand_at_exit();
+}
+
 static void register_atfork(void)
 {
 	pthread_atfork(NULL, NULL, atfork_child);
+	atexit(at_exit);
 }
 
 const char *strobe_version(void)

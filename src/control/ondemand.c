@@ -26,6 +26,10 @@ static int64_t iteration = -1; /* strobe_step pre-increments: the first step is 
 static int64_t start_ms, end_ms, start_iter, end_iter;
 static bool iter_mode;
 
+/* An exit handler is writing the active trace: the service thread keeps
+ * its hands off it. */
+static bool writing_at_exit;
+
 static strobe_trace_written_cb written_cb;
 static void *written_arg;
 
@@ -279,7 +283,7 @@ int64_t strb_ondemand_tick(int64_t now)
 		activate(now);
 	if (state != STRB_ASYNC_IDLE && !iter_mode)
 		advance(now, -1);
-	bool process = state == STRB_ASYNC_PROCESSING;
+	bool process = state == STRB_ASYNC_PROCESSING && !writing_at_exit;
 	pthread_mutex_unlock(&lock);
 	if (process) {
 		process_and_write();
@@ -329,6 +333,39 @@ void strb_ondemand_cancel(const char *reason)
 	pthread_mutex_unlock(&lock);
 }
 
+#define EXIT_WAIT_MS 30000
+
+void strb_ondemand_at_exit(void)
+{
+	pthread_mutex_lock(&lock);
+	has_pending = false;
+	bool write = false;
+	if (state == STRB_ASYNC_WARMUP) {
+		strb_control_cancel(STRB_OWNER_ASYNC);
+		go_idle();
+	} else if (state == STRB_ASYNC_COLLECTING) {
+		if (strb_control_end_capture(STRB_OWNER_ASYNC) == 0) {
+			state = STRB_ASYNC_PROCESSING;
+			writing_at_exit = write = true;
+		} else {
+			go_idle();
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (write) {
+		LOGW("on-demand trace cut short: the process is exiting; writing what it captured");
+		process_and_write();
+		pthread_mutex_lock(&lock);
+		writing_at_exit = false;
+		go_idle();
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	/* The service thread may be writing it: let it finish, within reason. */
+	for (int i = 0; i < EXIT_WAIT_MS / 10 && strb_ondemand_state() == STRB_ASYNC_PROCESSING; i++)
+		usleep(10000);
+}
+
 bool strb_ondemand_accepting(void)
 {
 	pthread_mutex_lock(&lock);
@@ -350,6 +387,7 @@ void strb_ondemand_atfork_child(void)
 	pthread_mutex_init(&lock, NULL);
 	has_pending = false;
 	state = STRB_ASYNC_IDLE;
+	writing_at_exit = false;
 	iteration = -1;
 }
 

@@ -51,6 +51,11 @@ const char *strb_ondemand_allowed_dir(void);
 /* Wakes the service thread (set by the service module). */
 extern void (*strb_ondemand_wake)(void);
 
+/* The process is exiting (an exit handler): a trace that is collecting is
+ * cut short and written now, with what it captured; one in warm-up is
+ * dropped; one the service thread is writing is waited for (bounded). */
+void strb_ondemand_at_exit(void);
+
 void strb_ondemand_atfork_child(void);
 
 #endif

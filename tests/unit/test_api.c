@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "strobe/strobe.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -141,6 +144,46 @@ static void test_bad_config_refused(void **state)
 		/* Refused as a whole: nothing was prepared. */
 		assert_int_equal(strobe_start(), STROBE_E_STATE);
 	}
+}
+
+/* A program that exits while its on-demand trace is collecting still
+ * leaves the trace, with what was captured up to the exit. */
+static void test_exit_writes_on_demand_trace(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), path[1200], text[1400];
+	snprintf(path, sizeof(path), "%s/atexit.json", dir);
+	snprintf(text, sizeof(text),
+	         "ACTIVITIES_LOG_FILE=%s\nPROFILE_START_ITERATION=0\nACTIVITIES_WARMUP_ITERATIONS=0\n"
+	         "ACTIVITIES_ITERATIONS=100000\n",
+	         path);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* A fresh strobe in the child: the parent's is shut down first. */
+		strobe_shutdown();
+		/* A step first: a program that steps gets an iteration-based trace. */
+		if (strobe_init(NULL) || (strobe_step(), strobe_schedule(text)))
+			_exit(3);
+		for (int i = 0; i < 5; i++) {
+			strobe_step();
+			strobe_range_push("before-exit");
+			strobe_range_pop();
+		}
+		exit(strobe_is_tracing() ? 0 : 4);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	char written[1300];
+	/* The pid is inserted into on-demand file names, as libkineto does. */
+	snprintf(written, sizeof(written), "%s/atexit_%d.json", dir, (int)pid);
+	yajl_val t = tu_load_trace(written);
+	assert_true(tu_count(t, "X", "user_annotation", "before-exit") >= 4);
+	yajl_tree_free(t);
+	tu_rmrf(dir);
 }
 
 static void test_shutdown_then_init(void **state)
@@ -577,6 +620,7 @@ int main(void)
 	    cmocka_unit_test(test_log_observers),
 	    cmocka_unit_test(test_log_observer_limit),
 	    cmocka_unit_test(test_shutdown_then_init),
+	    cmocka_unit_test(test_exit_writes_on_demand_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

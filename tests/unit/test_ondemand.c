@@ -167,6 +167,51 @@ static void test_time_based_lifecycle(void **state)
 	yajl_tree_free(root);
 }
 
+/* The program exits in the middle of the window: what was captured is
+ * written at once (the exit handler's path); in warm-up nothing is. */
+static void test_exit_writes_collecting_trace(void **state)
+{
+	(void)state;
+	char text[2048], path[PATH_MAX];
+	snprintf(text, sizeof(text),
+	         "ACTIVITIES_LOG_FILE=%s/exit.json\nPROFILE_START_TIME=%lld\nACTIVITIES_DURATION_MSECS=60000\n"
+	         "ACTIVITIES_WARMUP_PERIOD_SECS=1\n",
+	         dir, (long long)(now0 + 3000));
+	out_path(path, sizeof(path), "exit");
+	assert_int_equal(submit_text(text, STRB_SOURCE_API), 0);
+	strb_ondemand_tick(now0 + 1000);
+	strb_ondemand_tick(now0 + 3000);
+	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_COLLECTING);
+	step_n(7);
+	strb_ondemand_at_exit();
+	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_IDLE);
+	assert_int_equal(heard.calls, 1);
+	assert_int_equal(heard.status, 0);
+	assert_int_equal(count_work(path), 7);
+	/* A later tick (the service thread) finds nothing left to write. */
+	strb_ondemand_tick(now0 + 4000);
+	assert_int_equal(heard.calls, 1);
+}
+
+static void test_exit_in_warmup_writes_nothing(void **state)
+{
+	(void)state;
+	char text[2048], path[PATH_MAX];
+	snprintf(text, sizeof(text),
+	         "ACTIVITIES_LOG_FILE=%s/warm.json\nPROFILE_START_TIME=%lld\nACTIVITIES_DURATION_MSECS=500\n"
+	         "ACTIVITIES_WARMUP_PERIOD_SECS=1\n",
+	         dir, (long long)(now0 + 3000));
+	out_path(path, sizeof(path), "warm");
+	assert_int_equal(submit_text(text, STRB_SOURCE_API), 0);
+	strb_ondemand_tick(now0 + 1000);
+	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_WARMUP);
+	strb_ondemand_at_exit();
+	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_IDLE);
+	assert_false(exists(path));
+	assert_int_equal(heard.calls, 0);
+	assert_int_equal(strb_control_owner(), STRB_OWNER_NONE);
+}
+
 static void test_past_start_time_refused(void **state)
 {
 	(void)state;
@@ -532,6 +577,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_iterations_without_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_time_based_lifecycle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_past_start_time_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_writes_collecting_trace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_in_warmup_writes_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_iterations_50_5_10, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_iterations_0_0_2, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_iterations_0_5_5, setup, teardown),
