@@ -26,6 +26,15 @@ static void *open_candidates(void)
 			snprintf(lib.path, sizeof(lib.path), "%s", exact);
 		return h;
 	}
+	/* No driver, no GPU work to see: leave libcupti (large, and it starts
+	 * threads of its own) out of CPU-only processes. An explicit
+	 * STROBE_CUPTI_PATH is trusted as it is. The handle stays open, as
+	 * CUDA keeps it anyway. */
+	if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+		snprintf(load_error, sizeof(load_error),
+			 "no CUDA driver in this process (libcuda.so.1 cannot be loaded: %s)", dlerror());
+		return NULL;
+	}
 	static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
