@@ -105,7 +105,7 @@ struct table {
 struct fresh {
 	int table;
 	uint64_t iid;
-	const char *s;
+	size_t off; /* in the arena, which may move while a packet is built */
 	size_t len;
 };
 
@@ -331,7 +331,7 @@ static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 	memcpy(e->arena + e->arena_len, s, len);
 	e->arena_len += len;
 	tb->count++;
-	e->fresh[e->nfresh++] = (struct fresh){t, sl->iid, e->arena + sl->off, len};
+	e->fresh[e->nfresh++] = (struct fresh){t, sl->iid, sl->off, len};
 	if (ps)
 		*ps = (struct ptr_slot){s, sl->iid, e->gen};
 	return sl->iid;
@@ -346,7 +346,7 @@ static void interned_data(struct strb_pfenc *e)
 	for (size_t i = 0; i < e->nfresh; i++) {
 		size_t m = begin(e, field[e->fresh[i].table]);
 		put_varint(e, INTERNED_IID, e->fresh[i].iid);
-		put_bytes(e, INTERNED_NAME, e->fresh[i].s, e->fresh[i].len);
+		put_bytes(e, INTERNED_NAME, e->arena + e->fresh[i].off, e->fresh[i].len);
 		end(e, m);
 	}
 	end(e, id);

@@ -505,6 +505,51 @@ static void test_interning_starts_over(void **state)
 	unlink(in);
 }
 
+/* Each event brings a new name, category and arg key at once, so the
+ * interning arena grows while one packet is being built: every string must
+ * still come out right. */
+static void test_several_new_strings_per_event(void **state)
+{
+	(void)state;
+	const char *in = in_dir(1, "fresh.json");
+	FILE *f = fopen(in, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"traceEvents\": [\n");
+	char pad[201];
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = 0;
+	const int n = 3000; /* 3 new strings of ~210 bytes each: the 64 KiB arena grows often */
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{\"ph\": \"X\", \"name\": \"N%05d%s\", \"cat\": \"C%05d%s\", \"pid\": 1, "
+			   "\"tid\": 1, \"ts\": %d, \"dur\": 1, \"args\": {\"K%05d%s\": %d}}\n",
+			i ? "," : "", i, pad, i, pad, i * 2, i, pad, i);
+	fprintf(f, "]}\n");
+	fclose(f);
+	const char *out = in_dir(0, "fresh.pftrace");
+	convert_ok(in, out);
+	struct pf_trace t;
+	pf_load(&t, out);
+	pf_check_structure(&t, true);
+	size_t begins = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct pf_packet *p = &t.p[i];
+		if (!p->has_te || strcmp(p->type, "TYPE_SLICE_BEGIN"))
+			continue;
+		char want[16];
+		snprintf(want, sizeof(want), "N%05zu", begins);
+		assert_memory_equal(p->name, want, 6);
+		want[0] = 'C';
+		assert_memory_equal(p->cat, want, 6);
+		assert_int_equal(p->nann, 1);
+		want[0] = 'K';
+		assert_memory_equal(p->ann[0].key, want, 6);
+		begins++;
+	}
+	assert_int_equal(begins, (size_t)n);
+	pf_free(&t);
+	unlink(in);
+}
+
 /* ---- bounded memory -------------------------------------------------------------- */
 
 /* Writes about `bytes` of libkineto-style JSON to fd, then closes it. */
@@ -620,6 +665,7 @@ int main(void)
 	    cmocka_unit_test(test_filters),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_interning_starts_over),
+	    cmocka_unit_test(test_several_new_strings_per_event),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
