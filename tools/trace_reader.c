@@ -828,10 +828,19 @@ static bool is_ws(char ch)
 	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
 }
 
+/* The innermost open container ('{' or '['), 0 at the top level or when
+ * nesting is deeper than the stack keeps (then nothing is repaired). */
+static char fix_top(const struct fix *f)
+{
+	return f->depth > 0 && f->depth <= FIX_DEPTH ? f->stack[f->depth - 1] : 0;
+}
+
 /* Whether the quote at p[0] ends the string being read. Returns 1 yes, 0
  * no, -1 when the text in hand (up to e) does not tell yet. */
 static int closes_string(const struct fix *f, const char *p, const char *e, bool eof)
 {
+	if (f->depth > FIX_DEPTH)
+		return 1; /* too deep to know: take the JSON as written */
 	const char *q = p + 1;
 	const char *lim = e - p > LOOKAHEAD ? p + LOOKAHEAD : e;
 	while (q < lim && is_ws(*q))
@@ -841,7 +850,7 @@ static int closes_string(const struct fix *f, const char *p, const char *e, bool
 	char c2 = *q;
 	if (f->str_is_key)
 		return c2 == ':';
-	bool in_array = f->depth > 0 && f->stack[f->depth - 1] == '[';
+	bool in_array = fix_top(f) == '[';
 	if (in_array)
 		return c2 == ',' || c2 == ']';
 	if (c2 == '}')
@@ -993,7 +1002,7 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 		switch (ch) {
 		case '"':
 			f->in_str = true;
-			f->str_is_key = f->depth > 0 && f->stack[f->depth - 1] == '{' && f->expect_key;
+			f->str_is_key = fix_top(f) == '{' && f->expect_key;
 			break;
 		case '{':
 		case '[':
@@ -1009,7 +1018,7 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 			f->expect_key = false;
 			break;
 		case ',':
-			f->expect_key = f->depth > 0 && f->depth <= FIX_DEPTH && f->stack[f->depth - 1] == '{';
+			f->expect_key = fix_top(f) == '{';
 			break;
 		case ':':
 			f->expect_key = false;

@@ -333,6 +333,43 @@ static void test_bad_files(void **state)
 	free(dir);
 }
 
+/* Deeper nesting than the reader's repair pass tracks: valid JSON is read
+ * as written, and a file of brackets alone is an error, not a crash. */
+static void test_deep_nesting(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), path[1200];
+	snprintf(path, sizeof(path), "%s/deep.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 1, "
+		   "\"tid\": 1, \"ts\": 1, \"dur\": 2, \"args\": {\"nest\": ");
+	for (int i = 0; i < 5000; i++)
+		fputc('[', f);
+	fputs("\"a, \\\"b\\\"\"", f);
+	for (int i = 0; i < 5000; i++)
+		fputc(']', f);
+	fputs("}}]}\n", f);
+	fclose(f);
+	char args[1400], *out = NULL;
+	snprintf(args, sizeof(args), "--json '%s'", path);
+	assert_int_equal(summary(args, 1, &out), 0);
+	assert_contains(out, "\"deep\"");
+	free(out);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 200000; i++)
+		fputc('[', f);
+	fputs("\"a\"", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "'%s'", path);
+	assert_int_equal(summary(args, 1, &out), 1);
+	assert_contains(out, "strobe: ");
+	free(out);
+	tu_rmrf(dir);
+}
+
 static void test_usage_errors(void **state)
 {
 	(void)state;
@@ -426,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_instants_counters_and_accounting),
 	    cmocka_unit_test(test_compressed_same_output),
 	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_deep_nesting),
 	    cmocka_unit_test(test_usage_errors),
 	    cmocka_unit_test(test_top_limits_rows),
 	    cmocka_unit_test(test_empty_trace_and_stdin),
