@@ -581,9 +581,9 @@ static void pf_meta(struct conv *c, const struct tr_event *ev)
 		if (!p)
 			return;
 		if (!strcmp(ev->name, "process_name"))
-			snprintf(p->name, sizeof(p->name), "%s", text);
+			snprintf(p->name, sizeof(p->name), "%.*s", (int)sizeof(p->name) - 1, text);
 		else if (!strcmp(ev->name, "process_labels"))
-			snprintf(p->label, sizeof(p->label), "%s", text);
+			snprintf(p->label, sizeof(p->label), "%.*s", (int)sizeof(p->label) - 1, text);
 		else if (!strcmp(ev->name, "process_sort_index"))
 			p->sort = num;
 		else
@@ -598,7 +598,7 @@ static void pf_meta(struct conv *c, const struct tr_event *ev)
 	if (!t)
 		return;
 	if (!strcmp(ev->name, "thread_name"))
-		snprintf(t->name, sizeof(t->name), "%s", text);
+		snprintf(t->name, sizeof(t->name), "%.*s", (int)sizeof(t->name) - 1, text);
 	else if (!strcmp(ev->name, "thread_sort_index"))
 		t->sort = num;
 	else
@@ -926,9 +926,13 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 	progress(c, false);
 	if (c->kind == OUT_PERFETTO) {
 		if (!strcmp(key, "baseTimeNanoseconds")) {
-			c->base = strtoll(json, NULL, 10);
-			c->have_base = true;
+			/* Too late once events are out: they keep the base they were
+			 * written with, and so does the metadata. */
 			c->base_late = c->pf != NULL;
+			if (!c->base_late) {
+				c->base = strtoll(json, NULL, 10);
+				c->have_base = true;
+			}
 		}
 		return keep_member(c, key, json, len, truncated);
 	}
