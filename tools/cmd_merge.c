@@ -707,7 +707,12 @@ int cmd_merge(int argc, char **argv)
 	int rc = 0;
 	for (int i = 1; i < argc && !rc; i++) {
 		const char *a = argv[i];
-		if (opts_done || a[0] != '-' || !a[1]) {
+		if (!strcmp(a, "-")) {
+			/* Each input is read twice (names and members first). */
+			fprintf(stderr, "strobe: merge: '-' (stdin) cannot be an input: merge reads each file twice; "
+					"save it to a file first\n");
+			rc = 2;
+		} else if (opts_done || a[0] != '-') {
 			m.in[m.n++] = (struct input){.path = a, .world = -1};
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage_text, stdout);

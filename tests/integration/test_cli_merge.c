@@ -364,6 +364,10 @@ static void test_bad_inputs_and_outputs(void **state)
 	free(out);
 	assert_int_equal(merge("--bogus -o x.json good_r0.json", &out), 2);
 	free(out);
+	/* Inputs are read twice: stdin cannot be one. */
+	assert_int_equal(merge("-o x.json good_r0.json - < good_r0.json", &out), 2);
+	assert_non_null(strstr(out, "'-' (stdin) cannot be an input"));
+	free(out);
 	assert_int_equal(merge("--help", &out), 0);
 	assert_non_null(strstr(out, "examples:"));
 	free(out);
