@@ -369,6 +369,7 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 	set_env("STROBE_RECORD_CONFIG", config);
 	set_env_i64("STROBE_RECORD_FD", sock);
 	set_env_i64("STROBE_RECORD_ROOT_PID", getpid());
+	set_env_i64("STROBE_RECORD_PID", getppid());
 	set_env_i64("STROBE_RECORD_FOLLOW", o->follow);
 	sigset_t none;
 	sigemptyset(&none);

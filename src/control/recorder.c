@@ -75,8 +75,12 @@ static void tell(const char *fmt, ...)
 		return;
 	size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
 	/* Never block or die on a strobe record that went away. */
-	if (send(rs.fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EPIPE && errno != ECONNREFUSED)
-		LOGI("cannot reach strobe record: %s", strerror(errno));
+	if (send(rs.fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		if (errno != EPIPE && errno != ECONNREFUSED)
+			LOGI("cannot reach strobe record: %s", strerror(errno));
+		if (errno != EAGAIN)
+			rs.fd = -1; /* gone: stop talking to it */
+	}
 }
 
 static bool env_i64(const char *name, int64_t *out)
@@ -356,6 +360,27 @@ static void open_window(void)
 	start_thread();
 }
 
+/* The fd number was inherited, but a process in between may have closed
+ * it and the number been reused for one of the program's own files: use it
+ * only when it is still strobe record's socket. */
+static bool is_channel(int fd, pid_t recorder)
+{
+	int type = 0, domain = 0;
+	struct ucred cred;
+	socklen_t len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) || type != SOCK_SEQPACKET)
+		return false;
+	len = sizeof(domain);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) || domain != AF_UNIX)
+		return false;
+	len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid != recorder) {
+		LOGW("strobe record: fd %d is not its channel any more; traces are written, but not reported", fd);
+		return false;
+	}
+	return true;
+}
+
 static void cond_init(void)
 {
 	pthread_condattr_t attr;
@@ -374,15 +399,15 @@ static void boot(void)
 		return;
 	}
 	snprintf(rs.out, sizeof(rs.out), "%s", out);
-	int64_t fd = -1, root = 0, follow = 1;
+	int64_t fd = -1, root = 0, follow = 1, recorder = 0;
 	if (!env_i64("STROBE_RECORD_DELAY_NS", &rs.delay_ns) || !env_i64("STROBE_RECORD_DURATION_NS", &rs.duration_ns) ||
 	    !env_i64("STROBE_RECORD_FD", &fd) || !env_i64("STROBE_RECORD_ROOT_PID", &root) ||
-	    !env_i64("STROBE_RECORD_FOLLOW", &follow))
+	    !env_i64("STROBE_RECORD_FOLLOW", &follow) || !env_i64("STROBE_RECORD_PID", &recorder))
 		return;
 	rs.config = getenv("STROBE_RECORD_CONFIG");
 	rs.root = (pid_t)root;
 	rs.follow = follow != 0;
-	if (fd >= 0 && fd <= INT_MAX && fcntl((int)fd, F_GETFD) >= 0)
+	if (fd >= 0 && fd <= INT_MAX && is_channel((int)fd, (pid_t)recorder))
 		rs.fd = (int)fd;
 	if (!rs.follow && rs.root && getpid() != rs.root)
 		return; /* a child, and children are not traced */

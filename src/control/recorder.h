@@ -12,6 +12,7 @@
  *                             socket, inherited)
  *   STROBE_RECORD_ROOT_PID    the first process; others add their pid to
  *                             the file name
+ *   STROBE_RECORD_PID         strobe record itself (the socket's peer)
  *   STROBE_RECORD_FOLLOW      0: children are not traced
  * and messages on the channel are one line of text each:
  *   to strobe record:  "hello PID", "wrote PID PATH", "failed PID WHY",
