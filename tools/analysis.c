@@ -1303,3 +1303,14 @@ const char *an_fmt_dur(int64_t ns, char *buf, size_t len)
 	snprintf(buf, len, "%s%" PRIu64 ".%03" PRIu64 " %s", sign, milli / 1000, milli % 1000, units[u].unit);
 	return buf;
 }
+
+bool an_parse_top(const char *text, size_t *top)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < 0 || v > 1000000)
+		return false;
+	*top = (size_t)v;
+	return true;
+}

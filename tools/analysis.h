@@ -280,6 +280,8 @@ const char *an_fmt_dur(int64_t ns, char *buf, size_t len);
 double an_pct(int64_t part, int64_t whole);
 /* The trace's span: first event start to last event end (0 when untimed). */
 int64_t an_window(const struct an_trace *a);
+/* A --top value: a count from 0 (all) to 1000000. False when it is not. */
+bool an_parse_top(const char *text, size_t *top);
 /* Rows shown of n under a --top limit (0 = all). */
 size_t an_shown(size_t n, size_t top);
 /* Nearest-rank percentile (p in percent) of n sorted values. */

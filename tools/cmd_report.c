@@ -755,12 +755,8 @@ int cmd_report(int argc, char **argv)
 			const char *val = arg[5] == '=' ? arg + 6 : i + 1 < argc ? argv[++i] : NULL;
 			if (!val)
 				return usage_error("%s needs a number", arg);
-			char *end;
-			errno = 0;
-			long v = strtol(val, &end, 10);
-			if (errno || end == val || *end || v < 0 || v > 1000000)
+			if (!an_parse_top(val, &top))
 				return usage_error("--top wants a count from 0 to 1000000, not '%s'", val);
-			top = (size_t)v;
 		} else if (!strcmp(arg, "--")) {
 			if (i + 2 != argc || file)
 				return usage_error("%s", i + 1 < argc ? "give one trace file"

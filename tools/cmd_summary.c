@@ -970,12 +970,8 @@ int cmd_summary(int argc, char **argv)
 			val = a[5] == '=' ? a + 6 : i + 1 < argc ? argv[++i] : NULL;
 			if (!val)
 				return usage_error("%s needs a number", a);
-			char *end;
-			errno = 0;
-			long v = strtol(val, &end, 10);
-			if (errno || end == val || *end || v < 0 || v > 1000000)
+			if (!an_parse_top(val, &top))
 				return usage_error("--top wants a count from 0 to 1000000, not '%s'", val);
-			top = (size_t)v;
 		} else if (!strcmp(a, "--")) {
 			if (i + 2 != argc || file)
 				return usage_error("%s", i + 1 < argc ? "give one trace file"
