@@ -209,6 +209,9 @@ struct strobe_activity {
 	enum strobe_flow_kind flow_kind;
 	const struct strobe_arg *args;
 	size_t arg_count;
+	/* The category shown in the trace (JSON "cat"); NULL = the type's name.
+	 * strobe sets it for NVTX domains; at most 255 bytes. */
+	const char *category;
 };
 
 /* Called once per activity. Return 0 to go on, anything else to stop the

@@ -9,15 +9,20 @@
 
 #include "strobe/strobe.h"
 
-/* Payload of STRB_REC_ACTIVITY (strobe_record), followed by the args and
- * then the name. Each arg: struct strb_rec_arg, the key, then for strings
- * the value, each padded to 8 bytes. */
+/* Payload of STRB_REC_ACTIVITY (strobe_record), followed by the args, the
+ * category (category_len bytes, 0 = none) and then the name. Each arg:
+ * struct strb_rec_arg, the key, then for strings the value, each padded to
+ * 8 bytes. */
 struct strb_rec_activity {
 	int64_t start_ns, end_ns;
 	int64_t device, resource;
 	uint64_t id, linked_id, flow_id;
 	uint32_t type, flags, flow_kind, arg_count;
+	uint32_t category_len, reserved;
 };
+
+/* Longest category an activity may carry (strobe_activity.category). */
+#define STRB_CATEGORY_MAX 255
 
 /* Optional attributes of an annotation (NVTX event attributes). */
 enum { STRB_ATTR_COLOR = 1, STRB_ATTR_CATEGORY = 2 };

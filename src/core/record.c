@@ -13,6 +13,12 @@ static size_t pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+/* The caller's category, when its struct has the field. */
+static const char *category_of(const struct strobe_activity *a)
+{
+	return a->size >= offsetof(struct strobe_activity, category) + sizeof(a->category) ? a->category : NULL;
+}
+
 static int check(const struct strobe_activity *a, size_t *args_bytes)
 {
 	if (!a || a->size < offsetof(struct strobe_activity, args))
@@ -22,6 +28,9 @@ static int check(const struct strobe_activity *a, size_t *args_bytes)
 	if (a->end_ns < a->start_ns)
 		return strb_error(-EINVAL, "strobe_record: end (%lld) is before start (%lld)", (long long)a->end_ns,
 				  (long long)a->start_ns);
+	const char *cat = category_of(a);
+	if (cat && (!*cat || strlen(cat) > STRB_CATEGORY_MAX))
+		return strb_error(-EINVAL, "strobe_record: category is empty or longer than %d bytes", STRB_CATEGORY_MAX);
 	size_t count = a->size >= offsetof(struct strobe_activity, arg_count) + sizeof(size_t) ? a->arg_count : 0;
 	if (count && !a->args)
 		return strb_error(-EINVAL, "strobe_record: arg_count is %zu but args is NULL", count);
@@ -73,7 +82,9 @@ int strobe_record(const struct strobe_activity *a)
 		name_len = STRB_NAME_MAX;
 		strb_tbuf_count(&b->truncated);
 	}
-	size_t payload = sizeof(struct strb_rec_activity) + args_bytes;
+	const char *cat = category_of(a);
+	size_t cat_len = cat ? strlen(cat) : 0;
+	size_t payload = sizeof(struct strb_rec_activity) + args_bytes + pad8(cat_len);
 	size_t total = sizeof(struct strb_rec) + payload + pad8(name_len);
 	if (total > UINT32_MAX)
 		return strb_error(-EINVAL, "strobe_record: activity is too large");
@@ -100,6 +111,7 @@ int strobe_record(const struct strobe_activity *a)
 		.flags = a->flags,
 		.flow_kind = (uint32_t)a->flow_kind,
 		.arg_count = (uint32_t)count,
+		.category_len = (uint32_t)cat_len,
 	};
 	uint8_t *p = (uint8_t *)(ra + 1);
 	for (size_t i = 0; i < count; i++) {
@@ -133,6 +145,10 @@ int strobe_record(const struct strobe_activity *a)
 			memcpy(p, arg->value.str, slen);
 			p += pad8(slen);
 		}
+	}
+	if (cat_len) {
+		memcpy(p, cat, cat_len);
+		p += pad8(cat_len);
 	}
 	if (name_len)
 		memcpy(p, a->name, name_len);

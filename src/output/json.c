@@ -88,11 +88,17 @@ static void head(struct writer *w, const char *ph, const struct strobe_activity 
 	struct strb_jbuf *b = w->b;
 	strb_jbuf_lit(b, "{\"ph\": \"");
 	strb_jbuf_lit(b, ph);
-	strb_jbuf_lit(b, "\", \"cat\": \"");
-	strb_jbuf_lit(b, strobe_activity_type_name(a->type));
+	strb_jbuf_lit(b, "\", \"cat\": ");
+	if (a->category) {
+		strb_jbuf_str(b, a->category);
+	} else {
+		strb_jbuf_lit(b, "\"");
+		strb_jbuf_lit(b, strobe_activity_type_name(a->type));
+		strb_jbuf_lit(b, "\"");
+	}
 	if (ph[0] == 'i')
-		strb_jbuf_lit(b, "\", \"s\": \"t");
-	strb_jbuf_lit(b, "\", \"name\": ");
+		strb_jbuf_lit(b, ", \"s\": \"t\"");
+	strb_jbuf_lit(b, ", \"name\": ");
 	strb_jbuf_str(b, a->name);
 	strb_jbuf_lit(b, ", \"pid\": ");
 	strb_jbuf_i64(b, a->device);

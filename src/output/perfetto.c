@@ -163,7 +163,7 @@ static void activity(struct pwriter *w, const struct strobe_activity *a)
 	    .track = row_track(w, a->device, a->resource < 0 ? -a->resource : a->resource),
 	    .ts_ns = a->start_ns,
 	    .name = a->name,
-	    .category = strobe_activity_type_name(a->type),
+	    .category = a->category ? a->category : strobe_activity_type_name(a->type),
 	};
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		ev.type = STRB_PF_INSTANT;

@@ -112,9 +112,11 @@ static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, con
 	struct strobe_arg args[4];
 	size_t n = 0;
 	char buf[256];
-	if (d && strb_domain_name(d, buf, sizeof(buf)))
-		args[n++] = (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING,
-						 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+	if (d && strb_domain_name(d, buf, sizeof(buf))) {
+		/* Each domain is a category of its own, as NVTX tools show it. */
+		a->category = strb_trace_intern(k->t, buf, strlen(buf));
+		args[n++] = (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING, .value.str = a->category};
+	}
 	if (at && (at->has & STRB_ATTR_COLOR)) {
 		snprintf(buf, sizeof(buf), "#%06x", at->color & 0xffffffu);
 		args[n++] = (struct strobe_arg){.key = "color", .kind = STROBE_ARG_STRING,
@@ -305,8 +307,14 @@ static void recorded(struct walk *k, const struct strb_rec *r, pid_t tid)
 			p += (ia->str_len + 7u) & ~7u;
 		}
 	}
+	const char *category = NULL;
+	if (ra->category_len) {
+		category = strb_trace_intern(k->t, (const char *)p, ra->category_len);
+		p += (ra->category_len + 7u) & ~7u;
+	}
 	struct strobe_activity a = {
 		.size = sizeof(a),
+		.category = category,
 		.type = (enum strobe_activity_type)ra->type,
 		.flags = ra->flags,
 		.name = strb_trace_intern(k->t, (const char *)p, r->name_len),

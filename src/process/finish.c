@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/metadata.h"
 #include "core/rank.h"
+#include "core/capture.h"
 #include "process/process.h"
 
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
@@ -27,7 +28,8 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
 		return 0;
 	}
 	memcpy(&copy, a, a->size < sizeof(copy) ? a->size : sizeof(copy));
-	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns || (copy.arg_count && !copy.args)) {
+	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns || (copy.arg_count && !copy.args) ||
+	    (copy.category && (!*copy.category || strnlen(copy.category, STRB_CATEGORY_MAX + 1) > STRB_CATEGORY_MAX))) {
 		t->stats.rejected_activities++;
 		return 0;
 	}

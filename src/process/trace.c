@@ -198,7 +198,8 @@ int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a)
 {
 	struct strobe_arg *args = strb_trace_copy_args(t, a->args, a->arg_count);
 	const char *name = strb_trace_intern(t, a->name, a->name ? strlen(a->name) : 0);
-	if ((a->arg_count && !args) || !name)
+	const char *cat = a->category ? strb_trace_intern(t, a->category, strlen(a->category)) : NULL;
+	if ((a->arg_count && !args) || !name || (a->category && !cat))
 		return -ENOMEM;
 	struct strobe_activity *slot = strb_trace_push(t);
 	if (!slot)
@@ -207,6 +208,7 @@ int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a)
 	slot->size = sizeof(*slot);
 	slot->name = name;
 	slot->args = args;
+	slot->category = cat;
 	return 0;
 }
 

@@ -117,16 +117,20 @@ static void nested_ranges_on_threads(void **state)
 	yajl_val wide = range(t, "wide-\xc3\xa9t\xc3\xa9");
 	assert_true(contains(outer, wide));
 
-	/* A domain: its own row, its ranges nest there, the domain in args. */
-	yajl_val send = range(t, "net-send");
+	/* A domain: its own category and row, its ranges nest there, the
+	 * domain in args too. */
+	yajl_val send = tu_find(t, "X", "net", "net-send");
+	assert_non_null(send);
+	assert_null(tu_find(t, "X", "user_annotation", "net-send"));
 	assert_string_equal(row_name(t, send), "net (main)");
 	assert_string_equal(arg_str(send, "domain"), "net");
 	assert_string_equal(arg_str(send, "category"), "send");
 	assert_true(tu_get_num(tu_get(send, "args"), "payload") == 4096);
-	yajl_val reg = range(t, "registered-range");
+	yajl_val reg = tu_find(t, "X", "net", "registered-range");
+	assert_non_null(reg);
 	assert_true(contains(send, reg));
 	assert_true(tu_get_num(send, "tid") != tu_get_num(outer, "tid"));
-	yajl_val mark = tu_find(t, "i", NULL, "net-mark");
+	yajl_val mark = tu_find(t, "i", "net", "net-mark");
 	assert_non_null(mark);
 	assert_true(tu_get_num(mark, "tid") == tu_get_num(send, "tid"));
 

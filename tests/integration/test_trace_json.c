@@ -836,6 +836,36 @@ static void check_selection(uint64_t mask, const char *config, bool ranges, bool
 	yajl_tree_free(root);
 }
 
+/* An activity's own category replaces its type's name in "cat" (escaped),
+ * from strobe_record and from a struct without the field alike. */
+static void test_record_category(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	int64_t s = (int64_t)strobe_now_ns();
+	tu_record_at("in-a-category", STROBE_ACTIVITY_USER_ANNOTATION, s, 100,
+	             (struct strobe_activity){.category = "my \"cat\""});
+	tu_record_at("no-category", STROBE_ACTIVITY_USER_ANNOTATION, s + 200, 100, (struct strobe_activity){0});
+	char longcat[300];
+	memset(longcat, 'c', sizeof(longcat) - 1);
+	longcat[sizeof(longcat) - 1] = 0;
+	struct strobe_activity bad = {.size = sizeof(bad), .type = STROBE_ACTIVITY_USER_ANNOTATION, .name = "x",
+	                              .start_ns = s, .end_ns = s + 1, .category = longcat};
+	assert_int_equal(strobe_record(&bad), -EINVAL);
+	bad.category = "";
+	assert_int_equal(strobe_record(&bad), -EINVAL);
+	/* A caller built against a header without the field. */
+	bad.size = offsetof(struct strobe_activity, category);
+	bad.category = longcat;
+	bad.name = "older-struct";
+	assert_int_equal(strobe_record(&bad), 0);
+	yajl_val root = end_load("category.json");
+	must_find(root, "X", "my \"cat\"", "in-a-category");
+	must_find(root, "X", "user_annotation", "no-category");
+	must_find(root, "X", "user_annotation", "older-struct");
+	yajl_tree_free(root);
+}
+
 static void test_activity_selection(void **state)
 {
 	(void)state;
@@ -1292,6 +1322,7 @@ int main(void)
 	    cmocka_unit_test(test_nasty_strings),
 	    cmocka_unit_test(test_compressed_outputs),
 	    cmocka_unit_test(test_record_args_flows_ids),
+	    cmocka_unit_test(test_record_category),
 	    cmocka_unit_test(test_activity_selection),
 	    cmocka_unit_test(test_unfinished_and_unmatched),
 	    cmocka_unit_test(test_non_finite_counters),
