@@ -631,7 +631,7 @@ static int run(struct opts *op)
 			fprintf(stderr, "exited with status %d\n", code);
 	}
 	const char *root_trace = NULL;
-	size_t written = 0;
+	size_t written = 0, nothing = 0;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = &r->procs[i];
 		if (p->state == P_WROTE) {
@@ -642,13 +642,16 @@ static int run(struct opts *op)
 				fprintf(stderr, "strobe: trace of pid %d: %s\n", (int)p->pid, p->detail);
 		} else if (p->state == P_FAILED) {
 			fprintf(stderr, "strobe: pid %d wrote no trace: %s\n", (int)p->pid, p->detail ? p->detail : "");
-		} else if (p->state == P_NOTHING && !o.quiet) {
-			fprintf(stderr, "strobe: pid %d recorded nothing: %s\n", (int)p->pid, p->detail ? p->detail : "");
+		} else if (p->state == P_NOTHING) {
+			nothing++;
 		} else if (p->state == P_RUNNING) {
 			fprintf(stderr, "strobe: pid %d has not written its trace (still running, or killed)\n",
 				(int)p->pid);
 		}
 	}
+	if (nothing && !o.quiet)
+		fprintf(stderr, "strobe: %zu other process%s recorded nothing and wrote no file\n", nothing,
+			nothing == 1 ? "" : "es");
 	if (!r->nprocs)
 		fprintf(stderr, "strobe: record: the program never loaded strobe (statically linked, or it cleared "
 				"LD_PRELOAD?); no trace\n");

@@ -194,9 +194,14 @@ static void finish(const char *why, int64_t wait_ns)
 	int rc = strb_control_end_capture(STRB_OWNER_RECORD);
 	if (!rc)
 		rc = strb_control_finish(STRB_OWNER_RECORD, &t);
-	if (!rc)
+	/* Shells and launchers fork and exec plenty of helpers that record
+	 * nothing: only the first process writes a file regardless. */
+	bool empty = !rc && getpid() != rs.root && strobe_trace_activity_count(t) == 0;
+	if (!rc && !empty)
 		rc = strobe_trace_save(t, path);
-	if (rc) {
+	if (empty) {
+		tell("nothing %d it recorded no activity", (int)getpid());
+	} else if (rc) {
 		LOGE("strobe record: trace not written (%s): %s", why, strobe_last_error());
 		tell("failed %d %s", (int)getpid(), strobe_last_error());
 	} else {
