@@ -569,15 +569,16 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 		yajl_tree_free(root);
 		return 0;
 	}
-	char **dst = !strcmp(key, "strobe")      ? &a->strobe_meta
-	             : !strcmp(key, "host_name") ? &a->host_name
-	                                         : NULL;
+	char **dst = !strcmp(key, "strobe")        ? &a->strobe_meta
+	             : !strcmp(key, "host_name")   ? &a->host_name
+	             : !strcmp(key, "gpu_capture") ? &a->gpu_capture
+	                                           : NULL;
 	if (!dst || truncated)
 		return 0;
 	free(*dst);
-	if (dst == &a->host_name) {
-		char host[TR_SHORT_MAX];
-		*dst = json_string(json, host, sizeof(host)) ? strdup(host) : strdup(json);
+	if (dst != &a->strobe_meta) {
+		char text[TR_VALUE_MAX];
+		*dst = json_string(json, text, sizeof(text)) ? strdup(text) : strdup(json);
 	} else {
 		*dst = strdup(json);
 	}
@@ -1192,6 +1193,7 @@ void an_free(struct an_trace *a)
 	free(a->corr[1].slots);
 	free(a->strobe_meta);
 	free(a->host_name);
+	free(a->gpu_capture);
 	for (size_t i = 0; i < a->ndevices; i++)
 		free(a->devices[i].streams);
 	free(a->devices);

@@ -121,6 +121,8 @@ int record_summary(const char *path, int64_t wall_ns, FILE *out)
 	fprintf(out, "strobe: summary of %s: %llu events over %s (program wall time %s)\n", path,
 		(unsigned long long)st.events, an_fmt_dur(an_window(&a), span, sizeof(span)),
 		an_fmt_dur(wall_ns, w, sizeof(w)));
+	if (a.gpu_capture)
+		fprintf(out, "  %s\n", a.gpu_capture);
 	top_kernels(&a, out);
 	top_ranges(&a, out);
 	gpu_busy(&a, out);

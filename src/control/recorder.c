@@ -394,6 +394,17 @@ static void cond_init(void)
 	pthread_condattr_destroy(&attr);
 }
 
+/* strobe record is the one that talks to the user: the same warning (no
+ * GPU driver, say) from every image of every process a shell or launcher
+ * starts would bury the program's output. The program's strobe says only
+ * errors unless a level was asked for; the traces keep the reasons, and
+ * strobe record's summary shows the first process's. */
+static void quiet_logs(void)
+{
+	if (!getenv("STROBE_LOG_LEVEL") && !getenv("KINETO_LOG_LEVEL"))
+		strobe_log_set_level(STROBE_LOG_ERROR);
+}
+
 static void boot(void)
 {
 	const char *out = getenv("STROBE_RECORD_OUTPUT");
@@ -419,6 +430,7 @@ static void boot(void)
 	if (!rs.follow && rs.fd >= 0)
 		fcntl(rs.fd, F_SETFD, FD_CLOEXEC);
 	strobe_init(NULL);
+	quiet_logs();
 	cond_init();
 	install_signal_handlers();
 	open_window();
@@ -461,5 +473,6 @@ void strb_recorder_atfork_child(void)
 		return;
 	}
 	/* A forked child is a process of its own: its own window and file. */
+	quiet_logs();
 	open_window();
 }
