@@ -3,10 +3,12 @@
 #include "record_summary.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
+#include "strobe/strobe.h"
 
 #define TOP 5
 
@@ -25,19 +27,6 @@ static const struct {
 	{"unfinished_ranges", "ranges still open at the end (closed there)", NULL},
 };
 
-static void print_durations(FILE *out, const char *title, const struct an_trace *a, const struct an_ref *r,
-			    size_t n, const uint64_t *counts, const int64_t *totals)
-{
-	if (!n)
-		return;
-	fprintf(out, "  %s\n", title);
-	for (size_t i = 0; i < n; i++) {
-		char d[32];
-		fprintf(out, "    %10s  %7llu x  %s\n", an_fmt_dur(totals[i], d, sizeof(d)), (unsigned long long)counts[i],
-			r ? r[i].name : an_name(a, (uint32_t)i));
-	}
-}
-
 static void top_kernels(const struct an_trace *a, FILE *out)
 {
 	size_t n = a->nkernel_stats < TOP ? a->nkernel_stats : TOP;
@@ -52,26 +41,70 @@ static void top_kernels(const struct an_trace *a, FILE *out)
 	}
 }
 
+/* NVTX and strobe ranges: user_annotation, and the categories of NVTX
+ * domains (any category that is not one of strobe's activity types). */
+static bool annotation_category(const char *cat)
+{
+	enum strobe_activity_type type;
+	if (!strcmp(cat, "user_annotation"))
+		return true;
+	return strcmp(cat, "Trace") && strcmp(cat, "ac2g") && strcmp(cat, "fwdbwd") &&
+	       strobe_activity_type_parse(cat, &type) != 0;
+}
+
+struct range_row {
+	const char *name, *cat;
+	uint64_t count;
+	int64_t total;
+};
+
+static int cmp_rows(const void *pa, const void *pb)
+{
+	const struct range_row *x = pa, *y = pb;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 static void top_ranges(const struct an_trace *a, FILE *out)
 {
-	const struct an_category *c = an_table_find(&a->xcats, "user_annotation");
-	if (!c)
-		return;
-	size_t n = 0;
-	struct an_ref *r = an_names_of(a, (uint32_t)an_table_index(&a->xcats, c), false, &n);
-	if (!r)
-		return;
-	size_t shown = n < TOP ? n : TOP;
-	uint64_t counts[TOP];
-	int64_t totals[TOP];
-	for (size_t i = 0; i < shown; i++) {
-		const struct an_name *nm = an_table_item(&a->names, r[i].id);
-		counts[i] = nm->count;
-		totals[i] = nm->total;
+	struct range_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t j = 0; j < a->xcats.n; j++) {
+		if (!annotation_category(a->xcats.keys[j]))
+			continue;
+		size_t m = 0;
+		struct an_ref *r = an_names_of(a, (uint32_t)j, false, &m);
+		if (!r)
+			continue;
+		if (n + m > cap) {
+			size_t ncap = (n + m) * 2;
+			struct range_row *nr = realloc(rows, ncap * sizeof(*nr));
+			if (!nr) {
+				free(r);
+				break;
+			}
+			rows = nr;
+			cap = ncap;
+		}
+		for (size_t i = 0; i < m; i++) {
+			const struct an_name *nm = an_table_item(&a->names, r[i].id);
+			rows[n++] = (struct range_row){r[i].name, a->xcats.keys[j], nm->count, nm->total};
+		}
+		free(r);
 	}
-	print_durations(out, "top annotation ranges (NVTX, strobe_range_push) by total time", a, r, shown, counts,
-			totals);
-	free(r);
+	if (n) {
+		qsort(rows, n, sizeof(*rows), cmp_rows);
+		fprintf(out, "  top annotation ranges (NVTX, strobe_range_push) by total time\n");
+		for (size_t i = 0; i < n && i < TOP; i++) {
+			char d[32];
+			bool domain = strcmp(rows[i].cat, "user_annotation") != 0;
+			fprintf(out, "    %10s  %7llu x  %s%s%s%s\n", an_fmt_dur(rows[i].total, d, sizeof(d)),
+				(unsigned long long)rows[i].count, rows[i].name, domain ? " [" : "", domain ? rows[i].cat : "",
+				domain ? "]" : "");
+		}
+	}
+	free(rows);
 }
 
 static void gpu_busy(const struct an_trace *a, FILE *out)
