@@ -188,6 +188,8 @@ int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 	owner = who;
 	atomic_store(&public_owner, who);
 	config = *cfg;
+	if (cfg->verbose_log_modules[0])
+		strb_log_set_verbose_modules(cfg->verbose_log_modules);
 	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
 	char *text = strb_config_format(cfg);
 	strb_profilers_prepare(&profilers, cfg->activity_mask, text ? text : "");

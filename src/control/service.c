@@ -141,6 +141,7 @@ static void reload_base(struct service_state *s)
 		LOGI("base config %s changed", used ? used : "");
 	free(s->base_text);
 	s->base_text = text;
+	strb_log_set_verbose_modules(cfg.verbose_log_modules);
 	s->interval_s = cfg.on_demand_interval_secs > 0 ? cfg.on_demand_interval_secs : 5;
 }
 

@@ -44,6 +44,43 @@ void strobe_log_set_level(enum strobe_log_level level)
 	atomic_store(&threshold, (int)level);
 }
 
+/* VERBOSE_LOG_MODULES: the tags whose verbose messages are shown, as
+ * ",tag,tag," for a whole-word search; empty = every tag. */
+static char verbose_modules[1024];
+
+void strb_log_set_verbose_modules(const char *list)
+{
+	char buf[sizeof(verbose_modules)];
+	size_t n = 0;
+	buf[n++] = ',';
+	for (const char *p = list ? list : ""; *p && n < sizeof(buf) - 2;) {
+		size_t len = strcspn(p, ", \t");
+		/* A file name names its module: "cupti.c" is "cupti". */
+		size_t tag = len > 2 && !strncmp(p + len - 2, ".c", 2) ? len - 2 : len;
+		if (tag && n + tag + 1 < sizeof(buf) - 1) {
+			memcpy(buf + n, p, tag);
+			n += tag;
+			buf[n++] = ',';
+		}
+		p += len;
+		p += strspn(p, ", \t");
+	}
+	buf[n] = 0;
+	pthread_mutex_lock(&log_lock);
+	snprintf(verbose_modules, sizeof(verbose_modules), "%s", n > 1 ? buf : "");
+	pthread_mutex_unlock(&log_lock);
+}
+
+static bool verbose_module_on(const char *tag)
+{
+	char key[96];
+	snprintf(key, sizeof(key), ",%s,", tag);
+	pthread_mutex_lock(&log_lock);
+	bool on = !verbose_modules[0] || strstr(verbose_modules, key);
+	pthread_mutex_unlock(&log_lock);
+	return on;
+}
+
 bool strb_log_enabled(enum strobe_log_level level)
 {
 	return (int)level >= atomic_load_explicit(&threshold, memory_order_relaxed);
@@ -51,7 +88,7 @@ bool strb_log_enabled(enum strobe_log_level level)
 
 void strb_log(enum strobe_log_level level, const char *tag, const char *fmt, ...)
 {
-	if (!strb_log_enabled(level))
+	if (!strb_log_enabled(level) || (level == STROBE_LOG_VERBOSE && !verbose_module_on(tag)))
 		return;
 	int saved_errno = errno;
 	char msg[1024];

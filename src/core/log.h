@@ -15,6 +15,9 @@ void strb_log(enum strobe_log_level level, const char *tag, const char *fmt, ...
 bool strb_log_enabled(enum strobe_log_level level);
 /* Reads STROBE_LOG_LEVEL / KINETO_LOG_LEVEL; called by strobe_init. */
 void strb_log_init_from_env(void);
+/* VERBOSE_LOG_MODULES: verbose messages only from these modules (log tags,
+ * comma-separated; "cupti.c" counts as "cupti"); NULL or "" = all. */
+void strb_log_set_verbose_modules(const char *list);
 /* fork child: the lock may have been held by a thread that is gone. */
 void strb_log_atfork_child(void);
 

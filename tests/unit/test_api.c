@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "strobe/strobe.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -184,6 +185,43 @@ static void test_exit_writes_on_demand_trace(void **state)
 	assert_true(tu_count(t, "X", "user_annotation", "before-exit") >= 4);
 	yajl_tree_free(t);
 	tu_rmrf(dir);
+}
+
+static void count_verbose(enum strobe_log_level level, const char *message, void *user_arg)
+{
+	(void)message;
+	int *n = user_arg;
+	n[level == STROBE_LOG_VERBOSE ? 0 : 1]++;
+}
+
+/* VERBOSE_LOG_MODULES picks the modules whose verbose messages show; other
+ * levels are not filtered. */
+static void test_verbose_log_modules(void **state)
+{
+	(void)state;
+	int seen[2] = {0, 0};
+	strobe_log_set_level(STROBE_LOG_VERBOSE);
+	assert_int_equal(strobe_log_add_observer(count_verbose, seen), 0);
+	strb_log_set_verbose_modules("ipc, cupti.c");
+	strb_log(STROBE_LOG_VERBOSE, "ipc", "shown");
+	strb_log(STROBE_LOG_VERBOSE, "cupti", "shown");
+	strb_log(STROBE_LOG_VERBOSE, "control", "hidden");
+	strb_log(STROBE_LOG_VERBOSE, "ip", "hidden: a prefix is not a module");
+	strb_log(STROBE_LOG_WARNING, "control", "shown: not verbose");
+	assert_int_equal(seen[0], 2);
+	assert_int_equal(seen[1], 1);
+	/* From a trace's config. */
+	assert_int_equal(strobe_prepare(0, "VERBOSE_LOG_MODULES=control\n"), 0);
+	strb_log(STROBE_LOG_VERBOSE, "control", "shown");
+	strb_log(STROBE_LOG_VERBOSE, "ipc", "hidden");
+	assert_int_equal(seen[0], 3);
+	strb_log_set_verbose_modules("");
+	strb_log(STROBE_LOG_VERBOSE, "anything", "shown");
+	assert_int_equal(seen[0], 4);
+	assert_int_equal(strobe_start(), 0);
+	assert_int_equal(strobe_stop(NULL), 0);
+	assert_int_equal(strobe_log_remove_observer(count_verbose, seen), 0);
+	strobe_log_set_level(STROBE_LOG_ERROR);
 }
 
 static void test_shutdown_then_init(void **state)
@@ -621,6 +659,7 @@ int main(void)
 	    cmocka_unit_test(test_log_observer_limit),
 	    cmocka_unit_test(test_shutdown_then_init),
 	    cmocka_unit_test(test_exit_writes_on_demand_trace),
+	    cmocka_unit_test(test_verbose_log_modules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
