@@ -139,6 +139,9 @@ struct conv {
 	struct dims_entry dims[DIMS_CACHE];
 	bool has_priority; /* kernel records carry CUDA 13.1's priority */
 
+	/* Records of a buffer lie close in time: most share a clock segment. */
+	struct strb_clock_cursor clock;
+
 	struct strb_trace_stats *st;
 	int rc;
 };
@@ -223,9 +226,9 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 	return &c->slots[j];
 }
 
-static int64_t epoch(const struct conv *c, uint64_t cupti_ns)
+static int64_t epoch(struct conv *c, uint64_t cupti_ns)
 {
-	return strb_clock_map_to_epoch(c->w->map, strb_clock_ns_to_ticks(cupti_ns));
+	return strb_clock_cursor_ns_epoch(&c->clock, cupti_ns);
 }
 
 static bool selected(const struct conv *c, enum strobe_activity_type type)
@@ -1320,6 +1323,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	pthread_mutex_unlock(&strb_cupti.lock);
 
 	c.has_priority = c.lib->version >= STRB_CUPTI_VERSION_13_1;
+	strb_clock_cursor_init(&c.clock, w->map);
 	walk(&c, pass1, false);
 	if (!c.rc)
 		build_table(&c);
