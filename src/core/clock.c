@@ -175,13 +175,43 @@ int strb_clock_map_begin(struct strb_clock_map *map)
 	return strb_clock_map_sample(map);
 }
 
+/* Doubles: the product can exceed 64 bits, and the relative error of
+ * 1e-16 is far below a nanosecond for any segment or extrapolation. */
+static double slope_of(const struct strb_clock_point *a, const struct strb_clock_point *b)
+{
+	return (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
+}
+
 static int64_t interpolate(const struct strb_clock_point *a, const struct strb_clock_point *b, uint64_t ticks)
 {
-	/* Doubles: the product can exceed 64 bits, and the relative error of
-	 * 1e-16 is far below a nanosecond for any segment or extrapolation. */
 	double dt = ticks >= a->ticks ? (double)(ticks - a->ticks) : -(double)(a->ticks - ticks);
-	double slope = (double)(b->mono_ns - a->mono_ns) / (double)(b->ticks - a->ticks);
-	return a->mono_ns + llround(dt * slope);
+	return a->mono_ns + llround(dt * slope_of(a, b));
+}
+
+/* The nominal scale a one-sample map extrapolates with: the TSC's rate
+ * measured at init; other sources count ns. */
+static double single_sample_scale(void)
+{
+	return strb_clock_kind_in_use == STRB_CLOCK_TSC ? ns_per_tick : 1.0;
+}
+
+/* The segment (points[i], points[i + 1]) that converts ticks, for a map of
+ * two samples or more: the one around it, or the nearest end one. */
+static size_t segment_of(const struct strb_clock_map *map, uint64_t ticks)
+{
+	size_t lo = 0, hi = map->count - 1;
+	if (ticks <= map->points[0].ticks)
+		return 0;
+	if (ticks >= map->points[hi].ticks)
+		return hi - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (map->points[mid].ticks <= ticks)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks)
@@ -190,30 +220,50 @@ int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks
 	if (map->count == 0)
 		return 0;
 	if (map->count == 1) {
-		/* One sample: extrapolate with the TSC's nominal rate measured at
-		 * init; other sources count ns. */
 		const struct strb_clock_point *p = &map->points[0];
 		double dt = ticks >= p->ticks ? (double)(ticks - p->ticks) : -(double)(p->ticks - ticks);
-		double scale = strb_clock_kind_in_use == STRB_CLOCK_TSC ? ns_per_tick : 1.0;
-		mono = p->mono_ns + llround(dt * scale);
+		mono = p->mono_ns + llround(dt * single_sample_scale());
 	} else {
-		size_t lo = 0, hi = map->count - 1;
-		if (ticks <= map->points[0].ticks) {
-			hi = 1;
-		} else if (ticks >= map->points[hi].ticks) {
-			lo = hi - 1;
-		} else {
-			while (hi - lo > 1) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (map->points[mid].ticks <= ticks)
-					lo = mid;
-				else
-					hi = mid;
-			}
-		}
-		mono = interpolate(&map->points[lo], &map->points[lo + (hi > lo ? 1 : 0)], ticks);
+		size_t i = segment_of(map, ticks);
+		mono = interpolate(&map->points[i], &map->points[i + 1], ticks);
 	}
 	return mono + map->real_minus_mono;
+}
+
+void strb_clock_cursor_init(struct strb_clock_cursor *cur, const struct strb_clock_map *map)
+{
+	*cur = (struct strb_clock_cursor){.map = map, .base_ticks = base_ticks, .ns_per_tick = ns_per_tick};
+	strb_clock_cursor_seek(cur, 0);
+}
+
+void strb_clock_cursor_seek(struct strb_clock_cursor *cur, uint64_t ticks)
+{
+	const struct strb_clock_map *map = cur->map;
+	/* The end segments reach to the ends of the tick range, as the map
+	 * extrapolates from them. */
+	cur->from = 0;
+	cur->to = UINT64_MAX;
+	if (map->count == 0) {
+		cur->at_ticks = 0;
+		cur->at_epoch = 0;
+		cur->slope = 0;
+		return;
+	}
+	if (map->count == 1) {
+		cur->at_ticks = map->points[0].ticks;
+		cur->at_epoch = map->points[0].mono_ns + map->real_minus_mono;
+		cur->slope = single_sample_scale();
+		return;
+	}
+	size_t i = segment_of(map, ticks);
+	const struct strb_clock_point *a = &map->points[i], *b = &map->points[i + 1];
+	if (i > 0)
+		cur->from = a->ticks;
+	if (i + 2 < map->count)
+		cur->to = b->ticks - 1;
+	cur->at_ticks = a->ticks;
+	cur->at_epoch = a->mono_ns + map->real_minus_mono;
+	cur->slope = slope_of(a, b);
 }
 
 void strb_clock_map_free(struct strb_clock_map *map)

@@ -8,6 +8,7 @@
 #ifndef STROBE_CORE_CLOCK_H
 #define STROBE_CORE_CLOCK_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -93,5 +94,56 @@ int strb_clock_map_add(struct strb_clock_map *map, uint64_t ticks, int64_t mono_
  * the nearest segment outside them. */
 int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks);
 void strb_clock_map_free(struct strb_clock_map *map);
+
+/* llround(x), bit for bit, without the libm call: truncation and the exact
+ * fractional part decide the rounding (x - trunc(x) is exact below 2^52;
+ * above, x is whole). Out of range and NaN go to llround itself. */
+static inline int64_t strb_clock_round(double x)
+{
+	if (!(x > -0x1p62 && x < 0x1p62))
+		return llround(x);
+	int64_t i = (int64_t)x;
+	double f = x - (double)i;
+	return i + (f >= 0.5) - (f <= -0.5);
+}
+
+/* Converts many timestamps that mostly lie near each other, as a buffer of
+ * GPU records does, to exactly what strb_clock_map_to_epoch (after
+ * strb_clock_ns_to_ticks for CUPTI's ns) gives: it keeps the segment of the
+ * last conversion with its slope divided out once, so a timestamp inside
+ * it costs one multiply-add and a rounding instead of a binary search, a
+ * division and a libm call. The map must not change while a cursor reads
+ * it; a cursor belongs to one thread. */
+struct strb_clock_cursor {
+	const struct strb_clock_map *map;
+	uint64_t from, to;   /* ticks of the current segment, both included */
+	uint64_t at_ticks;   /* the segment's left sample... */
+	int64_t at_epoch;    /* ...in epoch ns */
+	double slope;        /* ns per tick in the segment */
+	uint64_t base_ticks; /* the nominal scale of strb_clock_ns_to_ticks */
+	double ns_per_tick;
+};
+
+void strb_clock_cursor_init(struct strb_clock_cursor *cur, const struct strb_clock_map *map);
+/* Moves the cursor to the segment that holds ticks (the slow path). */
+void strb_clock_cursor_seek(struct strb_clock_cursor *cur, uint64_t ticks);
+
+/* Ticks -> epoch ns, as strb_clock_map_to_epoch. */
+static inline int64_t strb_clock_cursor_epoch(struct strb_clock_cursor *cur, uint64_t ticks)
+{
+	if (__builtin_expect(ticks - cur->from > cur->to - cur->from, 0))
+		strb_clock_cursor_seek(cur, ticks);
+	double dt =
+	    ticks >= cur->at_ticks ? (double)(ticks - cur->at_ticks) : -(double)(cur->at_ticks - ticks);
+	return cur->at_epoch + strb_clock_round(dt * cur->slope);
+}
+
+/* ns on the nominal scale (CUPTI's timestamps) -> epoch ns, as
+ * strb_clock_map_to_epoch(map, strb_clock_ns_to_ticks(ns)). */
+static inline int64_t strb_clock_cursor_ns_epoch(struct strb_clock_cursor *cur, uint64_t ns)
+{
+	return strb_clock_cursor_epoch(cur, cur->base_ticks +
+	                                        (uint64_t)strb_clock_round((double)ns / cur->ns_per_tick));
+}
 
 #endif

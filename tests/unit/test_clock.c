@@ -218,6 +218,172 @@ static void test_single_sample_map(void **state)
 	strb_clock_map_free(&map);
 }
 
+/* The cursor must give what the map gives, to the ns: converting a trace
+ * through one or the other may not move a single event. */
+static void assert_cursor_matches(struct strb_clock_cursor *cur, const struct strb_clock_map *map,
+                                  uint64_t ticks)
+{
+	int64_t want = strb_clock_map_to_epoch(map, ticks);
+	int64_t got = strb_clock_cursor_epoch(cur, ticks);
+	if (got != want)
+		fail_msg("tick %llu: cursor %lld, map %lld", (unsigned long long)ticks, (long long)got,
+		         (long long)want);
+}
+
+static void assert_cursor_ns_matches(struct strb_clock_cursor *cur, const struct strb_clock_map *map,
+                                     uint64_t ns)
+{
+	int64_t want = strb_clock_map_to_epoch(map, strb_clock_ns_to_ticks(ns));
+	int64_t got = strb_clock_cursor_ns_epoch(cur, ns);
+	if (got != want)
+		fail_msg("%llu ns: cursor %lld, map %lld", (unsigned long long)ns, (long long)got,
+		         (long long)want);
+}
+
+static uint64_t next_random(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	return *x >> 11;
+}
+
+/* Every way a buffer's timestamps can move: forwards in small steps, tick
+ * by tick across each sample, before the first and after the last, and in
+ * jumps both ways. */
+static void sweep_cursor(const struct strb_clock_map *map)
+{
+	struct strb_clock_cursor cur;
+	strb_clock_cursor_init(&cur, map);
+	uint64_t first = map->points[0].ticks, last = map->points[map->count - 1].ticks;
+	uint64_t span = last - first + 1;
+	for (uint64_t tk = first - span / 3; tk < last + span / 3; tk += span / 9973 + 1)
+		assert_cursor_matches(&cur, map, tk);
+	for (size_t i = 0; i < map->count; i++)
+		for (uint64_t tk = map->points[i].ticks - 3; tk <= map->points[i].ticks + 3; tk++)
+			assert_cursor_matches(&cur, map, tk);
+	for (uint64_t tk = map->points[map->count - 1].ticks + 3; tk + 3 > first; tk -= span / 4999 + 1)
+		assert_cursor_matches(&cur, map, tk);
+	uint64_t x = 42;
+	for (int i = 0; i < 100000; i++)
+		assert_cursor_matches(&cur, map, first - span + next_random(&x) % (3 * span));
+	assert_cursor_matches(&cur, map, 0);
+	assert_cursor_matches(&cur, map, first / 2);
+	assert_cursor_matches(&cur, map, last * 2);
+}
+
+static void test_cursor_matches_map(void **state)
+{
+	(void)state;
+	struct sim s = drifting_tsc();
+	use_sim(&s);
+	struct strb_clock_map map = {0};
+	build_map(&map, &s, 120);
+	sweep_cursor(&map);
+	strb_clock_map_free(&map);
+
+	/* Slopes of 1/2 and 1 put the exact products on halves, where
+	 * rounding must go away from zero both before and after the samples. */
+	struct strb_clock_map halves = {.real_minus_mono = 5000};
+	assert_int_equal(strb_clock_map_add(&halves, 1000, 10000), 0);
+	assert_int_equal(strb_clock_map_add(&halves, 3000, 11000), 0);
+	assert_int_equal(strb_clock_map_add(&halves, 7000, 15000), 0);
+	assert_int_equal(strb_clock_map_add(&halves, 7003, 15001), 0);
+	sweep_cursor(&halves);
+	struct strb_clock_cursor cur;
+	strb_clock_cursor_init(&cur, &halves);
+	for (uint64_t tk = 0; tk <= 12000; tk++)
+		assert_cursor_matches(&cur, &halves, tk);
+	strb_clock_map_free(&halves);
+}
+
+/* One sample (extrapolated at the nominal rate) and none at all. */
+static void test_cursor_small_maps(void **state)
+{
+	(void)state;
+	struct sim s = drifting_tsc();
+	use_sim(&s);
+	struct strb_clock_map map = {0};
+	struct strb_clock_cursor cur;
+	strb_clock_cursor_init(&cur, &map);
+	assert_int_equal(strb_clock_cursor_epoch(&cur, 12345), 0);
+	assert_int_equal(strb_clock_map_begin(&map), 0);
+	assert_int_equal(map.count, 1);
+	strb_clock_cursor_init(&cur, &map);
+	uint64_t at = map.points[0].ticks, x = 7;
+	for (int i = 0; i < 100000; i++)
+		assert_cursor_matches(&cur, &map, at - 1000000000 + next_random(&x) % 2000000000);
+	strb_clock_set_fake(NULL);
+	/* With the real source's scale, which a TSC makes other than 1. */
+	strb_clock_cursor_init(&cur, &map);
+	for (int i = 0; i < 100000; i++)
+		assert_cursor_matches(&cur, &map, at - 1000000000 + next_random(&x) % 2000000000);
+	strb_clock_map_free(&map);
+}
+
+/* CUPTI's ns, on the scale strobe hands it, to epoch ns in one step: the
+ * same as through strb_clock_ns_to_ticks and the map. */
+static void test_cursor_ns_matches_map(void **state)
+{
+	(void)state;
+	strb_clock_init();
+	struct strb_clock_map map = {.real_minus_mono = 1700000000000000000LL};
+	/* Samples a second apart on the nominal scale, each a few us off it. */
+	for (int i = 1; i <= 60; i++) {
+		uint64_t ticks = strb_clock_ns_to_ticks((uint64_t)i * NS_PER_S);
+		assert_int_equal(
+		    strb_clock_map_add(&map, ticks, 5000000000LL + i * NS_PER_S + (i % 7) * 1013), 0);
+	}
+	struct strb_clock_cursor cur;
+	strb_clock_cursor_init(&cur, &map);
+	for (uint64_t ns = 0; ns < 62 * NS_PER_S; ns += 3999971)
+		assert_cursor_ns_matches(&cur, &map, ns);
+	for (size_t i = 0; i < map.count; i++) {
+		uint64_t ns = strb_clock_ticks_to_ns(map.points[i].ticks);
+		for (uint64_t d = ns - 5; d <= ns + 5; d++)
+			assert_cursor_ns_matches(&cur, &map, d);
+	}
+	uint64_t x = 3;
+	for (int i = 0; i < 200000; i++)
+		assert_cursor_ns_matches(&cur, &map, next_random(&x) % (70 * NS_PER_S));
+	strb_clock_map_free(&map);
+}
+
+static void test_round_is_llround(void **state)
+{
+	(void)state;
+	const double v[] = {0.0,
+	                    -0.0,
+	                    0.5,
+	                    -0.5,
+	                    1.5,
+	                    -1.5,
+	                    2.5,
+	                    -2.5,
+	                    0.49999999999999994,
+	                    -0.49999999999999994,
+	                    4503599627370495.5,
+	                    -4503599627370495.5,
+	                    0x1p52,
+	                    0x1p52 + 1,
+	                    0x1p53 + 2,
+	                    -0x1p53 - 2,
+	                    0x1p62 - 1024,
+	                    -0x1p62 + 1024,
+	                    123456789.4999999,
+	                    123456789.5000001,
+	                    -7e15 - 0.5};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (strb_clock_round(v[i]) != llround(v[i]))
+			fail_msg("%.17g rounds to %lld, llround says %lld", v[i],
+			         (long long)strb_clock_round(v[i]), (long long)llround(v[i]));
+	uint64_t x = 11;
+	for (int i = 0; i < 1000000; i++) {
+		double d = ((double)(int64_t)next_random(&x) - 0x1p52) / (double)(1 + next_random(&x) % 4096);
+		if (strb_clock_round(d) != llround(d))
+			fail_msg("%.17g rounds to %lld, llround says %lld", d, (long long)strb_clock_round(d),
+			         (long long)llround(d));
+	}
+}
+
 static int64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -291,6 +457,10 @@ int main(void)
 	    cmocka_unit_test(test_drift_is_large_enough_to_matter),
 	    cmocka_unit_test_teardown(test_order_preserved, restore_real_clock),
 	    cmocka_unit_test(test_samples_map_exactly),
+	    cmocka_unit_test_teardown(test_cursor_matches_map, restore_real_clock),
+	    cmocka_unit_test_teardown(test_cursor_small_maps, restore_real_clock),
+	    cmocka_unit_test(test_cursor_ns_matches_map),
+	    cmocka_unit_test(test_round_is_llround),
 	    cmocka_unit_test_teardown(test_single_sample_map, restore_real_clock),
 	    cmocka_unit_test(test_real_ticks_monotonic),
 	    cmocka_unit_test(test_real_map_follows_realtime),

@@ -139,6 +139,9 @@ struct conv {
 	struct dims_entry dims[DIMS_CACHE];
 	bool has_priority; /* kernel records carry CUDA 13.1's priority */
 
+	/* Records of a buffer lie close in time: most share a clock segment. */
+	struct strb_clock_cursor clock;
+
 	struct strb_trace_stats *st;
 	int rc;
 };
@@ -223,9 +226,9 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 	return &c->slots[j];
 }
 
-static int64_t epoch(const struct conv *c, uint64_t cupti_ns)
+static int64_t epoch(struct conv *c, uint64_t cupti_ns)
 {
-	return strb_clock_map_to_epoch(c->w->map, strb_clock_ns_to_ticks(cupti_ns));
+	return strb_clock_cursor_ns_epoch(&c->clock, cupti_ns);
 }
 
 static bool selected(const struct conv *c, enum strobe_activity_type type)
@@ -487,6 +490,9 @@ out:
 
 /* ---- pass 2: activities ------------------------------------------------------ */
 
+/* Filled from a[0] and copied n entries long, so each record declares one
+ * without an initializer: that would clear all MAX_ARGS entries (576
+ * bytes) per record. */
 struct args {
 	struct strobe_arg a[MAX_ARGS];
 	int n;
@@ -826,7 +832,8 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	const char *name = kernel_name(c, k->name);
 	if (!name)
 		return;
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	arg_u(&g, "queued", k->queued);
 	placement(&g, k->deviceId, k->contextId, k->streamId, k->correlationId);
 	arg_i(&g, "registers per thread", k->registersPerThread);
@@ -900,7 +907,8 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
 	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
@@ -914,7 +922,8 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	arg_u(&g, "fromDevice", m->srcDeviceId);
 	arg_u(&g, "inDevice", m->deviceId);
 	arg_u(&g, "toDevice", m->dstDeviceId);
@@ -935,7 +944,8 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 		return;
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
 	bandwidth(&g, m->bytes, e - s);
 	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
@@ -977,7 +987,8 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 		return;
 	}
 	const char *name = api_name(c, runtime, r->cbid);
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	arg_u(&g, "cbid", r->cbid);
 	arg_u(&g, "correlation", r->correlationId);
 	struct strobe_activity *a = name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, &g) : NULL;
@@ -1038,7 +1049,8 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 	uint32_t device = context_device(c, r->contextId);
 	int64_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : (int64_t)r->streamId;
 	const char *kind = strb_cupti_sync_kind(r->type);
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	arg_s(&g, "cuda_sync_kind", keep(c, kind));
 	if (r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE || wait) {
 		const struct cuda_event *ev = waited_event(c, r->contextId, r->cudaEventId, r->correlationId);
@@ -1081,7 +1093,8 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	if (!gpu_record_ok(c, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
 		return;
 	e = s + 1; /* libkineto's fixed 1 ns, whatever the conversion rounds to */
-	struct args g = {.n = 0};
+	struct args g;
+	g.n = 0;
 	arg_u(&g, "event_id", r->eventId);
 	arg_u(&g, "stream", r->streamId);
 	arg_u(&g, "correlation", r->correlationId);
@@ -1320,6 +1333,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	pthread_mutex_unlock(&strb_cupti.lock);
 
 	c.has_priority = c.lib->version >= STRB_CUPTI_VERSION_13_1;
+	strb_clock_cursor_init(&c.clock, w->map);
 	walk(&c, pass1, false);
 	if (!c.rc)
 		build_table(&c);
