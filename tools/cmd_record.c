@@ -63,7 +63,7 @@ static const char usage_text[] =
     "  -q, --quiet           print nothing but errors\n"
     "  -h, --help            this text\n"
     "\n"
-    "Processes PROGRAM starts (fork or exec) are traced too: each that records\n"
+    "Processes PROGRAM starts with exec are traced too: each that records\n"
     "something writes its own file, the output name with its pid inserted\n"
     "(strobe-app.4242.json.gz). Inside the program strobe logs errors only\n"
     "(STROBE_LOG_LEVEL=1 for more); see docs/record.md.\n"

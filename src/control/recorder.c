@@ -466,13 +466,11 @@ void strb_recorder_atfork_child(void)
 	pending_signal = 0;
 	if (window == W_OFF)
 		return;
-	if (!rs.follow) {
-		/* The inherited exit handler finds nothing to write. */
-		window = W_DONE;
-		rs.fd = -1;
-		return;
-	}
-	/* A forked child is a process of its own: its own window and file. */
-	quiet_logs();
-	open_window();
+	/* A child that forked without exec is not traced: starting a window
+	 * means threads and allocation in the fork handler, which deadlocks
+	 * with allocators that reset their locks in a later handler. The
+	 * inherited exit handler finds nothing to write; if the child execs,
+	 * its new image starts its own trace from the environment. */
+	window = W_DONE;
+	rs.fd = -1;
 }
