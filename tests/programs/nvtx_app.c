@@ -150,7 +150,9 @@ static int forking(const char *self)
 		nvtxRangePushA("forked-child");
 		spin_us(500);
 		nvtxRangePop();
-		exit(0);
+		/* The parent has threads (strobe's): after fork only async-signal-
+		 * safe calls are allowed until exec, and exit() is not one. */
+		_exit(0);
 	}
 	pid_t b = fork();
 	if (b == 0) {
