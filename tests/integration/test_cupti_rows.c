@@ -131,8 +131,13 @@ static void test_overlapping_kernels_get_two_rows(void **state)
 	assert_string_equal(row_name(root, 0, LANE_STEP + 7, &sort), "stream 7 (overlap 1)");
 	assert_true(sort == 7); /* sorts with its stream, right after "stream 7 " by name */
 	assert_string_equal(row_name(root, 0, 7, NULL), "stream 7 ");
-	/* It keeps its full time span (up to the clock map's rounding). */
-	assert_true(llabs(tu_get_ns(only(root, "X", "second"), "dur") - 20 * US) <= 50);
+	/* It keeps its full time span: the same as "first", which spans as long
+	 * and did not move (both go through the same clock map; its slope,
+	 * measured over this short trace, may differ from the nominal rate). */
+	int64_t moved = tu_get_ns(only(root, "X", "second"), "dur");
+	int64_t stayed = tu_get_ns(only(root, "X", "first"), "dur");
+	assert_true(llabs(moved - stayed) <= 2);
+	assert_true(llabs(moved - 20 * US) <= 20 * US / 100);
 	assert_true(ct_stat(root, "gpu_overlap_moved") == 1);
 	yajl_tree_free(root);
 }
