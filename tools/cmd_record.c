@@ -179,7 +179,8 @@ static int find_program(const char *prog, char *out, size_t len)
 
 /* libstrobe_inject.so next to this program (build tree), or in the
  * installed library directory. */
-static bool find_inject(char *out, size_t len)
+/* out holds PATH_MAX bytes (realpath's size). */
+static bool find_inject(char out[PATH_MAX])
 {
 	const char *env = getenv("STROBE_INJECT_LIBRARY");
 	if (env && *env)
@@ -200,7 +201,6 @@ static bool find_inject(char *out, size_t len)
 		if (access(cand, R_OK) == 0 && realpath(cand, out))
 			return true;
 	}
-	(void)len;
 	return false;
 }
 
@@ -537,7 +537,7 @@ static int run(struct opts *op)
 	if (!config)
 		return 2;
 	char inject[PATH_MAX];
-	if (!find_inject(inject, sizeof(inject))) {
+	if (!find_inject(inject)) {
 		fprintf(stderr, "strobe: record: libstrobe_inject.so not found next to this program or in its "
 				"library directory (set STROBE_INJECT_LIBRARY to its path)\n");
 		free(config);

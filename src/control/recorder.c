@@ -388,10 +388,7 @@ static bool is_channel(int fd, pid_t recorder)
 
 static void cond_init(void)
 {
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_cond_init(&cond, &attr);
-	pthread_condattr_destroy(&attr);
+	pthread_cond_init(&cond, NULL);
 }
 
 /* strobe record is the one that talks to the user: the same warning (no

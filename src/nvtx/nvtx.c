@@ -164,31 +164,40 @@ static int pop(uint32_t d)
 	return --depth[d];
 }
 
+/* An Ex call's message and attributes, decoded once for all three kinds. */
+struct ex_event {
+	const char *msg;                    /* never NULL */
+	const struct strb_rec_attrs *attrs; /* NULL when it has none */
+	struct strb_rec_attrs at;
+	char wide[WIDE_MAX];
+};
+
+static void decode(const nvtxEventAttributes_t *ea, struct ex_event *e)
+{
+	bool has = read_attrs(ea, &e->msg, e->wide, &e->at);
+	e->msg = e->msg ? e->msg : "";
+	e->attrs = has ? &e->at : NULL;
+}
+
 static int push_ex(uint32_t d, const nvtxEventAttributes_t *ea)
 {
-	const char *msg;
-	char wide[WIDE_MAX];
-	struct strb_rec_attrs at;
-	bool has = read_attrs(ea, &msg, wide, &at);
-	return push(d, msg, has ? &at : NULL);
+	struct ex_event e;
+	decode(ea, &e);
+	return push(d, e.msg, e.attrs);
 }
 
 static void mark_ex(uint32_t d, const nvtxEventAttributes_t *ea)
 {
-	const char *msg;
-	char wide[WIDE_MAX];
-	struct strb_rec_attrs at;
-	bool has = read_attrs(ea, &msg, wide, &at);
-	strb_capture_mark(d, msg ? msg : "", has ? &at : NULL);
+	struct ex_event e;
+	decode(ea, &e);
+	strb_capture_mark(d, e.msg, e.attrs);
 }
 
 static nvtxRangeId_t start_ex(uint32_t d, const nvtxEventAttributes_t *ea)
 {
-	const char *msg;
-	char wide[WIDE_MAX];
-	struct strb_rec_attrs at;
-	bool has = read_attrs(ea, &msg, wide, &at);
-	return strb_capture_async_start(d, msg ? msg : "", has ? &at : NULL);
+	struct ex_event e;
+	decode(ea, &e);
+	return strb_capture_async_start(d, e.msg, e.attrs);
 }
 
 /* --- CORE --- */
