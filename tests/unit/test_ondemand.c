@@ -167,19 +167,27 @@ static void test_time_based_lifecycle(void **state)
 	yajl_tree_free(root);
 }
 
+/* A time-based request into NAME.json starting 3 s after now0 with a 1 s
+ * warm-up, ticked into warm-up; path gets the file it will write. */
+static void submit_starting_at_3s(const char *name, int duration_ms, char *path, size_t len)
+{
+	char text[2048];
+	snprintf(text, sizeof(text),
+	         "ACTIVITIES_LOG_FILE=%s/%s.json\nPROFILE_START_TIME=%lld\nACTIVITIES_DURATION_MSECS=%d\n"
+	         "ACTIVITIES_WARMUP_PERIOD_SECS=1\n",
+	         dir, name, (long long)(now0 + 3000), duration_ms);
+	out_path(path, len, name);
+	assert_int_equal(submit_text(text, STRB_SOURCE_API), 0);
+	strb_ondemand_tick(now0 + 1000);
+}
+
 /* The program exits in the middle of the window: what was captured is
  * written at once (the exit handler's path); in warm-up nothing is. */
 static void test_exit_writes_collecting_trace(void **state)
 {
 	(void)state;
-	char text[2048], path[PATH_MAX];
-	snprintf(text, sizeof(text),
-	         "ACTIVITIES_LOG_FILE=%s/exit.json\nPROFILE_START_TIME=%lld\nACTIVITIES_DURATION_MSECS=60000\n"
-	         "ACTIVITIES_WARMUP_PERIOD_SECS=1\n",
-	         dir, (long long)(now0 + 3000));
-	out_path(path, sizeof(path), "exit");
-	assert_int_equal(submit_text(text, STRB_SOURCE_API), 0);
-	strb_ondemand_tick(now0 + 1000);
+	char path[PATH_MAX];
+	submit_starting_at_3s("exit", 60000, path, sizeof(path));
 	strb_ondemand_tick(now0 + 3000);
 	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_COLLECTING);
 	step_n(7);
@@ -196,14 +204,8 @@ static void test_exit_writes_collecting_trace(void **state)
 static void test_exit_in_warmup_writes_nothing(void **state)
 {
 	(void)state;
-	char text[2048], path[PATH_MAX];
-	snprintf(text, sizeof(text),
-	         "ACTIVITIES_LOG_FILE=%s/warm.json\nPROFILE_START_TIME=%lld\nACTIVITIES_DURATION_MSECS=500\n"
-	         "ACTIVITIES_WARMUP_PERIOD_SECS=1\n",
-	         dir, (long long)(now0 + 3000));
-	out_path(path, sizeof(path), "warm");
-	assert_int_equal(submit_text(text, STRB_SOURCE_API), 0);
-	strb_ondemand_tick(now0 + 1000);
+	char path[PATH_MAX];
+	submit_starting_at_3s("warm", 500, path, sizeof(path));
 	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_WARMUP);
 	strb_ondemand_at_exit();
 	assert_int_equal(strb_ondemand_state(), STRB_ASYNC_IDLE);
