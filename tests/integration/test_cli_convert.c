@@ -31,9 +31,7 @@ static const char *in_dir(int slot, const char *name)
 /* Runs "strobe convert ARGS" with stderr merged; returns the exit status. */
 static int convert(const char *args, char **out)
 {
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "'%s' convert %s", STROBE_CLI_PATH, args);
-	return tu_run(cmd, 1, out);
+	return tu_strobe("convert", args, 1, out);
 }
 
 static void convert_ok(const char *in, const char *out)

@@ -117,9 +117,7 @@ static void need_chromium(void)
 
 static int report(const char *args, char **out)
 {
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "'%s' report %s", STROBE_CLI_PATH, args);
-	return tu_run(cmd, 1, out);
+	return tu_strobe("report", args, 1, out);
 }
 
 /* Writes text as dir/name.json and its report as dir/name.html; returns

@@ -84,9 +84,7 @@ static const char merged_trace[] = "{\"traceEvents\": [\n" X("cpu_op", "aten::mm
 
 static int summary(const char *args, int merge_stderr, char **out)
 {
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "'%s' summary %s", STROBE_CLI_PATH, args);
-	return tu_run(cmd, merge_stderr, out);
+	return tu_strobe("summary", args, merge_stderr, out);
 }
 
 static yajl_val summary_json(const char *path)

@@ -208,6 +208,13 @@ int tu_run(const char *cmd, int merge_stderr, char **out)
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
+int tu_strobe(const char *command, const char *args, int merge_stderr, char **out)
+{
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "'%s' %s %s", STROBE_CLI_PATH, command, args);
+	return tu_run(cmd, merge_stderr, out);
+}
+
 yajl_val tu_parse_json(const char *text)
 {
 	char err[256];

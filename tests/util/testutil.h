@@ -34,6 +34,9 @@ void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct
 /* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
  * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
 int tu_run(const char *cmd, int merge_stderr, char **out);
+/* tu_run of "strobe COMMAND ARGS" (the built strobe command; ARGS is shell
+ * text, quoted by the caller). */
+int tu_strobe(const char *command, const char *args, int merge_stderr, char **out);
 
 /* Parses a trace file (plain, .gz, .zst); fails the test if it is not valid
  * JSON. Free with yajl_tree_free. */
