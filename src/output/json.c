@@ -24,6 +24,7 @@ struct writer {
 	struct strb_jbuf *b;
 	const struct strobe_trace *t;
 	int64_t base;
+	struct strb_arg_scratch scratch; /* rendered args of the activity being written */
 };
 
 static void arg_value(struct strb_jbuf *b, const struct strobe_arg *a)
@@ -113,12 +114,13 @@ uint64_t strb_output_external_id(const struct strobe_activity *a)
 	return a->linked_id ? a->linked_id : own_id_hidden(a->type) ? 0 : a->id;
 }
 
-static void args(struct writer *w, const struct strobe_activity *a, bool with_ids)
+static void args(struct writer *w, const struct strobe_activity *a, const struct strobe_arg *av, size_t an,
+		 bool with_ids)
 {
 	struct strb_jbuf *b = w->b;
 	uint64_t ext = with_ids ? strb_output_external_id(a) : 0;
 	bool unfinished = a->flags & STROBE_ACTIVITY_UNFINISHED;
-	if (!ext && !a->arg_count && !unfinished)
+	if (!ext && !an && !unfinished)
 		return;
 	strb_jbuf_lit(b, ", \"args\": {");
 	bool first = true;
@@ -127,11 +129,11 @@ static void args(struct writer *w, const struct strobe_activity *a, bool with_id
 		strb_jbuf_u64(b, ext);
 		first = false;
 	}
-	for (size_t i = 0; i < a->arg_count; i++) {
+	for (size_t i = 0; i < an; i++) {
 		if (!first)
 			strb_jbuf_raw(b, ", ", 2);
-		key(b, a->args[i].key);
-		arg_value(b, &a->args[i]);
+		key(b, av[i].key);
+		arg_value(b, &av[i]);
 		first = false;
 	}
 	if (unfinished)
@@ -164,20 +166,23 @@ static void flow(struct writer *w, const struct strobe_activity *a)
 	strb_jbuf_lit(b, start ? "\"},\n" : "\", \"bp\": \"e\"},\n");
 }
 
-static void activity(struct writer *w, const struct strobe_activity *a)
+static void activity(struct writer *w, size_t idx)
 {
 	struct strb_jbuf *b = w->b;
+	const struct strobe_activity *a = &w->t->acts[idx];
+	const struct strobe_arg *av;
+	size_t an = strb_trace_args(w->t, idx, &w->scratch, &av);
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		head(w, "i", a, a->start_ns);
-		args(w, a, false);
+		args(w, a, av, an, false);
 	} else if (strb_output_is_counter(a->type)) {
 		head(w, "C", a, a->start_ns);
 		strb_jbuf_lit(b, ", \"args\": {");
-		for (size_t i = 0; i < a->arg_count; i++) {
+		for (size_t i = 0; i < an; i++) {
 			if (i)
 				strb_jbuf_raw(b, ", ", 2);
-			key(b, a->args[i].key);
-			arg_value(b, &a->args[i]);
+			key(b, av[i].key);
+			arg_value(b, &av[i]);
 		}
 		strb_jbuf_raw(b, "}", 1);
 	} else {
@@ -190,7 +195,7 @@ static void activity(struct writer *w, const struct strobe_activity *a)
 		head(w, "X", a, start);
 		strb_jbuf_lit(b, ", \"dur\": ");
 		strb_jbuf_us(b, dur);
-		args(w, a, true);
+		args(w, a, av, an, true);
 	}
 	strb_jbuf_raw(b, "},\n", 3);
 	flow(w, a);
@@ -298,7 +303,7 @@ static void document(struct writer *w, const char *path)
 	for (size_t i = 0; i < t->res_count; i++)
 		resource(w, &t->res[i]);
 	for (size_t i = 0; i < t->count; i++)
-		activity(w, &t->acts[i]);
+		activity(w, i);
 	span(w);
 	strb_jbuf_lit(b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
 			 "\"ts\": ");
@@ -328,7 +333,7 @@ int strb_json_write_sink(const strobe_trace *t, struct strb_sink *sink, const ch
 	b->sink = sink;
 	int rc;
 	int64_t base = t->start_ns > 0 ? t->start_ns / BASE_PERIOD_NS * BASE_PERIOD_NS : 0;
-	struct writer w = {b, t, base};
+	struct writer w = {.b = b, .t = t, .base = base};
 	document(&w, path);
 	strb_jbuf_flush(b);
 	if (b->err) {

@@ -24,6 +24,7 @@ struct pwriter {
 	struct strb_pfmap procs, rows, counters;
 	struct strobe_arg *args; /* scratch: an activity's annotations */
 	size_t args_cap;
+	struct strb_arg_scratch rendered; /* rendered args of the activity being written */
 	int err;
 };
 
@@ -126,10 +127,10 @@ static bool arg_number(const struct strobe_arg *a, double *v)
 
 /* One counter track per (process, counter, series); a series named like
  * its counter (strobe_counter's) is just the counter's name. */
-static void counter(struct pwriter *w, const struct strobe_activity *a)
+static void counter(struct pwriter *w, const struct strobe_activity *a, const struct strobe_arg *av, size_t an)
 {
-	for (size_t i = 0; i < a->arg_count; i++) {
-		const struct strobe_arg *arg = &a->args[i];
+	for (size_t i = 0; i < an; i++) {
+		const struct strobe_arg *arg = &av[i];
 		double v;
 		if (!arg_number(arg, &v))
 			continue;
@@ -153,10 +154,13 @@ static void counter(struct pwriter *w, const struct strobe_activity *a)
 	}
 }
 
-static void activity(struct pwriter *w, const struct strobe_activity *a)
+static void activity(struct pwriter *w, size_t idx)
 {
+	const struct strobe_activity *a = &w->t->acts[idx];
+	const struct strobe_arg *av;
+	size_t an = strb_trace_args(w->t, idx, &w->rendered, &av);
 	if (strb_output_is_counter(a->type)) {
-		counter(w, a);
+		counter(w, a, av, an);
 		return;
 	}
 	struct strb_pf_event ev = {
@@ -167,27 +171,28 @@ static void activity(struct pwriter *w, const struct strobe_activity *a)
 	};
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		ev.type = STRB_PF_INSTANT;
-		ev.args = a->args;
-		ev.nargs = a->arg_count;
+		ev.args = av;
+		ev.nargs = an;
 		strb_pfenc_event(w->e, &ev);
 		return;
 	}
 	uint64_t ext = strb_output_external_id(a);
 	bool unfinished = a->flags & STROBE_ACTIVITY_UNFINISHED;
-	struct strobe_arg *args = a->args ? (struct strobe_arg *)a->args : NULL;
-	size_t n = a->arg_count;
+	const struct strobe_arg *args = av;
+	size_t n = an;
 	if (ext || unfinished) {
-		args = scratch_args(w, n + 2);
-		if (!args)
+		struct strobe_arg *all = scratch_args(w, n + 2);
+		if (!all)
 			return;
 		n = 0;
 		if (ext)
-			args[n++] = (struct strobe_arg){.key = "External id", .kind = STROBE_ARG_U64, .value.u64 = ext};
-		if (a->arg_count)
-			memcpy(args + n, a->args, a->arg_count * sizeof(*args));
-		n += a->arg_count;
+			all[n++] = (struct strobe_arg){.key = "External id", .kind = STROBE_ARG_U64, .value.u64 = ext};
+		if (an)
+			memcpy(all + n, av, an * sizeof(*all));
+		n += an;
 		if (unfinished)
-			args[n++] = (struct strobe_arg){.key = "finished", .kind = STROBE_ARG_BOOL, .value.b = false};
+			all[n++] = (struct strobe_arg){.key = "finished", .kind = STROBE_ARG_BOOL, .value.b = false};
+		args = all;
 	}
 	ev.type = STRB_PF_BEGIN;
 	ev.args = args;
@@ -270,7 +275,7 @@ int strb_perfetto_write_sink(const strobe_trace *t, struct strb_sink *sink, cons
 	for (size_t i = 0; i < t->res_count; i++)
 		resource(&w, &t->res[i]);
 	for (size_t i = 0; i < t->count && !w.err; i++)
-		activity(&w, &t->acts[i]);
+		activity(&w, i);
 	int rc = w.err;
 	if (!rc)
 		rc = strb_pfenc_error(w.e);

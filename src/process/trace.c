@@ -86,8 +86,13 @@ void strb_arena_free(struct strb_arena *a)
 struct strobe_trace *strb_trace_new(void)
 {
 	struct strobe_trace *t = calloc(1, sizeof(*t));
-	if (t)
-		t->device_properties = "";
+	if (!t)
+		return NULL;
+	t->device_properties = "";
+	if (pthread_mutex_init(&t->publish_lock, NULL)) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -142,28 +147,35 @@ const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len)
 	return copy;
 }
 
+/* Moves the activity array (and the record pointers beside it) to cap. */
+static int resize(struct strobe_trace *t, size_t cap)
+{
+	if (t->recs) {
+		const void **r = realloc(t->recs, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		memset(r + t->cap, 0, (cap - t->cap) * sizeof(*r));
+		t->recs = r;
+	}
+	struct strobe_activity *n = realloc(t->acts, cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->acts = n;
+	t->cap = cap;
+	return 0;
+}
+
 int strb_trace_reserve(struct strobe_trace *t, size_t more)
 {
 	if (t->count + more <= t->cap)
 		return 0;
-	struct strobe_activity *n = realloc(t->acts, (t->count + more) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	t->acts = n;
-	t->cap = t->count + more;
-	return 0;
+	return resize(t, t->count + more);
 }
 
 struct strobe_activity *strb_trace_push(struct strobe_trace *t)
 {
-	if (t->count == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct strobe_activity *n = realloc(t->acts, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		t->acts = n;
-		t->cap = cap;
-	}
+	if (t->count == t->cap && resize(t, t->cap ? t->cap * 2 : 4096))
+		return NULL;
 	struct strobe_activity *a = &t->acts[t->count++];
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -210,6 +222,74 @@ int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a)
 	slot->args = args;
 	slot->category = cat;
 	return 0;
+}
+
+int strb_trace_set_arg_source(struct strobe_trace *t, const struct strb_arg_source *src)
+{
+	if (t->src.render)
+		return -EBUSY;
+	t->src = *src;
+	return 0;
+}
+
+int strb_trace_render_args(struct strobe_trace *t, const void *rec)
+{
+	if (!t->src.render || !t->count)
+		return -EINVAL;
+	if (!t->recs && !(t->recs = calloc(t->cap, sizeof(*t->recs))))
+		return -ENOMEM;
+	t->recs[t->count - 1] = rec;
+	return 0;
+}
+
+size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
+		       const struct strobe_arg **out)
+{
+	if (t->recs && t->recs[i]) {
+		*out = s->args;
+		return t->src.render(t->src.ctx, t->recs[i], &t->acts[i], s);
+	}
+	*out = t->acts[i].args;
+	return t->acts[i].arg_count;
+}
+
+/* Rendered args become ordinary ones, for callers of strobe_trace_foreach,
+ * who may keep the activities until the trace is destroyed. Writers go on
+ * rendering (they never read these fields of such activities), so a save
+ * running meanwhile is not disturbed. */
+static int publish_args(struct strobe_trace *t)
+{
+	if (!t->recs)
+		return 0;
+	int rc = 0;
+	pthread_mutex_lock(&t->publish_lock);
+	for (size_t i = 0; i < t->count && !t->published && !rc; i++) {
+		if (!t->recs[i])
+			continue;
+		struct strb_arg_scratch s;
+		size_t n = t->src.render(t->src.ctx, t->recs[i], &t->acts[i], &s);
+		struct strobe_arg *args = n ? strb_arena_alloc(&t->arena, n * sizeof(*args)) : NULL;
+		if (n && !args) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < n; k++) {
+			args[k] = s.args[k];
+			const char *v = s.args[k].value.str;
+			bool text = (s.args[k].kind == STROBE_ARG_STRING || s.args[k].kind == STROBE_ARG_JSON) &&
+				    v >= s.text && v < s.text + sizeof(s.text);
+			if (text && !(args[k].value.str = strb_trace_intern(t, v, strlen(v)))) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		t->acts[i].args = args;
+		t->acts[i].arg_count = rc ? 0 : n;
+	}
+	if (!rc)
+		t->published = true;
+	pthread_mutex_unlock(&t->publish_lock);
+	return rc;
 }
 
 int strb_trace_add_resource(struct strobe_trace *t, const struct strobe_resource *r)
@@ -259,6 +339,10 @@ void strobe_trace_destroy(strobe_trace *t)
 {
 	if (!t)
 		return;
+	if (t->src.release)
+		t->src.release(t->src.ctx);
+	free(t->recs);
+	pthread_mutex_destroy(&t->publish_lock);
 	strb_arena_free(&t->arena);
 	free(t->acts);
 	free(t->res);
@@ -276,6 +360,10 @@ int strobe_trace_foreach(const strobe_trace *t, strobe_activity_cb cb, void *use
 {
 	if (!t || !cb)
 		return strb_error(-EINVAL, "strobe_trace_foreach: trace or callback is NULL");
+	/* The trace is the caller's; publishing fills in fields writers skip. */
+	int prc = publish_args((struct strobe_trace *)t);
+	if (prc)
+		return strb_error(prc, "strobe_trace_foreach: out of memory for the activities' args");
 	for (size_t i = 0; i < t->count; i++) {
 		int rc = cb(&t->acts[i], user_arg);
 		if (rc)

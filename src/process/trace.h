@@ -2,6 +2,8 @@
 #ifndef STROBE_PROCESS_TRACE_H
 #define STROBE_PROCESS_TRACE_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +60,28 @@ struct strb_trace_stats {
 	uint64_t gpu_overlap_moved;      /* GPU work moved to a stream's overlap row */
 };
 
+/* Args rendered when they are read. A backend that keeps its vendor records
+ * with the trace leaves an activity's args empty and points it at its
+ * record; writers render the args from it each time they write the activity.
+ * A GPU trace then holds no per-record args (libkineto's 14 kernel args are
+ * 336 bytes per kernel as struct strobe_arg), and processing builds none.
+ * strobe_trace_foreach publishes them as ordinary args, once, the first time
+ * it runs. */
+#define STRB_RENDER_MAX_ARGS 24
+struct strb_arg_scratch {
+	struct strobe_arg args[STRB_RENDER_MAX_ARGS];
+	char text[256]; /* string values */
+};
+
+struct strb_arg_source {
+	/* Fills s with the args of a, made from rec; returns how many (at most
+	 * STRB_RENDER_MAX_ARGS, string values in s->text or living as long as
+	 * ctx). Called from any thread, concurrently: ctx is read-only by then. */
+	size_t (*render)(const void *ctx, const void *rec, const struct strobe_activity *a, struct strb_arg_scratch *s);
+	void *ctx;
+	void (*release)(void *ctx); /* frees ctx and the records, with the trace */
+};
+
 struct strobe_trace {
 	struct strb_arena arena;
 	struct strobe_activity *acts;
@@ -75,6 +99,13 @@ struct strobe_trace {
 	uint64_t activity_mask;
 	const char *device_properties; /* contents of the "deviceProperties" array; "" if none */
 	struct strb_trace_stats stats;
+
+	/* Rendered args: recs[i] is the record acts[i]'s args come from, or NULL
+	 * (recs is NULL while no activity has one). */
+	struct strb_arg_source src;
+	const void **recs;
+	pthread_mutex_t publish_lock;
+	bool published; /* under publish_lock */
 };
 
 struct strobe_trace *strb_trace_new(void);
@@ -86,6 +117,15 @@ int strb_trace_reserve(struct strobe_trace *t, size_t more);
 /* A new zeroed activity slot (size set), or NULL. The pointer is valid
  * until the next call. */
 struct strobe_activity *strb_trace_push(struct strobe_trace *t);
+/* Makes src the trace's source of rendered args (once per trace: a second
+ * source is refused with -EBUSY). The trace releases it when destroyed. */
+int strb_trace_set_arg_source(struct strobe_trace *t, const struct strb_arg_source *src);
+/* Marks the activity just pushed (the last one) to have its args rendered
+ * from rec; its own args must be empty. */
+int strb_trace_render_args(struct strobe_trace *t, const void *rec);
+/* The args of t->acts[i]: its own, or rendered into s. */
+size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
+		       const struct strobe_arg **out);
 /* Deep copy of a caller's activity (name interned, args copied). */
 int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a);
 /* Deep copy of args into the arena. */

@@ -332,6 +332,108 @@ static void test_device_and_occupancy(void **state)
 	yajl_tree_free(root);
 }
 
+/* What strobe_trace_foreach shows of a GPU activity's args. */
+struct seen_args {
+	const struct strobe_activity *kernel, *copy, *launch;
+};
+
+static int seen_cb(const struct strobe_activity *a, void *arg)
+{
+	struct seen_args *s = arg;
+	if (a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL)
+		s->kernel = a;
+	else if (a->type == STROBE_ACTIVITY_GPU_MEMCPY)
+		s->copy = a;
+	else if (a->type == STROBE_ACTIVITY_CUDA_RUNTIME && !s->launch)
+		s->launch = a;
+	return 0;
+}
+
+static const struct strobe_arg *find_arg(const struct strobe_activity *a, const char *key)
+{
+	for (size_t i = 0; i < a->arg_count; i++)
+		if (!strcmp(a->args[i].key, key))
+			return &a->args[i];
+	fail_msg("%s has no arg \"%s\" (%zu args)", a->name, key, a->arg_count);
+	return NULL;
+}
+
+/* GPU args are rendered from the kept CUPTI records when written; the
+ * in-memory walk still shows them as ordinary args, equal to the file's,
+ * that stay put until the trace is destroyed. */
+static void test_foreach_shows_gpu_args(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	uint32_t corr = api_call(RUNTIME, LAUNCH);
+	CUpti_ActivityKernel10 k = kernel_now(corr, 0, 7, KERNEL_MANGLED);
+	k.gridX = 4, k.gridY = 2, k.gridZ = 1;
+	k.blockX = 128, k.blockY = 2, k.blockZ = 1;
+	k.registersPerThread = 32;
+	CT_QUEUE(k);
+	uint32_t c2 = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+	uint64_t s = stamp();
+	CUpti_ActivityMemcpy6 m = {.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+				   .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+				   .bytes = 65536,
+				   .start = s,
+				   .end = stamp(),
+				   .streamId = 7,
+				   .correlationId = c2};
+	CT_QUEUE(m);
+	strobe_trace *t = end_trace();
+	/* Written first: publishing for the walk must not change the file. */
+	yajl_val root = save_load(t, "foreach_args");
+	char *a = tu_read_file(path_buf, NULL);
+	assert_non_null(a);
+
+	struct seen_args seen = {0};
+	assert_int_equal(strobe_trace_foreach(t, seen_cb, &seen), 0);
+	assert_non_null(seen.kernel);
+	assert_non_null(seen.copy);
+	assert_non_null(seen.launch);
+	const struct strobe_arg *grid = find_arg(seen.kernel, "grid");
+	assert_int_equal(grid->kind, STROBE_ARG_JSON);
+	assert_string_equal(grid->value.str, "[4, 2, 1]");
+	assert_string_equal(find_arg(seen.kernel, "block")->value.str, "[128, 2, 1]");
+	assert_int_equal(find_arg(seen.kernel, "registers per thread")->value.i64, 32);
+	assert_int_equal(find_arg(seen.kernel, "correlation")->value.u64, corr);
+	assert_int_equal(find_arg(seen.copy, "bytes")->value.u64, 65536);
+	assert_int_equal(find_arg(seen.launch, "cbid")->value.u64, LAUNCH);
+
+	/* Same args as the file, in the same order. */
+	yajl_val ev = tu_find(root, "X", "kernel", KERNEL_DEMANGLED);
+	assert_non_null(ev);
+	yajl_val args = yajl_tree_get(ev, (const char *[]){"args", NULL}, yajl_t_object);
+	assert_non_null(args);
+	size_t n = YAJL_GET_OBJECT(args)->len;
+	assert_int_equal(n, seen.kernel->arg_count); /* not linked to an op: no "External id" */
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(YAJL_GET_OBJECT(args)->keys[i], seen.kernel->args[i].key);
+	yajl_tree_free(root);
+
+	/* A second walk and a second save see the same memory and bytes. */
+	const struct strobe_arg *first = seen.kernel->args;
+	struct seen_args again = {0};
+	assert_int_equal(strobe_trace_foreach(t, seen_cb, &again), 0);
+	assert_ptr_equal(again.kernel, seen.kernel);
+	assert_ptr_equal(again.kernel->args, first);
+	root = save_load(t, "foreach_args");
+	yajl_tree_free(root);
+	char *b = tu_read_file(path_buf, NULL);
+	assert_non_null(b);
+	if (strcmp(a, b)) {
+		size_t i = 0;
+		while (a[i] == b[i])
+			i++;
+		fail_msg("the second save differs at byte %zu: \"%.80s\" against \"%.80s\"", i, a + (i > 40 ? i - 40 : 0),
+			 b + (i > 40 ? i - 40 : 0));
+	}
+	free(a);
+	free(b);
+	strobe_trace_destroy(t);
+}
+
 static void test_kernel_and_runtime_records(void **state)
 {
 	(void)state;
@@ -1080,6 +1182,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_kernel_and_runtime_records, setup),
 		cmocka_unit_test_setup(test_device_and_occupancy, setup),
+		cmocka_unit_test_setup(test_foreach_shows_gpu_args, setup),
 		cmocka_unit_test_setup(test_memcpy_memset_records, setup),
 		cmocka_unit_test_setup(test_driver_api_filtering, setup),
 		cmocka_unit_test_setup(test_sync_and_event_records, setup),

@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_occupancy.h>
-
+#include "backends/cupti/cupti_args.h"
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
 #include "core/clock.h"
@@ -23,29 +22,8 @@
 #define GPU_SORT_OFFSET 5000000        /* GPU rows sort below every CPU pid */
 #define OVERHEAD_PID (-1)
 #define OVERHEAD_SORT 1048576
-#define MAX_DEVICES 64
-#define MAX_ARGS 24
-#define OCC_CACHE 256
-#define DIMS_CACHE 64
-
-/* CUDA 13.1's kernel record (CUpti_ActivityKernel11) appends the launch
- * priority to Kernel10; headers before 13.1 do not declare it. */
-#define STRB_CUPTI_VERSION_13_1 130100u
-#if CUPTI_API_VERSION >= 130100
-#define KERNEL_PRIORITY_OFFSET offsetof(CUpti_ActivityKernel11, priority)
-#else
-#define KERNEL_PRIORITY_OFFSET 216
-#endif
-
-/* Occupancy depends only on the device and the launch shape, which repeat:
- * computed once per shape. */
-struct occ_entry {
-	bool used;
-	uint32_t device, regs, block;
-	int32_t static_smem, dynamic_smem;
-	int active;            /* blocks per SM */
-	const char *json;      /* the "occupancy" object, interned */
-};
+#define MAX_DEVICES STRB_CUPTI_MAX_DEVICES
+#define STRB_CUPTI_VERSION_13_1 130100u /* kernel records carry the launch priority */
 
 /* A runtime or driver call. */
 struct api_call {
@@ -74,12 +52,6 @@ struct ext_rec {
 	uint32_t corr;
 	CUpti_ExternalCorrelationKind kind;
 	uint64_t id;
-};
-
-/* A "[x, y, z]" string, interned once per launch shape. */
-struct dims_entry {
-	int32_t x, y, z;
-	const char *text;
 };
 
 struct gpu_span {
@@ -111,12 +83,10 @@ struct conv {
 	int nctx;
 	struct cuda_event *events;
 	size_t nevents, events_cap;
-	uint32_t sm_count[MAX_DEVICES];
-	/* Device limits from DEVICE records, for the occupancy calculator. */
-	struct cudaOccDeviceProp occ_prop[MAX_DEVICES];
-	bool occ_known[MAX_DEVICES];
-	struct occ_entry *occ_cache; /* OCC_CACHE entries */
+	/* Device limits and launch shapes, kept for rendering args. */
+	struct strb_cupti_args *x;
 	bool device_seen[MAX_DEVICES];
+	bool rendered; /* the buffer being walked has records the trace renders */
 
 	/* (device, stream) rows that saw work, and sync rows named so far. */
 	uint64_t *rows;
@@ -135,9 +105,6 @@ struct conv {
 	 * copied: their buffers are reused as trace memory before the end. */
 	CUpti_ActivitySynchronization *waits;
 	size_t nwaits, waits_cap;
-
-	struct dims_entry dims[DIMS_CACHE];
-	bool has_priority; /* kernel records carry CUDA 13.1's priority */
 
 	/* Records of a buffer lie close in time: most share a clock segment. */
 	struct strb_clock_cursor clock;
@@ -266,15 +233,21 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 		CUptiResult r;
 		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS && !c->rc)
 			fn(c, rec);
-		if (c->rc)
-			break;
 		/* An invalid kind ends the walk of that buffer: count it once. */
-		if (r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
+		if (!c->rc && r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
 			c->st->gpu_bad_buffers++;
-		if (last) {
+		if (!last)
+			continue;
+		/* Records rendered later keep their buffer alive (even after an
+		 * error: the trace points into it); the others' memory holds the
+		 * args of later records. Room to keep every buffer was made
+		 * before the walk. */
+		if (c->rendered)
+			strb_cupti_args_keep(c->x, b->data);
+		else
 			strb_arena_give(&c->t->arena, b->data, b->size);
-			b->data = NULL;
-		}
+		b->data = NULL;
+		c->rendered = false;
 	}
 }
 
@@ -490,39 +463,6 @@ out:
 
 /* ---- pass 2: activities ------------------------------------------------------ */
 
-/* Filled from a[0] and copied n entries long, so each record declares one
- * without an initializer: that would clear all MAX_ARGS entries (576
- * bytes) per record. */
-struct args {
-	struct strobe_arg a[MAX_ARGS];
-	int n;
-};
-
-static void arg_i(struct args *g, const char *key, int64_t v)
-{
-	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_I64, .value.i64 = v};
-}
-
-static void arg_u(struct args *g, const char *key, uint64_t v)
-{
-	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_U64, .value.u64 = v};
-}
-
-static void arg_f(struct args *g, const char *key, double v)
-{
-	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_F64, .value.f64 = v};
-}
-
-static void arg_s(struct args *g, const char *key, const char *v)
-{
-	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_STRING, .value.str = v};
-}
-
-static void arg_j(struct args *g, const char *key, const char *v)
-{
-	g->a[g->n++] = (struct strobe_arg){.key = key, .kind = STROBE_ARG_JSON, .value.str = v};
-}
-
 /* A string that lives as long as the trace, for names and string args. */
 static const char *keep(struct conv *c, const char *s)
 {
@@ -532,22 +472,23 @@ static const char *keep(struct conv *c, const char *s)
 	return k;
 }
 
-/* Args are copied into the trace's arena as they are: keys are the static
- * strings above, string values already live in the trace (keep, dims). */
+/* Args built here are copied into the trace's arena as they are: keys are
+ * static strings, string values already live in the trace (keep). */
 static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type type, const char *name,
-				    int64_t start, int64_t end, int64_t device, int64_t resource, const struct args *g)
+				    int64_t start, int64_t end, int64_t device, int64_t resource,
+				    const struct strb_cupti_argv *g)
 {
 	struct strobe_trace *t = c->t;
 	struct strobe_arg *args = NULL;
 	if (c->rc || !name)
 		return NULL;
 	if (g && g->n) {
-		args = strb_arena_alloc(&t->arena, (size_t)g->n * sizeof(*args));
+		args = strb_arena_alloc(&t->arena, g->n * sizeof(*args));
 		if (!args) {
 			c->rc = -ENOMEM;
 			return NULL;
 		}
-		memcpy(args, g->a, (size_t)g->n * sizeof(*args));
+		memcpy(args, g->s->args, g->n * sizeof(*args));
 	}
 	struct strobe_activity *a = strb_trace_push(t);
 	if (!a) {
@@ -561,8 +502,17 @@ static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type ty
 	a->device = device;
 	a->resource = resource;
 	a->args = args;
-	a->arg_count = g ? (size_t)g->n : 0;
+	a->arg_count = g ? g->n : 0;
 	return a;
+}
+
+/* The activity just emitted renders its args from rec, which its buffer
+ * keeps alive. */
+static void render_from(struct conv *c, const void *rec)
+{
+	if (strb_trace_render_args(c->t, rec))
+		c->rc = -ENOMEM;
+	c->rendered = true;
 }
 
 static bool paused(uint64_t start)
@@ -701,129 +651,6 @@ static const char *kernel_name(struct conv *c, const char *raw)
 	return v;
 }
 
-static char *put_int(char *p, int64_t v)
-{
-	char tmp[24];
-	int n = 0;
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	do {
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*p++ = '-';
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-/* "[x, y, z]", kept in the trace: launch shapes repeat, so each is
- * formatted and interned once (this runs twice per kernel). */
-static const char *dims(struct conv *c, int32_t x, int32_t y, int32_t z)
-{
-	struct dims_entry *e = &c->dims[hash32((uint32_t)x * 31u + (uint32_t)y * 7919u + (uint32_t)z) % DIMS_CACHE];
-	if (e->text && e->x == x && e->y == y && e->z == z)
-		return e->text;
-	char buf[48], *p = buf; /* 3 x 11 characters + 6 */
-	*p++ = '[';
-	p = put_int(p, x);
-	memcpy(p, ", ", 2);
-	p = put_int(p + 2, y);
-	memcpy(p, ", ", 2);
-	p = put_int(p + 2, z);
-	*p++ = ']';
-	*p = 0;
-	const char *text = keep(c, buf);
-	if (text)
-		*e = (struct dims_entry){x, y, z, text};
-	return text;
-}
-
-/* The priority arg sits between them, as libkineto writes it (CUDA 13.1
- * kernels only: NULL elsewhere). */
-static void graph_and_channel(struct args *g, uint32_t graph, uint64_t node, const int32_t *priority, uint32_t channel,
-			      uint32_t channel_type)
-{
-	arg_u(g, "graph id", graph);
-	arg_u(g, "graph node id", node);
-	if (priority)
-		arg_i(g, "priority", *priority);
-	arg_i(g, "channel", channel == 0xffffffffu ? -1 : (int64_t)channel);
-	arg_u(g, "channel_type", channel_type);
-}
-
-/* The args every stream-bound record starts with. */
-static void placement(struct args *g, uint32_t device, uint32_t context, uint32_t stream, uint32_t corr)
-{
-	arg_u(g, "device", device);
-	arg_u(g, "context", context);
-	arg_u(g, "stream", stream);
-	arg_u(g, "correlation", corr);
-}
-
-static void limiting_factors(char *out, size_t len, unsigned f)
-{
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {{OCC_LIMIT_WARPS, "WARPS"}, {OCC_LIMIT_REGISTERS, "REGS"}, {OCC_LIMIT_SHARED_MEMORY, "SMEM"},
-		     {OCC_LIMIT_BLOCKS, "BLOCKS"}, {OCC_LIMIT_BARRIERS, "BARRIERS"}};
-	size_t n = 0;
-	out[0] = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (f & names[i].bit)
-			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? "|" : "", names[i].name);
-	if (!n)
-		snprintf(out, len, "none");
-}
-
-/* CUDA's own occupancy calculator (header-only) on the device's limits. */
-static const struct occ_entry *occupancy(struct conv *c, const CUpti_ActivityKernel9 *k)
-{
-	uint32_t dev = k->deviceId, block = (uint32_t)(k->blockX * k->blockY * k->blockZ);
-	if (dev >= MAX_DEVICES || !c->occ_known[dev] || !block)
-		return NULL;
-	if (!c->occ_cache && !(c->occ_cache = calloc(OCC_CACHE, sizeof(*c->occ_cache))))
-		return NULL;
-	uint32_t h = hash32(dev * 31u + k->registersPerThread * 7919u + block * 104729u + k->staticSharedMemory * 13u +
-			    k->dynamicSharedMemory);
-	struct occ_entry *e = &c->occ_cache[h % OCC_CACHE];
-	if (e->used && e->device == dev && e->regs == k->registersPerThread && e->block == block &&
-	    e->static_smem == k->staticSharedMemory && e->dynamic_smem == k->dynamicSharedMemory)
-		return e;
-	const struct cudaOccDeviceProp *prop = &c->occ_prop[dev];
-	struct cudaOccFuncAttributes attr = {
-		.maxThreadsPerBlock = prop->maxThreadsPerBlock,
-		.numRegs = k->registersPerThread,
-		.sharedSizeBytes = k->staticSharedMemory,
-		.partitionedGCConfig = PARTITIONED_GC_OFF,
-		.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
-		.maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
-		.numBlockBarriers = 1,
-	};
-	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE};
-	struct cudaOccResult r;
-	memset(&r, 0, sizeof(r));
-	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block, k->dynamicSharedMemory) !=
-	    CUDA_OCC_SUCCESS)
-		return NULL;
-	char factors[64], json[512];
-	limiting_factors(factors, sizeof(factors), r.limitingFactors);
-	snprintf(json, sizeof(json),
-		 "{\"activeBlocksPerMultiprocessor\": %d, \"limitingFactors\": \"%s\", \"blockLimitRegs\": %d, "
-		 "\"blockLimitSharedMem\": %d, \"blockLimitWarps\": %d, \"blockLimitBlocks\": %d, "
-		 "\"blockLimitBarriers\": %d, \"allocatedRegistersPerBlock\": %d, "
-		 "\"allocatedSharedMemPerBlock\": %zu}",
-		 r.activeBlocksPerMultiprocessor, factors, r.blockLimitRegs, r.blockLimitSharedMem, r.blockLimitWarps,
-		 r.blockLimitBlocks, r.blockLimitBarriers, r.allocatedRegistersPerBlock, r.allocatedSharedMemPerBlock);
-	const char *interned = strb_trace_intern(c->t, json, strlen(json));
-	if (!interned)
-		return NULL;
-	*e = (struct occ_entry){true, dev, k->registersPerThread, block, k->staticSharedMemory, k->dynamicSharedMemory,
-				r.activeBlocksPerMultiprocessor, interned};
-	return e;
-}
-
 static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 {
 	int64_t s, e;
@@ -832,41 +659,13 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	const char *name = kernel_name(c, k->name);
 	if (!name)
 		return;
-	struct args g;
-	g.n = 0;
-	arg_u(&g, "queued", k->queued);
-	placement(&g, k->deviceId, k->contextId, k->streamId, k->correlationId);
-	arg_i(&g, "registers per thread", k->registersPerThread);
-	arg_i(&g, "shared memory", (int64_t)k->staticSharedMemory + k->dynamicSharedMemory);
-	uint32_t sms = k->deviceId < MAX_DEVICES ? c->sm_count[k->deviceId] : 0;
-	if (sms) {
-		double blocks = (double)k->gridX * k->gridY * k->gridZ / sms;
-		arg_f(&g, "blocks per SM", blocks);
-		arg_f(&g, "warps per SM", blocks * ((double)k->blockX * k->blockY * k->blockZ) / 32.0);
-	}
-	arg_j(&g, "grid", dims(c, k->gridX, k->gridY, k->gridZ));
-	arg_j(&g, "block", dims(c, k->blockX, k->blockY, k->blockZ));
-	const struct occ_entry *occ = sms ? occupancy(c, k) : NULL;
-	if (occ) {
-		/* Resident warps over the SM's maximum, with the grid's own limit. */
-		const struct cudaOccDeviceProp *prop = &c->occ_prop[k->deviceId];
-		double blocks = (double)k->gridX * k->gridY * k->gridZ / sms;
-		double resident = blocks < occ->active ? blocks : occ->active;
-		double warps = ((double)occ->block + prop->warpSize - 1) / prop->warpSize;
-		double max_warps = (double)prop->maxThreadsPerMultiprocessor / prop->warpSize;
-		int64_t pct = max_warps > 0 ? (int64_t)(resident * (int64_t)warps / max_warps * 100 + 0.5) : 0;
-		arg_i(&g, "est. achieved occupancy %", pct);
-		arg_j(&g, "occupancy", occ->json);
-	}
-	int32_t priority = 0;
-	if (c->has_priority)
-		memcpy(&priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(priority));
-	graph_and_channel(&g, k->graphId, k->graphNodeId, c->has_priority ? &priority : NULL, k->channelID,
-			  k->channelType);
-	struct strobe_activity *a =
-		emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, &g);
+	/* The shape's occupancy, for rendering. */
+	if (k->deviceId < MAX_DEVICES && c->x->sm_count[k->deviceId])
+		strb_cupti_occupancy(c->x, c->t, k);
+	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, NULL);
 	if (!a)
 		return;
+	render_from(c, k);
 	struct api_call *call = link_gpu(c, a, k->correlationId, s);
 	if (call)
 		call->got_kernel = true;
@@ -880,21 +679,15 @@ static const char *copy_name(char *buf, size_t len, uint8_t copy, uint8_t src, u
 	return buf;
 }
 
-static void bandwidth(struct args *g, uint64_t bytes, int64_t dur)
-{
-	arg_u(g, "bytes", bytes);
-	if (dur > 0)
-		arg_f(g, "memory bandwidth (GB/s)", (double)bytes / (double)dur);
-}
-
 /* Writes GPU work on its device/stream row and links it to its launch. */
 static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_type type, const char *name,
 					int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
-					const struct args *g)
+					const void *rec)
 {
-	struct strobe_activity *a = emit(c, type, keep(c, name), s, e, device, stream, g);
+	struct strobe_activity *a = emit(c, type, keep(c, name), s, e, device, stream, NULL);
 	if (!a)
 		return NULL;
+	render_from(c, rec);
 	link_gpu(c, a, corr, s);
 	note_row(c, device, stream);
 	return a;
@@ -907,12 +700,7 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct args g;
-	g.n = 0;
-	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
-	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, m);
 }
 
 static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
@@ -922,19 +710,7 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct args g;
-	g.n = 0;
-	arg_u(&g, "fromDevice", m->srcDeviceId);
-	arg_u(&g, "inDevice", m->deviceId);
-	arg_u(&g, "toDevice", m->dstDeviceId);
-	arg_u(&g, "fromContext", m->srcContextId);
-	arg_u(&g, "inContext", m->contextId);
-	arg_u(&g, "toContext", m->dstContextId);
-	arg_u(&g, "stream", m->streamId);
-	arg_u(&g, "correlation", m->correlationId);
-	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, &g);
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, m);
 }
 
 static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
@@ -944,12 +720,7 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 		return;
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
-	struct args g;
-	g.n = 0;
-	placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
-	bandwidth(&g, m->bytes, e - s);
-	graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, &g);
+	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, m);
 }
 
 static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
@@ -987,13 +758,10 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 		return;
 	}
 	const char *name = api_name(c, runtime, r->cbid);
-	struct args g;
-	g.n = 0;
-	arg_u(&g, "cbid", r->cbid);
-	arg_u(&g, "correlation", r->correlationId);
-	struct strobe_activity *a = name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, &g) : NULL;
+	struct strobe_activity *a = name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, NULL) : NULL;
 	if (!a)
 		return;
+	render_from(c, r);
 	a->id = r->correlationId;
 	a->linked_id = s->ext0 ? s->ext0 : call->op_id;
 	if (strb_cupti_flow_start(r->kind, r->cbid)) {
@@ -1049,19 +817,19 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 	uint32_t device = context_device(c, r->contextId);
 	int64_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : (int64_t)r->streamId;
 	const char *kind = strb_cupti_sync_kind(r->type);
-	struct args g;
-	g.n = 0;
-	arg_s(&g, "cuda_sync_kind", keep(c, kind));
+	struct strb_arg_scratch scratch;
+	struct strb_cupti_argv g = {&scratch, 0, 0};
+	strb_cupti_arg_s(&g, "cuda_sync_kind", keep(c, kind));
 	if (r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE || wait) {
 		const struct cuda_event *ev = waited_event(c, r->contextId, r->cudaEventId, r->correlationId);
-		arg_i(&g, "wait_on_stream", ev ? (int64_t)ev->stream : -1);
-		arg_i(&g, "wait_on_cuda_event_record_corr_id", ev ? (int64_t)ev->corr : -1);
-		arg_u(&g, "wait_on_cuda_event_id", r->cudaEventId);
+		strb_cupti_arg_i(&g, "wait_on_stream", ev ? (int64_t)ev->stream : -1);
+		strb_cupti_arg_i(&g, "wait_on_cuda_event_record_corr_id", ev ? (int64_t)ev->corr : -1);
+		strb_cupti_arg_u(&g, "wait_on_cuda_event_id", r->cudaEventId);
 	}
-	arg_i(&g, "stream", stream);
-	arg_u(&g, "correlation", r->correlationId);
-	arg_u(&g, "device", device);
-	arg_u(&g, "context", r->contextId);
+	strb_cupti_arg_i(&g, "stream", stream);
+	strb_cupti_arg_u(&g, "correlation", r->correlationId);
+	strb_cupti_arg_u(&g, "device", device);
+	strb_cupti_arg_u(&g, "context", r->contextId);
 	int64_t row = stream;
 	if (r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE && stream >= 0) {
 		/* Its own row, so it does not hide the kernels it waits for. */
@@ -1093,13 +861,13 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	if (!gpu_record_ok(c, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
 		return;
 	e = s + 1; /* libkineto's fixed 1 ns, whatever the conversion rounds to */
-	struct args g;
-	g.n = 0;
-	arg_u(&g, "event_id", r->eventId);
-	arg_u(&g, "stream", r->streamId);
-	arg_u(&g, "correlation", r->correlationId);
-	arg_u(&g, "device", r->deviceId);
-	arg_u(&g, "context", r->contextId);
+	struct strb_arg_scratch scratch;
+	struct strb_cupti_argv g = {&scratch, 0, 0};
+	strb_cupti_arg_u(&g, "event_id", r->eventId);
+	strb_cupti_arg_u(&g, "stream", r->streamId);
+	strb_cupti_arg_u(&g, "correlation", r->correlationId);
+	strb_cupti_arg_u(&g, "device", r->deviceId);
+	strb_cupti_arg_u(&g, "context", r->contextId);
 	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_EVENT, keep(c, "cudaEvent"), s, e, r->deviceId,
 					 r->streamId, &g);
 	if (a)
@@ -1158,8 +926,8 @@ static void pass2(struct conv *c, const CUpti_Activity *rec)
 static void add_device(struct conv *c, const CUpti_ActivityDevice5 *d)
 {
 	if (d->id < MAX_DEVICES) {
-		c->sm_count[d->id] = d->numMultiprocessors;
-		c->occ_prop[d->id] = (struct cudaOccDeviceProp){
+		c->x->sm_count[d->id] = d->numMultiprocessors;
+		c->x->occ_prop[d->id] = (struct cudaOccDeviceProp){
 			.computeMajor = (int)d->computeCapabilityMajor,
 			.computeMinor = (int)d->computeCapabilityMinor,
 			.maxThreadsPerBlock = (int)d->maxThreadsPerBlock,
@@ -1172,7 +940,7 @@ static void add_device(struct conv *c, const CUpti_ActivityDevice5 *d)
 			.numSms = (int)d->numMultiprocessors,
 			.sharedMemPerBlockOptin = d->maxSharedMemoryPerBlock,
 		};
-		c->occ_known[d->id] = d->numThreadsPerWarp > 0 && d->maxWarpsPerMultiprocessor > 0;
+		c->x->occ_known[d->id] = d->numThreadsPerWarp > 0 && d->maxWarpsPerMultiprocessor > 0;
 	}
 	struct strobe_trace *t = c->t;
 	char name[128];
@@ -1332,7 +1100,15 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	t->stats.gpu_warmup_records = strb_cupti.counts.warmup_records;
 	pthread_mutex_unlock(&strb_cupti.lock);
 
-	c.has_priority = c.lib->version >= STRB_CUPTI_VERSION_13_1;
+	/* The trace owns the args context from here, whatever happens next. */
+	c.x = strb_cupti_args_new(c.lib->version >= STRB_CUPTI_VERSION_13_1);
+	struct strb_arg_source src = {strb_cupti_render_args, c.x, strb_cupti_args_release};
+	if (!c.x)
+		return -ENOMEM;
+	if (strb_trace_set_arg_source(t, &src)) {
+		strb_cupti_args_release(c.x);
+		return -EBUSY;
+	}
 	strb_clock_cursor_init(&c.clock, w->map);
 	walk(&c, pass1, false);
 	if (!c.rc)
@@ -1343,6 +1119,11 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		link_calls(&c);
 	if (!c.rc)
 		mark_emitted(&c);
+	size_t nbuffers = 0;
+	for (struct strb_cupti_buffer *b = buffers; b; b = b->next)
+		nbuffers++;
+	if (!c.rc && strb_cupti_args_reserve(c.x, nbuffers))
+		c.rc = -ENOMEM;
 	if (!c.rc)
 		walk(&c, pass2, true);
 	if (!c.rc)
@@ -1357,7 +1138,6 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	free(c.exts);
 	free(c.slots);
 	free(c.dense);
-	free(c.occ_cache);
 	free(c.events);
 	free(c.rows);
 	free(c.sync_rows);
