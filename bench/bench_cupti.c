@@ -5,6 +5,10 @@
  *   stop    strobe_stop: the final flush, both conversion passes (decode,
  *           correlate, link), rows and accounting, into the in-memory trace
  *   save    strobe_trace_save as plain JSON to a tmpfs directory
+ *   floor   the least any decoder into this trace's layout can take: a fresh
+ *           array of as many struct strobe_activity as the trace holds,
+ *           each cleared and given a few fields, and nothing decoded (the
+ *           public activity is 112 bytes; its memory is new to the process)
  * Medians over the runs, and the best run. Besides wall time each phase
  * reports the process's CPU time and the share of the machine's time stolen
  * by the hypervisor meanwhile: on a shared virtual machine wall time alone
@@ -27,7 +31,7 @@ static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePf
 					   "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
 
 struct run {
-	double flush_s, stop_s, save_s;
+	double flush_s, stop_s, save_s, floor_s;
 	double stop_cpu_s, save_cpu_s; /* CPU time of the process */
 	double stop_sys_s, save_sys_s;  /* the kernel's part of it: page faults, file writes */
 	double stop_steal, save_steal;  /* share of all CPUs' time stolen */
@@ -117,6 +121,29 @@ static void queue_records(long n, uint64_t base)
 	}
 }
 
+/* Writing the activity array alone, as strb_trace_push does: the floor
+ * under decode + correlate on this machine. Returns seconds, or -1. */
+static double activity_floor(size_t n)
+{
+	int64_t t0 = bench_now_ns();
+	struct strobe_activity *a = malloc(n * sizeof(*a));
+	if (!a)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		memset(&a[i], 0, sizeof(a[i]));
+		a[i].size = sizeof(a[i]);
+		a[i].start_ns = (int64_t)i;
+		a[i].end_ns = (int64_t)i + 1;
+		a[i].id = i;
+	}
+	int64_t t1 = bench_now_ns();
+	/* Read back, so the stores cannot be left out. */
+	volatile int64_t sink = a[n / 2].end_ns + a[n - 1].start_ns;
+	(void)sink;
+	free(a);
+	return (double)(t1 - t0) / 1e9;
+}
+
 static int one_run(long n, const char *dir, struct run *r)
 {
 	fake_cupti_reset();
@@ -159,6 +186,10 @@ static int one_run(long n, const char *dir, struct run *r)
 		fprintf(stderr, "bench_cupti: save to %s failed: %s\n", path, strobe_last_error());
 		return -1;
 	}
+	if ((r->floor_s = activity_floor(r->activities)) < 0) {
+		fprintf(stderr, "bench_cupti: out of memory for the floor's array\n");
+		return -1;
+	}
 	r->flush_s = (double)(t1 - t0) / 1e9;
 	r->stop_s = (double)(t2 - t1) / 1e9;
 	r->save_s = (double)(t3 - t2) / 1e9;
@@ -184,6 +215,7 @@ int main(int argc, char **argv)
 	bench_pin(0);
 	strobe_init(NULL);
 	double flush[MAX_RUNS], stop[MAX_RUNS], save[MAX_RUNS], stop_cpu[MAX_RUNS], save_cpu[MAX_RUNS];
+	double floor_s[MAX_RUNS], ratio[MAX_RUNS];
 	struct run r = {0};
 	for (int i = 0; i < runs; i++) {
 		if (one_run(n, dir, &r))
@@ -193,17 +225,20 @@ int main(int argc, char **argv)
 		save[i] = r.save_s;
 		stop_cpu[i] = r.stop_cpu_s;
 		save_cpu[i] = r.save_cpu_s;
+		floor_s[i] = r.floor_s;
+		ratio[i] = r.stop_s / r.floor_s;
 		fprintf(stderr,
 			"run %d: flush %.3f s, stop %.3f s (cpu %.3f s of which sys %.3f s, %.0f%% stolen), save %.3f s "
-			"(cpu %.3f s of which sys %.3f s, %.0f%% stolen)\n",
+			"(cpu %.3f s of which sys %.3f s, %.0f%% stolen), floor %.3f s\n",
 			i + 1, r.flush_s, r.stop_s, r.stop_cpu_s, r.stop_sys_s, 100 * r.stop_steal, r.save_s, r.save_cpu_s,
-			r.save_sys_s, 100 * r.save_steal);
+			r.save_sys_s, 100 * r.save_steal, r.floor_s);
 	}
 	double records = 2.0 * (double)n;
 	double mf = bench_median(flush, runs), ms = bench_median(stop, runs), mv = bench_median(save, runs);
 	/* After the medians: the arrays are sorted. */
 	double bs = stop[0], bv = save[0];
 	double mcs = bench_median(stop_cpu, runs), mcv = bench_median(save_cpu, runs);
+	double mfl = bench_median(floor_s, runs), mr = bench_median(ratio, runs);
 	printf("bench_cupti: %ld launches + %ld kernels = %.0f CUPTI records, %zu activities, median of %d run%s\n",
 	       n, n, records, r.activities, runs, runs > 1 ? "s" : "");
 	printf("%-44s %10s %16s\n", "phase", "seconds", "rate");
@@ -217,6 +252,9 @@ int main(int argc, char **argv)
 	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, CPU time (median)", mcs, records / mcs / 1e6);
 	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, CPU time (median)", mcv,
 	       (double)r.activities / mcv / 1e6);
+	printf("%-44s %10.3f %12.2f M act/s\n", "floor: first write of the activity array", mfl,
+	       (double)r.activities / mfl / 1e6);
+	printf("decode + correlate / floor, same run (median): %.2f\n", mr);
 	printf("JSON size %.1f MB; RSS after stop %.1f GB\n", (double)r.bytes / 1e6, (double)r.rss / 1e9);
 	strobe_shutdown();
 	return 0;

@@ -280,6 +280,8 @@ static int64_t dur_ns(yajl_val ev)
 
 /* A DEVICE record (an H100-like device) gives deviceProperties, blocks and
  * warps per SM, and CUDA's occupancy for each kernel's launch shape. */
+#define SHAPES 300
+
 static void test_device_and_occupancy(void **state)
 {
 	(void)state;
@@ -308,6 +310,19 @@ static void test_device_and_occupancy(void **state)
 	k.gridX = 264, k.gridY = 1, k.gridZ = 1;
 	k.blockX = 256, k.blockY = 1, k.blockZ = 1;
 	CT_QUEUE(k);
+	/* More launch shapes than the first table holds: each keeps its own
+	 * occupancy when the table grows. */
+	static char names[SHAPES][16];
+	for (int i = 0; i < SHAPES; i++) {
+		snprintf(names[i], sizeof(names[i]), "shape_%d", i);
+		uint32_t c = api_call(RUNTIME, LAUNCH);
+		CUpti_ActivityKernel10 x = kernel_now(c, 0, 7, names[i]);
+		x.registersPerThread = 32;
+		x.gridX = 264;
+		x.blockX = 256;
+		x.dynamicSharedMemory = i * 512;
+		CT_QUEUE(x);
+	}
 	yajl_val root = finish("occupancy");
 
 	yajl_val props = tu_get(root, "deviceProperties");
@@ -329,6 +344,19 @@ static void test_device_and_occupancy(void **state)
 	assert_true(occ && YAJL_IS_OBJECT(occ));
 	assert_true(tu_get_num(occ, "activeBlocksPerMultiprocessor") == 8);
 	assert_string_equal(tu_get_str(occ, "limitingFactors"), "WARPS|REGS");
+	/* Shared memory per block rises with i: resident blocks never do. */
+	double last = 1e9;
+	for (int i = 0; i < SHAPES; i++) {
+		yajl_val e = tu_find(root, "X", "kernel", names[i]);
+		assert_non_null(e);
+		yajl_val o = tu_get(tu_get(e, "args"), "occupancy");
+		if (!o || !YAJL_IS_OBJECT(o))
+			fail_msg("%s has no occupancy", names[i]);
+		double active = tu_get_num(o, "activeBlocksPerMultiprocessor");
+		assert_true(active >= 1 && active <= last);
+		last = active;
+	}
+	assert_true(last < 8); /* 152 KiB per block at the end: shared memory limits */
 	yajl_tree_free(root);
 }
 

@@ -54,15 +54,6 @@ void strb_cupti_args_keep(struct strb_cupti_args *x, void *buffer)
 
 /* ---- occupancy ---------------------------------------------------------------- */
 
-static uint32_t hash32(uint32_t v)
-{
-	v ^= v >> 16;
-	v *= 0x7feb352d;
-	v ^= v >> 15;
-	v *= 0x846ca68b;
-	return v ^ (v >> 16);
-}
-
 static uint32_t block_size(const CUpti_ActivityKernel9 *k)
 {
 	return (uint32_t)(k->blockX * k->blockY * k->blockZ);
@@ -74,13 +65,19 @@ static bool same_shape(const struct strb_cupti_occ *e, const CUpti_ActivityKerne
 	       e->static_smem == k->staticSharedMemory && e->dynamic_smem == k->dynamicSharedMemory;
 }
 
+static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32_t static_smem, int32_t dynamic_smem)
+{
+	return strb_cupti_hash32(device * 31u + regs * 7919u + block * 104729u + (uint32_t)static_smem * 13u +
+				 (uint32_t)dynamic_smem);
+}
+
 /* The slot of k's shape in the table: its entry, or the empty slot where
  * it goes. The table is never full (grown at half). */
 static struct strb_cupti_occ *occ_slot(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 *k)
 {
-	uint32_t h = hash32(k->deviceId * 31u + k->registersPerThread * 7919u + block_size(k) * 104729u +
-			    k->staticSharedMemory * 13u + k->dynamicSharedMemory);
-	size_t j = h & (x->occ_cap - 1);
+	size_t j = shape_hash(k->deviceId, k->registersPerThread, block_size(k), k->staticSharedMemory,
+			      k->dynamicSharedMemory) &
+		   (x->occ_cap - 1);
 	while (x->occ[j].used && !same_shape(&x->occ[j], k))
 		j = (j + 1) & (x->occ_cap - 1);
 	return &x->occ[j];
@@ -95,22 +92,13 @@ static bool occ_grow(struct strb_cupti_args *x)
 	if (!n)
 		return false;
 	for (size_t i = 0; i < x->occ_cap; i++) {
-		if (!x->occ[i].used)
+		const struct strb_cupti_occ *e = &x->occ[i];
+		if (!e->used)
 			continue;
-		/* Rehash by the stored shape: a record with the same fields. */
-		CUpti_ActivityKernel9 k = {.deviceId = x->occ[i].device,
-					   .registersPerThread = (uint16_t)x->occ[i].regs,
-					   .blockX = (int32_t)x->occ[i].block,
-					   .blockY = 1,
-					   .blockZ = 1,
-					   .staticSharedMemory = x->occ[i].static_smem,
-					   .dynamicSharedMemory = x->occ[i].dynamic_smem};
-		size_t j = hash32(k.deviceId * 31u + k.registersPerThread * 7919u + block_size(&k) * 104729u +
-				  k.staticSharedMemory * 13u + k.dynamicSharedMemory) &
-			   (cap - 1);
+		size_t j = shape_hash(e->device, e->regs, e->block, e->static_smem, e->dynamic_smem) & (cap - 1);
 		while (n[j].used)
 			j = (j + 1) & (cap - 1);
-		n[j] = x->occ[i];
+		n[j] = *e;
 	}
 	free(x->occ);
 	x->occ = n;

@@ -15,6 +15,16 @@
 
 #define STRB_CUPTI_MAX_DEVICES 64
 
+/* A 32-bit integer hash for the converter's tables. */
+static inline uint32_t strb_cupti_hash32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352d;
+	x ^= x >> 15;
+	x *= 0x846ca68b;
+	return x ^ (x >> 16);
+}
+
 /* Args being built: into a scratch array, string values into its text. */
 struct strb_cupti_argv {
 	struct strb_arg_scratch *s;

@@ -136,15 +136,6 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 			(c)->arr[(c)->count++] = (value);                              \
 	} while (0)
 
-static uint32_t hash32(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	return x ^ (x >> 16);
-}
-
 static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 {
 	if (!corr)
@@ -170,7 +161,7 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 		for (size_t i = 0; i < c->slots_cap; i++) {
 			if (!c->slots[i].corr)
 				continue;
-			size_t j = hash32(c->slots[i].corr) & (cap - 1);
+			size_t j = strb_cupti_hash32(c->slots[i].corr) & (cap - 1);
 			while (n[j].corr)
 				j = (j + 1) & (cap - 1);
 			n[j] = c->slots[i];
@@ -181,7 +172,7 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 	}
 	if (!c->slots_cap)
 		return NULL;
-	size_t j = hash32(corr) & (c->slots_cap - 1);
+	size_t j = strb_cupti_hash32(corr) & (c->slots_cap - 1);
 	while (c->slots[j].corr && c->slots[j].corr != corr)
 		j = (j + 1) & (c->slots_cap - 1);
 	if (c->slots[j].corr == corr)
