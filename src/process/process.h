@@ -34,8 +34,9 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
  * stream or libkineto's "Stream Sync" rows (stream + 1000000); lanes stop
  * at STRB_OVERLAP_MAX_LANES, which keeps tids exact in JSON doubles. Counts
  * moved activities in stats.gpu_overlap_moved. O(n) when nothing overlaps
- * or rows arrive in start order, else a sort of each row that does not.
- * Returns 0 or -ENOMEM. */
+ * or rows arrive in start order, else a sort of each row that does not;
+ * activities a backend checked itself (t->in_order_from..to) are not read
+ * again when all other GPU work is absent. Returns 0 or -ENOMEM. */
 #define STRB_OVERLAP_LANE_STEP (INT64_C(1) << 40)
 #define STRB_OVERLAP_MAX_LANES 1023
 int strb_process_overlap(struct strobe_trace *t);

@@ -100,6 +100,12 @@ struct strobe_trace {
 	const char *device_properties; /* contents of the "deviceProperties" array; "" if none */
 	struct strb_trace_stats stats;
 
+	/* Activities [in_order_from, in_order_to) were checked by the backend
+	 * that wrote them: on each device/stream row, its GPU work starts after
+	 * the work before it ends. The overlap pass skips them when no other
+	 * activity is GPU work. */
+	size_t in_order_from, in_order_to;
+
 	/* Rendered args: recs[i] is the record acts[i]'s args come from, or NULL
 	 * (recs is NULL while no activity has one). */
 	struct strb_arg_source src;

@@ -188,6 +188,33 @@ static void test_touching_and_separate_work_unchanged(void **state)
 	yajl_tree_free(root);
 }
 
+/* CUPTI's kernels on a row are in order, but work recorded through the API
+ * lands on the same row across them: the row still gets its lanes. */
+static void test_recorded_work_overlapping_cupti_row(void **state)
+{
+	(void)state;
+	begin();
+	struct strobe_activity k = {.size = sizeof(k),
+				    .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
+				    .name = "recorded",
+				    .start_ns = (int64_t)strobe_now_ns(),
+				    .device = 1,
+				    .resource = 7};
+	uint32_t a = kernel_at(1, 7, 10, 20, "a");
+	uint32_t b = kernel_at(1, 7, 30, 40, "b");
+	ct_stamp_after(base, 45 * US);
+	k.end_ns = (int64_t)strobe_now_ns();
+	assert_int_equal(strobe_record(&k), 0);
+	yajl_val root = finish("recorded_overlap", 45);
+	/* The recorded kernel starts first and keeps the row; a and b, each
+	 * inside it, move to the first overlap row. */
+	assert_true(row_of(root, "a", a) == LANE_STEP + 7);
+	assert_true(row_of(root, "b", b) == LANE_STEP + 7);
+	assert_true(num_is(only(root, "X", "recorded"), "tid", 7));
+	assert_true(ct_stat(root, "gpu_overlap_moved") == 2);
+	yajl_tree_free(root);
+}
+
 /* A memcpy running under a kernel on its stream moves too. */
 static void test_memcpy_overlapping_kernel(void **state)
 {
@@ -261,6 +288,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_nested_kernels_move, setup),
 	    cmocka_unit_test_setup(test_touching_and_separate_work_unchanged, setup),
 	    cmocka_unit_test_setup(test_memcpy_overlapping_kernel, setup),
+	    cmocka_unit_test_setup(test_recorded_work_overlapping_cupti_row, setup),
 	    cmocka_unit_test_setup(test_gpu_uuids_in_distributed_info, setup),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

@@ -1,10 +1,12 @@
 /* CUPTI records -> strobe activities. Two passes over the buffers, as
  * records arrive out of order within and across buffers: the first builds
- * the correlation tables, the second writes activities and hands each buffer
- * it is done with to the trace's arena, so the args of later records reuse
- * memory that is already paged in. GPU work is linked
- * to strobe's ops and ranges through the call that launched it: the
- * innermost op (and range) open on that thread when the call started. */
+ * the correlation tables, the second writes activities. Kernels, copies,
+ * memsets and calls keep their record, and its buffer, with the trace,
+ * which renders their args from it when written (cupti_args.c); a buffer
+ * with none of those becomes arena memory for the args of later records.
+ * GPU work is linked to strobe's ops and ranges through the call that
+ * launched it: the innermost op (and range) open on that thread when the
+ * call started. */
 #define LOG_TAG "cupti"
 #include <errno.h>
 #include <stdio.h>
@@ -88,9 +90,13 @@ struct conv {
 	bool device_seen[MAX_DEVICES];
 	bool rendered; /* the buffer being walked has records the trace renders */
 
-	/* (device, stream) rows that saw work, and sync rows named so far. */
+	/* (device, stream) rows that saw work, with the latest end on each
+	 * (whether work overlapped on a row is known as it is written), and
+	 * sync rows named so far. */
 	uint64_t *rows;
-	size_t nrows, rows_cap;
+	int64_t *row_end;
+	size_t nrows, rows_cap, last_row;
+	bool overlap;
 	uint64_t *sync_rows;
 	size_t nsync_rows, sync_rows_cap;
 
@@ -535,18 +541,33 @@ static bool gpu_record_ok(struct conv *c, uint64_t start, uint64_t end, int64_t 
 	return true;
 }
 
-static void note_row(struct conv *c, uint32_t device, uint32_t stream)
+static void note_row(struct conv *c, uint32_t device, uint32_t stream, int64_t start, int64_t end)
 {
 	uint64_t key = (uint64_t)device << 32 | stream;
+	size_t i = c->last_row;
 	/* Most records repeat the last row. */
-	if (c->nrows && c->rows[c->nrows - 1] == key)
-		return;
-	for (size_t i = 0; i < c->nrows; i++)
-		if (c->rows[i] == key)
-			return;
-	PUSH(c, rows, nrows, rows_cap, key);
-	if (device < MAX_DEVICES)
-		c->device_seen[device] = true;
+	if (i >= c->nrows || c->rows[i] != key) {
+		for (i = 0; i < c->nrows && c->rows[i] != key; i++)
+			;
+		if (i == c->nrows) {
+			size_t cap = c->rows_cap;
+			if (!grow((void **)&c->rows, &c->rows_cap, i + 1, sizeof(*c->rows)) ||
+			    !grow((void **)&c->row_end, &cap, i + 1, sizeof(*c->row_end))) {
+				c->rc = -ENOMEM;
+				return;
+			}
+			c->rows[i] = key;
+			c->row_end[i] = INT64_MIN;
+			c->nrows++;
+			if (device < MAX_DEVICES)
+				c->device_seen[device] = true;
+		}
+		c->last_row = i;
+	}
+	if (start < c->row_end[i])
+		c->overlap = true;
+	if (end > c->row_end[i])
+		c->row_end[i] = end;
 }
 
 static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
@@ -660,7 +681,7 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	struct api_call *call = link_gpu(c, a, k->correlationId, s);
 	if (call)
 		call->got_kernel = true;
-	note_row(c, k->deviceId, k->streamId);
+	note_row(c, k->deviceId, k->streamId, s, e);
 }
 
 static const char *copy_name(char *buf, size_t len, uint8_t copy, uint8_t src, uint8_t dst)
@@ -680,7 +701,7 @@ static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_typ
 		return NULL;
 	render_from(c, rec);
 	link_gpu(c, a, corr, s);
-	note_row(c, device, stream);
+	note_row(c, device, stream, s, e);
 	return a;
 }
 
@@ -1115,8 +1136,13 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		nbuffers++;
 	if (!c.rc && strb_cupti_args_reserve(c.x, nbuffers))
 		c.rc = -ENOMEM;
+	size_t first = t->count;
 	if (!c.rc)
 		walk(&c, pass2, true);
+	if (!c.rc && !c.overlap) {
+		t->in_order_from = first;
+		t->in_order_to = t->count;
+	}
 	if (!c.rc)
 		finish(&c);
 	/* Buffers the args did not need would stay with the trace until it is
@@ -1131,6 +1157,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	free(c.dense);
 	free(c.events);
 	free(c.rows);
+	free(c.row_end);
 	free(c.sync_rows);
 	free(c.spans);
 	free(c.name_keys);
