@@ -798,6 +798,42 @@ static void test_external_correlation(void **state)
 
 /* A correlation id pushed inside a trace and popped after it stopped must not
  * stay on CUPTI's stack and tag the next trace's GPU work. */
+/* Correlation ids far apart (another CUPTI client, a wrapped counter) are
+ * looked up by hashing instead of by index: kernels still find their
+ * launches and external ids. */
+static void test_sparse_correlation_ids(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	static const uint32_t ids[] = {7, 1000003, 3000000019u, 4294967295u};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		uint64_t s = stamp();
+		CT_QUEUE(ct_api(RUNTIME, LAUNCH, ids[i], s, stamp()));
+		CT_QUEUE(kernel_now(ids[i], 0, 7, "sparse"));
+	}
+	CUpti_ActivityExternalCorrelation ext = {
+		.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+		.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+		.externalId = 77,
+		.correlationId = 3000000019u,
+	};
+	CT_QUEUE(ext);
+	yajl_val root = finish("sparse_ids");
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		yajl_val k = by_corr(root, "kernel", ids[i]);
+		assert_non_null(k);
+		assert_non_null(by_corr(root, "cuda_runtime", ids[i]));
+		if (ids[i] == 3000000019u)
+			assert_true(arg_num(k, "External id") == 77);
+		else
+			assert_false(has_arg(k, "External id"));
+	}
+	assert_int_equal(tu_count(root, "s", "ac2g", NULL), 4);
+	assert_int_equal(tu_count(root, "f", "ac2g", NULL), 4);
+	assert_true(ct_stat(root, "gpu_unmatched_correlations") == 0);
+	yajl_tree_free(root);
+}
+
 static void test_correlation_pop_after_stop_does_not_leak(void **state)
 {
 	(void)state;
@@ -1217,6 +1253,7 @@ int main(void)
 		cmocka_unit_test_setup(test_wait_event_on_idle_stream_hidden, setup),
 		cmocka_unit_test_setup(test_overhead_record, setup),
 		cmocka_unit_test_setup(test_external_correlation, setup),
+		cmocka_unit_test_setup(test_sparse_correlation_ids, setup),
 		cmocka_unit_test_setup(test_correlation_pop_after_stop_does_not_leak, setup),
 		cmocka_unit_test_setup(test_devices_and_streams, setup),
 		cmocka_unit_test_setup(test_graph_launch_flows, setup),

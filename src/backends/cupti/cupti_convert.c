@@ -75,8 +75,13 @@ struct conv {
 	struct corr_slot *slots;
 	size_t slots_cap, slots_used;
 	/* CUPTI numbers calls 1, 2, 3...: when the ids seen are dense, index
-	 * them directly (sequential, cache-friendly) instead of hashing. */
-	struct corr_slot *dense;
+	 * them directly (sequential, cache-friendly) instead of hashing: the
+	 * call (index + 1, 0 for none) and, only when there are external
+	 * correlation records, the external ids. */
+	int32_t *dense_call;
+	struct ext_pair {
+		uint64_t ext0, ext1;
+	} *dense_ext;
 	uint32_t dense_base, dense_len;
 	/* Names of runtime and driver calls, per cbid, made once. */
 	const char *api_names[2][1024];
@@ -142,21 +147,9 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 			(c)->arr[(c)->count++] = (value);                              \
 	} while (0)
 
+/* The hash table's entry for corr (sparse ids), created when asked. */
 static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 {
-	if (!corr)
-		return NULL;
-	if (c->dense) {
-		if (corr < c->dense_base || corr - c->dense_base >= c->dense_len)
-			return NULL;
-		struct corr_slot *s = &c->dense[corr - c->dense_base];
-		if (!s->corr) {
-			if (!create)
-				return NULL;
-			*s = (struct corr_slot){.corr = corr, .call = -1};
-		}
-		return s;
-	}
 	if (create && (c->slots_used + 1) * 2 > c->slots_cap) {
 		size_t cap = c->slots_cap ? c->slots_cap * 2 : 4096;
 		struct corr_slot *n = calloc(cap, sizeof(*n));
@@ -188,6 +181,59 @@ static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
 	c->slots[j] = (struct corr_slot){.corr = corr, .call = -1};
 	c->slots_used++;
 	return &c->slots[j];
+}
+
+/* What is known about a correlation id: its call (-1 for none) and
+ * external ids (0 for none). */
+struct corr_ref {
+	int32_t call;
+	uint64_t ext0, ext1;
+};
+
+static struct corr_ref corr_find(struct conv *c, uint32_t corr)
+{
+	struct corr_ref r = {-1, 0, 0};
+	if (!corr)
+		return r;
+	if (c->dense_call) {
+		uint32_t i = corr - c->dense_base;
+		if (corr < c->dense_base || i >= c->dense_len)
+			return r;
+		r.call = c->dense_call[i] - 1;
+		if (c->dense_ext)
+			r.ext0 = c->dense_ext[i].ext0, r.ext1 = c->dense_ext[i].ext1;
+		return r;
+	}
+	const struct corr_slot *s = slot(c, corr, false);
+	if (s)
+		r = (struct corr_ref){s->call, s->ext0, s->ext1};
+	return r;
+}
+
+static void corr_set_call(struct conv *c, uint32_t corr, int32_t call)
+{
+	if (!corr)
+		return;
+	if (c->dense_call) {
+		c->dense_call[corr - c->dense_base] = call + 1;
+		return;
+	}
+	struct corr_slot *s = slot(c, corr, true);
+	if (s)
+		s->call = call;
+}
+
+/* Where an external id of corr goes, or NULL. */
+static uint64_t *corr_ext(struct conv *c, uint32_t corr, bool custom1)
+{
+	if (!corr)
+		return NULL;
+	if (c->dense_call) {
+		struct ext_pair *p = &c->dense_ext[corr - c->dense_base];
+		return custom1 ? &p->ext1 : &p->ext0;
+	}
+	struct corr_slot *s = slot(c, corr, true);
+	return !s ? NULL : custom1 ? &s->ext1 : &s->ext0;
 }
 
 static int64_t epoch(struct conv *c, uint64_t cupti_ns)
@@ -274,27 +320,28 @@ static void build_table(struct conv *c)
 	}
 	uint64_t span = n ? (uint64_t)hi - lo + 1 : 0;
 	if (n && span <= 4 * (uint64_t)n + 4096) {
-		c->dense = calloc(span, sizeof(*c->dense));
-		if (c->dense) {
+		c->dense_call = calloc(span, sizeof(*c->dense_call));
+		c->dense_ext = c->nexts ? calloc(span, sizeof(*c->dense_ext)) : NULL;
+		if (c->dense_call && (c->dense_ext || !c->nexts)) {
 			c->dense_base = lo;
 			c->dense_len = (uint32_t)span;
+		} else {
+			free(c->dense_call);
+			free(c->dense_ext);
+			c->dense_call = NULL;
+			c->dense_ext = NULL;
 		}
 	} /* else sparse: hash */
-	for (size_t i = 0; i < c->ncalls && !c->rc; i++) {
-		struct corr_slot *s = slot(c, c->calls[i].corr, true);
-		if (s)
-			s->call = (int32_t)i;
-	}
+	for (size_t i = 0; i < c->ncalls && !c->rc; i++)
+		corr_set_call(c, c->calls[i].corr, (int32_t)i);
 	for (size_t i = 0; i < c->nexts && !c->rc; i++) {
 		const struct ext_rec *e = &c->exts[i];
-		struct corr_slot *s = slot(c, e->corr, true);
-		if (!s)
-			continue;
-		if (e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-			s->ext0 = e->id;
-		else if (e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1)
-			s->ext1 = e->id;
-		else
+		bool known = e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 ||
+			     e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+		uint64_t *ext = known ? corr_ext(c, e->corr, e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) : NULL;
+		if (ext)
+			*ext = e->id;
+		else if (!known)
 			c->st->gpu_invalid_external_correlations++;
 	}
 }
@@ -583,10 +630,10 @@ static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
  * call, or NULL. */
 static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start)
 {
-	struct corr_slot *s = slot(c, corr, false);
+	struct corr_ref s = corr_find(c, corr);
 	a->id = corr;
-	struct api_call *call = s && s->call >= 0 ? &c->calls[s->call] : NULL;
-	a->linked_id = s && s->ext0 ? s->ext0 : call ? call->op_id : 0;
+	struct api_call *call = s.call >= 0 ? &c->calls[s.call] : NULL;
+	a->linked_id = s.ext0 ? s.ext0 : call ? call->op_id : 0;
 	if (call) {
 		if (call->emitted && strb_cupti_flow_start(call->kind, call->cbid)) {
 			a->flow_id = corr;
@@ -597,7 +644,7 @@ static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint
 	} else if (corr && (selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) || selected(c, STROBE_ACTIVITY_CUDA_DRIVER))) {
 		c->st->gpu_unmatched_correlations++;
 	}
-	uint64_t range = s && s->ext1 ? s->ext1 : call ? call->range_id : 0;
+	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
 	if (range && selected(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION)) {
 		for (size_t i = c->nspans; i-- > 0;) {
 			struct gpu_span *sp = &c->spans[i];
@@ -755,8 +802,8 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 {
 	bool runtime = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
 	enum strobe_activity_type type = runtime ? STROBE_ACTIVITY_CUDA_RUNTIME : STROBE_ACTIVITY_CUDA_DRIVER;
-	struct corr_slot *s = slot(c, r->correlationId, false);
-	struct api_call *call = s && s->call >= 0 ? &c->calls[s->call] : NULL;
+	struct corr_ref s = corr_find(c, r->correlationId);
+	struct api_call *call = s.call >= 0 ? &c->calls[s.call] : NULL;
 	if (!selected(c, type) || !call)
 		return;
 	if (runtime && strb_cupti_runtime_blocklisted(r->cbid)) {
@@ -775,7 +822,7 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 		return;
 	render_from(c, r);
 	a->id = r->correlationId;
-	a->linked_id = s->ext0 ? s->ext0 : call->op_id;
+	a->linked_id = s.ext0 ? s.ext0 : call->op_id;
 	if (strb_cupti_flow_start(r->kind, r->cbid)) {
 		a->flow_id = r->correlationId;
 		a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
@@ -1154,7 +1201,8 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	free(c.calls);
 	free(c.exts);
 	free(c.slots);
-	free(c.dense);
+	free(c.dense_call);
+	free(c.dense_ext);
 	free(c.events);
 	free(c.rows);
 	free(c.row_end);
