@@ -54,9 +54,17 @@ void strb_cupti_args_keep(struct strb_cupti_args *x, void *buffer)
 
 /* ---- occupancy ---------------------------------------------------------------- */
 
+/* Threads per block; 0 for a shape no GPU runs (a dimension not positive,
+ * or more threads than an int holds), which gets no occupancy. */
 static uint32_t block_size(const CUpti_ActivityKernel9 *k)
 {
-	return (uint32_t)(k->blockX * k->blockY * k->blockZ);
+	if (k->blockX <= 0 || k->blockY <= 0 || k->blockZ <= 0)
+		return 0;
+	uint64_t n = (uint64_t)k->blockX * (uint64_t)k->blockY;
+	if (n > INT32_MAX)
+		return 0;
+	n *= (uint64_t)k->blockZ;
+	return n > INT32_MAX ? 0 : (uint32_t)n;
 }
 
 static bool same_shape(const struct strb_cupti_occ *e, const CUpti_ActivityKernel9 *k)
