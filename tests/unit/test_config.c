@@ -942,6 +942,83 @@ static void test_format_round_trip(void **state)
 	}
 }
 
+/* Random texts: known keys with values of every shape, misspelt keys and
+ * junk lines. Each is accepted or refused with a message naming a line;
+ * what is accepted prints and parses back to the same config. */
+static uint64_t fuzz_seed = 0x2545f4914f6cdd1dull;
+
+static uint64_t fuzz_next(void)
+{
+	fuzz_seed ^= fuzz_seed << 13;
+	fuzz_seed ^= fuzz_seed >> 7;
+	fuzz_seed ^= fuzz_seed << 17;
+	return fuzz_seed;
+}
+
+static const char *const fuzz_keys[] = {
+    "ACTIVITIES_ENABLED", "ACTIVITY_TYPES", "ACTIVITIES_DURATION_SECS", "ACTIVITIES_DURATION_MSECS",
+    "ACTIVITIES_ITERATIONS", "ACTIVITIES_WARMUP_PERIOD_SECS", "ACTIVITIES_WARMUP_ITERATIONS",
+    "ACTIVITIES_LOG_FILE", "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB", "ACTIVITIES_DISPLAY_CUDA_SYNC_WAIT_EVENTS",
+    "PROFILE_START_TIME", "PROFILE_START_ITERATION", "PROFILE_START_ITERATION_ROUNDUP", "REQUEST_TRACE_ID",
+    "VERBOSE_LOG_LEVEL", "VERBOSE_LOG_MODULES", "CUPTI_PM_SAMPLING_METRICS", "PROFILE_MEMORY",
+    "activities_enabled", "ACTIVITIES_ENABLE", "", " ACTIVITIES_ITERATIONS "};
+
+static const char *const fuzz_values[] = {
+    "0", "1", "-1", "true", "false", "yes", "maybe", "9223372036854775807", "9223372036854775808",
+    "-9223372036854775808", "99999999999999999999", "1e3", "0x10", " 7 ", "", "kernel,cpu_op",
+    "kernel,,gpu_memcpy", "nope_type", "/tmp/x.json", "file:///tmp/y.json.gz", "a=b=c", "\xff\xfe", "2147483648"};
+
+static void fuzz_text(char *buf, size_t len)
+{
+	size_t n = 0;
+	int lines = 1 + (int)(fuzz_next() % 6);
+	for (int i = 0; i < lines && n + 300 < len; i++) {
+		uint64_t r = fuzz_next();
+		if (r % 10 == 0) { /* a junk line of random bytes (no NUL) */
+			for (int k = (int)(fuzz_next() % 40); k > 0; k--)
+				buf[n++] = (char)(1 + fuzz_next() % 255);
+		} else {
+			n += (size_t)snprintf(buf + n, len - n, "%s%s%s", fuzz_keys[fuzz_next() % (sizeof(fuzz_keys) / sizeof(fuzz_keys[0]))],
+					      r % 17 ? "=" : " ",
+					      fuzz_values[fuzz_next() % (sizeof(fuzz_values) / sizeof(fuzz_values[0]))]);
+		}
+		buf[n++] = r % 7 ? '\n' : '\r';
+	}
+	buf[n] = 0;
+}
+
+static void test_random_texts(void **state)
+{
+	(void)state;
+	size_t accepted = 0, refused = 0;
+	strobe_log_set_level(STROBE_LOG_ERROR); /* thousands of unknown keys */
+	for (int i = 0; i < 3000; i++) {
+		char text[4096];
+		fuzz_text(text, sizeof(text));
+		struct strb_config a, b;
+		err[0] = 0;
+		if (parse_new(&a, text)) {
+			if (!strstr(err, "line "))
+				fail_msg("refused without naming a line: \"%s\" for:\n%s", err, text);
+			refused++;
+			continue;
+		}
+		accepted++;
+		char *out = strb_config_format(&a);
+		assert_non_null(out);
+		strb_config_init(&b);
+		struct strb_config_parse_opts same = {.now_ms = NOW_MS, .pid = PID};
+		if (strb_config_parse(&b, out, &same, err, sizeof(err)))
+			fail_msg("printed config does not parse again: %s\n--- input:\n%s\n--- printed:\n%s", err, text, out);
+		assert_cfg_equal(&a, &b, true);
+		free(out);
+	}
+	strobe_log_set_level(STROBE_LOG_WARNING);
+	/* Both outcomes were exercised. */
+	assert_true(accepted > 100);
+	assert_true(refused > 100);
+}
+
 static void test_format_lines(void **state)
 {
 	(void)state;
@@ -1212,6 +1289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_random_texts),
 	    cmocka_unit_test(test_whitespace_and_crlf),
 	    cmocka_unit_test(test_comments),
 	    cmocka_unit_test(test_line_format),
