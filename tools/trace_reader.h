@@ -33,8 +33,8 @@
  * generous because demangled kernel names run to thousands of bytes. */
 #define TR_NAME_MAX   8192       /* name, with its NUL */
 #define TR_SHORT_MAX  256        /* ph, cat, pid/tid/id text, member keys */
-#define TR_VALUE_MAX  1024       /* one arg or extra member as compact JSON */
-#define TR_ARGS_MAX   32         /* args kept per event; the rest are dropped and counted */
+#define TR_VALUE_MAX  16384      /* one arg or extra member as compact JSON */
+#define TR_ARGS_MAX   128        /* args kept per event; the rest are dropped and counted */
 #define TR_EXTRA_MAX  8          /* other event members kept ("s", "bp", "id2", ...) */
 #define TR_MEMBER_MAX (1u << 20) /* a top-level member's JSON text */
 

@@ -333,6 +333,46 @@ static void test_repair_leaves_valid_json(void **state)
 	expect_error(args, 1, "byte 57");
 }
 
+/* PyTorch's long args: an op with 100 args and a 10 KB "Input Dims" comes
+ * through whole, with nothing reported cut. */
+static void test_long_args_kept(void **state)
+{
+	(void)state;
+	size_t cap = 64 * 1024, n = 0;
+	char *text = malloc(cap);
+	assert_non_null(text);
+	n += (size_t)snprintf(text + n, cap - n,
+			      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::cat\", "
+			      "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5, \"args\": {\"Input Dims\": [");
+	for (int i = 0; i < 1000; i++) /* [[1024, 768], ...]: 11-12 bytes each */
+		n += (size_t)snprintf(text + n, cap - n, "%s[1024, %d]", i ? ", " : "", 700 + i % 100);
+	n += (size_t)snprintf(text + n, cap - n, "]");
+	for (int i = 0; i < 99; i++)
+		n += (size_t)snprintf(text + n, cap - n, ", \"arg%d\": %d", i, i * 3);
+	n += (size_t)snprintf(text + n, cap - n, "}}]}");
+	const char *in = in_dir(1, "long-args.json");
+	assert_int_equal(tu_write_file(in, text), 0);
+	free(text);
+
+	const char *out = in_dir(0, "long-args-out.json");
+	char args[4096], *msg = NULL;
+	snprintf(args, sizeof(args), "'%s' '%s'", in, out);
+	assert_int_equal(convert(args, &msg), 0);
+	if (strstr(msg, "cut") || strstr(msg, "dropped"))
+		fail_msg("convert reported lost data: %s", msg);
+	free(msg);
+	yajl_val o = tu_load_trace(out);
+	yajl_val x = tu_find(o, "X", "cpu_op", "aten::cat");
+	assert_non_null(x);
+	yajl_val a = tu_get(x, "args");
+	assert_int_equal(YAJL_GET_OBJECT(a)->len, 100);
+	yajl_val dims = tu_get(a, "Input Dims");
+	assert_true(dims && YAJL_IS_ARRAY(dims));
+	assert_int_equal(YAJL_GET_ARRAY(dims)->len, 1000);
+	assert_true(tu_get_num(a, "arg98") == 294);
+	yajl_tree_free(o);
+}
+
 /* ---- filters ------------------------------------------------------------- */
 
 static void test_filters(void **state)
@@ -660,6 +700,7 @@ int main(void)
 	    cmocka_unit_test(test_kineto_defects_to_json),
 	    cmocka_unit_test(test_kineto_defects_to_perfetto),
 	    cmocka_unit_test(test_repair_leaves_valid_json),
+	    cmocka_unit_test(test_long_args_kept),
 	    cmocka_unit_test(test_filters),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_interning_starts_over),
