@@ -58,7 +58,9 @@ static const char usage_text[] =
     "  --warmup-secs N      warm-up before a time-based trace (library default 5)\n"
     "  --trace-id ID        REQUEST_TRACE_ID, written as \"trace_id\" (default random)\n"
     "  --config FILE        more KEY=VALUE lines for the request (e.g. ACTIVITY_TYPES)\n"
-    "  --process-limit N    most processes a daemon triggers (default 3, as dyno)\n"
+    "  --process-limit N    most processes a daemon triggers (default 3, as dyno); standing\n"
+    "                       in with --job-id, strobe trigger stops waiting once N are\n"
+    "                       triggered (default: it waits out --timeout)\n"
     "Delivery:\n"
     "  --timeout SEC        how long to wait for the targets to poll (default 15)\n"
     "  --wait               wait for each file to be written, then print its summary\n"
@@ -625,8 +627,10 @@ static void handle_poll(struct serve *s, struct strb_ipc_endpoint *ep, const str
 
 static bool all_served(const struct serve *s)
 {
-	if (s->o->have_job)
-		return false; /* any process of the job may still poll */
+	/* Any process of the job may still poll, until as many as
+	 * --process-limit allows have been served. */
+	if (s->o->have_job && *s->nt < s->o->process_limit)
+		return false;
 	for (int i = 0; i < *s->nt; i++)
 		if (s->t[i].out != TRIGGERED)
 			return false;

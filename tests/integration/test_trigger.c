@@ -35,6 +35,7 @@ static char base[300];    /* the base config: 1 s polls, no warm-up */
 
 struct child_opts {
 	const char *allowed; /* NULL: unset (default /tmp/) */
+	const char *job;     /* SLURM_JOB_ID, or NULL: unset */
 	bool signal_off;
 	bool fork_grandchild;
 };
@@ -94,6 +95,10 @@ static void child_env(const struct child_opts *o)
 		setenv("STROBE_ONDEMAND_TRACE_DIR", o->allowed, 1);
 	else
 		unsetenv("STROBE_ONDEMAND_TRACE_DIR");
+	if (o->job)
+		setenv("SLURM_JOB_ID", o->job, 1);
+	else
+		unsetenv("SLURM_JOB_ID");
 	if (o->signal_off)
 		setenv("STROBE_TRIGGER_SIGNAL", "off", 1);
 	else
@@ -236,6 +241,35 @@ static void test_iterations(void **state)
 	yajl_val root = tu_load_trace(path);
 	assert_string_equal(tu_get_str(root, "trace_id"), "it5");
 	yajl_tree_free(root);
+}
+
+/* --job-id traces every process of the Slurm job, each into its own file,
+ * and leaves a process of another job alone. */
+static void test_job_id(void **state)
+{
+	(void)state;
+	struct child_opts mine = {.allowed = dir, .job = "4242"}, other = {.allowed = dir, .job = "999"};
+	pid_t a = spawn_target(&mine), b = spawn_target(&mine), c = spawn_target(&other);
+	char *out = NULL;
+	int rc = trigger(&out, "--no-dynolog --job-id 4242 --iterations 5 --log-file %s/job.json --timeout 10 "
+	                       "--process-limit 2 --trace-id jobtrace",
+	                 dir);
+	assert_int_equal(rc, 0);
+	free(out);
+	assert_int_equal(wait_exit(a, 15000), 0);
+	assert_int_equal(wait_exit(b, 15000), 0);
+	char path[512];
+	pid_t both[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/job_%d.json", dir, (int)both[i]);
+		assert_true(exists(path));
+		check_trace(path, 5);
+	}
+	/* The other job's process was never handed the request. */
+	snprintf(path, sizeof(path), "%s/job_%d.json", dir, (int)c);
+	assert_false(exists(path));
+	assert_int_equal(waitpid(c, NULL, WNOHANG), 0);
+	stop(c);
 }
 
 /* A Perfetto file asked for by its suffix (no pid is inserted: that is
@@ -642,6 +676,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_pids_and_usage),
 	    cmocka_unit_test(test_iterations),
 	    cmocka_unit_test(test_iterations_perfetto),
+	    cmocka_unit_test(test_job_id),
 	    cmocka_unit_test(test_duration_and_wait),
 	    cmocka_unit_test(test_signal),
 	    cmocka_unit_test(test_signal_refused_without_handler),
