@@ -227,6 +227,35 @@ static int next_text(struct reader *r, const unsigned char **p, size_t *n)
 	return 0;
 }
 
+/* A Perfetto trace is a sequence of Trace.packet fields: tag 0x0a, a varint
+ * length, then a TracePacket whose first byte is a field tag. JSON text
+ * starts with '{' or '[' after any whitespace (a JSON file may start with a
+ * newline, 0x0a, too). Only a first packet that lies whole in the bytes
+ * read, followed by another packet or the end, counts. */
+static bool looks_like_perfetto(const unsigned char *m, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (m[i] == ' ' || m[i] == '\t' || m[i] == '\r' || m[i] == '\n'))
+		i++;
+	if (i < n && (m[i] == '{' || m[i] == '['))
+		return false;
+	if (n < 3 || m[0] != 0x0a)
+		return false;
+	size_t k = 1;
+	uint64_t len = 0;
+	for (int shift = 0; k < n && k < 6; shift += 7) {
+		len |= (uint64_t)(m[k] & 0x7f) << shift;
+		if (!(m[k++] & 0x80))
+			break;
+	}
+	if (!len || k >= n || len > n - k)
+		return false; /* the first packet must lie in what was read */
+	unsigned wire = m[k] & 7u;
+	bool tag = m[k] >= 8 && (wire == 0 || wire == 1 || wire == 2 || wire == 5);
+	/* ...and be followed by the end or by the next packet. */
+	return tag && (k + len == n || m[k + len] == 0x0a);
+}
+
 static int detect_compression(struct reader *r)
 {
 	int rc = refill(r);
@@ -245,7 +274,12 @@ static int detect_compression(struct reader *r)
 			return fail(r, -ENOMEM, "cannot start zstd decompression");
 		r->zret = 1;
 	} else {
-		return 0;
+		return looks_like_perfetto(m, r->avail)
+		           ? fail(r, -EBADMSG,
+		                  "a Perfetto protobuf trace, not Chrome-trace JSON: this command reads JSON "
+		                  "(plain, .gz or .zst); open the file in ui.perfetto.dev, or write JSON "
+		                  "(for example strobe record -o trace.json)")
+		           : 0;
 	}
 	r->out = malloc(CHUNK);
 	return r->out ? 0 : fail(r, -ENOMEM, "out of memory");

@@ -458,6 +458,22 @@ static void test_errors(void **state)
 	expect_error(args, 1, "truncated");
 	assert_int_equal(access(out, F_OK), -1);
 
+	/* A Perfetto file given as input is named as one; a JSON text that
+	 * starts with a newline is still JSON, and junk after one is not
+	 * taken for Perfetto. */
+	const char *pf = in_dir(1, "in.pftrace");
+	convert_ok(FIXTURE, pf);
+	snprintf(args, sizeof(args), "'%s' '%s'", pf, out);
+	expect_error(args, 1, "a Perfetto protobuf trace, not Chrome-trace JSON");
+	assert_int_equal(access(out, F_OK), -1);
+	assert_int_equal(tu_write_file(bad, "\n\n{\"traceEvents\": []}"), 0);
+	const char *nl_out = in_dir(0, "nl.json");
+	snprintf(args, sizeof(args), "-q '%s' '%s'", bad, nl_out);
+	assert_int_equal(convert(args, NULL), 0);
+	assert_int_equal(tu_write_file(bad, "\nhello"), 0);
+	snprintf(args, sizeof(args), "'%s' '%s'", bad, out);
+	expect_error(args, 1, "not JSON");
+
 	snprintf(args, sizeof(args), "'%s' '%s/out.csv'", FIXTURE, dir);
 	expect_error(args, 2, "unknown output format");
 
