@@ -660,15 +660,8 @@ static int run(struct opts *op)
 				"LD_PRELOAD?); no trace\n");
 	else if (!written)
 		fprintf(stderr, "strobe: record: no trace was written\n");
-	if (root_trace && !o.quiet) {
-		size_t n = strlen(root_trace);
-		bool perfetto = (n > 8 && !strcmp(root_trace + n - 8, ".pftrace")) ||
-				(n > 15 && !strcmp(root_trace + n - 15, ".perfetto-trace"));
-		if (perfetto)
-			fprintf(stderr, "strobe: no summary: strobe summary reads JSON traces, not Perfetto ones\n");
-		else
-			record_summary(root_trace, wall_ms * 1000000, stderr);
-	}
+	if (root_trace && !o.quiet)
+		record_summary(root_trace, wall_ms * 1000000, stderr);
 	for (size_t i = 0; i < r->nprocs; i++)
 		free(r->procs[i].detail);
 	close(r->sock);

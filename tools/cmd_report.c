@@ -21,13 +21,13 @@
 static const char usage_text[] =
     "usage: strobe report [--top N] [-o OUT.html] FILE\n"
     "\n"
-    "Writes one self-contained HTML page about a trace file (plain, gzip or zstd JSON, as\n"
-    "for strobe summary; FILE \"-\" reads stdin): the trace's facts (file, window, host,\n"
-    "ranks, the drops and warnings it records), a GPU utilisation timeline per device\n"
-    "(busy fraction in each of 200 slices of the window), a bar chart of kernel time by\n"
-    "name, busy % per stream, and the summary's tables (devices and idle gaps, kernels with\n"
-    "p50/p99, memcpy by direction, launch latency, NCCL overlap, top names by total and\n"
-    "self time per category). The page needs no network: open it anywhere. Tables and\n"
+    "Writes one self-contained HTML page about a trace file (plain, gzip or zstd JSON, or\n"
+    "Perfetto, as for strobe summary; FILE \"-\" reads stdin): the trace's facts (file,\n"
+    "window, host, ranks, the drops and warnings it records), a GPU utilisation timeline\n"
+    "per device (busy fraction in each of 200 slices of the window), a bar chart of kernel\n"
+    "time by name, busy % per stream, and the summary's tables (devices and idle gaps,\n"
+    "kernels with p50/p99, memcpy by direction, launch latency, NCCL overlap, top names by\n"
+    "total and self time per category). The page needs no network: open it anywhere. Tables and\n"
     "charts show the top N rows and say how many more there are; timelines are drawn for\n"
     "the first 64 devices.\n"
     "\n"
@@ -194,12 +194,16 @@ static void facts(struct page *p, const struct an_trace *a, const char *file, co
 	char b1[40];
 	puts_(p, "<table id=\"facts\" class=\"facts\"><tbody>\n<tr><td>file</td>");
 	cell_text(p, file);
-	putf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64 " bytes of JSON</td></tr>\n",
-	     st->file_bytes,
-	     st->compression == TR_GZIP   ? "gzip"
-	     : st->compression == TR_ZSTD ? "zstd"
-	                                  : "plain",
-	     st->json_bytes);
+	if (st->perfetto)
+		putf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (Perfetto protobuf)</td></tr>\n",
+		     st->file_bytes);
+	else
+		putf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64 " bytes of JSON</td></tr>\n",
+		     st->file_bytes,
+		     st->compression == TR_GZIP   ? "gzip"
+		     : st->compression == TR_ZSTD ? "zstd"
+		                                  : "plain",
+		     st->json_bytes);
 	putf(p, "<tr><td>events</td><td>%" PRIu64 "</td></tr>\n", st->events);
 	if (a->timed)
 		putf(p,

@@ -24,10 +24,11 @@
 static const char usage_text[] =
     "usage: strobe summary [--top N] [--json] FILE\n"
     "\n"
-    "Summarises a Chrome-trace JSON file written by strobe or libkineto: plain, gzip or\n"
-    "zstd (told apart by content); FILE \"-\" reads stdin. It prints the time span, event\n"
-    "counts by phase and category, for each category the names with the most total time\n"
-    "and the most self time, instant and counter events, and what the trace says it lost.\n"
+    "Summarises a Chrome-trace JSON file written by strobe or libkineto (plain, gzip or\n"
+    "zstd, told apart by content), or a Perfetto trace; FILE \"-\" reads stdin. It prints\n"
+    "the time span, event counts by phase and category, for each category the names with\n"
+    "the most total time and the most self time, instant and counter events, and what the\n"
+    "trace says it lost.\n"
     "With GPU work (\"kernel\", \"gpu_memcpy\", \"gpu_memset\" events, pid = device, tid =\n"
     "stream) it adds, per device: busy time (the union of its work, overlapping streams\n"
     "counted once), busy % of the trace's span, idle gaps between its first and last work,\n"
@@ -464,9 +465,12 @@ static int print_human(struct report *rp)
 	const struct tr_stats *st = rp->st;
 	char buf[40];
 
-	printf("file      %s (%s, %" PRIu64 " bytes of JSON)\n", rp->file,
-	       st->compression == TR_PLAIN ? "plain JSON" : compression_name(st->compression),
-	       st->json_bytes);
+	if (st->perfetto)
+		printf("file      %s (Perfetto protobuf, %" PRIu64 " bytes)\n", rp->file, st->json_bytes);
+	else
+		printf("file      %s (%s, %" PRIu64 " bytes of JSON)\n", rp->file,
+		       st->compression == TR_PLAIN ? "plain JSON" : compression_name(st->compression),
+		       st->json_bytes);
 	printf("events    %" PRIu64 " (", st->events);
 	for (size_t i = 0; i < s->phs.n; i++) {
 		const struct an_count *c = an_table_item(&s->phs, rp->phs[i].id);
@@ -816,6 +820,8 @@ static int print_json(struct report *rp)
 	yajl_gen_map_open(g);
 	gs(g, "file");
 	gs(g, rp->file);
+	gs(g, "format");
+	gs(g, st->perfetto ? "perfetto" : "json");
 	gs(g, "compression");
 	gs(g, compression_name(st->compression));
 	gi(g, "file_bytes", (int64_t)st->file_bytes);

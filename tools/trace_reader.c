@@ -1,4 +1,5 @@
 #include "trace_reader.h"
+#include "perfetto_reader.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -274,12 +275,8 @@ static int detect_compression(struct reader *r)
 			return fail(r, -ENOMEM, "cannot start zstd decompression");
 		r->zret = 1;
 	} else {
-		return looks_like_perfetto(m, r->avail)
-		           ? fail(r, -EBADMSG,
-		                  "a Perfetto protobuf trace, not Chrome-trace JSON: this command reads JSON "
-		                  "(plain, .gz or .zst); open the file in ui.perfetto.dev, or write JSON "
-		                  "(for example strobe record -o trace.json)")
-		           : 0;
+		r->stats->perfetto = looks_like_perfetto(m, r->avail);
+		return 0;
 	}
 	r->out = malloc(CHUNK);
 	return r->out ? 0 : fail(r, -ENOMEM, "out of memory");
@@ -1116,11 +1113,39 @@ static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bo
 	return 0;
 }
 
+/* A Perfetto protobuf file, through perfetto_reader.c. */
+static int parse_perfetto(struct reader *r)
+{
+	struct tr_pf *pf = tr_pf_new(r->h, r->ev, r->stats, r->label, r->err, r->errlen);
+	if (!pf)
+		return fail(r, -ENOMEM, "out of memory");
+	int rc;
+	for (;;) {
+		const unsigned char *p;
+		size_t n;
+		rc = next_text(r, &p, &n);
+		if (rc || !n)
+			break;
+		r->stats->json_bytes += n;
+		rc = tr_pf_feed(pf, p, n);
+		if (rc)
+			break;
+	}
+	if (!rc)
+		rc = tr_pf_finish(pf);
+	tr_pf_free(pf);
+	if (rc && !r->status)
+		r->status = rc; /* the message, if any, is already in err */
+	return rc;
+}
+
 static int parse(struct reader *r)
 {
 	int rc = detect_compression(r);
 	if (rc)
 		return rc;
+	if (r->stats->perfetto)
+		return parse_perfetto(r);
 	bool first = true;
 	for (;;) {
 		const unsigned char *p;

@@ -2,8 +2,9 @@
  * any other Chrome trace in the JSON Object or JSON Array form).
  *
  * The file may be plain, gzip or zstd; the reader tells them apart by their
- * magic bytes, never by the file name. A Perfetto protobuf file is
- * recognised by its first packet and refused with a message that says so. It feeds the text to yajl's callback
+ * magic bytes, never by the file name. A Perfetto protobuf file (plain) is
+ * recognised by its first packet and read as the same events
+ * (perfetto_reader.h). It feeds the text to yajl's callback
  * parser in fixed-size chunks and hands over one event at a time, so memory
  * does not grow with the file: every string an event carries has a fixed
  * limit, and what does not fit is cut and counted rather than kept.
@@ -103,6 +104,7 @@ struct tr_handler {
 /* What the read saw, filled in even when it fails. */
 struct tr_stats {
 	enum tr_compression compression;
+	bool perfetto;       /* a Perfetto protobuf trace (perfetto_reader.h), not JSON */
 	uint64_t file_bytes; /* bytes read from the file */
 	uint64_t json_bytes; /* bytes of JSON text (after decompression) */
 	uint64_t events;     /* events delivered */
