@@ -15,7 +15,7 @@
 #include <yajl/yajl_tree.h>
 
 #define MAX_PACKET   (256u << 20) /* a longer packet is taken for a corrupt file */
-#define MAX_IID      (1u << 24)   /* interned ids are small and dense */
+#define MAX_IID      (1u << 22)   /* interned ids are small and dense */
 #define MAX_SEQ      64           /* packet sequences with their own state */
 #define STREAM_LANE  (INT64_C(1) << 40) /* strobe's overlap rows: lane k of stream s is k * 2^40 + s */
 #define CUSTOM_TID   (INT64_C(1) << 50) /* tids given to tracks that have none */
@@ -112,6 +112,7 @@ static struct pb sub(const struct field *f)
 struct table {
 	char **s;
 	size_t cap;
+	size_t bytes; /* held, counted against INTERN_BUDGET */
 };
 
 struct seq {
@@ -164,6 +165,7 @@ struct tr_pf {
 	uint64_t pkt_offset; /* where the current packet starts */
 
 	struct seq seqs[MAX_SEQ];
+	size_t interned; /* bytes the interning tables hold (INTERN_BUDGET) */
 	int64_t global_offset[16]; /* builtin clocks: CLOCK_REALTIME - clock */
 	bool global_known[16];
 
@@ -334,23 +336,37 @@ static char *dup_n(const unsigned char *s, size_t n)
 	return b.s;
 }
 
-static void table_clear(struct table *t)
+/* Frees t's strings; returns the bytes it held. */
+static size_t table_clear(struct table *t)
 {
 	for (size_t i = 0; i < t->cap; i++)
 		free(t->s[i]);
 	free(t->s);
-	t->s = NULL;
-	t->cap = 0;
+	size_t held = t->bytes;
+	*t = (struct table){0};
+	return held;
 }
 
-static int table_put(struct table *t, uint64_t iid, const unsigned char *s, size_t n)
+/* Interned strings and their tables may take this much in all: a file
+ * whose ids or strings would need more is refused, not obeyed. */
+#define INTERN_BUDGET ((size_t)128 << 20)
+
+static int table_put(struct table *t, uint64_t iid, const unsigned char *s, size_t n, size_t *used)
 {
 	if (iid == 0 || iid >= MAX_IID)
 		return 0; /* not kept: events naming it get no name */
+	size_t grow = 0, cap = t->cap;
 	if (iid >= t->cap) {
-		size_t cap = t->cap ? t->cap : 256;
+		cap = t->cap ? t->cap : 256;
 		while (cap <= iid)
 			cap *= 2;
+		grow = (cap - t->cap) * sizeof(char *);
+	}
+	if (*used + grow + n + 1 > INTERN_BUDGET)
+		return -E2BIG;
+	*used += grow + n + 1;
+	t->bytes += grow + n + 1;
+	if (iid >= t->cap) {
 		char **g = realloc(t->s, cap * sizeof(*g));
 		if (!g)
 			return -ENOMEM;
@@ -384,11 +400,10 @@ static struct seq *seq_for(struct tr_pf *p, uint32_t id)
 	return &p->seqs[MAX_SEQ - 1]; /* more sequences than kept: they share the last */
 }
 
-static void seq_clear(struct seq *s)
+/* Returns the bytes the sequence's tables held. */
+static size_t seq_clear(struct seq *s)
 {
-	table_clear(&s->names);
-	table_clear(&s->cats);
-	table_clear(&s->keys);
+	return table_clear(&s->names) + table_clear(&s->cats) + table_clear(&s->keys);
 }
 
 static struct track *track_find(struct tr_pf *p, uint64_t uuid)
@@ -691,7 +706,11 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 			else if (y.num == 2 && y.wt == 2)
 				name = y.at, len = y.len;
 		}
-		if (name && table_put(t, iid, name, len))
+		int rc = name ? table_put(t, iid, name, len, &p->interned) : 0;
+		if (rc == -E2BIG)
+			return fail(p, -EBADMSG, "interned strings past %zu MiB at byte %" PRIu64 " (corrupt file?)",
+				    INTERN_BUDGET >> 20, p->pkt_offset);
+		if (rc)
 			return fail(p, -ENOMEM, "out of memory");
 	}
 	return 0;
@@ -1085,7 +1104,7 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 		return rc;
 	struct seq *sq = seq_for(p, (uint32_t)seq_id);
 	if (flags & SEQ_CLEARED) {
-		seq_clear(sq);
+		p->interned -= seq_clear(sq);
 		sq->default_clock = 0;
 	}
 	if (has_defaults) {

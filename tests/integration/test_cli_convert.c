@@ -443,6 +443,28 @@ static void test_perfetto_input(void **state)
 	yajl_tree_free(back);
 }
 
+/* A Perfetto file whose interning ids would need huge tables (one id of 4
+ * million per sequence) is refused once they pass the reader's budget,
+ * not obeyed. */
+static void test_perfetto_intern_budget(void **state)
+{
+	(void)state;
+	const char *in = in_dir(1, "huge-iids.pftrace");
+	FILE *f = fopen(in, "wb");
+	assert_non_null(f);
+	for (unsigned seq = 1; seq <= 12; seq++) {
+		/* packet { trusted_packet_sequence_id: seq, interned_data { event_names
+		 * { iid: 4194303, name: "x" } } } */
+		const unsigned char pkt[] = {0x0a, 0x0e, 0x50, (unsigned char)seq, 0x62, 0x0a, 0x12, 0x08,
+					     0x08, 0xff, 0xff, 0xff, 0x01, 0x12, 0x01, 'x'};
+		assert_int_equal(fwrite(pkt, 1, sizeof(pkt), f), sizeof(pkt));
+	}
+	fclose(f);
+	char args[4096];
+	snprintf(args, sizeof(args), "'%s' '%s'", in, in_dir(0, "huge-iids.json"));
+	expect_error(args, 1, "interned strings past 128 MiB");
+}
+
 /* ---- errors ----------------------------------------------------------------- */
 
 static size_t files_in(const char *d)
@@ -731,6 +753,7 @@ int main(void)
 	    cmocka_unit_test(test_repair_leaves_valid_json),
 	    cmocka_unit_test(test_long_args_kept),
 	    cmocka_unit_test(test_perfetto_input),
+	    cmocka_unit_test(test_perfetto_intern_budget),
 	    cmocka_unit_test(test_filters),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_interning_starts_over),
