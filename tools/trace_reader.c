@@ -275,7 +275,6 @@ static int detect_compression(struct reader *r)
 			return fail(r, -ENOMEM, "cannot start zstd decompression");
 		r->zret = 1;
 	} else {
-		r->stats->perfetto = looks_like_perfetto(m, r->avail);
 		return 0;
 	}
 	r->out = malloc(CHUNK);
@@ -1114,20 +1113,17 @@ static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bo
 }
 
 /* A Perfetto protobuf file, through perfetto_reader.c. */
-static int parse_perfetto(struct reader *r)
+static int parse_perfetto(struct reader *r, const unsigned char *p, size_t n)
 {
 	struct tr_pf *pf = tr_pf_new(r->h, r->ev, r->stats, r->label, r->err, r->errlen);
 	if (!pf)
 		return fail(r, -ENOMEM, "out of memory");
-	int rc;
-	for (;;) {
-		const unsigned char *p;
-		size_t n;
-		rc = next_text(r, &p, &n);
-		if (rc || !n)
-			break;
+	int rc = 0;
+	while (n) {
 		r->stats->json_bytes += n;
 		rc = tr_pf_feed(pf, p, n);
+		if (!rc)
+			rc = next_text(r, &p, &n);
 		if (rc)
 			break;
 	}
@@ -1144,26 +1140,28 @@ static int parse(struct reader *r)
 	int rc = detect_compression(r);
 	if (rc)
 		return rc;
-	if (r->stats->perfetto)
-		return parse_perfetto(r);
-	bool first = true;
-	for (;;) {
-		const unsigned char *p;
-		size_t n;
-		rc = next_text(r, &p, &n);
-		if (rc)
-			return rc;
-		if (!n)
-			break;
+	const unsigned char *p;
+	size_t n;
+	rc = next_text(r, &p, &n);
+	if (rc)
+		return rc;
+	/* After decompression: a .pftrace.gz is a Perfetto trace too. */
+	if (looks_like_perfetto(p, n)) {
+		r->stats->perfetto = true;
+		return parse_perfetto(r, p, n);
+	}
+	if (n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
+		/* A UTF-8 byte order mark, which yajl rejects and editors add. */
+		r->stats->json_bytes += 3;
+		p += 3;
+		n -= 3;
+		r->json_base += 3;
+	}
+	while (n) {
 		r->stats->json_bytes += n;
-		if (first && n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
-			/* A UTF-8 byte order mark, which yajl rejects and editors add. */
-			p += 3;
-			n -= 3;
-			r->json_base += 3;
-		}
-		first = false;
 		rc = parse_repaired(r, p, n, false);
+		if (!rc)
+			rc = next_text(r, &p, &n);
 		if (rc)
 			return rc;
 	}

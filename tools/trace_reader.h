@@ -2,9 +2,9 @@
  * any other Chrome trace in the JSON Object or JSON Array form).
  *
  * The file may be plain, gzip or zstd; the reader tells them apart by their
- * magic bytes, never by the file name. A Perfetto protobuf file (plain) is
- * recognised by its first packet and read as the same events
- * (perfetto_reader.h). It feeds the text to yajl's callback
+ * magic bytes, never by the file name. A Perfetto protobuf file (plain or
+ * compressed) is recognised by its first packet and read as the same
+ * events (perfetto_reader.h). It feeds the text to yajl's callback
  * parser in fixed-size chunks and hands over one event at a time, so memory
  * does not grow with the file: every string an event carries has a fixed
  * limit, and what does not fit is cut and counted rather than kept.

@@ -439,6 +439,17 @@ static void test_perfetto_input(void **state)
 			fail_msg("%s events: %zu in the sample, %zu after Perfetto and back", phs[i],
 				 count_in(in, phs[i], NULL, NULL), count_in(back, phs[i], NULL, NULL));
 	assert_true(count_in(back, "X", "kernel", NULL) > 0);
+	yajl_tree_free(back);
+
+	/* Compressed, it is recognised after decompression. */
+	char cmd[3000];
+	snprintf(cmd, sizeof(cmd), "gzip -c '%s' > '%s.gz'", pf, pf);
+	assert_int_equal(tu_run(cmd, 1, NULL), 0);
+	char gz[1500];
+	snprintf(gz, sizeof(gz), "%s.gz", pf);
+	convert_ok(gz, out);
+	back = tu_load_trace(out);
+	assert_int_equal(count_in(back, "X", NULL, NULL), count_in(in, "X", NULL, NULL));
 	yajl_tree_free(in);
 	yajl_tree_free(back);
 }
