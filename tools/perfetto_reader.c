@@ -545,6 +545,20 @@ static int name_event(struct tr_pf *p, const char *what, int64_t pid, int64_t ti
 	return emit(p);
 }
 
+/* "M" process_sort_index and thread_sort_index events. */
+static int sort_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, int64_t index)
+{
+	reset_event(p->ev, p->pkt_offset);
+	strcpy(p->ev->ph, "M");
+	put_text(p, p->ev->name, sizeof(p->ev->name), what);
+	put_ident(&p->ev->pid, pid);
+	put_ident(&p->ev->tid, tid);
+	char num[32];
+	snprintf(num, sizeof(num), "%" PRId64, index);
+	add_pair(p, p->ev->args, &p->ev->nargs, TR_ARGS_MAX, "sort_index", num);
+	return emit(p);
+}
+
 /* A double as JSON: non-finite values as the strings the JSON reader
  * makes of libkineto's bare nan and inf. */
 static void json_double(char *buf, size_t n, double d)
@@ -740,8 +754,8 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	uint64_t uuid = 0, parent = 0;
 	const unsigned char *name = NULL, *pname = NULL, *tname = NULL;
 	size_t name_len = 0, pname_len = 0, tname_len = 0;
-	bool process = false, thread = false, counter = false;
-	int64_t pid = 0, tid = 0;
+	bool process = false, thread = false, counter = false, has_sort = false;
+	int64_t pid = 0, tid = 0, sort = 0;
 	struct sbuf labels = {0};
 	while (next_field(&b, &x, bad)) {
 		switch (x.num) {
@@ -770,6 +784,8 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 					pid = (int64_t)(int32_t)y.v;
 				else if (x.num == 4 && y.num == 2)
 					tid = (int64_t)(int32_t)y.v;
+				else if (y.num == 3 && y.wt == 0) /* legacy_sort_index */
+					sort = (int64_t)(int32_t)y.v, has_sort = true;
 				else if (x.num == 3 && y.num == 6 && y.wt == 2)
 					pname = y.at, pname_len = y.len;
 				else if (x.num == 4 && y.num == 5 && y.wt == 2)
@@ -821,6 +837,8 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	}
 	if (!rc && process && labels.len)
 		rc = name_event(p, "process_labels", pid, 0, "labels", labels.s);
+	if (!rc && has_sort && (process || thread))
+		rc = sort_event(p, process ? "process_sort_index" : "thread_sort_index", pid, process ? 0 : tid, sort);
 	if (!rc && !process && !counter && !t->metadata)
 		rc = name_event(p, "thread_name", track_pid(p, t), t->tid, "name", t->name);
 	free(labels.s);

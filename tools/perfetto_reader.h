@@ -10,7 +10,7 @@
  *     "ac2g"/"fwdbwd" kind and id, others become category "flow";
  *   - instants: "i"; counters: "C" named after the counter track;
  *   - process and thread tracks: their pid/tid, and "M" process_name,
- *     process_labels and thread_name events; other tracks take the pid of
+ *     process_labels, thread_name and sort index events; other tracks take the pid of
  *     their process and a tid of their own ("stream 7" rows keep 7, as in
  *     strobe's JSON), with a thread_name;
  *   - strobe's "Trace metadata" instant: the top-level members (distributedInfo,

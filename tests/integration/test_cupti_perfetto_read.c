@@ -194,6 +194,16 @@ static void test_convert_back_to_json(void **state)
 	assert_true(tu_get_num(k, "pid") == 0);
 	assert_true(tu_get_num(k, "tid") == 8);
 	assert_true(tu_get_num(tu_get(k, "args"), "stream") == 8);
+	/* Rows keep their order: the GPU process sorts below the CPU ones. */
+	yajl_val evs = tu_events(back);
+	bool gpu_sort = false;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
+		const char *name = tu_get_str(e, "name");
+		if (name && !strcmp(name, "process_sort_index") && tu_get_num(e, "pid") == 0)
+			gpu_sort = tu_get_num(tu_get(e, "args"), "sort_index") == 5000000;
+	}
+	assert_true(gpu_sort);
 	/* The trace's metadata comes back as top-level members. */
 	assert_non_null(tu_get(back, "distributedInfo"));
 	assert_non_null(tu_get(tu_get(back, "strobe"), "gpu_records"));
