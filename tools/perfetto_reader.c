@@ -406,11 +406,16 @@ static size_t seq_clear(struct seq *s)
 	return table_clear(&s->names) + table_clear(&s->cats) + table_clear(&s->keys);
 }
 
+static size_t track_home(uint64_t uuid, size_t cap)
+{
+	return (size_t)(uuid * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+}
+
 static struct track *track_find(struct tr_pf *p, uint64_t uuid)
 {
 	if (!p->tracks_cap)
 		return NULL;
-	size_t i = (size_t)(uuid * 0x9e3779b97f4a7c15ull >> 17) & (p->tracks_cap - 1);
+	size_t i = track_home(uuid, p->tracks_cap);
 	while (p->tracks[i].used && p->tracks[i].uuid != uuid)
 		i = (i + 1) & (p->tracks_cap - 1);
 	return p->tracks[i].used ? &p->tracks[i] : NULL;
@@ -429,7 +434,7 @@ static struct track *track_add(struct tr_pf *p, uint64_t uuid)
 		for (size_t i = 0; i < p->tracks_cap; i++) {
 			if (!p->tracks[i].used)
 				continue;
-			size_t j = (size_t)(p->tracks[i].uuid * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+			size_t j = track_home(p->tracks[i].uuid, cap);
 			while (n[j].used)
 				j = (j + 1) & (cap - 1);
 			n[j] = p->tracks[i];
@@ -438,7 +443,7 @@ static struct track *track_add(struct tr_pf *p, uint64_t uuid)
 		p->tracks = n;
 		p->tracks_cap = cap;
 	}
-	size_t i = (size_t)(uuid * 0x9e3779b97f4a7c15ull >> 17) & (p->tracks_cap - 1);
+	size_t i = track_home(uuid, p->tracks_cap);
 	while (p->tracks[i].used)
 		i = (i + 1) & (p->tracks_cap - 1);
 	p->tracks[i] = (struct track){.uuid = uuid, .used = true, .tid = -1};
@@ -450,16 +455,10 @@ static struct track *track_add(struct tr_pf *p, uint64_t uuid)
 
 static void put_text(struct tr_pf *p, char *dst, size_t cap, const char *s)
 {
-	size_t n = strlen(s);
-	if (n >= cap) {
-		n = cap - 1;
-		while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--; /* cut at a UTF-8 character boundary */
+	if (tr_copy_text(dst, cap, s, strlen(s))) {
 		p->st->truncated++;
 		p->ev->truncated++;
 	}
-	memcpy(dst, s, n);
-	dst[n] = 0;
 }
 
 static void put_ident(struct tr_ident *id, int64_t v)
@@ -468,16 +467,6 @@ static void put_ident(struct tr_ident *id, int64_t v)
 	id->is_int = true;
 	id->num = v;
 	snprintf(id->text, sizeof(id->text), "%" PRId64, v);
-}
-
-static void reset_event(struct tr_event *ev, uint64_t offset)
-{
-	ev->ph[0] = ev->cat[0] = ev->name[0] = 0;
-	ev->pid.kind = ev->tid.kind = ev->id.kind = TR_ABSENT;
-	ev->has_ts = ev->has_dur = false;
-	ev->ts_ns = ev->dur_ns = 0;
-	ev->nargs = ev->nextra = ev->truncated = ev->dropped = 0;
-	ev->offset = offset;
 }
 
 static void add_pair(struct tr_pf *p, struct tr_pair *arr, unsigned *n, unsigned max, const char *key,
@@ -525,39 +514,31 @@ static void place(struct tr_pf *p, const struct track *t)
 	put_ident(&p->ev->tid, t->process ? 0 : t->tid);
 }
 
-/* "M" name events, as strobe's JSON has them. */
-static int name_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, const char *arg_key,
-		      const char *value)
+/* An "M" event, as strobe's JSON has them: what (process_name, ...) for
+ * (pid, tid), with one arg whose value is JSON text. */
+static int meta_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, const char *arg_key,
+		      const char *json)
 {
-	reset_event(p->ev, p->pkt_offset);
+	tr_event_reset(p->ev, p->pkt_offset);
 	strcpy(p->ev->ph, "M");
 	put_text(p, p->ev->name, sizeof(p->ev->name), what);
 	put_ident(&p->ev->pid, pid);
 	put_ident(&p->ev->tid, tid);
-	struct sbuf j = {0};
-	sb_json(&j, (const unsigned char *)value, strlen(value));
-	if (j.oom) {
-		free(j.s);
-		return fail(p, -ENOMEM, "out of memory");
-	}
-	add_pair(p, p->ev->args, &p->ev->nargs, TR_ARGS_MAX, arg_key, j.s);
-	free(j.s);
+	add_pair(p, p->ev->args, &p->ev->nargs, TR_ARGS_MAX, arg_key, json);
 	return emit(p);
 }
 
-/* "M" process_sort_index and thread_sort_index events. */
-static int sort_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, int64_t index)
+/* A name event: the value as a JSON string. */
+static int name_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, const char *arg_key,
+		      const char *value)
 {
-	reset_event(p->ev, p->pkt_offset);
-	strcpy(p->ev->ph, "M");
-	put_text(p, p->ev->name, sizeof(p->ev->name), what);
-	put_ident(&p->ev->pid, pid);
-	put_ident(&p->ev->tid, tid);
-	char num[32];
-	snprintf(num, sizeof(num), "%" PRId64, index);
-	add_pair(p, p->ev->args, &p->ev->nargs, TR_ARGS_MAX, "sort_index", num);
-	return emit(p);
+	struct sbuf j = {0};
+	sb_json(&j, (const unsigned char *)value, strlen(value));
+	int rc = j.oom ? fail(p, -ENOMEM, "out of memory") : meta_event(p, what, pid, tid, arg_key, j.s);
+	free(j.s);
+	return rc;
 }
+
 
 /* A double as JSON: non-finite values as the strings the JSON reader
  * makes of libkineto's bare nan and inf. */
@@ -837,8 +818,12 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	}
 	if (!rc && process && labels.len)
 		rc = name_event(p, "process_labels", pid, 0, "labels", labels.s);
-	if (!rc && has_sort && (process || thread))
-		rc = sort_event(p, process ? "process_sort_index" : "thread_sort_index", pid, process ? 0 : tid, sort);
+	if (!rc && has_sort && (process || thread)) {
+		char num[32];
+		snprintf(num, sizeof(num), "%" PRId64, sort);
+		rc = meta_event(p, process ? "process_sort_index" : "thread_sort_index", pid, process ? 0 : tid,
+				"sort_index", num);
+	}
 	if (!rc && !process && !counter && !t->metadata)
 		rc = name_event(p, "thread_name", track_pid(p, t), t->tid, "name", t->name);
 	free(labels.s);
@@ -856,7 +841,7 @@ static void fill_args(struct tr_pf *p, const char *kv, unsigned n)
 
 static int flow_event(struct tr_pf *p, const struct track *t, int64_t ts, uint64_t uuid, bool start)
 {
-	reset_event(p->ev, p->pkt_offset);
+	tr_event_reset(p->ev, p->pkt_offset);
 	strcpy(p->ev->ph, start ? "s" : "f");
 	/* strobe writes id << 2 | kind: 1 fwdbwd, 2 ac2g. */
 	unsigned kind = (unsigned)(uuid & 3);
@@ -874,6 +859,18 @@ static int flow_event(struct tr_pf *p, const struct track *t, int64_t ts, uint64
 
 /* Perfetto's timestamps are absolute: every ts counts from 0, said once
  * before the first event. */
+/* The flows that start (out) and end (in) on an event of t at ts. */
+static int flows(struct tr_pf *p, const struct track *t, int64_t ts, const uint64_t *out, size_t nout,
+		 const uint64_t *in, size_t nin)
+{
+	int rc = 0;
+	for (size_t i = 0; i < nout && !rc; i++)
+		rc = flow_event(p, t, ts, out[i], true);
+	for (size_t i = 0; i < nin && !rc; i++)
+		rc = flow_event(p, t, ts, in[i], false);
+	return rc;
+}
+
 static int base_time(struct tr_pf *p)
 {
 	if (p->have_base)
@@ -899,7 +896,7 @@ static int end_slice(struct tr_pf *p, struct track *t, int64_t ts)
 		return 0;
 	}
 	struct open_slice s = t->open[--t->nopen];
-	reset_event(p->ev, s.offset);
+	tr_event_reset(p->ev, s.offset);
 	strcpy(p->ev->ph, "X");
 	put_text(p, p->ev->cat, sizeof(p->ev->cat), s.cat ? s.cat : "");
 	put_text(p, p->ev->name, sizeof(p->ev->name), s.name ? s.name : "");
@@ -909,10 +906,8 @@ static int end_slice(struct tr_pf *p, struct track *t, int64_t ts)
 	p->ev->dur_ns = ts >= s.ts ? ts - s.ts : 0;
 	fill_args(p, s.args ? s.args : "", s.nargs);
 	int rc = emit(p);
-	for (size_t i = 0; i < s.nout && !rc; i++)
-		rc = flow_event(p, t, s.ts, s.flows_out[i], true);
-	for (size_t i = 0; i < s.nin && !rc; i++)
-		rc = flow_event(p, t, s.ts, s.flows_in[i], false);
+	if (!rc)
+		rc = flows(p, t, s.ts, s.flows_out, s.nout, s.flows_in, s.nin);
 	free_slice(&s);
 	return rc;
 }
@@ -1053,7 +1048,7 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 			}
 			break;
 		}
-		reset_event(p->ev, p->pkt_offset);
+		tr_event_reset(p->ev, p->pkt_offset);
 		strcpy(p->ev->ph, "i");
 		put_text(p, p->ev->cat, sizeof(p->ev->cat), cats.len ? cats.s : "");
 		put_text(p, p->ev->name, sizeof(p->ev->name), nm);
@@ -1063,15 +1058,13 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 		add_pair(p, p->ev->extra, &p->ev->nextra, TR_EXTRA_MAX, "s", "\"t\"");
 		fill_args(p, kv.s ? kv.s : "", nargs);
 		rc = emit(p);
-		for (size_t i = 0; i < nout && !rc; i++)
-			rc = flow_event(p, t, ts, out[i], true);
-		for (size_t i = 0; i < nin && !rc; i++)
-			rc = flow_event(p, t, ts, in[i], false);
+		if (!rc)
+			rc = flows(p, t, ts, out, nout, in, nin);
 		break;
 	case TYPE_COUNTER: {
 		if (!have_value)
 			break;
-		reset_event(p->ev, p->pkt_offset);
+		tr_event_reset(p->ev, p->pkt_offset);
 		strcpy(p->ev->ph, "C");
 		put_text(p, p->ev->name, sizeof(p->ev->name), t->name ? t->name : "");
 		put_ident(&p->ev->pid, track_pid(p, t));
@@ -1153,6 +1146,36 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 }
 
 /* ---- framing ------------------------------------------------------------ */
+
+/* A Perfetto trace is a sequence of Trace.packet fields: tag 0x0a, a varint
+ * length, then a TracePacket whose first byte is a field tag. JSON text
+ * starts with '{' or '[' after any whitespace (a JSON file may start with a
+ * newline, 0x0a, too). Only a first packet that lies whole in the bytes
+ * read, followed by another packet or the end, counts. */
+bool tr_pf_detect(const unsigned char *m, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (m[i] == ' ' || m[i] == '\t' || m[i] == '\r' || m[i] == '\n'))
+		i++;
+	if (i < n && (m[i] == '{' || m[i] == '['))
+		return false;
+	if (n < 3 || m[0] != 0x0a)
+		return false;
+	size_t k = 1;
+	uint64_t len = 0;
+	for (int shift = 0; k < n && k < 6; shift += 7) {
+		len |= (uint64_t)(m[k] & 0x7f) << shift;
+		if (!(m[k++] & 0x80))
+			break;
+	}
+	if (!len || k >= n || len > n - k)
+		return false; /* the first packet must lie in what was read */
+	unsigned wire = m[k] & 7u;
+	bool tag = m[k] >= 8 && (wire == 0 || wire == 1 || wire == 2 || wire == 5);
+	/* ...and be followed by the end or by the next packet. */
+	return tag && (k + len == n || m[k + len] == 0x0a);
+}
+
 
 struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats, const char *label,
 			char *err, size_t errlen)

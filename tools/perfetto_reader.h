@@ -30,6 +30,10 @@
 
 struct tr_pf;
 
+/* Whether the first n bytes of a file are the start of a Perfetto trace
+ * (a first packet that lies whole in them, then another or the end). */
+bool tr_pf_detect(const unsigned char *m, size_t n);
+
 /* ev is the caller's event buffer, handed to h's callbacks; stats counts
  * events, cuts and drops; messages go to err, prefixed with label. */
 struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats, const char *label,

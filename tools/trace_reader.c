@@ -228,35 +228,6 @@ static int next_text(struct reader *r, const unsigned char **p, size_t *n)
 	return 0;
 }
 
-/* A Perfetto trace is a sequence of Trace.packet fields: tag 0x0a, a varint
- * length, then a TracePacket whose first byte is a field tag. JSON text
- * starts with '{' or '[' after any whitespace (a JSON file may start with a
- * newline, 0x0a, too). Only a first packet that lies whole in the bytes
- * read, followed by another packet or the end, counts. */
-static bool looks_like_perfetto(const unsigned char *m, size_t n)
-{
-	size_t i = 0;
-	while (i < n && (m[i] == ' ' || m[i] == '\t' || m[i] == '\r' || m[i] == '\n'))
-		i++;
-	if (i < n && (m[i] == '{' || m[i] == '['))
-		return false;
-	if (n < 3 || m[0] != 0x0a)
-		return false;
-	size_t k = 1;
-	uint64_t len = 0;
-	for (int shift = 0; k < n && k < 6; shift += 7) {
-		len |= (uint64_t)(m[k] & 0x7f) << shift;
-		if (!(m[k++] & 0x80))
-			break;
-	}
-	if (!len || k >= n || len > n - k)
-		return false; /* the first packet must lie in what was read */
-	unsigned wire = m[k] & 7u;
-	bool tag = m[k] >= 8 && (wire == 0 || wire == 1 || wire == 2 || wire == 5);
-	/* ...and be followed by the end or by the next packet. */
-	return tag && (k + len == n || m[k + len] == 0x0a);
-}
-
 static int detect_compression(struct reader *r)
 {
 	int rc = refill(r);
@@ -292,7 +263,7 @@ static void note_cut(struct reader *r)
 
 /* Copies a string, cutting it at a character boundary if it does not fit.
  * Returns whether it was cut. */
-static bool copy_str(char *dst, size_t cap, const char *s, size_t len)
+bool tr_copy_text(char *dst, size_t cap, const char *s, size_t len)
 {
 	bool cut = len >= cap;
 	if (cut) {
@@ -513,7 +484,7 @@ static void set_ident(struct reader *r, struct tr_ident *id, enum tok t, const c
 	id->kind = t == T_NUMBER ? TR_NUMBER : TR_STRING;
 	id->is_int = false;
 	id->num = 0;
-	if (copy_str(id->text, sizeof(id->text), s, len))
+	if (tr_copy_text(id->text, sizeof(id->text), s, len))
 		note_cut(r);
 	if (t == T_NUMBER && !strpbrk(id->text, ".eE")) {
 		char *end;
@@ -526,7 +497,7 @@ static void set_ident(struct reader *r, struct tr_ident *id, enum tok t, const c
 	}
 }
 
-static void reset_event(struct tr_event *ev, uint64_t offset)
+void tr_event_reset(struct tr_event *ev, uint64_t offset)
 {
 	ev->ph[0] = ev->cat[0] = ev->name[0] = 0;
 	ev->pid.kind = ev->tid.kind = ev->id.kind = TR_ABSENT;
@@ -599,7 +570,7 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 		break;
 	}
 	if (str && t == T_STRING) {
-		if (copy_str(str, str_cap, s, len))
+		if (tr_copy_text(str, str_cap, s, len))
 			note_cut(r);
 		return 1;
 	}
@@ -674,7 +645,7 @@ static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
 			r->stats->skipped++;
 			return cap_begin(r, CAP_DISCARD, NULL) ? 0 : cap_token(r, t, s, len);
 		}
-		reset_event(r->ev, json_offset(r) - 1);
+		tr_event_reset(r->ev, json_offset(r) - 1);
 		r->in_event = true;
 		r->depth++;
 		return 1;
@@ -726,7 +697,7 @@ static int on_token(void *ctx, enum tok t, const char *s, size_t len)
 		return cap_token(r, t, s, len);
 	switch (t) {
 	case T_KEY:
-		if (copy_str(r->key, sizeof(r->key), s, len))
+		if (tr_copy_text(r->key, sizeof(r->key), s, len))
 			note_cut(r);
 		if (r->events_depth && r->depth == r->events_depth + 1)
 			r->field = field_of(r->key);
@@ -804,7 +775,7 @@ static int parse_failure(struct reader *r, yajl_status st, const unsigned char *
 	unsigned long long off = at_end ? r->json_base : json_offset(r);
 	unsigned char *raw = yajl_get_error(r->yh, 0, text, n);
 	char msg[256];
-	copy_str(msg, sizeof(msg), raw ? (const char *)raw : "parse error", raw ? strlen((char *)raw) : 11);
+	tr_copy_text(msg, sizeof(msg), raw ? (const char *)raw : "parse error", raw ? strlen((char *)raw) : 11);
 	if (raw)
 		yajl_free_error(r->yh, raw);
 	size_t ml = strlen(msg);
@@ -1146,7 +1117,7 @@ static int parse(struct reader *r)
 	if (rc)
 		return rc;
 	/* After decompression: a .pftrace.gz is a Perfetto trace too. */
-	if (looks_like_perfetto(p, n)) {
+	if (tr_pf_detect(p, n)) {
 		r->stats->perfetto = true;
 		return parse_perfetto(r, p, n);
 	}

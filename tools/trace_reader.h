@@ -137,6 +137,13 @@ int tr_read_stream(FILE *f, const char *label, const struct tr_handler *h, struc
 int tr_read_memory(const void *data, size_t len, const char *label, const struct tr_handler *h,
                    struct tr_stats *stats, char *err, size_t errlen);
 
+/* For other readers that hand over the same events (perfetto_reader.c):
+ * empties ev, which starts at byte offset; copies len bytes of s into dst
+ * (cap bytes with the NUL), cut at a UTF-8 character boundary, and says
+ * whether it was cut. */
+void tr_event_reset(struct tr_event *ev, uint64_t offset);
+bool tr_copy_text(char *dst, size_t cap, const char *s, size_t len);
+
 /* The arg named key, or NULL. */
 const struct tr_pair *tr_event_arg(const struct tr_event *ev, const char *key);
 
