@@ -34,6 +34,26 @@ static double run(const char *const argv[])
 	return (double)(bench_now_ns() - t0) / 1e9;
 }
 
+/* Converts from into to runs times; prints the median as a row (MB/s of
+ * the mb input MB, time against base, or 1 when base is 0). Returns it. */
+static double convert_row(const char *strobe, const char *label, const char *from, const char *to, int runs,
+			  double mb, double base)
+{
+	double *secs = calloc((size_t)runs, sizeof(double));
+	if (!secs)
+		exit(1);
+	for (int r = 0; r < runs; r++) {
+		const char *const a[] = {strobe, "convert", "-q", from, to, NULL};
+		secs[r] = run(a);
+	}
+	double s = bench_median(secs, runs);
+	free(secs);
+	struct stat os = {0};
+	stat(to, &os);
+	printf("%-22s %9.2f %9.1f %10.1f %9.2f\n", label, s, mb / s, (double)os.st_size / 1e6, base ? s / base : 1.0);
+	return s;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -93,43 +113,24 @@ int main(int argc, char **argv)
 	printf("%zu events, %.1f MB of JSON in %s; median of %d runs\n", n, mb, dir, runs);
 	printf("%-22s %9s %9s %10s %9s\n", "convert to", "seconds", "MB/s", "out MB", "vs .json");
 	static const char *const outs[] = {".json", ".pftrace", ".json.zst"};
-	char pf[sizeof(out)] = "";
+	char pf[sizeof(out)];
+	snprintf(pf, sizeof(pf), "%s/strobe-bench-convert-out.pftrace", dir);
 	double base = 0;
 	for (size_t k = 0; k < sizeof(outs) / sizeof(outs[0]); k++) {
-		double *secs = calloc((size_t)runs, sizeof(double));
 		snprintf(out, sizeof(out), "%s/strobe-bench-convert-out%s", dir, outs[k]);
-		for (int r = 0; r < runs; r++) {
-			const char *const a[] = {strobe, "convert", "-q", in, out, NULL};
-			secs[r] = run(a);
-		}
-		double s = bench_median(secs, runs);
+		double s = convert_row(strobe, outs[k], in, out, runs, mb, k ? base : 0);
 		if (k == 0)
 			base = s;
-		struct stat os = {0};
-		stat(out, &os);
-		printf("%-22s %9.2f %9.1f %10.1f %9.2f\n", outs[k], s, mb / s, (double)os.st_size / 1e6, s / base);
-		if (k == 1) /* kept: read back below */
-			snprintf(pf, sizeof(pf), "%s", out);
-		else
+		if (strcmp(out, pf)) /* the .pftrace is read back below */
 			unlink(out);
-		free(secs);
 	}
 	/* Reading Perfetto: the .pftrace written above back to plain JSON. The
 	 * rate is of the JSON written (the baseline's input), so the two rows
 	 * compare the readers. */
-	double *secs = calloc((size_t)runs, sizeof(double));
 	snprintf(out, sizeof(out), "%s/strobe-bench-convert-back.json", dir);
-	for (int r = 0; r < runs; r++) {
-		const char *const a[] = {strobe, "convert", "-q", pf, out, NULL};
-		secs[r] = run(a);
-	}
-	double s = bench_median(secs, runs);
-	struct stat os = {0};
-	stat(out, &os);
-	printf("%-22s %9.2f %9.1f %10.1f %9.2f\n", ".pftrace -> .json", s, mb / s, (double)os.st_size / 1e6, s / base);
+	convert_row(strobe, ".pftrace -> .json", pf, out, runs, mb, base);
 	unlink(out);
 	unlink(pf);
-	free(secs);
 	unlink(in);
 	return 0;
 }
