@@ -70,6 +70,16 @@ static void copy_file(const char *from, const char *to)
 	free(d);
 }
 
+/* Runs "strobe cmd args", which must succeed. */
+static void strobe_ok(const char *cmd, const char *args)
+{
+	char *msg = NULL;
+	int rc = tu_strobe(cmd, args, 1, &msg);
+	if (rc)
+		fail_msg("strobe %s %s: %d: %s", cmd, args, rc, msg ? msg : "");
+	free(msg);
+}
+
 static yajl_val summary_of(const char *path)
 {
 	char args[1400], *out = NULL;
@@ -168,13 +178,10 @@ static void test_convert_back_to_json(void **state)
 {
 	(void)state;
 	make_trace();
-	char out[1300], args[2800], *msg = NULL;
+	char out[1300], args[2800];
 	snprintf(out, sizeof(out), "%s/back.json", tu_dir);
 	snprintf(args, sizeof(args), "'%s' '%s'", pf_path, out);
-	int rc = tu_strobe("convert", args, 1, &msg);
-	if (rc)
-		fail_msg("convert: %d: %s", rc, msg);
-	free(msg);
+	strobe_ok("convert", args);
 	yajl_val orig = tu_load_trace(json_path), back = tu_load_trace(out);
 	static const char *const cats[] = {"kernel", "gpu_memcpy", "cuda_runtime", "cpu_op", "user_annotation",
 					   "gpu_user_annotation"};
@@ -215,13 +222,10 @@ static void test_merge_and_report(void **state)
 {
 	(void)state;
 	make_trace();
-	char out[1300], args[4000], *msg = NULL;
+	char out[1300], args[4000];
 	snprintf(out, sizeof(out), "%s/report.html", tu_dir);
 	snprintf(args, sizeof(args), "-o '%s' '%s'", out, pf_path);
-	int rc = tu_strobe("report", args, 1, &msg);
-	if (rc)
-		fail_msg("report: %d: %s", rc, msg);
-	free(msg);
+	strobe_ok("report", args);
 	char *html = tu_read_file(out, NULL);
 	assert_non_null(html);
 	assert_non_null(strstr(html, "gemm_kernel"));
@@ -235,10 +239,7 @@ static void test_merge_and_report(void **state)
 	copy_file(json_path, r1);
 	snprintf(out, sizeof(out), "%s/merged.json", tu_dir);
 	snprintf(args, sizeof(args), "-q -o '%s' '%s' '%s'", out, r0, r1);
-	rc = tu_strobe("merge", args, 1, &msg);
-	if (rc)
-		fail_msg("merge: %d: %s", rc, msg);
-	free(msg);
+	strobe_ok("merge", args);
 	yajl_val m = tu_load_trace(out);
 	assert_int_equal(tu_count(m, "X", "kernel", NULL), 2 * KERNELS);
 	yajl_val ranks = tu_get(tu_get(m, "distributedInfo"), "ranks");
