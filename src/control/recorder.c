@@ -53,13 +53,6 @@ static int wake_fd = -1;
 static volatile sig_atomic_t pending_signal;
 static bool thread_running;
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void tell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void tell(const char *fmt, ...)
@@ -135,9 +128,9 @@ static void begin_window(void)
 	struct strb_config cfg;
 	char err[512] = "";
 	int rc = strb_config_build(&cfg, NULL, rs.config, 0, err, sizeof(err));
-	if (rc == STROBE_E_CONFIG)
-		snprintf(err, sizeof(err), "%s", err[0] ? err : "bad config");
-	else if (rc)
+	if (rc == STROBE_E_CONFIG && !err[0])
+		snprintf(err, sizeof(err), "bad config");
+	else if (rc && rc != STROBE_E_CONFIG)
 		snprintf(err, sizeof(err), "out of memory");
 	if (!rc && (rc = strb_control_prepare(&cfg, STRB_OWNER_RECORD)) == 0)
 		rc = strb_control_start(STRB_OWNER_RECORD);
@@ -150,7 +143,7 @@ static void begin_window(void)
 		tell("failed %d cannot start tracing: %s", (int)getpid(), err);
 		window = W_DONE;
 	} else {
-		start_ns = mono_ns();
+		start_ns = strb_mono_ns_raw();
 		window = W_RUNNING;
 	}
 	pthread_cond_broadcast(&cond);
@@ -280,7 +273,7 @@ static void *recorder_main(void *arg)
 		pthread_mutex_unlock(&lock);
 		if (w == W_DONE || w == W_OFF)
 			break;
-		int64_t now = mono_ns(), deadline = -1;
+		int64_t now = strb_mono_ns_raw(), deadline = -1;
 		if (w == W_WAITING)
 			deadline = boot_ns + rs.delay_ns;
 		else if (w == W_RUNNING && rs.duration_ns > 0)
@@ -357,7 +350,7 @@ static void start_thread(void)
 static void open_window(void)
 {
 	path_for(getpid(), rs.out, path, sizeof(path));
-	boot_ns = mono_ns();
+	boot_ns = strb_mono_ns_raw();
 	window = W_WAITING;
 	tell("hello %d", (int)getpid());
 	if (rs.delay_ns == 0)
