@@ -148,15 +148,15 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 			 ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_out_of_order\": %" PRIu64
 			 ", \"gpu_unexpected_records\": %" PRIu64 ", \"gpu_incomplete_records\": %" PRIu64
 			 ", \"gpu_paused_records\": %" PRIu64 ", \"gpu_bad_buffers\": %" PRIu64
-			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64
-			 ", \"gpu_overlap_moved\": %" PRIu64 "}",
+			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64 "}",
 			 s->gpu_records, s->gpu_out_of_window, s->gpu_dropped_records, s->gpu_rejected_buffers,
 			 s->gpu_discarded_buffers, s->gpu_warmup_records, s->gpu_blocklisted,
 			 s->gpu_invalid_external_correlations, s->gpu_unmatched_correlations, s->gpu_out_of_order,
 			 s->gpu_unexpected_records, s->gpu_incomplete_records, s->gpu_paused_records,
-			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel, s->gpu_overlap_moved);
-	} else if (s->gpu_overlap_moved) {
-		/* Device work from a child profiler. */
+			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel);
+	}
+	if (s->gpu || s->gpu_overlap_moved) {
+		/* Last, also for device work from a child profiler alone. */
 		size_t n = strlen(stats) - 1;
 		snprintf(stats + n, sizeof(stats) - n, ", \"gpu_overlap_moved\": %" PRIu64 "}", s->gpu_overlap_moved);
 	}
