@@ -525,6 +525,19 @@ static void gnum(yajl_gen g, const char *key, double v)
 
 /* The numbers the charts need, as JSON inside a script element: "<" is
  * written \u003c so no string from the trace can close the element. */
+/* Kernel indexes by total time, largest first; equal totals keep their
+ * order (the index breaks ties), as a stable sort would. */
+static const struct an_kernel *by_total_base;
+
+static int by_total(const void *x, const void *y)
+{
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	int64_t ti = by_total_base[i].total, tj = by_total_base[j].total;
+	if (ti != tj)
+		return ti > tj ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
 static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 {
 	char label[TR_SHORT_MAX + 32], buf[32];
@@ -565,14 +578,12 @@ static void chart_data(struct page *p, const struct an_trace *a, size_t top)
 	gs(g, "kernels");
 	yajl_gen_array_open(g);
 	/* The chart ranks all kernels by total time, across ranks. */
-	size_t *order = malloc((a->nkernel_stats ? a->nkernel_stats : 1) * sizeof(*order)), n = 0;
+	size_t *order = malloc((a->nkernel_stats ? a->nkernel_stats : 1) * sizeof(*order)), n = a->nkernel_stats;
 	if (order) {
-		for (size_t i = 0; i < a->nkernel_stats; i++) {
-			size_t k = n++;
-			for (; k > 0 && a->kernels[order[k - 1]].total < a->kernels[i].total; k--)
-				order[k] = order[k - 1];
-			order[k] = i;
-		}
+		for (size_t i = 0; i < n; i++)
+			order[i] = i;
+		by_total_base = a->kernels;
+		qsort(order, n, sizeof(*order), by_total);
 		for (size_t i = 0; i < an_shown(n, top); i++) {
 			const struct an_kernel *k = &a->kernels[order[i]];
 			yajl_gen_map_open(g);
