@@ -495,12 +495,10 @@ static int print_human(struct report *rp)
 		cell(shown_cat(name), NAME_W + 2, false);
 		num_cell(c->n, NUM_W);
 		/* Only complete events have a duration to add up. */
-		for (size_t j = 0; j < s->xcats.n; j++) {
-			const struct an_category *xc = an_table_item(&s->xcats, j);
-			if (!strcmp(s->xcats.keys[j], name)) {
-				dur_cell(xc->total);
-				dur_cell(xc->self);
-			}
+		const struct an_category *xc = an_table_find(&s->xcats, name);
+		if (xc) {
+			dur_cell(xc->total);
+			dur_cell(xc->self);
 		}
 		printf("\n");
 	}
