@@ -1,7 +1,7 @@
 /* Speed of the trace analysis behind strobe summary and strobe report.
  * Writes a libkineto-style GPU trace of N steps (each: a cpu_op, four
  * cudaLaunchKernel calls with their ac2g flows, a copy, a GEMM, an
- * elementwise kernel and an NCCL all-reduce on three streams: 16 events),
+ * elementwise kernel and an NCCL all-reduce on three streams: 17 events),
  * then times whole runs of the given strobe commands on it, interleaved,
  * and prints median wall and CPU (user + system) seconds, events per CPU
  * second and each command's CPU time as a ratio of the first one's. Peak

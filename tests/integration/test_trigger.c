@@ -251,10 +251,15 @@ static void test_job_id(void **state)
 	struct child_opts mine = {.allowed = dir, .job = "4242"}, other = {.allowed = dir, .job = "999"};
 	pid_t a = spawn_target(&mine), b = spawn_target(&mine), c = spawn_target(&other);
 	char *out = NULL;
+	int64_t t0 = mono_ms();
 	int rc = trigger(&out, "--no-dynolog --job-id 4242 --iterations 5 --log-file %s/job.json --timeout 10 "
 	                       "--process-limit 2 --trace-id jobtrace",
 	                 dir);
 	assert_int_equal(rc, 0);
+	/* Done once two are triggered, not at the 10 s timeout (polls are 1 s apart). */
+	int64_t took = mono_ms() - t0;
+	if (took >= 7000)
+		fail_msg("strobe trigger took %lld ms: it waited for the timeout", (long long)took);
 	free(out);
 	assert_int_equal(wait_exit(a, 15000), 0);
 	assert_int_equal(wait_exit(b, 15000), 0);
