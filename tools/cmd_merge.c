@@ -14,6 +14,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "commands.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "output/jbuf.h"
 #include "output/sink.h"
@@ -116,13 +117,6 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr,
 	        "\nusage: strobe merge [--quiet] [--progress] -o OUT IN... (see strobe merge --help)\n");
 	return 2;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* A JSON string's value, from its text; NULL when it is not a string. */
@@ -464,7 +458,7 @@ static void pair(struct merge *m, const struct tr_pair *p)
 /* At most twice a second, and once as each input starts (ev NULL). */
 static void progress(struct merge *m, const struct tr_event *ev)
 {
-	int64_t t = now_ns();
+	int64_t t = strb_mono_ns_raw();
 	if (ev && t - m->last_progress < PROGRESS_NS)
 		return;
 	m->last_progress = t;

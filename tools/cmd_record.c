@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "config/config.h"
+#include "core/clock.h"
 #include "record_summary.h"
 #include "strobe/strobe.h"
 
@@ -242,7 +243,6 @@ struct proc {
 struct run {
 	struct proc procs[MAX_PROCS];
 	size_t nprocs;
-	pid_t child;
 	int sock;
 	bool quiet;
 };
@@ -298,19 +298,15 @@ static void read_reports(struct run *r)
 	}
 }
 
-/* Waits up to ms for reports while fewer than `want` are in (or until all
- * running processes have reported when want is 0). */
+/* Waits up to ms for reports, until every running process has reported. */
 static void wait_reports(struct run *r, int ms)
 {
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = strb_mono_ns_raw();
 	for (;;) {
 		read_reports(r);
 		if (!running(r))
 			return;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long spent = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		long spent = (long)((strb_mono_ns_raw() - t0) / 1000000);
 		if (spent >= ms)
 			return;
 		struct pollfd p = {.fd = r->sock, .events = POLLIN};
@@ -480,9 +476,7 @@ oom:
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return strb_mono_ns_raw() / 1000000;
 }
 
 static int run(struct opts *o);
@@ -589,7 +583,6 @@ static int run(struct opts *op)
 		fprintf(stderr, "strobe: record: out of memory\n");
 		return 2;
 	}
-	r->child = child;
 	r->sock = sv[0];
 	r->quiet = o.quiet;
 	int status = 0;
