@@ -45,11 +45,6 @@ static void convert_ok(const char *in, const char *out)
 	free(msg);
 }
 
-static size_t count_in(yajl_val root, const char *ph, const char *cat, const char *name)
-{
-	return tu_count(root, ph, cat, name);
-}
-
 /* ---- libkineto's sample ---------------------------------------------------- */
 
 static void test_sample_to_perfetto(void **state)
@@ -64,7 +59,7 @@ static void test_sample_to_perfetto(void **state)
 	pf_check_structure(&t, false);
 
 	/* Every complete event is one slice, with its name and category. */
-	size_t xs = count_in(in, "X", NULL, NULL);
+	size_t xs = tu_count(in, "X", NULL, NULL);
 	assert_int_equal(pf_count(&t, "TYPE_SLICE_BEGIN", NULL), xs);
 	assert_int_equal(pf_count(&t, "TYPE_SLICE_END", NULL), xs);
 	yajl_val evs = tu_events(in);
@@ -76,7 +71,7 @@ static void test_sample_to_perfetto(void **state)
 		assert_true(pf_count(&t, "TYPE_SLICE_BEGIN", name) > 0);
 	}
 	/* Instants: the sample's three, one more for the metadata. */
-	assert_int_equal(pf_count(&t, "TYPE_INSTANT", NULL), count_in(in, "i", NULL, NULL) + 1);
+	assert_int_equal(pf_count(&t, "TYPE_INSTANT", NULL), tu_count(in, "i", NULL, NULL) + 1);
 
 	/* Absolute times: baseTimeNanoseconds + ts. */
 	const struct pf_packet *mm = NULL, *launch = NULL, *kernel = NULL;
@@ -154,7 +149,7 @@ static void test_sample_to_json(void **state)
 		assert_string_equal(tu_get_str(o, "trace_id"), "abc123");
 		const char *phs[] = {"X", "i", "s", "f", "M"};
 		for (size_t p = 0; p < 5; p++)
-			assert_int_equal(count_in(o, phs[p], NULL, NULL), count_in(in, phs[p], NULL, NULL));
+			assert_int_equal(tu_count(o, phs[p], NULL, NULL), tu_count(in, phs[p], NULL, NULL));
 		yajl_val a = tu_find(in, "X", "kernel", "Kernel"), b = tu_find(o, "X", "kernel", "Kernel");
 		assert_int_equal(tu_get_ns(a, "ts"), tu_get_ns(b, "ts"));
 		assert_int_equal(tu_get_ns(a, "dur"), tu_get_ns(b, "dur"));
@@ -435,10 +430,10 @@ static void test_perfetto_input(void **state)
 	yajl_val in = tu_load_trace(FIXTURE), back = tu_load_trace(out);
 	static const char *const phs[] = {"X", "s", "f", "C"};
 	for (size_t i = 0; i < sizeof(phs) / sizeof(phs[0]); i++)
-		if (count_in(in, phs[i], NULL, NULL) != count_in(back, phs[i], NULL, NULL))
+		if (tu_count(in, phs[i], NULL, NULL) != tu_count(back, phs[i], NULL, NULL))
 			fail_msg("%s events: %zu in the sample, %zu after Perfetto and back", phs[i],
-				 count_in(in, phs[i], NULL, NULL), count_in(back, phs[i], NULL, NULL));
-	assert_true(count_in(back, "X", "kernel", NULL) > 0);
+				 tu_count(in, phs[i], NULL, NULL), tu_count(back, phs[i], NULL, NULL));
+	assert_true(tu_count(back, "X", "kernel", NULL) > 0);
 	yajl_tree_free(back);
 
 	/* Compressed, it is recognised after decompression. */
@@ -449,7 +444,7 @@ static void test_perfetto_input(void **state)
 	snprintf(gz, sizeof(gz), "%s.gz", pf);
 	convert_ok(gz, out);
 	back = tu_load_trace(out);
-	assert_int_equal(count_in(back, "X", NULL, NULL), count_in(in, "X", NULL, NULL));
+	assert_int_equal(tu_count(back, "X", NULL, NULL), tu_count(in, "X", NULL, NULL));
 	yajl_tree_free(in);
 	yajl_tree_free(back);
 }

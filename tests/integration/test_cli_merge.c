@@ -201,11 +201,7 @@ static void test_three_library_ranks(void **state)
 	assert_int_equal(starts, 3);
 	assert_int_equal(ends, 3);
 	assert_true(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
-	/* The correlation arg is per process and stays. */
-	size_t kernels = 0;
-	for (size_t i = 0; i < nevents(root); i++)
-		kernels += str_is(event(root, i), "name", "k");
-	assert_int_equal(kernels, 3);
+	assert_int_equal(tu_count(root, NULL, NULL, "k"), 3);
 	yajl_tree_free(root);
 }
 
@@ -324,10 +320,7 @@ static void test_libkineto_input(void **state)
 	assert_non_null(tu_get(args, "Input Dims")); /* args copied as they were */
 	assert_int_equal(tu_get_ns(mm, "ts"), 5166410272838951LL);
 	/* Its kernel keeps its GPU row name after the rank. */
-	yajl_val k = NULL;
-	for (size_t i = 0; i < nevents(root) && !k; i++)
-		if (str_is(event(root, i), "cat", "kernel"))
-			k = event(root, i);
+	yajl_val k = tu_find(root, NULL, "kernel", NULL);
 	assert_non_null(k);
 	assert_string_equal(process_name(root, int_of(k, "pid")), "rank 0" SEP "vm" SEP "GPU 0");
 	yajl_val rec = YAJL_GET_ARRAY(tu_get(tu_get(root, "distributedInfo"), "ranks"))->values[0];
