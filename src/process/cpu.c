@@ -40,6 +40,9 @@ struct walk {
 	struct stack ranges, ops;
 	struct stack *domains; /* per domain, [0] unused: ranges is the default domain */
 	uint64_t domains_used[STRB_DOMAINS_MAX / 64]; /* by the buffer being read */
+	/* Each domain's registered name, interned on first use ("" for none):
+	 * looked up once per trace, not once per event. */
+	const char *domain_names[STRB_DOMAINS_MAX];
 	struct async_list starts, ends;
 	uint64_t next_id, id_end;
 	int rc;
@@ -106,15 +109,38 @@ static size_t attrs_size(const struct strb_rec *r)
 	return r->aux & STRB_AUX_ATTRS ? sizeof(struct strb_rec_attrs) : 0;
 }
 
+/* Domain d's name ("" when it has none, NULL when out of memory). */
+static const char *domain_name(struct walk *k, uint32_t d)
+{
+	if (d >= STRB_DOMAINS_MAX)
+		return "";
+	if (!k->domain_names[d]) {
+		char buf[256];
+		k->domain_names[d] = strb_domain_name(d, buf, sizeof(buf)) ? strb_trace_intern(k->t, buf, strlen(buf)) : "";
+	}
+	return k->domain_names[d];
+}
+
+/* Domain d as rows name it: its name, else "domain D". */
+static void domain_label(struct walk *k, uint32_t d, char *buf, size_t len)
+{
+	const char *name = domain_name(k, d);
+	if (name && *name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "domain %u", d);
+}
+
 /* The domain and the annotation's attributes as args. */
 static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, const struct strb_rec_attrs *at)
 {
 	struct strobe_arg args[4];
 	size_t n = 0;
 	char buf[256];
-	if (d && strb_domain_name(d, buf, sizeof(buf))) {
+	const char *dn = d ? domain_name(k, d) : NULL;
+	if (dn && *dn) {
 		/* Each domain is a category of its own, as NVTX tools show it. */
-		a->category = strb_trace_intern(k->t, buf, strlen(buf));
+		a->category = dn;
 		args[n++] = (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING, .value.str = a->category};
 	}
 	if (at && (at->has & STRB_ATTR_COLOR)) {
@@ -383,8 +409,7 @@ static void domain_rows(struct walk *k, pid_t tid, const char *thread)
 		if (!(k->domains_used[d / 64] & 1ull << (d % 64)))
 			continue;
 		char dom[256], name[STRB_THREAD_NAME_MAX + 300];
-		if (!strb_domain_name(d, dom, sizeof(dom)))
-			snprintf(dom, sizeof(dom), "domain %u", d);
+		domain_label(k, d, dom, sizeof(dom));
 		if (thread[0])
 			snprintf(name, sizeof(name), "%s (%s)", dom, thread);
 		else
@@ -568,8 +593,8 @@ static void async_lanes(struct walk *k)
 			a->resource = async_row(d, l);
 		}
 		char dom[256] = "", name[300];
-		if (d && !strb_domain_name(d, dom, sizeof(dom)))
-			snprintf(dom, sizeof(dom), "domain %u", d);
+		if (d)
+			domain_label(k, d, dom, sizeof(dom));
 		for (uint32_t l = 0; l < lanes; l++) {
 			int n = snprintf(name, sizeof(name), "%s%sstart/end ranges", dom, d ? " " : "");
 			if (l && n > 0 && (size_t)n < sizeof(name))
