@@ -361,10 +361,9 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 	bool launch = !strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver");
 	if (!kernel && !copy && strcmp(ev->cat, "gpu_memset") && !launch)
 		return 0;
-	struct an_process *p = process_of(a, &ev->pid);
-	if (!p)
-		return -ENOMEM;
-	uint32_t pid = (uint32_t)an_table_index(&a->pids, p);
+	/* The row already knows its process. */
+	uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, row))->pid;
+	struct an_process *p = an_table_item(&a->pids, pid);
 	uint64_t corr = uint_arg(ev, "correlation");
 	if (launch) {
 		if (!corr) {
