@@ -42,6 +42,14 @@ void *an_table_item(const struct an_table *t, size_t i)
 	return t->items + i * t->item_size;
 }
 
+bool an_past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
+{
+	if (rank != *prev)
+		*in_rank = 0;
+	*prev = rank;
+	return top && ++*in_rank > top;
+}
+
 void *an_table_find(const struct an_table *t, const char *key)
 {
 	if (!t->nslots)

@@ -45,6 +45,10 @@ struct an_table {
 /* The item for key, zeroed when new; NULL when out of memory. */
 void *an_table_get(struct an_table *t, const char *key);
 /* The item for key, or NULL when there is none. */
+/* For tables cut at --top per rank, walked in rank order: whether this
+ * row (of rank) is past the top; prev and in_rank carry the walk's state
+ * (start them at INT64_MIN and 0). top 0 keeps every row. */
+bool an_past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank);
 void *an_table_find(const struct an_table *t, const char *key);
 void *an_table_item(const struct an_table *t, size_t i);
 size_t an_table_index(const struct an_table *t, const void *item);

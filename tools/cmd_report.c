@@ -348,16 +348,11 @@ static void kernels(struct page *p, const struct an_trace *a, size_t top)
 	static const char *const cols[] = {"rank", "name", "#count", "#total", "#mean",
 	                                   "#p50", "#p99", "#max",   NULL};
 	table_open(p, "kernels", a->ranked ? cols : cols + 1);
-	size_t n = 0, total = 0;
+	size_t n = 0, in_rank = 0;
 	int64_t prev = INT64_MIN;
-	size_t in_rank = 0;
 	for (size_t i = 0; i < a->nkernel_stats; i++) {
 		const struct an_kernel *k = &a->kernels[i];
-		if (k->rank != prev)
-			in_rank = 0;
-		prev = k->rank;
-		total++;
-		if (top && ++in_rank > top)
+		if (an_past_top(top, k->rank, &prev, &in_rank))
 			continue;
 		n++;
 		puts_(p, "<tr>");
@@ -373,7 +368,7 @@ static void kernels(struct page *p, const struct an_trace *a, size_t top)
 		cell_dur(p, k->max);
 		puts_(p, "</tr>\n");
 	}
-	table_close(p, total, n);
+	table_close(p, a->nkernel_stats, n);
 }
 
 static void copies_and_latency(struct page *p, const struct an_trace *a)
@@ -431,10 +426,7 @@ static void cpu_ops(struct page *p, const struct an_trace *a, size_t top)
 	int64_t prev = INT64_MIN;
 	for (size_t i = 0; i < a->ncpu_ops; i++) {
 		const struct an_cpu_op *op = &a->cpu_ops[i];
-		if (op->rank != prev)
-			in_rank = 0;
-		prev = op->rank;
-		if (top && ++in_rank > top)
+		if (an_past_top(top, op->rank, &prev, &in_rank))
 			continue;
 		n++;
 		puts_(p, "<tr>");

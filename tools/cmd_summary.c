@@ -246,15 +246,6 @@ static const char *compression_name(enum tr_compression c)
 
 /* ---- GPU sections ---------------------------------------------------------- */
 
-/* Whether row i of a list sorted by rank is past --top for its rank. */
-static bool past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
-{
-	if (rank != *prev)
-		*in_rank = 0;
-	*prev = rank;
-	return top && ++*in_rank > top;
-}
-
 static void rank_heading(const struct an_trace *s, int64_t rank, int64_t *prev, const char *title)
 {
 	char buf[32];
@@ -341,7 +332,7 @@ static void print_kernels(const struct report *rp)
 	printf("\n");
 	for (size_t i = 0; i < s->nkernel_stats; i++) {
 		const struct an_kernel *k = &s->kernels[i];
-		if (past_top(rp->top, k->rank, &prev, &in_rank))
+		if (an_past_top(rp->top, k->rank, &prev, &in_rank))
 			continue;
 		rank_heading(s, k->rank, &head, "");
 		printf("  ");
@@ -423,7 +414,7 @@ static void print_cpu_ops(const struct report *rp)
 	printf("\n");
 	for (size_t i = 0; i < s->ncpu_ops; i++) {
 		const struct an_cpu_op *op = &s->cpu_ops[i];
-		if (past_top(rp->top, op->rank, &prev, &in_rank))
+		if (an_past_top(rp->top, op->rank, &prev, &in_rank))
 			continue;
 		rank_heading(s, op->rank, &head, "");
 		printf("  ");
@@ -736,7 +727,7 @@ static void json_gpu(yajl_gen g, const struct report *rp)
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < s->nkernel_stats; i++) {
 		const struct an_kernel *k = &s->kernels[i];
-		if (past_top(rp->top, k->rank, &prev, &in_rank))
+		if (an_past_top(rp->top, k->rank, &prev, &in_rank))
 			continue;
 		yajl_gen_map_open(g);
 		g_rank(g, k->rank);
@@ -790,7 +781,7 @@ static void json_gpu(yajl_gen g, const struct report *rp)
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < s->ncpu_ops; i++) {
 		const struct an_cpu_op *op = &s->cpu_ops[i];
-		if (past_top(rp->top, op->rank, &prev, &in_rank))
+		if (an_past_top(rp->top, op->rank, &prev, &in_rank))
 			continue;
 		yajl_gen_map_open(g);
 		g_rank(g, op->rank);
