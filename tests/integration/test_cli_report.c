@@ -168,16 +168,10 @@ static size_t count(const char *text, const char *needle)
 	return n;
 }
 
-static void assert_contains(const char *text, const char *needle)
-{
-	if (!strstr(text, needle))
-		fail_msg("\"%s\" is not in:\n%.6000s", needle, text);
-}
-
 static void assert_rendered(const char *dom)
 {
-	assert_contains(dom, "data-rendered=\"ok\"");
-	assert_contains(dom, "<div id=\"errors\"></div>");
+	tu_assert_contains(dom, "data-rendered=\"ok\"");
+	tu_assert_contains(dom, "<div id=\"errors\"></div>");
 }
 
 static void test_training_report_renders(void **state)
@@ -212,31 +206,31 @@ static void test_training_report_renders(void **state)
 	/* Three kernels per rank: six bars; three streams per GPU: six rows. */
 	char *svg = element(dom, "<svg id=\"kernel-bars\"", "</svg>");
 	assert_int_equal(count(svg, "class=\"bar\""), 6);
-	assert_contains(svg, "ampere_sgemm_128x64_tn");
+	tu_assert_contains(svg, "ampere_sgemm_128x64_tn");
 	free(svg);
 	svg = element(dom, "<svg id=\"stream-occupancy\"", "</svg>");
 	assert_int_equal(count(svg, "class=\"bar\""), 6);
 	free(svg);
 
 	char *table = element(dom, "<table id=\"kernels\"", "</table>");
-	assert_contains(table,
+	tu_assert_contains(table,
 	                "void at::native::elementwise_kernel&lt;128, 4, relu&lt;float&gt;&amp;&gt;(int)");
-	assert_contains(table, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-	assert_contains(table, "rank 1");
+	tu_assert_contains(table, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+	tu_assert_contains(table, "rank 1");
 	free(table);
 	table = element(dom, "<table id=\"overlap\"", "</table>");
-	assert_contains(table, "rank 0 · node-a · GPU 0");
+	tu_assert_contains(table, "rank 0 · node-a · GPU 0");
 	free(table);
 	table = element(dom, "<table id=\"facts\"", "</table>");
-	assert_contains(table, "node-a");
-	assert_contains(table, "0, 1");
-	assert_contains(table, "<td>rank</td><td>0 (distributedInfo)</td>");
+	tu_assert_contains(table, "node-a");
+	tu_assert_contains(table, "0, 1");
+	tu_assert_contains(table, "<td>rank</td><td>0 (distributedInfo)</td>");
 	free(table);
 	table = element(dom, "<table id=\"accounting\"", "</table>");
-	assert_contains(table, "<tr class=\"warn\"><td>dropped_events</td><td class=\"n\">2</td>");
+	tu_assert_contains(table, "<tr class=\"warn\"><td>dropped_events</td><td class=\"n\">2</td>");
 	free(table);
-	assert_contains(dom, "<table id=\"memcpy\"");
-	assert_contains(dom, "<table id=\"latency\"");
+	tu_assert_contains(dom, "<table id=\"memcpy\"");
+	tu_assert_contains(dom, "<table id=\"latency\"");
 	free(dom);
 }
 
@@ -255,7 +249,7 @@ static void test_hostile_names_stay_text(void **state)
 	assert_rendered(dom);
 	assert_null(strstr(dom, "<b id=\"x\">"));
 	char *table = element(dom, "<table id=\"kernels\"", "</table>");
-	assert_contains(table, "&lt;/script&gt;&lt;script&gt;");
+	tu_assert_contains(table, "&lt;/script&gt;&lt;script&gt;");
 	free(table);
 	char *svg = element(dom, "<svg id=\"kernel-bars\"", "</svg>");
 	assert_int_equal(count(svg, "class=\"bar\""), 1);
@@ -281,12 +275,12 @@ static void test_top_caps_tables_and_charts(void **state)
 	assert_rendered(dom);
 	char *svg = element(dom, "<svg id=\"kernel-bars\"", "</svg>");
 	assert_int_equal(count(svg, "class=\"bar\""), 3);
-	assert_contains(svg, "5 more not shown");
+	tu_assert_contains(svg, "5 more not shown");
 	free(svg);
 	char *table = element(dom, "<table id=\"kernels\"", "</table>");
 	assert_int_equal(count(table, "<td class=\"name\">"), 3);
 	free(table);
-	assert_contains(dom, "5 more not shown (--top 0 shows all)");
+	tu_assert_contains(dom, "5 more not shown (--top 0 shows all)");
 	free(dom);
 }
 
@@ -311,7 +305,7 @@ static void test_many_devices(void **state)
 	assert_rendered(dom);
 	assert_non_null(strstr(dom, "<svg id=\"util-63\""));
 	assert_null(strstr(dom, "<svg id=\"util-64\""));
-	assert_contains(dom, "6 more devices not drawn");
+	tu_assert_contains(dom, "6 more devices not drawn");
 	char *table = element(dom, "<table id=\"devices\"", "</table>");
 	assert_int_equal(count(table, "<tr>"), 1 + 70); /* the header row, then one per device */
 	free(table);
@@ -335,7 +329,7 @@ static void test_libkineto_fixture(void **state)
 	char *svg = element(dom, "<svg id=\"util-0\"", "</svg>");
 	assert_true(count(svg, "class=\"b\"") > 0);
 	free(svg);
-	assert_contains(dom, "stream 7");
+	tu_assert_contains(dom, "stream 7");
 	free(dom);
 }
 
@@ -343,10 +337,10 @@ static void expect_failure(const char *args, const char *msg1, const char *msg2)
 {
 	char *out = NULL;
 	assert_int_equal(report(args, &out), 1);
-	assert_contains(out, "strobe: ");
-	assert_contains(out, msg1);
+	tu_assert_contains(out, "strobe: ");
+	tu_assert_contains(out, msg1);
 	if (msg2)
-		assert_contains(out, msg2);
+		tu_assert_contains(out, msg2);
 	free(out);
 }
 
@@ -395,20 +389,20 @@ static void test_usage_and_default_name(void **state)
 	(void)state;
 	char *out = NULL, args[4096], path[2048];
 	assert_int_equal(report("", &out), 2);
-	assert_contains(out, "usage: strobe report");
+	tu_assert_contains(out, "usage: strobe report");
 	free(out);
 	assert_int_equal(report("- < /dev/null", &out), 2);
-	assert_contains(out, "-o OUT.html");
+	tu_assert_contains(out, "-o OUT.html");
 	free(out);
 	assert_int_equal(report("--top many x.json", &out), 2);
-	assert_contains(out, "many");
+	tu_assert_contains(out, "many");
 	free(out);
 	assert_int_equal(report("--frobnicate x.json", &out), 2);
-	assert_contains(out, "--frobnicate");
+	tu_assert_contains(out, "--frobnicate");
 	free(out);
 	assert_int_equal(report("--help", &out), 0);
-	assert_contains(out, "examples:");
-	assert_contains(out, "--top N");
+	tu_assert_contains(out, "examples:");
+	tu_assert_contains(out, "--top N");
 	free(out);
 
 	/* trace.json.gz gives trace.html beside it. */
@@ -417,7 +411,7 @@ static void test_usage_and_default_name(void **state)
 	assert_int_equal(tu_run(args, 0, NULL), 0);
 	snprintf(args, sizeof(args), "'%s'", path);
 	assert_int_equal(report(args, &out), 0);
-	assert_contains(out, "trace.html");
+	tu_assert_contains(out, "trace.html");
 	free(out);
 	snprintf(path, sizeof(path), "%s/trace.html", dir);
 	struct stat st;
@@ -427,7 +421,7 @@ static void test_usage_and_default_name(void **state)
 	/* strobe --help lists the command. */
 	snprintf(args, sizeof(args), "'%s' --help", STROBE_CLI_PATH);
 	assert_int_equal(tu_run(args, 0, &out), 0);
-	assert_contains(out, "report ");
+	tu_assert_contains(out, "report ");
 	free(out);
 }
 

@@ -72,25 +72,6 @@ static yajl_val name_row(yajl_val root, const char *cat, const char *list, const
 }
 
 /* The line of text that mentions needle first, as a new string. */
-static char *line_with(const char *text, const char *needle)
-{
-	const char *at = strstr(text, needle);
-	if (!at)
-		fail_msg("\"%s\" is not in the output:\n%s", needle, text);
-	const char *start = at, *end = strchr(at, '\n');
-	while (start > text && start[-1] != '\n')
-		start--;
-	if (!end)
-		end = at + strlen(at);
-	return strndup(start, (size_t)(end - start));
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-	if (!strstr(text, needle))
-		fail_msg("\"%s\" is not in:\n%s", needle, text);
-}
-
 static void write_nested(const char *dir, char *path, size_t len)
 {
 	snprintf(path, len, "%s/nested.json", dir);
@@ -135,15 +116,15 @@ static void test_libkineto_fixture(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(FIXTURE, 0, &out), 0);
-	char *line = line_with(out, "aten::mm");
-	assert_contains(line, "50.234 µs");
-	assert_contains(line, "45.234 µs");
+	char *line = tu_line_with(out, "aten::mm");
+	tu_assert_contains(line, "50.234 µs");
+	tu_assert_contains(line, "45.234 µs");
 	free(line);
-	line = line_with(out, "cudaLaunchKernel");
-	assert_contains(line, "5.000 µs");
+	line = tu_line_with(out, "cudaLaunchKernel");
+	tu_assert_contains(line, "5.000 µs");
 	free(line);
-	line = line_with(out, "span");
-	assert_contains(line, "1.000 ms");
+	line = tu_line_with(out, "span");
+	tu_assert_contains(line, "1.000 ms");
 	free(line);
 	free(out);
 }
@@ -156,14 +137,14 @@ static void test_self_time_nested(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = line_with(out, "  step");
-	assert_contains(line, "100.000 µs");
-	assert_contains(line, "50.000 µs");
+	char *line = tu_line_with(out, "  step");
+	tu_assert_contains(line, "100.000 µs");
+	tu_assert_contains(line, "50.000 µs");
 	free(line);
 	/* aten::mul: 20 µs on one thread plus 5.5 µs on another. */
-	line = line_with(out, "  aten::mul");
-	assert_contains(line, "25.500 µs");
-	assert_contains(line, "12.750 µs");
+	line = tu_line_with(out, "  aten::mul");
+	tu_assert_contains(line, "25.500 µs");
+	tu_assert_contains(line, "12.750 µs");
 	free(line);
 	free(out);
 
@@ -210,11 +191,11 @@ static void test_instants_counters_and_accounting(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = line_with(out, "dropped_events");
-	assert_contains(line, "3");
+	char *line = tu_line_with(out, "dropped_events");
+	tu_assert_contains(line, "3");
 	free(line);
-	line = line_with(out, "mem (bytes)");
-	assert_contains(line, "300");
+	line = tu_line_with(out, "mem (bytes)");
+	tu_assert_contains(line, "300");
 	free(line);
 	free(out);
 	tu_rmrf(dir);
@@ -261,8 +242,8 @@ static void test_compressed_same_output(void **state)
 	assert_int_equal(summary(plain, 0, &o_plain), 0);
 	assert_int_equal(summary(gz, 0, &o_gz), 0);
 	assert_int_equal(summary(zst, 0, &o_zst), 0);
-	assert_contains(o_gz, "gzip");
-	assert_contains(o_zst, "zstd");
+	tu_assert_contains(o_gz, "gzip");
+	tu_assert_contains(o_zst, "zstd");
 	assert_string_equal(body(o_plain), body(o_gz));
 	assert_string_equal(body(o_plain), body(o_zst));
 	free(o_plain);
@@ -287,10 +268,10 @@ static void expect_failure(const char *args, const char *msg1, const char *msg2)
 	assert_string_equal(out, "");
 	free(out);
 	assert_int_equal(summary(args, 1, &out), 1);
-	assert_contains(out, "strobe: ");
-	assert_contains(out, msg1);
+	tu_assert_contains(out, "strobe: ");
+	tu_assert_contains(out, msg1);
 	if (msg2)
-		assert_contains(out, msg2);
+		tu_assert_contains(out, msg2);
 	free(out);
 }
 
@@ -352,7 +333,7 @@ static void test_deep_nesting(void **state)
 	char args[1400], *out = NULL;
 	snprintf(args, sizeof(args), "--json '%s'", path);
 	assert_int_equal(summary(args, 1, &out), 0);
-	assert_contains(out, "\"deep\"");
+	tu_assert_contains(out, "\"deep\"");
 	free(out);
 
 	f = fopen(path, "w");
@@ -363,7 +344,7 @@ static void test_deep_nesting(void **state)
 	fclose(f);
 	snprintf(args, sizeof(args), "'%s'", path);
 	assert_int_equal(summary(args, 1, &out), 1);
-	assert_contains(out, "strobe: ");
+	tu_assert_contains(out, "strobe: ");
 	free(out);
 	tu_rmrf(dir);
 }
@@ -373,21 +354,21 @@ static void test_usage_errors(void **state)
 	(void)state;
 	char *out = NULL;
 	assert_int_equal(summary("", 1, &out), 2);
-	assert_contains(out, "usage: strobe summary");
+	tu_assert_contains(out, "usage: strobe summary");
 	free(out);
 	assert_int_equal(summary("--frobnicate " FIXTURE, 1, &out), 2);
-	assert_contains(out, "--frobnicate");
+	tu_assert_contains(out, "--frobnicate");
 	free(out);
 	assert_int_equal(summary("--top lots " FIXTURE, 1, &out), 2);
-	assert_contains(out, "lots");
+	tu_assert_contains(out, "lots");
 	free(out);
 	assert_int_equal(summary(FIXTURE " " FIXTURE, 1, &out), 2);
 	free(out);
 
 	assert_int_equal(summary("--help", 0, &out), 0);
-	assert_contains(out, "--top N");
-	assert_contains(out, "--json");
-	assert_contains(out, "examples:");
+	tu_assert_contains(out, "--top N");
+	tu_assert_contains(out, "--json");
+	tu_assert_contains(out, "examples:");
 	free(out);
 }
 
@@ -411,14 +392,14 @@ static void test_top_limits_rows(void **state)
 	char args[4200], *out = NULL;
 	snprintf(args, sizeof(args), "--top 2 %s", path);
 	assert_int_equal(summary(args, 0, &out), 0);
-	assert_contains(out, "gemm_0");
-	assert_contains(out, "gemm_1");
+	tu_assert_contains(out, "gemm_0");
+	tu_assert_contains(out, "gemm_1");
 	assert_null(strstr(out, "gemm_2"));
-	assert_contains(out, "3 more");
+	tu_assert_contains(out, "3 more");
 	free(out);
 
 	assert_int_equal(summary(path, 0, &out), 0);
-	assert_contains(out, "gemm_4");
+	tu_assert_contains(out, "gemm_4");
 	free(out);
 
 	yajl_val v = summary_json(args);
@@ -438,8 +419,8 @@ static void test_empty_trace_and_stdin(void **state)
 	(void)state;
 	char *out = NULL;
 	assert_int_equal(summary("- <<'EOF'\n{\"traceEvents\": []}\nEOF", 0, &out), 0);
-	assert_contains(out, "events    0");
-	assert_contains(out, "span      none");
+	tu_assert_contains(out, "events    0");
+	tu_assert_contains(out, "span      none");
 	free(out);
 
 	char cmd[4096];

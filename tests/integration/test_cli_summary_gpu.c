@@ -144,23 +144,6 @@ static yajl_val with(yajl_val arr, const char *key, const char *str)
 	return NULL;
 }
 
-static void assert_contains(const char *text, const char *needle)
-{
-	if (!strstr(text, needle))
-		fail_msg("\"%s\" is not in:\n%s", needle, text);
-}
-
-static char *line_with(const char *text, const char *needle)
-{
-	const char *hit = strstr(text, needle);
-	if (!hit)
-		fail_msg("\"%s\" is not in the output:\n%s", needle, text);
-	const char *start = hit, *end = strchr(hit, '\n');
-	while (start > text && start[-1] != '\n')
-		start--;
-	return strndup(start, (size_t)((end ? end : hit + strlen(hit)) - start));
-}
-
 static void test_device_busy_and_gaps(void **state)
 {
 	(void)state;
@@ -205,17 +188,17 @@ static void test_device_busy_and_gaps(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = line_with(out, "GPU 0 (pid 0)");
-	assert_contains(line, "144.000 µs");
-	assert_contains(line, "28.8%");
-	assert_contains(line, "166.000 µs");
-	assert_contains(line, "76.000 µs");
+	char *line = tu_line_with(out, "GPU 0 (pid 0)");
+	tu_assert_contains(line, "144.000 µs");
+	tu_assert_contains(line, "28.8%");
+	tu_assert_contains(line, "166.000 µs");
+	tu_assert_contains(line, "76.000 µs");
 	free(line);
-	line = line_with(out, "longest gaps:");
-	assert_contains(line, "76.000 µs at +324.000 µs, 40.000 µs at +160.000 µs");
+	line = tu_line_with(out, "longest gaps:");
+	tu_assert_contains(line, "76.000 µs at +324.000 µs, 40.000 µs at +160.000 µs");
 	free(line);
-	line = line_with(out, "NCCL");
-	assert_contains(line, "50.0% of communication hidden");
+	line = tu_line_with(out, "NCCL");
+	tu_assert_contains(line, "50.0% of communication hidden");
 	free(line);
 	free(out);
 	remove_trace(path);
@@ -267,17 +250,17 @@ static void test_kernels_copies_latency(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = line_with(strstr(out, "kernels by total time"), "  gemm ");
-	assert_contains(line, "90.000 µs");
-	assert_contains(line, "50.000 µs");
+	char *line = tu_line_with(strstr(out, "kernels by total time"), "  gemm ");
+	tu_assert_contains(line, "90.000 µs");
+	tu_assert_contains(line, "50.000 µs");
 	free(line);
-	line = line_with(out, "  HtoD");
-	assert_contains(line, "1000000");
-	assert_contains(line, "100.000");
+	line = tu_line_with(out, "  HtoD");
+	tu_assert_contains(line, "1000000");
+	tu_assert_contains(line, "100.000");
 	free(line);
-	line = line_with(out, "  all ");
-	assert_contains(line, "10.000 µs");
-	assert_contains(line, "40.000 µs");
+	line = tu_line_with(out, "  all ");
+	tu_assert_contains(line, "10.000 µs");
+	tu_assert_contains(line, "40.000 µs");
 	free(line);
 	/* Readable in 100 columns. */
 	for (char *p = out, *nl; *p; p = nl + 1) {
@@ -338,10 +321,10 @@ static void test_merged_ranks(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	assert_contains(out, "ranks: 0, 1 (from process names");
-	assert_contains(out, "cpu_op by self time, per rank");
-	char *line = line_with(out, "rank 1 · hostB · GPU 0");
-	assert_contains(line, "30.0%");
+	tu_assert_contains(out, "ranks: 0, 1 (from process names");
+	tu_assert_contains(out, "cpu_op by self time, per rank");
+	char *line = tu_line_with(out, "rank 1 · hostB · GPU 0");
+	tu_assert_contains(line, "30.0%");
 	free(line);
 	free(out);
 	remove_trace(path);

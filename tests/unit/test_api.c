@@ -18,12 +18,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void assert_contains(const char *haystack, const char *needle)
-{
-	if (!haystack || !strstr(haystack, needle))
-		fail_msg("\"%s\" does not contain \"%s\"", haystack ? haystack : "(null)", needle);
-}
-
 static void trace_now(uint64_t mask, const char *config)
 {
 	assert_int_equal(strobe_prepare(mask, config), 0);
@@ -110,7 +104,7 @@ static void test_state_errors(void **state)
 {
 	(void)state;
 	assert_int_equal(strobe_stop(NULL), STROBE_E_STATE);
-	assert_contains(strobe_last_error(), "strobe_stop");
+	tu_assert_contains(strobe_last_error(), "strobe_stop");
 	assert_int_equal(strobe_start(), STROBE_E_STATE); /* nothing prepared */
 	assert_int_equal(strobe_toggle_collection(true), STROBE_E_STATE);
 
@@ -141,7 +135,7 @@ static void test_bad_config_refused(void **state)
 	static const char *const line[] = {"line 2", "line 2", "line 3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(strobe_prepare(0, bad[i]), STROBE_E_CONFIG);
-		assert_contains(strobe_last_error(), line[i]);
+		tu_assert_contains(strobe_last_error(), line[i]);
 		/* Refused as a whole: nothing was prepared. */
 		assert_int_equal(strobe_start(), STROBE_E_STATE);
 	}
@@ -541,13 +535,13 @@ static void test_trace_errors(void **state)
 	assert_int_equal(strobe_trace_save(t, ""), -EINVAL);
 	assert_int_equal(strobe_trace_save(t, "file://"), -EINVAL);
 	assert_int_equal(strobe_trace_save(t, "nosuchproto://somewhere"), STROBE_E_NO_WRITER);
-	assert_contains(strobe_last_error(), "nosuchproto");
+	tu_assert_contains(strobe_last_error(), "nosuchproto");
 
 	char *dir = strdup(tu_mkdtemp());
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/missing/sub/trace.json", dir);
 	assert_int_equal(strobe_trace_save(t, path), STROBE_E_IO);
-	assert_contains(strobe_last_error(), "missing");
+	tu_assert_contains(strobe_last_error(), "missing");
 	assert_int_equal(dir_entries(dir), 0);
 	snprintf(path, sizeof(path), "file://%s/missing/trace.json.gz", dir);
 	assert_int_equal(strobe_trace_save(t, path), STROBE_E_IO);
@@ -612,7 +606,7 @@ static void test_log_observers(void **state)
 	provoke_warning();
 	assert_int_equal(a.warnings, 2 * b.warnings);
 	assert_true(b.warnings >= 1);
-	assert_contains(b.last, "replace");
+	tu_assert_contains(b.last, "replace");
 	assert_true(strchr(b.last, '\n') == NULL);
 
 	assert_int_equal(strobe_log_remove_observer(on_log, &a), 0);

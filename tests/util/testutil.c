@@ -180,6 +180,23 @@ void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct
 		fail_msg("strobe_record(%s): %s: %s", name, strobe_status_string(rc), strobe_last_error());
 }
 
+void tu_assert_contains(const char *text, const char *needle)
+{
+	if (!text || !strstr(text, needle))
+		fail_msg("\"%s\" is not in:\n%.6000s", needle, text ? text : "(null)");
+}
+
+char *tu_line_with(const char *text, const char *needle)
+{
+	const char *at = strstr(text, needle);
+	if (!at)
+		fail_msg("\"%s\" is not in the output:\n%s", needle, text);
+	const char *start = at, *end = strchr(at, '\n');
+	while (start > text && start[-1] != '\n')
+		start--;
+	return strndup(start, (size_t)((end ? end : at + strlen(at)) - start));
+}
+
 int tu_run(const char *cmd, int merge_stderr, char **out)
 {
 	char *full = malloc(strlen(cmd) + 16);

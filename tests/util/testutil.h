@@ -33,6 +33,12 @@ void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct
 
 /* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
  * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
+/* Fails the test, showing text (its first 6000 bytes), unless it holds
+ * needle. text may be NULL. */
+void tu_assert_contains(const char *text, const char *needle);
+/* The whole line of text that holds needle, malloc'd; fails the test when
+ * there is none. */
+char *tu_line_with(const char *text, const char *needle);
 int tu_run(const char *cmd, int merge_stderr, char **out);
 /* tu_run of "strobe COMMAND ARGS" (the built strobe command; ARGS is shell
  * text, quoted by the caller). */
