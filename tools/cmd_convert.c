@@ -1097,12 +1097,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	if (c.kind == OUT_JSON) {
-		c.jb = malloc(sizeof(*c.jb));
-		if (c.jb) {
-			c.jb->n = 0;
-			c.jb->err = 0;
-			c.jb->sink = c.sink;
-		}
+		c.jb = strb_jbuf_new(c.sink);
 	} else {
 		c.slot[0] = calloc(1, sizeof(struct slice));
 		c.slot[1] = calloc(1, sizeof(struct slice));

@@ -613,14 +613,11 @@ static int write_merged(struct merge *m, const char *out)
 		snprintf(m->err, sizeof(m->err), "%s", strobe_last_error());
 		return rc;
 	}
-	struct strb_jbuf *b = malloc(sizeof(*b));
+	struct strb_jbuf *b = strb_jbuf_new(sink);
 	if (!b) {
 		strb_sink_abort(sink);
 		return -ENOMEM;
 	}
-	b->sink = sink;
-	b->n = 0;
-	b->err = 0;
 	m->b = b;
 	strb_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
 	/* The lowest rank's devices; every rank's are in its record. */

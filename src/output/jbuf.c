@@ -4,6 +4,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+struct strb_jbuf *strb_jbuf_new(struct strb_sink *sink)
+{
+	struct strb_jbuf *b = malloc(sizeof(*b));
+	if (b) {
+		b->sink = sink;
+		b->n = 0;
+		b->err = 0;
+	}
+	return b;
+}
+
 void strb_jbuf_flush(struct strb_jbuf *b)
 {
 	if (b->n && !b->err)

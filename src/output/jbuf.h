@@ -19,6 +19,8 @@ struct strb_jbuf {
 	char data[STRB_JBUF_SIZE];
 };
 
+/* A new, empty buffer writing to sink (freed with free()), or NULL. */
+struct strb_jbuf *strb_jbuf_new(struct strb_sink *sink);
 /* Writes out what is buffered; keeps the first error. */
 void strb_jbuf_flush(struct strb_jbuf *b);
 

@@ -323,14 +323,11 @@ int strb_json_write(const strobe_trace *t, const char *path, void *user_arg)
 
 int strb_json_write_sink(const strobe_trace *t, struct strb_sink *sink, const char *path)
 {
-	struct strb_jbuf *b = malloc(sizeof(*b));
+	struct strb_jbuf *b = strb_jbuf_new(sink);
 	if (!b) {
 		strb_sink_abort(sink);
 		return strb_error(-ENOMEM, "out of memory writing %s", path);
 	}
-	b->n = 0;
-	b->err = 0;
-	b->sink = sink;
 	int rc;
 	int64_t base = t->start_ns > 0 ? t->start_ns / BASE_PERIOD_NS * BASE_PERIOD_NS : 0;
 	struct writer w = {.b = b, .t = t, .base = base};
