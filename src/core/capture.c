@@ -87,13 +87,20 @@ uint64_t strb_ids_take_block(uint64_t n)
 	return atomic_fetch_add_explicit(&next_op_block, n, memory_order_relaxed);
 }
 
+/* The next id of a per-thread block [*next, *end), taking a new block when
+ * it is used up. */
+static inline uint64_t next_in_block(uint64_t *next, uint64_t *end)
+{
+	if (__builtin_expect(*next == *end, 0)) {
+		*next = strb_ids_take_block(OP_BLOCK);
+		*end = *next + OP_BLOCK;
+	}
+	return (*next)++;
+}
+
 static uint64_t take_op_id(struct strb_tbuf *b)
 {
-	if (__builtin_expect(b->next_op_id == b->op_id_end, 0)) {
-		b->next_op_id = strb_ids_take_block(OP_BLOCK);
-		b->op_id_end = b->next_op_id + OP_BLOCK;
-	}
-	return b->next_op_id++;
+	return next_in_block(&b->next_op_id, &b->op_id_end);
 }
 
 uint64_t strobe_op_push(const char *name)
@@ -144,11 +151,7 @@ static __thread uint64_t async_next, async_end;
 
 uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
 {
-	if (async_next == async_end) {
-		async_next = strb_ids_take_block(OP_BLOCK);
-		async_end = async_next + OP_BLOCK;
-	}
-	uint64_t id = async_next++;
+	uint64_t id = next_in_block(&async_next, &async_end);
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return id;
