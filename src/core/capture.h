@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "strobe/strobe.h"
 
@@ -23,6 +24,14 @@ struct strb_rec_activity {
 
 /* Longest category an activity may carry (strobe_activity.category). */
 #define STRB_CATEGORY_MAX 255
+
+/* The length of an activity's category, or -1 when it is empty or longer
+ * than STRB_CATEGORY_MAX (reading no further than that). */
+static inline int strb_category_len(const char *cat)
+{
+	size_t n = strnlen(cat, STRB_CATEGORY_MAX + 1);
+	return n && n <= STRB_CATEGORY_MAX ? (int)n : -1;
+}
 
 /* Optional attributes of an annotation (NVTX event attributes). */
 enum { STRB_ATTR_COLOR = 1, STRB_ATTR_CATEGORY = 2 };

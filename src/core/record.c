@@ -29,7 +29,7 @@ static int check(const struct strobe_activity *a, size_t *args_bytes)
 		return strb_error(-EINVAL, "strobe_record: end (%lld) is before start (%lld)", (long long)a->end_ns,
 				  (long long)a->start_ns);
 	const char *cat = category_of(a);
-	if (cat && (!*cat || strlen(cat) > STRB_CATEGORY_MAX))
+	if (cat && strb_category_len(cat) < 0)
 		return strb_error(-EINVAL, "strobe_record: category is empty or longer than %d bytes", STRB_CATEGORY_MAX);
 	size_t count = a->size >= offsetof(struct strobe_activity, arg_count) + sizeof(size_t) ? a->arg_count : 0;
 	if (count && !a->args)
@@ -83,7 +83,7 @@ int strobe_record(const struct strobe_activity *a)
 		strb_tbuf_count(&b->truncated);
 	}
 	const char *cat = category_of(a);
-	size_t cat_len = cat ? strlen(cat) : 0;
+	size_t cat_len = cat ? (size_t)strb_category_len(cat) : 0; /* checked above */
 	size_t payload = sizeof(struct strb_rec_activity) + args_bytes + pad8(cat_len);
 	size_t total = sizeof(struct strb_rec) + payload + pad8(name_len);
 	if (total > UINT32_MAX)

@@ -29,7 +29,7 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
 	}
 	memcpy(&copy, a, a->size < sizeof(copy) ? a->size : sizeof(copy));
 	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns || (copy.arg_count && !copy.args) ||
-	    (copy.category && (!*copy.category || strnlen(copy.category, STRB_CATEGORY_MAX + 1) > STRB_CATEGORY_MAX))) {
+	    (copy.category && strb_category_len(copy.category) < 0)) {
 		t->stats.rejected_activities++;
 		return 0;
 	}
