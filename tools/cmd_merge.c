@@ -88,6 +88,7 @@ struct input {
 	size_t nmembers;
 	struct proc *procs;
 	size_t nprocs, proc_cap;
+	size_t last_proc; /* find_proc's last answer: events come in runs of one pid */
 	int64_t min_id, max_id;
 	bool has_id;
 	int64_t id_shift; /* added to every integer id */
@@ -107,7 +108,6 @@ struct merge {
 	uint64_t written, cut_values;
 	bool any_event; /* events are joined by ",\n" */
 	int64_t last_progress;
-	size_t last_proc;
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -146,9 +146,14 @@ static bool same_ident(const struct tr_ident *a, const struct tr_ident *b)
 
 static struct proc *find_proc(struct input *in, const struct tr_ident *pid)
 {
-	for (size_t i = 0; i < in->nprocs; i++)
-		if (same_ident(&in->procs[i].pid, pid))
+	if (in->last_proc < in->nprocs && same_ident(&in->procs[in->last_proc].pid, pid))
+		return &in->procs[in->last_proc];
+	for (size_t i = 0; i < in->nprocs; i++) {
+		if (same_ident(&in->procs[i].pid, pid)) {
+			in->last_proc = i;
 			return &in->procs[i];
+		}
+	}
 	return NULL;
 }
 
@@ -478,15 +483,12 @@ static int copy_event(const struct tr_event *ev, void *arg)
 		return 0; /* written anew, up front */
 	if (m->progress && !(++m->written & 0xffff))
 		progress(m, ev);
-	struct proc *p = m->last_proc < in->nprocs && same_ident(&in->procs[m->last_proc].pid, &ev->pid)
-	                     ? &in->procs[m->last_proc]
-	                     : find_proc(in, &ev->pid);
+	struct proc *p = find_proc(in, &ev->pid);
 	if (!p) {
 		snprintf(m->err, sizeof(m->err), "%s changed while it was being merged (byte %" PRIu64 ")",
 		         in->path, ev->offset);
 		return -EAGAIN;
 	}
-	m->last_proc = (size_t)(p - in->procs);
 	event_start(m);
 	strb_jbuf_str(b, ev->ph);
 	if (*ev->cat) {
@@ -631,7 +633,6 @@ static int write_merged(struct merge *m, const char *out)
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		m->cur = &m->in[i];
 		m->cur_index = i;
-		m->last_proc = 0;
 		if (m->progress)
 			progress(m, NULL);
 		struct tr_handler h = {copy_event, NULL, m};
