@@ -42,6 +42,20 @@ void *an_table_item(const struct an_table *t, size_t i)
 	return t->items + i * t->item_size;
 }
 
+void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES])
+{
+	const struct an_loss all[AN_LOSSES] = {
+	    {"events with \"finished\": false", "unfinished_events", a->unfinished},
+	    {"events named \"unknown\"", "unknown_names", a->unknown},
+	    {"complete events without ts", "untimed_events", a->untimed},
+	    {"strings cut short by this reader", "truncated_strings", st->truncated},
+	    {"args beyond this reader's limit", "dropped_members", st->dropped},
+	    {"traceEvents entries not objects", "skipped_elements", st->skipped},
+	    {"ts/dur values out of range", "bad_times", st->bad_times},
+	};
+	memcpy(out, all, sizeof(all));
+}
+
 bool an_past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
 {
 	if (rank != *prev)

@@ -297,4 +297,13 @@ const char *an_device_label(const struct an_trace *a, uint32_t pid, char *buf, s
 /* "rank 3", or "no rank" for rank -1 (work outside any rank). */
 const char *an_rank_label(int64_t rank, char *buf, size_t len);
 
+/* What a read left out or could not use, as the summary, its JSON and
+ * the report list it: label, JSON key, count. */
+struct an_loss {
+	const char *what, *key;
+	uint64_t n;
+};
+#define AN_LOSSES 7
+void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES]);
+
 #endif

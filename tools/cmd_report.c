@@ -249,19 +249,9 @@ static void accounting(struct page *p, const struct an_trace *a, const struct tr
 		esc(p, a->meta[i].raw);
 		puts_(p, "</td></tr>\n");
 	}
-	const struct {
-		const char *what;
-		uint64_t n;
-	} counts[] = {
-	    {"events with \"finished\": false", a->unfinished},
-	    {"events named \"unknown\"", a->unknown},
-	    {"complete events without ts", a->untimed},
-	    {"strings cut short by this reader", st->truncated},
-	    {"args beyond this reader's limit", st->dropped},
-	    {"traceEvents entries not objects", st->skipped},
-	    {"ts/dur values out of range", st->bad_times},
-	};
-	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+	struct an_loss counts[AN_LOSSES];
+	an_losses(a, st, counts);
+	for (size_t i = 0; i < AN_LOSSES; i++) {
 		putf(p, "<tr%s>", counts[i].n ? " class=\"warn\"" : "");
 		cell_text(p, counts[i].what);
 		cell_u(p, counts[i].n);

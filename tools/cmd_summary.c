@@ -555,19 +555,9 @@ static int print_human(struct report *rp)
 		cell(s->meta[i].raw, NUM_W, true);
 		printf("\n");
 	}
-	const struct {
-		const char *what;
-		uint64_t n;
-	} counts[] = {
-	    {"events with \"finished\": false", s->unfinished},
-	    {"events named \"unknown\"", s->unknown},
-	    {"complete events without ts", s->untimed},
-	    {"strings cut short by this reader", st->truncated},
-	    {"args beyond this reader's limit", st->dropped},
-	    {"traceEvents entries not objects", st->skipped},
-	    {"ts/dur values out of range", st->bad_times},
-	};
-	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+	struct an_loss counts[AN_LOSSES];
+	an_losses(s, st, counts);
+	for (size_t i = 0; i < AN_LOSSES; i++) {
 		printf("  ");
 		cell(counts[i].what, NAME_W, false);
 		num_cell(counts[i].n, NUM_W);
@@ -902,13 +892,10 @@ static int print_json(struct report *rp)
 	} else {
 		yajl_gen_null(g);
 	}
-	gi(g, "unfinished_events", (int64_t)s->unfinished);
-	gi(g, "unknown_names", (int64_t)s->unknown);
-	gi(g, "untimed_events", (int64_t)s->untimed);
-	gi(g, "truncated_strings", (int64_t)st->truncated);
-	gi(g, "dropped_members", (int64_t)st->dropped);
-	gi(g, "skipped_elements", (int64_t)st->skipped);
-	gi(g, "bad_times", (int64_t)st->bad_times);
+	struct an_loss losses[AN_LOSSES];
+	an_losses(s, st, losses);
+	for (size_t i = 0; i < AN_LOSSES; i++)
+		gi(g, losses[i].key, (int64_t)losses[i].n);
 	yajl_gen_map_close(g);
 	yajl_gen_map_close(g);
 
