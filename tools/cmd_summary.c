@@ -93,11 +93,6 @@ struct report {
 	struct an_ref *phs, *cats, *xcats, *instants, *counters;
 };
 
-static const char *name_part(const struct an_table *t, size_t i, uint32_t first_len)
-{
-	return t->keys[i] + first_len + 1;
-}
-
 static int64_t key_count(const void *item)
 {
 	const struct an_count *c = item;
@@ -531,7 +526,7 @@ static int print_human(struct report *rp)
 	for (size_t i = 0; i < n; i++) {
 		const struct an_series *c = an_table_item(&s->counters, rp->counters[i].id);
 		const char *key = s->counters.keys[rp->counters[i].id];
-		const char *arg = name_part(&s->counters, rp->counters[i].id, c->name_len);
+		const char *arg = rp->counters[i].name; /* the series, after the counter's name */
 		char label[TR_NAME_MAX + TR_SHORT_MAX + 4];
 		snprintf(label, sizeof(label), *arg ? "%.*s (%s)" : "%.*s%s", (int)c->name_len, key, arg);
 		printf("  ");
