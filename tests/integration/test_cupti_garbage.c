@@ -17,10 +17,7 @@ static uint64_t seed = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next(void)
 {
-	seed ^= seed << 13;
-	seed ^= seed >> 7;
-	seed ^= seed << 17;
-	return seed;
+	return tu_xorshift(&seed);
 }
 
 static const char *const names[] = {"_Z9vectorAddPKfS0_Pfi", "", "plain_kernel", "_Z", "_ZN2at6native", NULL};

@@ -949,10 +949,7 @@ static uint64_t fuzz_seed = 0x2545f4914f6cdd1dull;
 
 static uint64_t fuzz_next(void)
 {
-	fuzz_seed ^= fuzz_seed << 13;
-	fuzz_seed ^= fuzz_seed >> 7;
-	fuzz_seed ^= fuzz_seed << 17;
-	return fuzz_seed;
+	return tu_xorshift(&fuzz_seed);
 }
 
 static const char *const fuzz_keys[] = {

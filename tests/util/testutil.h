@@ -33,6 +33,16 @@ void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct
 
 /* Runs a shell command; captures stdout (and stderr if merge_stderr) into a
  * malloc'ed string (*out, may be NULL). Returns the exit status, or 128+sig. */
+/* The next number of a xorshift64 sequence (state must start non-zero):
+ * random test inputs that are the same on every run. */
+static inline uint64_t tu_xorshift(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
 /* Fails the test, showing text (its first 6000 bytes), unless it holds
  * needle. text may be NULL. */
 void tu_assert_contains(const char *text, const char *needle);
