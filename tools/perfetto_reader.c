@@ -54,6 +54,7 @@ static bool varint(struct pb *b, uint64_t *v)
 /* The next field; false at the end (*bad set when the bytes are malformed). */
 static bool next_field(struct pb *b, struct field *f, bool *bad)
 {
+	*f = (struct field){0}; /* a field of one wire type leaves the others zero */
 	if (b->p >= b->end)
 		return false;
 	uint64_t tag;

@@ -208,14 +208,17 @@ static inline size_t begin(struct strb_pfenc *e, unsigned field)
 static inline void end(struct strb_pfenc *e, size_t at)
 {
 	size_t len = e->n - at - LEN_RESERVE;
+	/* A nested message never reaches 2^(7 * LEN_RESERVE) bytes (packets are
+	 * bounded far below that), so its length fits the reserved bytes; the
+	 * loop's bound says so to the compiler as well. */
 	unsigned char tmp[LEN_RESERVE];
 	size_t k = 0;
 	uint64_t v = len;
-	while (v >= 0x80) {
+	while (v >= 0x80 && k < LEN_RESERVE - 1) {
 		tmp[k++] = (unsigned char)(v | 0x80);
 		v >>= 7;
 	}
-	tmp[k++] = (unsigned char)v;
+	tmp[k++] = (unsigned char)(v & 0x7f);
 	memcpy(e->buf + at, tmp, k);
 	if (k < LEN_RESERVE) {
 		memmove(e->buf + at + k, e->buf + at + LEN_RESERVE, len);
@@ -358,10 +361,11 @@ static void interned_data(struct strb_pfenc *e)
 /* The clock snapshot that anchors the sequence's clock to CLOCK_REALTIME,
  * and the default clock of later packets. The first packet of the file,
  * and again whenever incremental state starts over. */
+#define CLOCK_PACKET_BOUND 128
+
+/* The caller has made room for CLOCK_PACKET_BOUND bytes. */
 static void clock_packet(struct strb_pfenc *e, bool first)
 {
-	if (!room(e, 128))
-		return;
 	size_t pkt = begin(e, TRACE_PACKET);
 	size_t snap = begin(e, PKT_CLOCK_SNAPSHOT);
 	size_t c = begin(e, SNAP_CLOCKS);
@@ -414,6 +418,8 @@ int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t ori
 	e->origin = origin_ns > 0 ? origin_ns : 0;
 	e->stable = strings_stable;
 	e->gen = 1;
+	/* The buffer is empty and larger than the packet: no room() needed. */
+	_Static_assert(BUF_SIZE >= CLOCK_PACKET_BOUND, "the first packet fits the buffer");
 	clock_packet(e, true);
 	*out = e;
 	return 0;
@@ -562,7 +568,8 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 	if (e->arena_len > INTERN_MAX_BYTES) {
 		/* Bounded memory: forget every interned string and say so. */
 		reset_tables(e);
-		clock_packet(e, false);
+		if (room(e, CLOCK_PACKET_BOUND))
+			clock_packet(e, false);
 	}
 	size_t bound = 96;
 	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT)

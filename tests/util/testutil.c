@@ -156,7 +156,11 @@ int tu_strobe_group_setup(void **state)
 	(void)state;
 	if (strobe_init(NULL))
 		return -1;
-	snprintf(tu_dir, sizeof(tu_dir), "%s", tu_mkdtemp());
+	const char *dir = tu_mkdtemp();
+	size_t len = strlen(dir);
+	if (len >= sizeof(tu_dir))
+		return -1;
+	memcpy(tu_dir, dir, len + 1);
 	return 0;
 }
 
