@@ -4,13 +4,13 @@
  * depends on libc only. Not built by CMake; from the repository root:
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -Isrc \
- *     fuzz/fuzz_ipc_decode.c src/ipc/wire.c -o fuzz_ipc_decode
+ *     fuzz/fuzz_ipc_decode.c src/common/ipc_wire.c -o fuzz_ipc_decode
  *   ./fuzz_ipc_decode -max_len=70000 -max_total_time=60
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipc/ipc.h"
+#include "common/ipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

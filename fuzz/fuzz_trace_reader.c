@@ -3,7 +3,7 @@
  * CMake; from the repository root:
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Itools \
- *     fuzz/fuzz_trace_reader.c tools/trace_reader.c -lyajl -lz -lzstd -o fuzz_trace_reader
+ *     fuzz/fuzz_trace_reader.c tools/read/trace_reader.c tools/read/perfetto_reader.c -lyajl -lz -lzstd -o fuzz_trace_reader
  *   ./fuzz_trace_reader -max_len=65536 tests/data
  */
 #include <stddef.h>

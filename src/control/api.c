@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "control/controller.h"
 #include "control/ondemand.h"
 #include "control/profilers.h"
 #include "control/recorder.h"
 #include "control/service.h"
 #include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "core/metadata.h"
 #include "core/names.h"
 #include "core/tbuf.h"

@@ -14,8 +14,8 @@
 #include "control/profilers.h"
 #include "core/capture.h"
 #include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "core/tbuf.h"
 #include "process/process.h"
 

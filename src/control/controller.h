@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "strobe/strobe.h"
 
 enum strb_state {

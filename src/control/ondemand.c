@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "control/controller.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "output/output.h"
-#include "output/sink.h"
+#include "common/sink.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static enum strb_async_state state;

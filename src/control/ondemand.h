@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#include "common/config.h"
 
 enum strb_async_state {
 	STRB_ASYNC_IDLE = 0,

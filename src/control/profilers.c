@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct strb_profiler_ref registry[STRB_MAX_PROFILERS];

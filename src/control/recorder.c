@@ -16,11 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "control/controller.h"
 #include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "nvtx/nvtx.h"
 
 /* How long an exiting process waits for a trace another thread of strobe's

@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "control/ondemand.h"
 #include "core/clock.h"
-#include "core/log.h"
-#include "ipc/ipc.h"
+#include "common/log.h"
+#include "common/ipc.h"
 
 #define BASE_RELOAD_MS (300 * 1000)
 

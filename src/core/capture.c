@@ -8,7 +8,7 @@
 
 #include "core/capture.h"
 #include "core/clock.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "core/tbuf.h"
 #include "process/process.h"
 

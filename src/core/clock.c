@@ -11,7 +11,7 @@
 #include <cpuid.h>
 #endif
 
-#include "core/log.h"
+#include "common/log.h"
 
 enum strb_clock_kind strb_clock_kind_in_use = STRB_CLOCK_MONOTONIC;
 static enum strb_clock_kind real_kind = STRB_CLOCK_MONOTONIC;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "common/monotonic.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -40,13 +42,6 @@ void strb_clock_init(void);
 void strb_clock_set_fake(const struct strb_clock_fake *fake);
 /* "tsc" or "monotonic" (or "fake"). */
 const char *strb_clock_name(void);
-
-static inline int64_t strb_mono_ns_raw(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The hot-path read: one rdtsc, or one vDSO clock_gettime. */
 static inline uint64_t strb_clock_ticks(void)

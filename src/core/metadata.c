@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "common/error.h"
 #include "core/json_check.h"
 
 struct entry {

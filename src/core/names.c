@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "common/log.h"
 
 struct named {
 	uint32_t domain;

@@ -10,8 +10,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 
 /* -1 = unknown. Three separate words: a set racing a trace's processing may
  * be seen half-applied by that one trace, never torn within a value. */

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/capture.h"
-#include "core/error.h"
+#include "common/error.h"
 #include "core/json_check.h"
 #include "core/tbuf.h"
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/capture.h"
-#include "core/log.h"
+#include "common/log.h"
 
 #define CLAIM_BYTES (64 * 1024)
 #define MIN_RESERVE (1 << 20)

@@ -33,7 +33,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "core/capture.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "core/names.h"
 #include "core/tbuf.h"
 
@@ -455,7 +455,7 @@ int strb_nvtx_inject(const void *get_export_table)
 
 #else /* !STROBE_HAVE_NVTX */
 
-#include "core/log.h"
+#include "common/log.h"
 
 int strb_nvtx_inject(const void *get_export_table)
 {

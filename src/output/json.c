@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "core/tbuf.h"
-#include "output/jbuf.h"
+#include "common/jbuf.h"
 #include "output/output.h"
-#include "output/sink.h"
+#include "common/sink.h"
 #include "process/trace.h"
 
 /* libkineto floors its base time to a multiple of this period, so traces

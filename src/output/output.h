@@ -20,8 +20,6 @@ int strb_json_write_sink(const strobe_trace *trace, struct strb_sink *sink, cons
 int strb_perfetto_write(const strobe_trace *trace, const char *path, void *user_arg);
 int strb_perfetto_write_sink(const strobe_trace *trace, struct strb_sink *sink, const char *path);
 
-/* Whether a path names a Perfetto trace: ".pftrace" or ".perfetto-trace". */
-bool strb_output_is_perfetto_path(const char *path);
 /* "file://" and plain paths: Perfetto or JSON by the path's suffix. */
 int strb_file_write(const strobe_trace *trace, const char *path, void *user_arg);
 /* The same into an open sink, which it commits or aborts. */
@@ -31,11 +29,5 @@ int strb_file_write_sink(const strobe_trace *trace, struct strb_sink *sink, cons
 bool strb_output_is_counter(enum strobe_activity_type type);
 /* The "External id" an activity shows, 0 for none. */
 uint64_t strb_output_external_id(const struct strobe_activity *a);
-/* A Perfetto flow id: JSON flow ids are per kind ("ac2g" 5 and "fwdbwd" 5
- * are different arrows), Perfetto's are global. */
-static inline uint64_t strb_output_flow_uuid(uint64_t id, unsigned kind)
-{
-	return id << 2 | (kind & 3);
-}
 
 #endif

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "core/tbuf.h"
 #include "output/output.h"
-#include "output/pfenc.h"
-#include "output/sink.h"
+#include "common/pfenc.h"
+#include "common/sink.h"
 #include "process/trace.h"
 
 #define SPAN_NAME "strobe"

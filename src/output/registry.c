@@ -5,8 +5,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/sink.h"
 #include "output/output.h"
 
 #define MAX_WRITERS 32
@@ -103,17 +104,6 @@ int strobe_unregister_output(const char *protocol)
 	}
 	pthread_mutex_unlock(&lock);
 	return rc ? strb_error(rc, "strobe_unregister_output: no writer registered for \"%s\"", name) : 0;
-}
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
-bool strb_output_is_perfetto_path(const char *path)
-{
-	return has_suffix(path, ".pftrace") || has_suffix(path, ".perfetto-trace");
 }
 
 int strb_file_write(const strobe_trace *trace, const char *path, void *user_arg)

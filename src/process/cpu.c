@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "core/capture.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "core/names.h"
 #include "core/tbuf.h"
 #include "process/process.h"

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "core/clock.h"
 #include "core/json_check.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "core/metadata.h"
 #include "core/rank.h"
 #include "core/capture.h"

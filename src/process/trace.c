@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "common/error.h"
 
 struct strb_arena_chunk {
 	struct strb_arena_chunk *next;

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc/ipc.h"
+#include "common/ipc.h"
 
 static const char VERIFIED_TEXT[] =
     "\n    ACTIVITIES_LOG_FILE=/tmp/test_trace.json\nPROFILE_START_TIME=0\nACTIVITIES_DURATION_MSECS=500\n"

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ipc/ipc.h"
+#include "common/ipc.h"
 #include "pftext.h"
 #include "strobe/strobe.h"
 

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "common/log.h"
 #include "strobe/strobe.h"
 
 /* ---- helpers ------------------------------------------------------------ */

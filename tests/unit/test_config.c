@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "strobe/strobe.h"
 
 #define NOW_MS       1700000000000LL

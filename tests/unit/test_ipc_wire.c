@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ipc/ipc.h"
+#include "common/ipc.h"
 
 /* dyno gputrace --log-file /tmp/test_trace.json, as the process receives it
  * (dynolog-protocol.md §3.2, verified on the wire: 250 bytes). */

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "common/config.h"
 #include "control/controller.h"
 #include "control/ondemand.h"
 #include "core/clock.h"

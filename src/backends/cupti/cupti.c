@@ -11,10 +11,10 @@
 
 #include "backends/backend.h"
 #include "backends/cupti/cupti_state.h"
-#include "config/config.h"
+#include "common/config.h"
 #include "core/capture.h"
 #include "core/clock.h"
-#include "core/log.h"
+#include "common/log.h"
 
 #define BUFFER_BYTES (4u << 20)
 #define STOP_FLUSH_WAIT_NS (100 * 1000000ll) /* normal flushes before the forced one */

@@ -17,7 +17,7 @@
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
 #include "core/clock.h"
-#include "core/log.h"
+#include "common/log.h"
 #include "process/process.h"
 
 #define STREAM_SYNC_ROW_OFFSET 1000000 /* libkineto's virtual rows for "Stream Sync" */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "common/log.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct strb_cupti_lib lib;

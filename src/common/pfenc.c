@@ -1,0 +1,733 @@
+/* Perfetto protobuf encoding by hand: varints, and nested messages whose
+ * length is written once their end is known (the content is moved down
+ * over the bytes reserved for a length it did not need). */
+#include "common/pfenc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sink.h"
+
+#define BUF_SIZE        (1u << 20)
+#define LEN_RESERVE     5           /* room for a message length below 2^35 */
+#define SEQ_ID          1
+#define SEQ_CLOCK       64          /* the sequence's own clock: ns since the origin */
+#define CLOCK_REALTIME_ID 1
+#define INTERN_MAX_LEN  8192        /* longer strings are written inline */
+#define INTERN_MAX_BYTES (16u << 20) /* then incremental state starts over */
+#define PTR_CACHE       4096
+
+/* Field numbers (proto/strobe_perfetto.proto). */
+enum {
+	TRACE_PACKET = 1,
+	PKT_TIMESTAMP = 8,
+	PKT_CLOCK_ID = 58,
+	PKT_TRACK_EVENT = 11,
+	PKT_TRACK_DESCRIPTOR = 60,
+	PKT_CLOCK_SNAPSHOT = 6,
+	PKT_SEQ_ID = 10,
+	PKT_INTERNED = 12,
+	PKT_SEQ_FLAGS = 13,
+	PKT_DEFAULTS = 59,
+	PKT_FIRST_ON_SEQ = 87,
+	DEFAULTS_CLOCK_ID = 58,
+	SNAP_CLOCKS = 1,
+	SNAP_PRIMARY = 2,
+	CLOCK_ID = 1,
+	CLOCK_TS = 2,
+	TD_UUID = 1,
+	TD_PARENT = 5,
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	TD_COUNTER = 8,
+	PD_PID = 1,
+	PD_NAME = 6,
+	PD_SORT = 3,
+	PD_LABELS = 8,
+	THD_PID = 1,
+	THD_TID = 2,
+	THD_SORT = 3,
+	THD_NAME = 5,
+	CD_CATEGORIES = 2,
+	TE_TYPE = 9,
+	TE_TRACK = 11,
+	TE_NAME_IID = 10,
+	TE_NAME = 23,
+	TE_CATEGORY_IIDS = 3,
+	TE_CATEGORIES = 22,
+	TE_ANNOTATIONS = 4,
+	TE_COUNTER_INT = 30,
+	TE_COUNTER_DOUBLE = 44,
+	TE_FLOW_IDS = 47,
+	TE_TERMINATING_FLOW_IDS = 48,
+	DA_NAME_IID = 1,
+	DA_NAME = 10,
+	DA_BOOL = 2,
+	DA_UINT = 3,
+	DA_INT = 4,
+	DA_DOUBLE = 5,
+	DA_STRING = 6,
+	DA_JSON = 9,
+	ID_CATEGORIES = 1,
+	ID_NAMES = 2,
+	ID_ANNOTATION_NAMES = 3,
+	INTERNED_IID = 1,
+	INTERNED_NAME = 2,
+};
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
+enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
+enum { T_CATEGORY, T_NAME, T_KEY, TABLES };
+
+struct slot {
+	uint64_t hash;
+	uint64_t iid; /* 0 = empty */
+	size_t off;   /* in the arena */
+	size_t len;
+};
+
+struct ptr_slot {
+	const char *p;
+	uint64_t iid;
+	uint32_t gen;
+};
+
+struct table {
+	struct slot *slots;
+	size_t count, cap;
+	uint64_t next_iid;
+	struct ptr_slot *cache;
+};
+
+/* An interned string first used by the packet being built. */
+struct fresh {
+	int table;
+	uint64_t iid;
+	size_t off; /* in the arena, which may move while a packet is built */
+	size_t len;
+};
+
+struct strb_pfenc {
+	struct strb_sink *sink;
+	int err;
+	uint64_t bytes;
+	int64_t origin;
+	bool stable;
+	uint64_t next_uuid;
+	uint32_t gen;
+	struct table tables[TABLES];
+	char *arena;
+	size_t arena_len, arena_cap;
+	struct fresh *fresh;
+	size_t nfresh, fresh_cap;
+	unsigned char *buf;
+	size_t n, cap;
+};
+
+/* ---- bytes ---------------------------------------------------------- */
+
+static void flush(struct strb_pfenc *e)
+{
+	if (e->n && !e->err)
+		e->err = strb_sink_write(e->sink, e->buf, e->n);
+	e->bytes += e->n;
+	e->n = 0;
+}
+
+/* Room for a packet of at most `bound` bytes, contiguous in the buffer. */
+static bool room(struct strb_pfenc *e, size_t bound)
+{
+	if (e->n + bound <= e->cap)
+		return true;
+	flush(e);
+	if (bound <= e->cap)
+		return true;
+	unsigned char *nb = realloc(e->buf, bound);
+	if (!nb) {
+		if (!e->err)
+			e->err = -ENOMEM;
+		return false;
+	}
+	e->buf = nb;
+	e->cap = bound;
+	return true;
+}
+
+static inline void varint(struct strb_pfenc *e, uint64_t v)
+{
+	unsigned char *p = e->buf + e->n;
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	e->n = (size_t)(p - e->buf);
+}
+
+static inline void tag(struct strb_pfenc *e, unsigned field, unsigned wt)
+{
+	varint(e, (uint64_t)field << 3 | wt);
+}
+
+static inline void put_varint(struct strb_pfenc *e, unsigned field, uint64_t v)
+{
+	tag(e, field, WT_VARINT);
+	varint(e, v);
+}
+
+static inline void put_fixed64(struct strb_pfenc *e, unsigned field, uint64_t v)
+{
+	tag(e, field, WT_I64);
+	for (int i = 0; i < 8; i++)
+		e->buf[e->n++] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void put_bytes(struct strb_pfenc *e, unsigned field, const char *s, size_t len)
+{
+	tag(e, field, WT_LEN);
+	varint(e, len);
+	memcpy(e->buf + e->n, s, len);
+	e->n += len;
+}
+
+static inline void put_str(struct strb_pfenc *e, unsigned field, const char *s)
+{
+	put_bytes(e, field, s, strlen(s));
+}
+
+static inline size_t begin(struct strb_pfenc *e, unsigned field)
+{
+	tag(e, field, WT_LEN);
+	size_t at = e->n;
+	e->n += LEN_RESERVE;
+	return at;
+}
+
+static inline void end(struct strb_pfenc *e, size_t at)
+{
+	size_t len = e->n - at - LEN_RESERVE;
+	/* A nested message never reaches 2^(7 * LEN_RESERVE) bytes (packets are
+	 * bounded far below that), so its length fits the reserved bytes; the
+	 * loop's bound says so to the compiler as well. */
+	unsigned char tmp[LEN_RESERVE];
+	size_t k = 0;
+	uint64_t v = len;
+	while (v >= 0x80 && k < LEN_RESERVE - 1) {
+		tmp[k++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[k++] = (unsigned char)(v & 0x7f);
+	memcpy(e->buf + at, tmp, k);
+	if (k < LEN_RESERVE) {
+		memmove(e->buf + at + k, e->buf + at + LEN_RESERVE, len);
+		e->n -= LEN_RESERVE - k;
+	}
+}
+
+/* Every packet but the first says it needs the sequence's state. */
+static void packet_tail(struct strb_pfenc *e, unsigned flags)
+{
+	put_varint(e, PKT_SEQ_ID, SEQ_ID);
+	put_varint(e, PKT_SEQ_FLAGS, flags);
+}
+
+/* ---- interning ------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static void reset_tables(struct strb_pfenc *e)
+{
+	for (int t = 0; t < TABLES; t++) {
+		struct table *tb = &e->tables[t];
+		if (tb->cap)
+			memset(tb->slots, 0, tb->cap * sizeof(*tb->slots));
+		tb->count = 0;
+		tb->next_iid = 1;
+	}
+	e->arena_len = 0;
+	e->gen++;
+}
+
+static bool grow_table(struct table *tb)
+{
+	size_t cap = tb->cap ? tb->cap * 2 : 1024;
+	struct slot *ns = calloc(cap, sizeof(*ns));
+	if (!ns)
+		return false;
+	for (size_t i = 0; i < tb->cap; i++) {
+		if (!tb->slots[i].iid)
+			continue;
+		size_t j = tb->slots[i].hash & (cap - 1);
+		while (ns[j].iid)
+			j = (j + 1) & (cap - 1);
+		ns[j] = tb->slots[i];
+	}
+	free(tb->slots);
+	tb->slots = ns;
+	tb->cap = cap;
+	return true;
+}
+
+static void clock_packet(struct strb_pfenc *e, bool first);
+
+/* The iid of s in table t, interning it (and noting it for this packet's
+ * InternedData) if it is new; 0 when it is written inline instead. */
+static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
+{
+	struct table *tb = &e->tables[t];
+	struct ptr_slot *ps = NULL;
+	if (e->stable) {
+		ps = &tb->cache[((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (PTR_CACHE - 1)];
+		if (ps->p == s && ps->gen == e->gen)
+			return ps->iid;
+	}
+	size_t len = strlen(s);
+	if (len > INTERN_MAX_LEN)
+		return 0;
+	uint64_t h = hash_str(s, len);
+	if (tb->cap) {
+		for (size_t j = h & (tb->cap - 1); tb->slots[j].iid; j = (j + 1) & (tb->cap - 1)) {
+			struct slot *sl = &tb->slots[j];
+			if (sl->hash == h && sl->len == len && !memcmp(e->arena + sl->off, s, len)) {
+				if (ps)
+					*ps = (struct ptr_slot){s, sl->iid, e->gen};
+				return sl->iid;
+			}
+		}
+	}
+	if ((tb->count + 1) * 2 > tb->cap && !grow_table(tb))
+		return 0;
+	if (!e->arena || e->arena_len + len > e->arena_cap) {
+		size_t cap = e->arena_cap ? e->arena_cap : 65536;
+		while (cap < e->arena_len + len)
+			cap *= 2;
+		char *na = realloc(e->arena, cap);
+		if (!na)
+			return 0;
+		e->arena = na;
+		e->arena_cap = cap;
+	}
+	if (e->nfresh == e->fresh_cap) {
+		size_t cap = e->fresh_cap ? e->fresh_cap * 2 : 64;
+		struct fresh *nf = realloc(e->fresh, cap * sizeof(*nf));
+		if (!nf)
+			return 0;
+		e->fresh = nf;
+		e->fresh_cap = cap;
+	}
+	size_t j = h & (tb->cap - 1);
+	while (tb->slots[j].iid)
+		j = (j + 1) & (tb->cap - 1);
+	struct slot *sl = &tb->slots[j];
+	sl->hash = h;
+	sl->iid = tb->next_iid++;
+	sl->off = e->arena_len;
+	sl->len = len;
+	memcpy(e->arena + e->arena_len, s, len);
+	e->arena_len += len;
+	tb->count++;
+	e->fresh[e->nfresh++] = (struct fresh){t, sl->iid, sl->off, len};
+	if (ps)
+		*ps = (struct ptr_slot){s, sl->iid, e->gen};
+	return sl->iid;
+}
+
+static void interned_data(struct strb_pfenc *e)
+{
+	static const unsigned field[TABLES] = {ID_CATEGORIES, ID_NAMES, ID_ANNOTATION_NAMES};
+	if (!e->nfresh)
+		return;
+	size_t id = begin(e, PKT_INTERNED);
+	for (size_t i = 0; i < e->nfresh; i++) {
+		size_t m = begin(e, field[e->fresh[i].table]);
+		put_varint(e, INTERNED_IID, e->fresh[i].iid);
+		put_bytes(e, INTERNED_NAME, e->arena + e->fresh[i].off, e->fresh[i].len);
+		end(e, m);
+	}
+	end(e, id);
+	e->nfresh = 0;
+}
+
+/* ---- packets ----------------------------------------------------------- */
+
+/* The clock snapshot that anchors the sequence's clock to CLOCK_REALTIME,
+ * and the default clock of later packets. The first packet of the file,
+ * and again whenever incremental state starts over. */
+#define CLOCK_PACKET_BOUND 128
+
+/* The caller has made room for CLOCK_PACKET_BOUND bytes. */
+static void clock_packet(struct strb_pfenc *e, bool first)
+{
+	size_t pkt = begin(e, TRACE_PACKET);
+	size_t snap = begin(e, PKT_CLOCK_SNAPSHOT);
+	size_t c = begin(e, SNAP_CLOCKS);
+	put_varint(e, CLOCK_ID, SEQ_CLOCK);
+	put_varint(e, CLOCK_TS, 0);
+	end(e, c);
+	c = begin(e, SNAP_CLOCKS);
+	put_varint(e, CLOCK_ID, CLOCK_REALTIME_ID);
+	put_varint(e, CLOCK_TS, (uint64_t)e->origin);
+	end(e, c);
+	/* Readers refuse a change of trace clock once they have converted
+	 * timestamps: say it once, before any. */
+	if (first)
+		put_varint(e, SNAP_PRIMARY, CLOCK_REALTIME_ID);
+	end(e, snap);
+	size_t d = begin(e, PKT_DEFAULTS);
+	put_varint(e, DEFAULTS_CLOCK_ID, SEQ_CLOCK);
+	end(e, d);
+	if (first)
+		put_varint(e, PKT_FIRST_ON_SEQ, 1);
+	packet_tail(e, SEQ_CLEARED);
+	end(e, pkt);
+}
+
+int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t origin_ns, bool strings_stable)
+{
+	*out = NULL;
+	struct strb_pfenc *e = calloc(1, sizeof(*e));
+	if (e) {
+		e->buf = malloc(BUF_SIZE);
+		for (int t = 0; t < TABLES; t++) {
+			e->tables[t].next_iid = 1;
+			if (strings_stable)
+				e->tables[t].cache = calloc(PTR_CACHE, sizeof(struct ptr_slot));
+		}
+	}
+	bool ok = e && e->buf;
+	for (int t = 0; ok && t < TABLES; t++)
+		ok = !strings_stable || e->tables[t].cache;
+	if (!ok) {
+		if (e)
+			e->sink = sink;
+		strb_pfenc_abort(e);
+		if (!e)
+			strb_sink_abort(sink);
+		return -ENOMEM;
+	}
+	e->sink = sink;
+	e->cap = BUF_SIZE;
+	e->origin = origin_ns > 0 ? origin_ns : 0;
+	e->stable = strings_stable;
+	e->gen = 1;
+	/* The buffer is empty and larger than the packet: no room() needed. */
+	_Static_assert(BUF_SIZE >= CLOCK_PACKET_BOUND, "the first packet fits the buffer");
+	clock_packet(e, true);
+	*out = e;
+	return 0;
+}
+
+uint64_t strb_pfenc_uuid(struct strb_pfenc *e)
+{
+	return ++e->next_uuid;
+}
+
+static size_t slen(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* TracePacket { track_descriptor { uuid, parent, name, ... */
+static size_t descriptor_begin(struct strb_pfenc *e, size_t bound, uint64_t uuid, uint64_t parent,
+			       const char *name, size_t *td)
+{
+	if (!room(e, bound + 96))
+		return SIZE_MAX;
+	size_t pkt = begin(e, TRACE_PACKET);
+	*td = begin(e, PKT_TRACK_DESCRIPTOR);
+	put_varint(e, TD_UUID, uuid);
+	if (parent)
+		put_varint(e, TD_PARENT, parent);
+	if (name)
+		put_str(e, TD_NAME, name);
+	return pkt;
+}
+
+static void descriptor_end(struct strb_pfenc *e, size_t pkt, size_t td)
+{
+	end(e, td);
+	packet_tail(e, SEQ_NEEDS_STATE);
+	end(e, pkt);
+}
+
+void strb_pfenc_process(struct strb_pfenc *e, uint64_t uuid, int64_t pid, const char *name, const char *label,
+			int64_t sort_index)
+{
+	size_t td, pkt = descriptor_begin(e, 2 * slen(name) + slen(label), uuid, 0, NULL, &td);
+	if (pkt == SIZE_MAX)
+		return;
+	size_t pd = begin(e, TD_PROCESS);
+	put_varint(e, PD_PID, (uint64_t)pid);
+	if (name)
+		put_str(e, PD_NAME, name);
+	put_varint(e, PD_SORT, (uint64_t)sort_index);
+	if (label)
+		put_str(e, PD_LABELS, label);
+	end(e, pd);
+	descriptor_end(e, pkt, td);
+}
+
+void strb_pfenc_thread(struct strb_pfenc *e, uint64_t uuid, int64_t pid, int64_t tid, const char *name,
+		       int64_t sort_index)
+{
+	size_t td, pkt = descriptor_begin(e, slen(name), uuid, 0, NULL, &td);
+	if (pkt == SIZE_MAX)
+		return;
+	size_t thd = begin(e, TD_THREAD);
+	put_varint(e, THD_PID, (uint64_t)pid);
+	put_varint(e, THD_TID, (uint64_t)tid);
+	put_varint(e, THD_SORT, (uint64_t)sort_index);
+	if (name)
+		put_str(e, THD_NAME, name);
+	end(e, thd);
+	descriptor_end(e, pkt, td);
+}
+
+void strb_pfenc_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, const char *name)
+{
+	size_t td, pkt = descriptor_begin(e, slen(name), uuid, parent, name, &td);
+	if (pkt != SIZE_MAX)
+		descriptor_end(e, pkt, td);
+}
+
+void strb_pfenc_counter_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, const char *name,
+			      const char *category)
+{
+	size_t td, pkt = descriptor_begin(e, slen(name) + slen(category), uuid, parent, name, &td);
+	if (pkt == SIZE_MAX)
+		return;
+	size_t cd = begin(e, TD_COUNTER);
+	if (category)
+		put_str(e, CD_CATEGORIES, category);
+	end(e, cd);
+	descriptor_end(e, pkt, td);
+}
+
+static size_t arg_bound(const struct strobe_arg *a)
+{
+	size_t n = 2 * slen(a->key) + 48;
+	if (a->kind == STROBE_ARG_STRING || a->kind == STROBE_ARG_JSON)
+		n += slen(a->value.str);
+	return n;
+}
+
+static void annotation(struct strb_pfenc *e, const struct strobe_arg *a)
+{
+	size_t da = begin(e, TE_ANNOTATIONS);
+	const char *key = a->key ? a->key : "";
+	uint64_t iid = intern(e, T_KEY, key);
+	if (iid)
+		put_varint(e, DA_NAME_IID, iid);
+	else
+		put_str(e, DA_NAME, key);
+	switch (a->kind) {
+	case STROBE_ARG_I64:
+		put_varint(e, DA_INT, (uint64_t)a->value.i64);
+		break;
+	case STROBE_ARG_U64:
+		put_varint(e, DA_UINT, a->value.u64);
+		break;
+	case STROBE_ARG_F64: {
+		uint64_t bits;
+		memcpy(&bits, &a->value.f64, 8);
+		put_fixed64(e, DA_DOUBLE, bits);
+		break;
+	}
+	case STROBE_ARG_BOOL:
+		put_varint(e, DA_BOOL, a->value.b);
+		break;
+	case STROBE_ARG_JSON:
+		put_str(e, DA_JSON, a->value.str ? a->value.str : "null");
+		break;
+	default:
+		put_str(e, DA_STRING, a->value.str ? a->value.str : "");
+		break;
+	}
+	end(e, da);
+}
+
+static void name_field(struct strb_pfenc *e, int table, unsigned iid_field, unsigned str_field, const char *s)
+{
+	uint64_t iid = intern(e, table, s);
+	if (iid)
+		put_varint(e, iid_field, iid);
+	else
+		put_str(e, str_field, s);
+}
+
+void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
+{
+	if (e->arena_len > INTERN_MAX_BYTES) {
+		/* Bounded memory: forget every interned string and say so. */
+		reset_tables(e);
+		if (room(e, CLOCK_PACKET_BOUND))
+			clock_packet(e, false);
+	}
+	size_t bound = 96;
+	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT)
+		bound += 2 * (slen(ev->name) + slen(ev->category)) + 32;
+	for (size_t i = 0; i < ev->nargs; i++)
+		bound += arg_bound(&ev->args[i]);
+	if (!room(e, bound))
+		return;
+	size_t pkt = begin(e, TRACE_PACKET);
+	if (ev->ts_ns >= e->origin) {
+		put_varint(e, PKT_TIMESTAMP, (uint64_t)(ev->ts_ns - e->origin));
+	} else {
+		put_varint(e, PKT_CLOCK_ID, CLOCK_REALTIME_ID);
+		put_varint(e, PKT_TIMESTAMP, ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0);
+	}
+	size_t te = begin(e, PKT_TRACK_EVENT);
+	put_varint(e, TE_TYPE, ev->type);
+	put_varint(e, TE_TRACK, ev->track);
+	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT) {
+		name_field(e, T_NAME, TE_NAME_IID, TE_NAME, ev->name ? ev->name : "");
+		if (ev->category && *ev->category)
+			name_field(e, T_CATEGORY, TE_CATEGORY_IIDS, TE_CATEGORIES, ev->category);
+	} else if (ev->type == STRB_PF_COUNTER) {
+		double v = ev->value;
+		if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v) {
+			put_varint(e, TE_COUNTER_INT, (uint64_t)(int64_t)v);
+		} else {
+			uint64_t bits;
+			memcpy(&bits, &v, 8);
+			put_fixed64(e, TE_COUNTER_DOUBLE, bits);
+		}
+	}
+	for (size_t i = 0; i < ev->nargs; i++)
+		annotation(e, &ev->args[i]);
+	if (ev->flow_out)
+		put_fixed64(e, TE_FLOW_IDS, ev->flow_out);
+	if (ev->flow_in)
+		put_fixed64(e, TE_TERMINATING_FLOW_IDS, ev->flow_in);
+	end(e, te);
+	interned_data(e);
+	packet_tail(e, SEQ_NEEDS_STATE);
+	end(e, pkt);
+}
+
+uint64_t strb_pfenc_metadata(struct strb_pfenc *e, int64_t ts, const struct strobe_arg *args, size_t nargs)
+{
+	uint64_t track = strb_pfenc_uuid(e);
+	strb_pfenc_track(e, track, 0, STRB_PERFETTO_METADATA_TRACK);
+	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = ts,
+				   .name = STRB_PERFETTO_METADATA_EVENT, .args = args, .nargs = nargs};
+	strb_pfenc_event(e, &ev);
+	return track;
+}
+
+int strb_pfenc_error(const struct strb_pfenc *e)
+{
+	return e->err;
+}
+
+uint64_t strb_pfenc_bytes(const struct strb_pfenc *e)
+{
+	return e->bytes + e->n;
+}
+
+static void free_enc(struct strb_pfenc *e)
+{
+	for (int t = 0; t < TABLES; t++) {
+		free(e->tables[t].slots);
+		free(e->tables[t].cache);
+	}
+	free(e->arena);
+	free(e->fresh);
+	free(e->buf);
+	free(e);
+}
+
+int strb_pfenc_finish(struct strb_pfenc *e)
+{
+	flush(e);
+	int rc = e->err;
+	if (rc)
+		strb_sink_abort(e->sink);
+	else
+		rc = strb_sink_commit(e->sink);
+	free_enc(e);
+	return rc;
+}
+
+void strb_pfenc_abort(struct strb_pfenc *e)
+{
+	if (!e)
+		return;
+	strb_sink_abort(e->sink);
+	free_enc(e);
+}
+
+/* ---- track map --------------------------------------------------------- */
+
+uint64_t strb_pfmap_key(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull + (a << 6) + (a >> 2));
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	return x ^ (x >> 29);
+}
+
+uint64_t strb_pfmap_str(const char *s)
+{
+	return hash_str(s, strlen(s)) | 1ull << 63;
+}
+
+uint64_t strb_pfmap_get(const struct strb_pfmap *m, uint64_t key)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t j = key & (m->cap - 1); m->vals[j]; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == key)
+			return m->vals[j];
+	return 0;
+}
+
+int strb_pfmap_put(struct strb_pfmap *m, uint64_t key, uint64_t val)
+{
+	if ((m->count + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		uint64_t *nk = calloc(cap, sizeof(*nk)), *nv = calloc(cap, sizeof(*nv));
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->vals[i])
+				continue;
+			size_t j = m->keys[i] & (cap - 1);
+			while (nv[j])
+				j = (j + 1) & (cap - 1);
+			nk[j] = m->keys[i];
+			nv[j] = m->vals[i];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = nk;
+		m->vals = nv;
+		m->cap = cap;
+	}
+	size_t j = key & (m->cap - 1);
+	while (m->vals[j] && m->keys[j] != key)
+		j = (j + 1) & (m->cap - 1);
+	m->count += !m->vals[j];
+	m->keys[j] = key;
+	m->vals[j] = val;
+	return 0;
+}
+
+void strb_pfmap_free(struct strb_pfmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	*m = (struct strb_pfmap){0};
+}

@@ -1,0 +1,1339 @@
+/* One streaming pass over a trace file, and what it adds up to: see
+ * analysis.h. */
+#include "analysis/analysis.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_tree.h>
+
+/* ---- interned keys with one fixed-size item each ----------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static bool table_rehash(struct an_table *t, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = hash_str(t->keys[i]) & (nslots - 1);
+		while (slots[h])
+			h = (h + 1) & (nslots - 1);
+		slots[h] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return true;
+}
+
+void *an_table_item(const struct an_table *t, size_t i)
+{
+	return t->items + i * t->item_size;
+}
+
+void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES])
+{
+	const struct an_loss all[AN_LOSSES] = {
+	    {"events with \"finished\": false", "unfinished_events", a->unfinished},
+	    {"events named \"unknown\"", "unknown_names", a->unknown},
+	    {"complete events without ts", "untimed_events", a->untimed},
+	    {"strings cut short by this reader", "truncated_strings", st->truncated},
+	    {"args beyond this reader's limit", "dropped_members", st->dropped},
+	    {"traceEvents entries not objects", "skipped_elements", st->skipped},
+	    {"ts/dur values out of range", "bad_times", st->bad_times},
+	};
+	memcpy(out, all, sizeof(all));
+}
+
+bool an_past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank)
+{
+	if (rank != *prev)
+		*in_rank = 0;
+	*prev = rank;
+	return top && ++*in_rank > top;
+}
+
+void *an_table_find(const struct an_table *t, const char *key)
+{
+	if (!t->nslots)
+		return NULL;
+	size_t mask = t->nslots - 1;
+	for (size_t h = hash_str(key) & mask; t->slots[h]; h = (h + 1) & mask)
+		if (!strcmp(t->keys[t->slots[h] - 1], key))
+			return an_table_item(t, t->slots[h] - 1);
+	return NULL;
+}
+
+void *an_table_get(struct an_table *t, const char *key)
+{
+	if ((t->n + 1) * 2 > t->nslots && !table_rehash(t, t->nslots ? t->nslots * 2 : 64))
+		return NULL;
+	size_t mask = t->nslots - 1, h = hash_str(key) & mask;
+	for (; t->slots[h]; h = (h + 1) & mask)
+		if (!strcmp(t->keys[t->slots[h] - 1], key))
+			return an_table_item(t, t->slots[h] - 1);
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		char **keys = realloc(t->keys, cap * sizeof(*keys));
+		if (!keys)
+			return NULL;
+		t->keys = keys;
+		unsigned char *items = realloc(t->items, cap * t->item_size);
+		if (!items)
+			return NULL;
+		t->items = items;
+		t->cap = cap;
+	}
+	if (!(t->keys[t->n] = strdup(key)))
+		return NULL;
+	t->slots[h] = (uint32_t)t->n + 1;
+	void *item = an_table_item(t, t->n++);
+	memset(item, 0, t->item_size);
+	return item;
+}
+
+size_t an_table_index(const struct an_table *t, const void *item)
+{
+	return (size_t)((const unsigned char *)item - t->items) / t->item_size;
+}
+
+void an_table_free(struct an_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->keys[i]);
+	free(t->keys);
+	free(t->items);
+	free(t->slots);
+}
+
+/* Appends one element to a growable array; false when out of memory. */
+static bool grow(void **arr, size_t *n, size_t *cap, size_t size)
+{
+	if (*n < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	void *p = realloc(*arr, ncap * size);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = ncap;
+	return true;
+}
+
+#define PUSH(arr, n, cap, ...)                                                                               \
+	(grow((void **)&(arr), &(n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
+
+/* qsort, for arrays that may be empty (and NULL). */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+/* ---- collecting ---------------------------------------------------------- */
+
+static const char *join(struct an_trace *a, const char *x, const char *y)
+{
+	snprintf(a->key, sizeof(a->key), "%s" AN_SEP "%s", x, y);
+	return a->key;
+}
+
+static const char *ident_key(const struct tr_ident *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%c%s", id->kind == TR_NUMBER ? 'n' : id->kind == TR_STRING ? 's' : '-', id->text);
+	return buf;
+}
+
+static int64_t sat_add(int64_t x, int64_t y)
+{
+	return y > 0 && x > INT64_MAX - y ? INT64_MAX : x + y;
+}
+
+static struct an_process *process_of(struct an_trace *a, const struct tr_ident *pid)
+{
+	char key[TR_SHORT_MAX + 2];
+	struct an_process *p = an_table_get(&a->pids, ident_key(pid, key, sizeof(key)));
+	if (p && !p->seen) {
+		p->seen = true;
+		p->rank = -1;
+	}
+	return p;
+}
+
+/* A positive integer arg ("correlation", "bytes"); 0 when absent or not one. */
+static uint64_t uint_arg(const struct tr_event *ev, const char *key)
+{
+	const struct tr_pair *p = tr_event_arg(ev, key);
+	if (!p || p->truncated || p->value[0] < '0' || p->value[0] > '9')
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(p->value, &end, 10);
+	return errno || *end ? 0 : v;
+}
+
+/* A JSON string's text without quotes and escapes (\u escapes become
+ * UTF-8); false when json is not a string. */
+static bool json_string(const char *json, char *out, size_t len)
+{
+	size_t n = 0;
+	if (*json++ != '"' || !len)
+		return false;
+	for (; *json && *json != '"'; json++) {
+		char c = *json;
+		char utf8[4];
+		size_t k = 1;
+		utf8[0] = c;
+		if (c == '\\') {
+			c = *++json;
+			const char *plain = strchr("\"\\/bfnrt", c);
+			if (c && plain && c != 'u') {
+				utf8[0] = "\"\\/\b\f\n\r\t"[plain - "\"\\/bfnrt"];
+			} else if (c == 'u') {
+				unsigned cp = 0;
+				for (int i = 1; i <= 4; i++) {
+					char h = json[i];
+					if (!h)
+						return false;
+					cp = cp * 16 + (unsigned)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+				}
+				json += 4;
+				/* Lone surrogates and pairs alike become U+FFFD: names that
+				 * need them are rare, and none of what we parse depends on it. */
+				if (cp >= 0xd800 && cp < 0xe000)
+					cp = 0xfffd;
+				if (cp < 0x80) {
+					utf8[0] = (char)cp;
+				} else if (cp < 0x800) {
+					utf8[0] = (char)(0xc0 | cp >> 6);
+					utf8[1] = (char)(0x80 | (cp & 0x3f));
+					k = 2;
+				} else {
+					utf8[0] = (char)(0xe0 | cp >> 12);
+					utf8[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+					utf8[2] = (char)(0x80 | (cp & 0x3f));
+					k = 3;
+				}
+			} else {
+				return false;
+			}
+		}
+		if (n + k >= len)
+			break;
+		memcpy(out + n, utf8, k);
+		n += k;
+	}
+	out[n] = 0;
+	return true;
+}
+
+/* "rank <N> · ..." (the middle dot as UTF-8) gives N; else -1. */
+static int64_t rank_of_name(const char *name)
+{
+	if (strncmp(name, "rank ", 5) || name[5] < '0' || name[5] > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	long long r = strtoll(name + 5, &end, 10);
+	if (errno || r > INT32_MAX || strncmp(end, " \xc2\xb7 ", 4))
+		return -1;
+	return r;
+}
+
+static int on_metadata(struct an_trace *a, const struct tr_event *ev)
+{
+	bool name = !strcmp(ev->name, "process_name");
+	if (!name && strcmp(ev->name, "process_labels"))
+		return 0;
+	const struct tr_pair *arg = tr_event_arg(ev, name ? "name" : "labels");
+	struct an_process *p = arg ? process_of(a, &ev->pid) : NULL;
+	if (!arg)
+		return 0;
+	if (!p)
+		return -ENOMEM;
+	char *dst = name ? p->name : p->label;
+	if (!json_string(arg->value, dst, TR_SHORT_MAX))
+		snprintf(dst, TR_SHORT_MAX, "%.*s", TR_SHORT_MAX - 1, arg->value);
+	if (name)
+		p->rank = rank_of_name(p->name);
+	return 0;
+}
+
+static uint64_t corr_hash(uint64_t key)
+{
+	return (key * 0x9e3779b97f4a7c15ull) >> 20;
+}
+
+static bool corr_put(struct an_corr_gen *g, const struct an_corr *e)
+{
+	if ((g->n + 1) * 2 > g->nslots) {
+		size_t nslots = g->nslots ? g->nslots * 2 : 1024;
+		struct an_corr *slots = calloc(nslots, sizeof(*slots));
+		if (!slots)
+			return false;
+		for (size_t i = 0; i < g->nslots; i++) {
+			if (!g->slots[i].what)
+				continue;
+			size_t h = corr_hash(g->slots[i].key) & (nslots - 1);
+			while (slots[h].what)
+				h = (h + 1) & (nslots - 1);
+			slots[h] = g->slots[i];
+		}
+		free(g->slots);
+		g->slots = slots;
+		g->nslots = nslots;
+	}
+	size_t h = corr_hash(e->key) & (g->nslots - 1);
+	while (g->slots[h].what)
+		h = (h + 1) & (g->nslots - 1);
+	g->slots[h] = *e;
+	g->n++;
+	return true;
+}
+
+/* Pairs a launch or kernel (e) with every waiting entry of the other kind
+ * and the same correlation; waits itself when it found none, or always
+ * when it is a launch (one graph launch runs many kernels). */
+static int corr_pair(struct an_trace *a, const struct an_corr *e)
+{
+	uint32_t other = e->what == 1 ? 2 : 1;
+	bool found = false;
+	for (int gi = 0; gi < 2; gi++) {
+		const struct an_corr_gen *g = &a->corr[gi];
+		if (!g->nslots)
+			continue;
+		size_t mask = g->nslots - 1;
+		for (size_t h = corr_hash(e->key) & mask; g->slots[h].what; h = (h + 1) & mask) {
+			const struct an_corr *w = &g->slots[h];
+			if (w->key != e->key || w->what != other)
+				continue;
+			const struct an_corr *l = e->what == 1 ? e : w, *k = e->what == 1 ? w : e;
+			if (PUSH(a->launches, a->nlaunches, a->caplaunches,
+			         (struct an_launch){k->kernel, l->pid, k->pid, k->ts - l->ts}))
+				return -ENOMEM;
+			found = true;
+		}
+	}
+	if (found && e->what == 2)
+		return 0;
+	if (a->corr[0].n >= AN_CORR_MAX) {
+		free(a->corr[1].slots);
+		a->corr[1] = a->corr[0];
+		a->corr[0] = (struct an_corr_gen){0};
+	}
+	return corr_put(&a->corr[0], e) ? 0 : -ENOMEM;
+}
+
+/* The direction of a copy: its "copy kind" arg, else the word after "Memcpy"
+ * in its name (libkineto and strobe name copies "Memcpy HtoD (Pinned -> Device)"). */
+static void copy_dir(const struct tr_event *ev, char *out, size_t len)
+{
+	const struct tr_pair *kind = tr_event_arg(ev, "copy kind");
+	if (kind && json_string(kind->value, out, len) && *out)
+		return;
+	if (kind && !kind->truncated && kind->value[0] != '"') {
+		snprintf(out, len, "%.*s", (int)len - 1, kind->value);
+		return;
+	}
+	const char *n = ev->name;
+	if (!strncmp(n, "Memcpy ", 7)) {
+		size_t w = strcspn(n + 7, " ");
+		if (w && w < len) {
+			memcpy(out, n + 7, w);
+			out[w] = 0;
+			return;
+		}
+	}
+	snprintf(out, len, "unknown");
+}
+
+static bool is_nccl(const char *name)
+{
+	for (const char *p = name; *p; p++)
+		if ((p[0] | 0x20) == 'n' && (p[1] | 0x20) == 'c' && (p[2] | 0x20) == 'c' &&
+		    (p[3] | 0x20) == 'l')
+			return true;
+	return false;
+}
+
+static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool launch, uint32_t kernel)
+{
+	a->pending_flow.active = true;
+	a->pending_flow.launch = launch;
+	a->pending_flow.pid = ev->pid;
+	a->pending_flow.tid = ev->tid;
+	a->pending_flow.ts = ev->ts_ns;
+	a->pending_flow.kernel = kernel;
+}
+
+static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur)
+{
+	bool kernel = !strcmp(ev->cat, "kernel"), copy = !strcmp(ev->cat, "gpu_memcpy");
+	bool launch = !strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver");
+	if (!kernel && !copy && strcmp(ev->cat, "gpu_memset") && !launch)
+		return 0;
+	/* The row already knows its process. */
+	uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, row))->pid;
+	struct an_process *p = an_table_item(&a->pids, pid);
+	uint64_t corr = uint_arg(ev, "correlation");
+	if (launch) {
+		if (!corr) {
+			remember_flow(a, ev, true, 0);
+			return 0;
+		}
+		return corr_pair(a, &(struct an_corr){corr, ev->ts_ns, pid, 0, 1});
+	}
+	uint32_t kind = kernel ? (is_nccl(ev->name) ? AN_NCCL : AN_KERNEL) : copy ? AN_MEMCPY : AN_MEMSET;
+	if (PUSH(a->gpu, a->ngpu, a->capgpu, (struct an_gpurec){row, name, ev->ts_ns, dur, kind, pid}))
+		return -ENOMEM;
+	if (copy) {
+		char dir[TR_SHORT_MAX];
+		copy_dir(ev, dir, sizeof(dir));
+		struct an_count *d = an_table_get(&a->dirs, dir);
+		if (!d)
+			return -ENOMEM;
+		return PUSH(
+		    a->copies, a->ncopies, a->capcopies,
+		    (struct an_copy){pid, (uint32_t)an_table_index(&a->dirs, d), uint_arg(ev, "bytes"), dur});
+	}
+	if (!kernel)
+		return 0;
+	uint32_t seq = a->nkernels++;
+	p->kernels++;
+	if (!corr) {
+		remember_flow(a, ev, false, seq);
+		return 0;
+	}
+	return corr_pair(a, &(struct an_corr){corr, ev->ts_ns, pid, seq, 2});
+}
+
+/* An ac2g flow right after a launch or kernel that had no "correlation"
+ * arg: its id is the correlation (libkineto writes flowId = correlation). */
+static int on_flow(struct an_trace *a, const struct tr_event *ev)
+{
+	bool start = !strcmp(ev->ph, "s");
+	if (!a->pending_flow.active || strcmp(ev->cat, "ac2g") || start != a->pending_flow.launch ||
+	    !ev->id.is_int || ev->id.num <= 0 || !ev->has_ts || ev->ts_ns != a->pending_flow.ts ||
+	    strcmp(ev->pid.text, a->pending_flow.pid.text) || strcmp(ev->tid.text, a->pending_flow.tid.text))
+		return 0;
+	struct an_process *p = process_of(a, &ev->pid);
+	if (!p)
+		return -ENOMEM;
+	uint32_t pid = (uint32_t)an_table_index(&a->pids, p);
+	return corr_pair(a, &(struct an_corr){(uint64_t)ev->id.num, ev->ts_ns, pid, a->pending_flow.kernel,
+	                                      start ? 1 : 2});
+}
+
+static int add_complete(struct an_trace *a, const struct tr_event *ev)
+{
+	if (!ev->has_ts) {
+		a->untimed++;
+		return 0;
+	}
+	int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
+	struct an_name *sn = an_table_get(&a->names, join(a, ev->cat, ev->name));
+	if (!sn)
+		return -ENOMEM;
+	uint32_t name = (uint32_t)an_table_index(&a->names, sn);
+	if (!sn->count) {
+		struct an_category *c = an_table_get(&a->xcats, ev->cat);
+		if (!c)
+			return -ENOMEM;
+		c->names++;
+		sn->cat = (uint32_t)an_table_index(&a->xcats, c);
+		sn->cat_len = (uint32_t)strlen(ev->cat);
+	}
+	struct an_category *c = an_table_item(&a->xcats, sn->cat);
+	c->events++;
+	c->total = sat_add(c->total, dur);
+	sn->count++;
+	sn->total = sat_add(sn->total, dur);
+	sn->self = sat_add(sn->self, dur);
+	if (dur > sn->max)
+		sn->max = dur;
+
+	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
+	ident_key(&ev->pid, pid, sizeof(pid));
+	struct an_row *row = an_table_get(&a->rows, join(a, pid, ident_key(&ev->tid, tid, sizeof(tid))));
+	if (!row)
+		return -ENOMEM;
+	if (!row->tid_off) {
+		struct an_process *p = process_of(a, &ev->pid);
+		if (!p)
+			return -ENOMEM;
+		row->pid = (uint32_t)an_table_index(&a->pids, p);
+		row->tid_off = (uint32_t)strlen(pid) + 2;
+	}
+	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
+	if (PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur, dur}))
+		return -ENOMEM;
+	return add_gpu(a, ev, r, name, dur);
+}
+
+/* A counter value as a double: kineto writes numbers, some tools quote them. */
+static bool counter_value(const char *json, double *v)
+{
+	char buf[TR_VALUE_MAX];
+	size_t n = strlen(json);
+	if (n >= 2 && json[0] == '"' && json[n - 1] == '"') {
+		memcpy(buf, json + 1, n - 2);
+		buf[n - 2] = 0;
+		json = buf;
+	}
+	char *end;
+	errno = 0;
+	*v = strtod(json, &end);
+	return end != json && !*end && !errno && isfinite(*v);
+}
+
+static int add_counter(struct an_trace *a, const struct tr_event *ev)
+{
+	for (unsigned i = 0; i < ev->nargs; i++) {
+		double v;
+		if (ev->args[i].truncated || !counter_value(ev->args[i].value, &v))
+			continue;
+		struct an_series *c = an_table_get(&a->counters, join(a, ev->name, ev->args[i].key));
+		if (!c)
+			return -ENOMEM;
+		c->name_len = (uint32_t)strlen(ev->name);
+		if (!c->count || v < c->min)
+			c->min = v;
+		if (!c->count || v > c->max)
+			c->max = v;
+		int64_t ts = ev->has_ts ? ev->ts_ns : INT64_MIN;
+		if (!c->count || ts >= c->last_ts) {
+			c->last = v;
+			c->last_ts = ts;
+		}
+		c->count++;
+	}
+	return 0;
+}
+
+static int count_key(struct an_table *t, const char *key)
+{
+	struct an_count *c = an_table_get(t, key);
+	if (!c)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+static int on_event(const struct tr_event *ev, void *arg)
+{
+	struct an_trace *a = arg;
+	if (count_key(&a->phs, ev->ph) || count_key(&a->cats, ev->cat))
+		return -ENOMEM;
+	if (!strcmp(ev->name, "unknown"))
+		a->unknown++;
+	const struct tr_pair *fin = tr_event_arg(ev, "finished");
+	if (fin && !strcmp(fin->value, "false"))
+		a->unfinished++;
+
+	bool complete = !strcmp(ev->ph, "X");
+	/* Metadata events carry the capture start as ts; they are not activity. */
+	if (ev->has_ts && strcmp(ev->ph, "M")) {
+		int64_t end = sat_add(ev->ts_ns, complete && ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0);
+		if (!a->timed || ev->ts_ns < a->first_ts)
+			a->first_ts = ev->ts_ns;
+		if (!a->timed || end > a->last_end)
+			a->last_end = end;
+		a->timed = true;
+	}
+	int rc = 0;
+	if (!strcmp(ev->ph, "s") || !strcmp(ev->ph, "f"))
+		rc = on_flow(a, ev);
+	/* A flow belongs to the event just before it, or to none. */
+	a->pending_flow.active = false;
+	if (rc)
+		return rc;
+	if (complete)
+		return add_complete(a, ev);
+	if (!strcmp(ev->ph, "M"))
+		return on_metadata(a, ev);
+	if (!strcmp(ev->ph, "C"))
+		return add_counter(a, ev);
+	if (!strcmp(ev->ph, "i") || !strcmp(ev->ph, "I")) {
+		struct an_instant *in = an_table_get(&a->instants, join(a, ev->cat, ev->name));
+		if (!in)
+			return -ENOMEM;
+		in->cat_len = (uint32_t)strlen(ev->cat);
+		in->count++;
+	}
+	return 0;
+}
+
+static int on_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
+{
+	struct an_trace *a = arg;
+	(void)len;
+	if (!strcmp(key, "distributedInfo") && !truncated) {
+		/* PyTorch writes {"backend": "nccl", "rank": 0, "world_size": 8, ...}. */
+		yajl_val root = yajl_tree_parse(json, NULL, 0);
+		const char *path[] = {"rank", NULL};
+		yajl_val rank = root ? yajl_tree_get(root, path, yajl_t_number) : NULL;
+		if (rank && YAJL_IS_INTEGER(rank)) {
+			a->has_dist_rank = true;
+			a->dist_rank = YAJL_GET_INTEGER(rank);
+		}
+		yajl_tree_free(root);
+		return 0;
+	}
+	char **dst = !strcmp(key, "strobe")        ? &a->strobe_meta
+	             : !strcmp(key, "host_name")   ? &a->host_name
+	             : !strcmp(key, "gpu_capture") ? &a->gpu_capture
+	                                           : NULL;
+	if (!dst || truncated)
+		return 0;
+	free(*dst);
+	if (dst != &a->strobe_meta) {
+		char text[TR_VALUE_MAX];
+		*dst = json_string(json, text, sizeof(text)) ? strdup(text) : strdup(json);
+	} else {
+		*dst = strdup(json);
+	}
+	return *dst ? 0 : -ENOMEM;
+}
+
+/* ---- self time ----------------------------------------------------------- */
+
+static int cmp_xrec(const void *pa, const void *pb)
+{
+	const struct an_xrec *x = pa, *y = pb;
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur)
+		return x->dur > y->dur ? -1 : 1; /* the enclosing event first */
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Takes from each event's self time what its direct children cover. After
+ * the sort a row's events come in start order with parents before the
+ * children that start with them, so a stack of open events finds the
+ * parent. A child that outlives its parent only gives back the overlap. */
+static int compute_self(struct an_trace *a)
+{
+	if (!a->nx)
+		return 0;
+	sort_n(a->x, a->nx, sizeof(*a->x), cmp_xrec);
+	size_t *stack = NULL, depth = 0, cap = 0;
+	for (size_t i = 0; i < a->nx; i++) {
+		const struct an_xrec *e = &a->x[i];
+		if (i && e->row != a->x[i - 1].row)
+			depth = 0;
+		while (depth && sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
+			depth--;
+		int64_t end = sat_add(e->ts, e->dur);
+		if (depth) {
+			struct an_xrec *parent = &a->x[stack[depth - 1]];
+			int64_t pend = sat_add(parent->ts, parent->dur);
+			int64_t covered = (end < pend ? end : pend) - e->ts;
+			struct an_name *sn = an_table_item(&a->names, parent->name);
+			sn->self -= covered;
+			parent->self -= covered;
+		}
+		if (depth == cap) {
+			cap = cap ? cap * 2 : 64;
+			size_t *ns = realloc(stack, cap * sizeof(*ns));
+			if (!ns) {
+				free(stack);
+				return -ENOMEM;
+			}
+			stack = ns;
+		}
+		stack[depth++] = i;
+	}
+	free(stack);
+	for (size_t i = 0; i < a->names.n; i++) {
+		const struct an_name *sn = an_table_item(&a->names, i);
+		struct an_category *c = an_table_item(&a->xcats, sn->cat);
+		c->self += sn->self;
+	}
+	return 0;
+}
+
+/* ---- GPU time ------------------------------------------------------------- */
+
+static int64_t rank_of_pid(const struct an_trace *a, uint32_t pid)
+{
+	const struct an_process *p = an_table_item(&a->pids, pid);
+	return p->rank;
+}
+
+/* Ranks in output order: 0, 1, ..., then work outside any rank (-1). */
+static int cmp_rank(int64_t x, int64_t y)
+{
+	uint64_t ux = (uint64_t)x, uy = (uint64_t)y; /* -1 sorts last */
+	return ux < uy ? -1 : ux > uy;
+}
+
+static int cmp_gpu_time(const void *pa, const void *pb)
+{
+	const struct an_gpurec *x = pa, *y = pb;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->dur > y->dur ? -1 : x->dur < y->dur;
+}
+
+static int cmp_gpu_row(const void *pa, const void *pb)
+{
+	const struct an_gpurec *x = pa, *y = pb;
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+struct span {
+	int64_t start, end;
+};
+
+/* The union of the intervals of recs (in start order) whose kind is in
+ * kinds (a bit mask), as disjoint spans in order. */
+static int union_of(const struct an_gpurec *recs, size_t n, unsigned kinds, struct span **out, size_t *nout)
+{
+	size_t cap = 0;
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!(kinds & (1u << recs[i].kind)))
+			continue;
+		int64_t s = recs[i].ts, e = sat_add(recs[i].ts, recs[i].dur);
+		if (*nout && s <= (*out)[*nout - 1].end) {
+			if (e > (*out)[*nout - 1].end)
+				(*out)[*nout - 1].end = e;
+			continue;
+		}
+		if (PUSH(*out, *nout, cap, (struct span){s, e}))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int64_t spans_total(const struct span *s, size_t n)
+{
+	int64_t t = 0;
+	for (size_t i = 0; i < n; i++)
+		t += s[i].end - s[i].start;
+	return t;
+}
+
+static int64_t spans_intersection(const struct span *x, size_t nx, const struct span *y, size_t ny)
+{
+	int64_t t = 0;
+	for (size_t i = 0, j = 0; i < nx && j < ny;) {
+		int64_t s = x[i].start > y[j].start ? x[i].start : y[j].start;
+		int64_t e = x[i].end < y[j].end ? x[i].end : y[j].end;
+		if (e > s)
+			t += e - s;
+		if (x[i].end < y[j].end)
+			i++;
+		else
+			j++;
+	}
+	return t;
+}
+
+static void add_gap(struct an_device *d, int64_t start, int64_t dur)
+{
+	d->gaps++;
+	d->gap_total += dur;
+	if (dur > d->gap_max)
+		d->gap_max = dur;
+	size_t i = d->ntop < AN_TOP_GAPS ? d->ntop++ : AN_TOP_GAPS;
+	if (i == AN_TOP_GAPS && dur <= d->top[AN_TOP_GAPS - 1].dur)
+		return;
+	if (i == AN_TOP_GAPS)
+		i--;
+	for (; i > 0 && d->top[i - 1].dur < dur; i--)
+		d->top[i] = d->top[i - 1];
+	d->top[i] = (struct an_gap){start, dur};
+}
+
+static void add_buckets(const struct an_trace *a, struct an_device *d, const struct span *sp)
+{
+	double w0 = (double)a->first_ts, width = (double)(a->last_end - a->first_ts) / AN_BUCKETS;
+	if (width <= 0)
+		return;
+	double s = (double)sp->start - w0, e = (double)sp->end - w0;
+	long b0 = (long)(s / width), b1 = (long)(e / width);
+	for (long b = b0 < 0 ? 0 : b0; b <= b1 && b < AN_BUCKETS; b++) {
+		double lo = b * width, hi = lo + width;
+		double cover = (e < hi ? e : hi) - (s > lo ? s : lo);
+		if (cover > 0)
+			d->buckets[b] += (float)(cover / width);
+	}
+}
+
+static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec *recs, size_t n)
+{
+	struct span *all, *comm = NULL, *compute = NULL;
+	size_t nall, ncomm = 0, ncompute = 0;
+	int rc = union_of(recs, n, 1u << AN_KERNEL | 1u << AN_NCCL | 1u << AN_MEMCPY | 1u << AN_MEMSET, &all,
+	                  &nall);
+	if (!rc)
+		rc = union_of(recs, n, 1u << AN_NCCL, &comm, &ncomm);
+	if (!rc)
+		rc = union_of(recs, n, 1u << AN_KERNEL, &compute, &ncompute);
+	if (!rc) {
+		d->events = n;
+		d->busy = spans_total(all, nall);
+		d->first = all[0].start;
+		d->last = all[nall - 1].end;
+		for (size_t i = 0; i < nall; i++) {
+			if (i)
+				add_gap(d, all[i - 1].end, all[i].start - all[i - 1].end);
+			add_buckets(a, d, &all[i]);
+		}
+		d->has_comm = ncomm > 0;
+		d->comm = spans_total(comm, ncomm);
+		d->compute = spans_total(compute, ncompute);
+		d->both = spans_intersection(comm, ncomm, compute, ncompute);
+	}
+	free(all);
+	free(comm);
+	free(compute);
+	if (rc)
+		return rc;
+
+	/* Per stream, after the device-wide views that need time order. */
+	sort_n(recs, n, sizeof(*recs), cmp_gpu_row);
+	size_t cap = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && recs[j].row == recs[i].row; j++)
+			;
+		struct span *sp;
+		size_t nsp;
+		if (union_of(recs + i, j - i, ~0u, &sp, &nsp))
+			return -ENOMEM;
+		rc = PUSH(d->streams, d->nstreams, cap,
+		          (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
+		free(sp);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int compute_devices(struct an_trace *a)
+{
+	sort_n(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
+	size_t cap = 0;
+	for (size_t i = 0, j; i < a->ngpu; i = j) {
+		for (j = i; j < a->ngpu && a->gpu[j].pid == a->gpu[i].pid; j++)
+			;
+		struct an_device d = {.pid = a->gpu[i].pid, .rank = rank_of_pid(a, a->gpu[i].pid)};
+		if (PUSH(a->devices, a->ndevices, cap, d))
+			return -ENOMEM;
+		if (device_time(a, &a->devices[a->ndevices - 1], a->gpu + i, j - i))
+			return -ENOMEM;
+	}
+	/* Devices by rank, then in pid order as the trace's viewer shows them. */
+	for (size_t i = 1; i < a->ndevices; i++) {
+		struct an_device d = a->devices[i];
+		size_t k = i;
+		for (; k > 0 && cmp_rank(a->devices[k - 1].rank, d.rank) > 0; k--)
+			a->devices[k] = a->devices[k - 1];
+		a->devices[k] = d;
+	}
+	return 0;
+}
+
+static int list_ranks(struct an_trace *a)
+{
+	a->ranks = malloc((a->pids.n ? a->pids.n : 1) * sizeof(*a->ranks));
+	if (!a->ranks)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->pids.n; i++) {
+		int64_t r = rank_of_pid(a, (uint32_t)i);
+		size_t k = a->nranks;
+		bool dup = false;
+		for (size_t j = 0; j < a->nranks && !dup; j++)
+			dup = a->ranks[j] == r;
+		if (dup)
+			continue;
+		for (; k > 0 && cmp_rank(a->ranks[k - 1], r) > 0; k--)
+			a->ranks[k] = a->ranks[k - 1];
+		a->ranks[k] = r;
+		a->nranks++;
+		a->ranked |= r >= 0;
+	}
+	return 0;
+}
+
+/* ---- kernels, copies, launches, CPU ops per rank ---------------------------- */
+
+double an_pct(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+int64_t an_window(const struct an_trace *a)
+{
+	return a->timed ? a->last_end - a->first_ts : 0;
+}
+
+size_t an_shown(size_t n, size_t top)
+{
+	return top && top < n ? top : n;
+}
+
+int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p)
+{
+	if (!n)
+		return 0;
+	size_t rank = ((size_t)p * n + 99) / 100;
+	return sorted[rank ? rank - 1 : 0];
+}
+
+struct kdur {
+	int64_t rank;
+	uint32_t name;
+	int64_t dur;
+};
+
+static int cmp_kdur(const void *pa, const void *pb)
+{
+	const struct kdur *x = pa, *y = pb;
+	int c = cmp_rank(x->rank, y->rank);
+	if (c)
+		return c;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->dur < y->dur ? -1 : x->dur > y->dur;
+}
+
+static const struct an_trace *sort_trace; /* for the comparators below; qsort has no context */
+
+static int cmp_kernel(const void *pa, const void *pb)
+{
+	const struct an_kernel *x = pa, *y = pb;
+	int c = cmp_rank(x->rank, y->rank);
+	if (c)
+		return c;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(an_name(sort_trace, x->name), an_name(sort_trace, y->name));
+}
+
+static int compute_kernels(struct an_trace *a)
+{
+	struct kdur *k = malloc((a->ngpu ? a->ngpu : 1) * sizeof(*k));
+	int64_t *durs = malloc((a->ngpu ? a->ngpu : 1) * sizeof(*durs));
+	size_t n = 0, cap = 0;
+	int rc = k && durs ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < a->ngpu; i++)
+		if (a->gpu[i].kind == AN_KERNEL || a->gpu[i].kind == AN_NCCL)
+			k[n++] = (struct kdur){rank_of_pid(a, a->gpu[i].pid), a->gpu[i].name, a->gpu[i].dur};
+	if (!rc)
+		sort_n(k, n, sizeof(*k), cmp_kdur);
+	for (size_t i = 0, j; !rc && i < n; i = j) {
+		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
+		for (j = i; j < n && k[j].rank == k[i].rank && k[j].name == k[i].name; j++) {
+			durs[j - i] = k[j].dur;
+			s.total = sat_add(s.total, k[j].dur);
+		}
+		s.count = j - i;
+		s.p50 = an_percentile(durs, j - i, 50);
+		s.p99 = an_percentile(durs, j - i, 99);
+		s.max = durs[j - i - 1];
+		rc = PUSH(a->kernels, a->nkernel_stats, cap, s);
+	}
+	free(k);
+	free(durs);
+	sort_trace = a;
+	if (!rc)
+		sort_n(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
+	return rc;
+}
+
+static int cmp_copy(const void *pa, const void *pb)
+{
+	const struct an_copy_stat *x = pa, *y = pb;
+	int c = cmp_rank(x->rank, y->rank);
+	if (c)
+		return c;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->dir, y->dir);
+}
+
+static int compute_copies(struct an_trace *a)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < a->ncopies; i++) {
+		const struct an_copy *c = &a->copies[i];
+		int64_t rank = rank_of_pid(a, c->pid);
+		const char *dir = a->dirs.keys[c->dir];
+		struct an_copy_stat *s = NULL;
+		for (size_t k = 0; k < a->ncopy_stats && !s; k++)
+			if (a->copy_stats[k].rank == rank && a->copy_stats[k].dir == dir)
+				s = &a->copy_stats[k];
+		if (!s) {
+			if (PUSH(a->copy_stats, a->ncopy_stats, cap,
+			         (struct an_copy_stat){rank, dir, 0, 0, 0}))
+				return -ENOMEM;
+			s = &a->copy_stats[a->ncopy_stats - 1];
+		}
+		s->count++;
+		s->bytes += c->bytes;
+		s->total = sat_add(s->total, c->dur);
+	}
+	sort_n(a->copy_stats, a->ncopy_stats, sizeof(*a->copy_stats), cmp_copy);
+	return 0;
+}
+
+static int cmp_launch(const void *pa, const void *pb)
+{
+	const struct an_launch *x = pa, *y = pb;
+	if (x->kernel != y->kernel)
+		return x->kernel < y->kernel ? -1 : 1;
+	return x->latency < y->latency ? -1 : x->latency > y->latency;
+}
+
+struct lat {
+	int64_t rank, latency;
+};
+
+static int cmp_lat(const void *pa, const void *pb)
+{
+	const struct lat *x = pa, *y = pb;
+	int c = cmp_rank(x->rank, y->rank);
+	if (c)
+		return c;
+	return x->latency < y->latency ? -1 : x->latency > y->latency;
+}
+
+static int compute_latency(struct an_trace *a)
+{
+	/* One latency per kernel, from a launch of its own rank. */
+	sort_n(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
+	struct lat *l = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*l));
+	int64_t *v = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*v));
+	if (!l || !v) {
+		free(l);
+		free(v);
+		return -ENOMEM;
+	}
+	size_t n = 0;
+	bool have = false;
+	uint32_t last = 0; /* the kernel that has its latency */
+	for (size_t i = 0; i < a->nlaunches; i++) {
+		const struct an_launch *x = &a->launches[i];
+		int64_t rank = rank_of_pid(a, x->kernel_pid);
+		if ((have && x->kernel == last) || rank != rank_of_pid(a, x->launch_pid))
+			continue;
+		l[n++] = (struct lat){rank, x->latency};
+		have = true;
+		last = x->kernel;
+	}
+	sort_n(l, n, sizeof(*l), cmp_lat);
+	size_t cap = 0;
+	int rc = 0;
+	/* Every rank with kernels gets a row, matched or not. */
+	for (size_t p = 0; p < a->pids.n && !rc; p++) {
+		const struct an_process *pr = an_table_item(&a->pids, p);
+		if (!pr->kernels)
+			continue;
+		struct an_latency *s = NULL;
+		for (size_t k = 0; k < a->nlatency && !s; k++)
+			if (a->latency[k].rank == pr->rank)
+				s = &a->latency[k];
+		if (!s) {
+			rc = PUSH(a->latency, a->nlatency, cap, (struct an_latency){.rank = pr->rank});
+			s = rc ? NULL : &a->latency[a->nlatency - 1];
+		}
+		if (s)
+			s->kernels += pr->kernels;
+	}
+	for (size_t k = 0; k < a->nlatency && !rc; k++) {
+		struct an_latency *s = &a->latency[k];
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (l[i].rank == s->rank)
+				v[m++] = l[i].latency;
+		s->matched = m;
+		s->p50 = an_percentile(v, m, 50);
+		s->p90 = an_percentile(v, m, 90);
+		s->p99 = an_percentile(v, m, 99);
+		s->max = m ? v[m - 1] : 0;
+	}
+	for (size_t i = 1; i < a->nlatency; i++) {
+		struct an_latency s = a->latency[i];
+		size_t k = i;
+		for (; k > 0 && cmp_rank(a->latency[k - 1].rank, s.rank) > 0; k--)
+			a->latency[k] = a->latency[k - 1];
+		a->latency[k] = s;
+	}
+	free(l);
+	free(v);
+	return rc;
+}
+
+static int cmp_cpu_op(const void *pa, const void *pb)
+{
+	const struct an_cpu_op *x = pa, *y = pb;
+	int c = cmp_rank(x->rank, y->rank);
+	if (c)
+		return c;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return strcmp(an_name(sort_trace, x->name), an_name(sort_trace, y->name));
+}
+
+static int compute_cpu_ops(struct an_trace *a)
+{
+	struct an_table by = {.item_size = sizeof(struct an_cpu_op)};
+	int rc = 0;
+	for (size_t i = 0; i < a->nx && !rc; i++) {
+		const struct an_xrec *x = &a->x[i];
+		const struct an_name *sn = an_table_item(&a->names, x->name);
+		if (strcmp(a->xcats.keys[sn->cat], "cpu_op"))
+			continue;
+		const struct an_row *row = an_table_item(&a->rows, x->row);
+		int64_t rank = rank_of_pid(a, row->pid);
+		char key[48];
+		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
+		struct an_cpu_op *op = an_table_get(&by, key);
+		if (!op) {
+			rc = -ENOMEM;
+			break;
+		}
+		op->rank = rank;
+		op->name = x->name;
+		op->count++;
+		op->total = sat_add(op->total, x->dur);
+		op->self = sat_add(op->self, x->self);
+	}
+	if (!rc && by.n) {
+		a->cpu_ops = malloc(by.n * sizeof(*a->cpu_ops));
+		rc = a->cpu_ops ? 0 : -ENOMEM;
+	}
+	if (!rc && by.n) {
+		a->ncpu_ops = by.n;
+		memcpy(a->cpu_ops, by.items, by.n * sizeof(*a->cpu_ops));
+		sort_trace = a;
+		sort_n(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
+	}
+	an_table_free(&by);
+	return rc;
+}
+
+/* ---- the "strobe" accounting object -------------------------------------- */
+
+static void meta_walk(struct an_trace *a, yajl_val v, const char *prefix)
+{
+	if (!YAJL_IS_OBJECT(v))
+		return;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+		yajl_val c = v->u.object.values[i];
+		size_t need = strlen(prefix) + strlen(k) + 2;
+		char *path = malloc(need);
+		if (!path)
+			return;
+		snprintf(path, need, "%s%s%s", prefix, *prefix ? "." : "", k);
+		if (YAJL_IS_NUMBER(c) && a->nmeta < 4096) {
+			if (PUSH(a->meta, a->nmeta, a->capmeta,
+			         (struct an_meta_num){path, YAJL_GET_NUMBER(c)}))
+				free(path);
+			continue;
+		}
+		meta_walk(a, c, path);
+		free(path);
+	}
+}
+
+/* ---- the whole pass ------------------------------------------------------- */
+
+int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen)
+{
+	a->phs.item_size = sizeof(struct an_count);
+	a->cats.item_size = sizeof(struct an_count);
+	a->xcats.item_size = sizeof(struct an_category);
+	a->names.item_size = sizeof(struct an_name);
+	a->rows.item_size = sizeof(struct an_row);
+	a->pids.item_size = sizeof(struct an_process);
+	a->instants.item_size = sizeof(struct an_instant);
+	a->counters.item_size = sizeof(struct an_series);
+	a->dirs.item_size = sizeof(struct an_count);
+	struct tr_handler h = {on_event, on_member, a};
+	if (errlen)
+		*err = 0;
+	int rc = tr_read_file(file, &h, st, err, errlen);
+	if (!rc)
+		rc = compute_self(a);
+	if (!rc)
+		rc = list_ranks(a);
+	if (!rc)
+		rc = compute_devices(a);
+	if (!rc)
+		rc = compute_kernels(a);
+	if (!rc)
+		rc = compute_copies(a);
+	if (!rc)
+		rc = compute_latency(a);
+	if (!rc)
+		rc = compute_cpu_ops(a);
+	if (!rc && a->strobe_meta) {
+		yajl_val root = yajl_tree_parse(a->strobe_meta, NULL, 0);
+		a->meta_root = root;
+		meta_walk(a, root, "");
+	}
+	/* The reader words its own failures; ours (a callback's) are all memory. */
+	if (rc && errlen && !*err)
+		snprintf(err, errlen, "%s: out of memory", file);
+	return rc;
+}
+
+void an_free(struct an_trace *a)
+{
+	struct an_table *tables[] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,
+	                             &a->pids, &a->instants, &a->counters, &a->dirs};
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		an_table_free(tables[i]);
+	free(a->x);
+	free(a->gpu);
+	free(a->copies);
+	free(a->launches);
+	free(a->corr[0].slots);
+	free(a->corr[1].slots);
+	free(a->strobe_meta);
+	free(a->host_name);
+	free(a->gpu_capture);
+	for (size_t i = 0; i < a->ndevices; i++)
+		free(a->devices[i].streams);
+	free(a->devices);
+	free(a->ranks);
+	free(a->kernels);
+	free(a->copy_stats);
+	free(a->latency);
+	free(a->cpu_ops);
+	for (size_t i = 0; i < a->nmeta; i++)
+		free(a->meta[i].key);
+	free(a->meta);
+	yajl_tree_free(a->meta_root);
+}
+
+const char *an_name(const struct an_trace *a, uint32_t i)
+{
+	const struct an_name *sn = an_table_item(&a->names, i);
+	return a->names.keys[i] + sn->cat_len + 1;
+}
+
+const char *an_row_tid(const struct an_trace *a, uint32_t row)
+{
+	const struct an_row *r = an_table_item(&a->rows, row);
+	return a->rows.keys[row] + r->tid_off;
+}
+
+const char *an_device_label(const struct an_trace *a, uint32_t pid, char *buf, size_t len)
+{
+	const struct an_process *p = an_table_item(&a->pids, pid);
+	const char *id = a->pids.keys[pid] + 1;
+	if (p->rank >= 0)
+		snprintf(buf, len, "%s", p->name);
+	else if (*p->label)
+		snprintf(buf, len, "%s (pid %s)", p->label, id);
+	else
+		snprintf(buf, len, "pid %s", id);
+	return buf;
+}
+
+const char *an_rank_label(int64_t rank, char *buf, size_t len)
+{
+	if (rank < 0)
+		snprintf(buf, len, "no rank");
+	else
+		snprintf(buf, len, "rank %" PRId64, rank);
+	return buf;
+}
+
+/* ---- sorted views -------------------------------------------------------- */
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+	const struct an_ref *x = pa, *y = pb;
+	if (x->key != y->key)
+		return x->key > y->key ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
+                          int64_t (*key)(const void *item))
+{
+	struct an_ref *r = calloc(t->n ? t->n : 1, sizeof(*r));
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < t->n; i++) {
+		const void *item = an_table_item(t, i);
+		uint32_t skip = 0;
+		if (first_len_offset != UINT32_MAX) {
+			memcpy(&skip, (const unsigned char *)item + first_len_offset, sizeof(skip));
+			skip++;
+		}
+		r[i] = (struct an_ref){(uint32_t)i, key(item), t->keys[i] + skip};
+	}
+	sort_n(r, t->n, sizeof(*r), cmp_ref);
+	return r;
+}
+
+struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self, size_t *n)
+{
+	const struct an_category *c = an_table_item(&a->xcats, cat);
+	struct an_ref *r = calloc(c->names ? c->names : 1, sizeof(*r));
+	if (!r)
+		return NULL;
+	*n = 0;
+	for (size_t i = 0; i < a->names.n && *n < c->names; i++) {
+		const struct an_name *sn = an_table_item(&a->names, i);
+		if (sn->cat == cat)
+			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total,
+			                            an_name(a, (uint32_t)i)};
+	}
+	sort_n(r, *n, sizeof(*r), cmp_ref);
+	return r;
+}
+
+const char *an_fmt_dur(int64_t ns, char *buf, size_t len)
+{
+	uint64_t v = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+	const char *sign = ns < 0 ? "-" : "";
+	if (v < 1000) {
+		snprintf(buf, len, "%s%" PRIu64 " ns", sign, v);
+		return buf;
+	}
+	static const struct {
+		uint64_t scale; /* ns per unit / 1000: the step of the third decimal */
+		const char *unit;
+	} units[] = {{1, "µs"}, {1000, "ms"}, {1000000, "s"}};
+	size_t u = v < 1000000 ? 0 : v < 1000000000 ? 1 : 2;
+	uint64_t milli = (v + units[u].scale / 2) / units[u].scale;
+	snprintf(buf, len, "%s%" PRIu64 ".%03" PRIu64 " %s", sign, milli / 1000, milli % 1000, units[u].unit);
+	return buf;
+}
+
+bool an_parse_top(const char *text, size_t *top)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < 0 || v > 1000000)
+		return false;
+	*top = (size_t)v;
+	return true;
+}

@@ -1,0 +1,309 @@
+/* What one streaming pass over a trace file learns, shared by the commands
+ * that present it (strobe summary as text or JSON, strobe report as HTML).
+ *
+ * an_read feeds the file through the trace reader once, keeping per-name
+ * aggregates and one small record per complete event, then works out self
+ * time, GPU busy time and idle gaps, kernel statistics, copy volume, launch
+ * latency and communication/compute overlap. Process names of the form
+ * "rank <N> · ..." (what strobe merge writes) fold pids into ranks; they
+ * may come after the events, so everything per rank is computed at the end.
+ *
+ * Memory: fixed per name and per row, plus about 40 bytes per complete
+ * event (exact self time and exact percentiles need them all), plus the
+ * launch/kernel correlation table, which is bounded (see AN_CORR_MAX). */
+#ifndef STROBE_TOOLS_ANALYSIS_H
+#define STROBE_TOOLS_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "read/trace_reader.h"
+
+/* Keys join a category (or name) and a name (or arg key) with a byte that
+ * kineto never writes; the first part's length says where to split. */
+#define AN_SEP "\x1f"
+
+#define AN_BUCKETS  200 /* utilisation timeline: buckets across the trace window */
+#define AN_TOP_GAPS 5   /* longest idle gaps kept per device */
+/* Launches and kernels still waiting for their other half, per generation.
+ * When a generation fills, the older one is forgotten: a kernel whose launch
+ * is more than 1-2 M unmatched correlations away counts as unmatched. */
+#define AN_CORR_MAX (1u << 20)
+
+/* ---- interned keys with one fixed-size item each ----------------------- */
+
+struct an_table {
+	size_t item_size;
+	size_t n, cap;
+	char **keys;
+	unsigned char *items;
+	uint32_t *slots; /* open addressing: index + 1, 0 when empty */
+	size_t nslots;   /* a power of two */
+};
+
+/* The item for key, zeroed when new; NULL when out of memory. */
+void *an_table_get(struct an_table *t, const char *key);
+/* The item for key, or NULL when there is none. */
+/* For tables cut at --top per rank, walked in rank order: whether this
+ * row (of rank) is past the top; prev and in_rank carry the walk's state
+ * (start them at INT64_MIN and 0). top 0 keeps every row. */
+bool an_past_top(size_t top, int64_t rank, int64_t *prev, size_t *in_rank);
+void *an_table_find(const struct an_table *t, const char *key);
+void *an_table_item(const struct an_table *t, size_t i);
+size_t an_table_index(const struct an_table *t, const void *item);
+void an_table_free(struct an_table *t);
+
+/* ---- what the pass collects ---------------------------------------------- */
+
+struct an_count {
+	uint64_t n;
+};
+
+struct an_category {
+	uint64_t events;
+	int64_t total, self;
+	uint32_t names;
+};
+
+struct an_name {
+	uint32_t cat;     /* index in the xcats table */
+	uint32_t cat_len; /* the name starts after cat_len + 1 key bytes */
+	uint64_t count;
+	int64_t total, self, max;
+};
+
+struct an_instant {
+	uint32_t cat_len;
+	uint64_t count;
+};
+
+struct an_series {
+	uint32_t name_len;
+	uint64_t count;
+	double min, max, last;
+	int64_t last_ts;
+};
+
+/* One pid. rank is -1 unless its process_name says "rank <N> · ...". */
+struct an_process {
+	char name[TR_SHORT_MAX];  /* process_name, unescaped */
+	char label[TR_SHORT_MAX]; /* process_labels ("GPU 0", "CPU") */
+	int64_t rank;
+	uint64_t kernels;
+	bool seen;
+};
+
+/* One pid/tid row; its key is "<pid key>" AN_SEP "<tid key>", where an
+ * ident key is a kind byte ('n', 's', '-') and the ident's text. */
+struct an_row {
+	uint32_t pid;     /* index in the pids table */
+	uint32_t tid_off; /* where the tid's text starts in the key */
+};
+
+/* One complete event, as small as self time needs. */
+struct an_xrec {
+	uint32_t row, name;
+	int64_t ts, dur, self;
+};
+
+enum an_gpu_kind { AN_KERNEL, AN_NCCL, AN_MEMCPY, AN_MEMSET };
+
+/* GPU work: a kernel, copy or memset on a device (pid) and stream (tid). */
+struct an_gpurec {
+	uint32_t row, name;
+	int64_t ts, dur;
+	uint32_t kind, pid;
+};
+
+struct an_copy {
+	uint32_t pid, dir; /* dir: index in the dirs table */
+	uint64_t bytes;
+	int64_t dur;
+};
+
+/* A kernel matched to a launch with the same correlation. Kept for every
+ * candidate: in a merged trace two ranks may share a correlation id, and
+ * only the end knows which pids belong to which rank. */
+struct an_launch {
+	uint32_t kernel, launch_pid, kernel_pid;
+	int64_t latency;
+};
+
+struct an_corr {
+	uint64_t key;
+	int64_t ts;
+	uint32_t pid, kernel; /* kernel: its sequence number */
+	uint32_t what;        /* 0 empty, 1 launch, 2 kernel */
+};
+
+struct an_corr_gen {
+	struct an_corr *slots;
+	size_t n, nslots;
+};
+
+/* ---- what the end computes ----------------------------------------------- */
+
+struct an_gap {
+	int64_t start, dur;
+};
+
+struct an_stream {
+	uint32_t row;
+	uint64_t events;
+	int64_t busy;
+};
+
+struct an_device {
+	uint32_t pid;
+	int64_t rank;
+	uint64_t events;
+	int64_t busy, first, last;
+	uint64_t gaps; /* idle stretches between the device's first and last work */
+	int64_t gap_total, gap_max;
+	size_t ntop;
+	struct an_gap top[AN_TOP_GAPS]; /* longest first */
+	float buckets[AN_BUCKETS];      /* busy fraction of each slice of the window */
+	struct an_stream *streams;
+	size_t nstreams;
+	bool has_comm; /* NCCL kernels ran on it */
+	int64_t comm, compute, both;
+};
+
+struct an_kernel {
+	int64_t rank;
+	uint32_t name; /* index in the names table */
+	uint64_t count;
+	int64_t total, p50, p99, max;
+};
+
+struct an_copy_stat {
+	int64_t rank;
+	const char *dir;
+	uint64_t count, bytes;
+	int64_t total;
+};
+
+struct an_latency {
+	int64_t rank;
+	uint64_t kernels, matched;
+	int64_t p50, p90, p99, max;
+};
+
+struct an_cpu_op {
+	int64_t rank;
+	uint32_t name;
+	uint64_t count;
+	int64_t total, self;
+};
+
+/* A flattened numeric member of the "strobe" metadata object. */
+struct an_meta_num {
+	char *key;
+	const char *raw;
+};
+
+struct an_trace {
+	/* collected */
+	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs;
+	struct an_xrec *x;
+	size_t nx, capx;
+	struct an_gpurec *gpu;
+	size_t ngpu, capgpu;
+	struct an_copy *copies;
+	size_t ncopies, capcopies;
+	struct an_launch *launches;
+	size_t nlaunches, caplaunches;
+	struct an_corr_gen corr[2]; /* [0] current, [1] older */
+	uint32_t nkernels;
+	struct {
+		bool active;
+		bool launch;
+		struct tr_ident pid, tid;
+		int64_t ts;
+		uint32_t kernel;
+	} pending_flow; /* the last launch or kernel without a "correlation" arg */
+	bool timed;
+	int64_t first_ts, last_end;
+	uint64_t unfinished, unknown, untimed;
+	char *strobe_meta;
+	char *host_name;
+	char *gpu_capture; /* why GPU capture was off, when the trace says */
+	bool has_dist_rank; /* the trace's "distributedInfo" names its rank */
+	int64_t dist_rank;
+	char key[TR_NAME_MAX + 2 * TR_SHORT_MAX + 8];
+
+	/* computed by an_read */
+	bool ranked;    /* some process name gave a rank */
+	int64_t *ranks; /* the ranks of all pids, distinct, in output order (-1 last) */
+	size_t nranks;
+	struct an_device *devices;
+	size_t ndevices;
+	struct an_kernel *kernels; /* by rank, then total time, longest first */
+	size_t nkernel_stats;
+	struct an_copy_stat *copy_stats; /* by rank, then bytes */
+	size_t ncopy_stats;
+	struct an_latency *latency; /* one per rank with kernels */
+	size_t nlatency;
+	struct an_cpu_op *cpu_ops; /* cpu_op events by rank, then self time */
+	size_t ncpu_ops;
+	void *meta_root; /* the "strobe" object, parsed */
+	struct an_meta_num *meta;
+	size_t nmeta, capmeta;
+};
+
+/* Reads file ("-" = stdin) and computes everything above. Returns 0, or
+ * nonzero with err holding one line that names the file and the problem.
+ * st is filled in either way. a must be zeroed; free it with an_free. */
+int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen);
+void an_free(struct an_trace *a);
+
+/* The display name of names-table entry i (the part after its category). */
+const char *an_name(const struct an_trace *a, uint32_t i);
+/* The tid text of a row (the number, or the string). */
+const char *an_row_tid(const struct an_trace *a, uint32_t row);
+
+/* ---- sorted views -------------------------------------------------------- */
+
+struct an_ref {
+	uint32_t id;
+	int64_t key;      /* sorted descending */
+	const char *name; /* then ascending */
+};
+
+/* One ref per item of t, sorted by key(item) then name. When the keys hold
+ * two parts, first_len_offset is the offset in the item of the first part's
+ * uint32_t length and name is the second part; else UINT32_MAX. */
+struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
+                          int64_t (*key)(const void *item));
+/* The names of category cat, sorted by total or self time. */
+struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self, size_t *n);
+
+/* "12.345 ms": three decimals in the largest unit that keeps a whole part. */
+const char *an_fmt_dur(int64_t ns, char *buf, size_t len);
+/* part as a percentage of whole (0 when whole is 0). */
+double an_pct(int64_t part, int64_t whole);
+/* The trace's span: first event start to last event end (0 when untimed). */
+int64_t an_window(const struct an_trace *a);
+/* A --top value: a count from 0 (all) to 1000000. False when it is not. */
+bool an_parse_top(const char *text, size_t *top);
+/* Rows shown of n under a --top limit (0 = all). */
+size_t an_shown(size_t n, size_t top);
+/* Nearest-rank percentile (p in percent) of n sorted values. */
+int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p);
+/* How a GPU pid is shown: its "rank N · ..." name, else "GPU 0 (pid 0)"
+ * from its label, else "pid 0". */
+const char *an_device_label(const struct an_trace *a, uint32_t pid, char *buf, size_t len);
+/* "rank 3", or "no rank" for rank -1 (work outside any rank). */
+const char *an_rank_label(int64_t rank, char *buf, size_t len);
+
+/* What a read left out or could not use, as the summary, its JSON and
+ * the report list it: label, JSON key, count. */
+struct an_loss {
+	const char *what, *key;
+	uint64_t n;
+};
+#define AN_LOSSES 7
+void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES]);
+
+#endif

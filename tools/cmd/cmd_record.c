@@ -1,0 +1,664 @@
+/* strobe record: runs a program with strobe injected and writes its trace.
+ *
+ * The program gets libstrobe_inject.so through LD_PRELOAD (so it is traced
+ * from its start), CUDA_INJECTION64_PATH (the CUDA driver loads it at
+ * cuInit) and NVTX_INJECTION64_PATH (NVTX's loader hands it the NVTX
+ * calls), and the settings below in STROBE_RECORD_* variables; the library
+ * side is src/control/recorder.c. A SOCK_SEQPACKET socket inherited by the
+ * program (and its children) carries "hello"/"wrote" reports back, and
+ * "finish" requests when strobe record is interrupted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "common/config.h"
+#include "common/monotonic.h"
+#include "analysis/record_summary.h"
+#include "strobe/strobe.h"
+
+/* How long strobe record waits for traces after asking for them, and for
+ * the reports of children still running after the first process ended. */
+#define FINISH_WAIT_MS 30000
+#define DRAIN_WAIT_MS 2000
+#define MAX_PROCS 4096
+
+static const char usage_text[] =
+    "usage: strobe record [options] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM unchanged with strobe injected and writes a trace of the run:\n"
+    "CPU ranges and NVTX annotations, and CUDA kernels, copies, memsets and\n"
+    "API calls when the program uses CUDA. At the end a short summary is\n"
+    "printed on stderr. The exit status is the program's (128+N when a\n"
+    "signal N ended it).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATH     trace file (default: strobe-PROGRAM.json.gz); the\n"
+    "                        suffix picks the format: .json, .json.gz, .json.zst,\n"
+    "                        .pftrace (Perfetto)\n"
+    "  --delay DUR           start tracing DUR after the program starts (default 0)\n"
+    "  --duration DUR        trace for DUR, then write the trace; 0 (the default)\n"
+    "                        traces until the program exits\n"
+    "                        DUR: a number with a unit: 500ms, 10s, 2m, 250us\n"
+    "                        (a bare number is seconds)\n"
+    "  --activities LIST     activity types to record, comma-separated libkineto\n"
+    "                        names (cpu_op,user_annotation,kernel,gpu_memcpy,\n"
+    "                        gpu_memset,cuda_runtime,cuda_driver,...); default:\n"
+    "                        ACTIVITY_TYPES from the config, else all of them\n"
+    "  --config FILE         libkineto/strobe config file (KEY=VALUE lines)\n"
+    "  --set KEY=VALUE       one config line, after --config (repeatable)\n"
+    "  --no-follow           trace only PROGRAM, not the processes it starts\n"
+    "  -q, --quiet           print nothing but errors\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "Processes PROGRAM starts with exec are traced too: each that records\n"
+    "something writes its own file, the output name with its pid inserted\n"
+    "(strobe-app.4242.json.gz). Inside the program strobe logs errors only\n"
+    "(STROBE_LOG_LEVEL=1 for more); see docs/record.md.\n"
+    "On SIGINT or SIGTERM, strobe record has every process write its trace\n"
+    "first, then passes the signal on to the program.\n"
+    "\n"
+    "examples:\n"
+    "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
+    "  strobe record --delay 10s --duration 5s --activities kernel,cuda_runtime -- python train.py\n"
+    "  strobe record --set ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=512 -o run.json.zst -- ./bench\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "strobe: record: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nusage: strobe record [options] -- PROGRAM [ARGS...] (see strobe record --help)\n");
+	return 2;
+}
+
+/* "500ms", "10s", "2m", "1.5s", "250us", "100ns", "1h"; a bare number is
+ * seconds. */
+static bool parse_duration(const char *s, int64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return false;
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double x = v * units[i].ns;
+			if (x > 9e18)
+				return false;
+			*ns = (int64_t)llround(x);
+			return true;
+		}
+	return false;
+}
+
+struct text {
+	char *s;
+	size_t len, cap;
+};
+
+static bool text_add(struct text *t, const char *s, size_t n)
+{
+	if (t->len + n + 2 > t->cap) {
+		size_t cap = (t->len + n + 2) * 2;
+		char *p = realloc(t->s, cap);
+		if (!p)
+			return false;
+		t->s = p;
+		t->cap = cap;
+	}
+	memcpy(t->s + t->len, s, n);
+	t->len += n;
+	t->s[t->len++] = '\n';
+	t->s[t->len] = 0;
+	return true;
+}
+
+static bool read_file(const char *path, struct text *t)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	char buf[4096];
+	size_t n;
+	bool ok = true;
+	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		/* text_add appends a newline; add the bytes without one. */
+		ok = text_add(t, buf, n);
+		if (ok)
+			t->len--;
+	}
+	ok = ok && !ferror(f);
+	fclose(f);
+	if (ok)
+		ok = text_add(t, "", 0);
+	return ok;
+}
+
+/* execvp's search, done up front so a missing program is a clear error
+ * before anything starts. */
+static int find_program(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		snprintf(out, len, "%s", prog);
+		return access(prog, X_OK) == 0 ? 0 : -errno;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int err = -ENOENT;
+	while (*path) {
+		const char *colon = strchr(path, ':');
+		size_t n = colon ? (size_t)(colon - path) : strlen(path);
+		snprintf(out, len, "%.*s%s%s", (int)n, path, n ? "/" : "", prog);
+		struct stat st;
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			err = -EACCES;
+		}
+		path += n + (colon ? 1 : 0);
+	}
+	return err;
+}
+
+/* libstrobe_inject.so next to this program (build tree), or in the
+ * installed library directory. */
+/* out holds PATH_MAX bytes (realpath's size). */
+static bool find_inject(char out[PATH_MAX])
+{
+	const char *env = getenv("STROBE_INJECT_LIBRARY");
+	if (env && *env)
+		return realpath(env, out) != NULL;
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return false;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return false;
+	*slash = 0;
+	const char *const rel[] = {"", "/../" STROBE_INSTALL_LIBDIR, "/../lib"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX + 64];
+		snprintf(cand, sizeof(cand), "%s%s/libstrobe_inject.so", self, rel[i]);
+		if (access(cand, R_OK) == 0 && realpath(cand, out))
+			return true;
+	}
+	return false;
+}
+
+/* The output must be creatable: its directory exists and is writable, and
+ * it is not a directory itself. */
+static int check_output(const char *path, char *why, size_t len)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "'%s' is a directory", path);
+		return -EISDIR;
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "directory '%s' does not exist", dir);
+		return -ENOENT;
+	}
+	if (access(dir, W_OK | X_OK) != 0) {
+		snprintf(why, len, "directory '%s' is not writable (%s)", dir, strerror(errno));
+		return -EACCES;
+	}
+	return 0;
+}
+
+struct proc {
+	pid_t pid;
+	enum { P_RUNNING, P_WROTE, P_FAILED, P_NOTHING } state;
+	char *detail; /* path or reason */
+};
+
+struct run {
+	struct proc procs[MAX_PROCS];
+	size_t nprocs;
+	int sock;
+	bool quiet;
+};
+
+static struct proc *proc_of(struct run *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	if (r->nprocs == MAX_PROCS)
+		return NULL;
+	struct proc *p = &r->procs[r->nprocs++];
+	*p = (struct proc){.pid = pid};
+	return p;
+}
+
+static size_t running(const struct run *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		n += r->procs[i].state == P_RUNNING;
+	return n;
+}
+
+/* Reads every report waiting on the socket. */
+static void read_reports(struct run *r)
+{
+	char msg[PATH_MAX + 600];
+	ssize_t n;
+	while ((n = recv(r->sock, msg, sizeof(msg) - 1, MSG_DONTWAIT)) > 0) {
+		msg[n] = 0;
+		char kind[16];
+		int pid, off = 0;
+		if (sscanf(msg, "%15s %d %n", kind, &pid, &off) < 2)
+			continue;
+		struct proc *p = proc_of(r, (pid_t)pid);
+		if (!p)
+			continue;
+		const char *rest = msg + off;
+		if (!strcmp(kind, "hello")) {
+			/* A process that exec'ed says hello again under the same pid. */
+			p->state = P_RUNNING;
+			continue;
+		}
+		free(p->detail);
+		p->detail = strdup(rest);
+		if (!strcmp(kind, "wrote"))
+			p->state = P_WROTE;
+		else if (!strcmp(kind, "failed"))
+			p->state = P_FAILED;
+		else
+			p->state = P_NOTHING;
+	}
+}
+
+/* Waits up to ms for reports, until every running process has reported. */
+static void wait_reports(struct run *r, int ms)
+{
+	int64_t t0 = strb_mono_ns_raw();
+	for (;;) {
+		read_reports(r);
+		if (!running(r))
+			return;
+		long spent = (long)((strb_mono_ns_raw() - t0) / 1000000);
+		if (spent >= ms)
+			return;
+		struct pollfd p = {.fd = r->sock, .events = POLLIN};
+		poll(&p, 1, (int)(ms - spent));
+	}
+}
+
+/* Asks every process still recording to write its trace now. */
+static void ask_finish(struct run *r)
+{
+	size_t n = running(r);
+	for (size_t i = 0; i < n; i++)
+		send(r->sock, "finish", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n && !r->quiet)
+		fprintf(stderr, "strobe: record: asking %zu process%s to write %s trace...\n", n, n == 1 ? "" : "es",
+			n == 1 ? "its" : "their");
+	wait_reports(r, FINISH_WAIT_MS);
+}
+
+static void set_env(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) != 0) {
+		fprintf(stderr, "strobe: record: cannot set %s: %s\n", name, strerror(errno));
+		_exit(127);
+	}
+}
+
+static void set_env_i64(const char *name, int64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	set_env(name, buf);
+}
+
+struct opts {
+	const char *output;
+	int64_t delay_ns, duration_ns;
+	const char *activities, *config_file;
+	struct text sets;
+	bool follow, quiet;
+	char **argv;
+};
+
+static void child_exec(const struct opts *o, const char *inject, const char *config, int sock, int err_pipe)
+{
+	/* Inherited by the program and everything it starts. */
+	int flags = fcntl(sock, F_GETFD);
+	if (flags >= 0)
+		fcntl(sock, F_SETFD, flags & ~FD_CLOEXEC);
+	const char *pre = getenv("LD_PRELOAD");
+	char preload[PATH_MAX * 2 + 8];
+	snprintf(preload, sizeof(preload), "%s%s%s", inject, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+	set_env("LD_PRELOAD", preload);
+	set_env("CUDA_INJECTION64_PATH", inject);
+	set_env("NVTX_INJECTION64_PATH", inject);
+	set_env("STROBE_RECORD_OUTPUT", o->output);
+	set_env_i64("STROBE_RECORD_DELAY_NS", o->delay_ns);
+	set_env_i64("STROBE_RECORD_DURATION_NS", o->duration_ns);
+	set_env("STROBE_RECORD_CONFIG", config);
+	set_env_i64("STROBE_RECORD_FD", sock);
+	set_env_i64("STROBE_RECORD_ROOT_PID", getpid());
+	set_env_i64("STROBE_RECORD_PID", getppid());
+	set_env_i64("STROBE_RECORD_FOLLOW", o->follow);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execvp(o->argv[0], o->argv);
+	int e = errno;
+	if (write(err_pipe, &e, sizeof(e)) < 0) {
+		/* the parent sees the exit status instead */
+	}
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.follow = true};
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage_text, stdout);
+			return 1;
+		}
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "--no-follow")) {
+			o->follow = false;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--delay") ||
+			   !strcmp(a, "--duration") || !strcmp(a, "--activities") || !strcmp(a, "--config") ||
+			   !strcmp(a, "--set")) {
+			if (!v)
+				return usage_error("%s needs a value", a);
+			i++;
+			if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+				if (!*v)
+					return usage_error("%s", "the output path is empty");
+				o->output = v;
+			} else if (!strcmp(a, "--delay") || !strcmp(a, "--duration")) {
+				int64_t *d = !strcmp(a, "--delay") ? &o->delay_ns : &o->duration_ns;
+				if (!parse_duration(v, d)) {
+					fprintf(stderr, "strobe: record: bad %s '%s': expected a duration like 500ms, 10s, 2m\n",
+						a, v);
+					return 2;
+				}
+			} else if (!strcmp(a, "--activities")) {
+				o->activities = v;
+			} else if (!strcmp(a, "--config")) {
+				o->config_file = v;
+			} else {
+				if (!strchr(v, '='))
+					return usage_error("--set '%s': expected KEY=VALUE", v);
+				if (!text_add(&o->sets, v, strlen(v)))
+					return usage_error("%s", "out of memory");
+			}
+		} else {
+			return usage_error("unknown option '%s'", a);
+		}
+	}
+	if (i >= argc)
+		return usage_error("%s", "no program to run: put it after '--'");
+	o->argv = argv + i;
+	return 0;
+}
+
+/* The config the program's strobe uses: --config, then --set lines, then
+ * --activities; checked here so a mistake stops before the program runs. */
+static char *build_config(const struct opts *o)
+{
+	struct text t = {0};
+	if (o->config_file && !read_file(o->config_file, &t)) {
+		fprintf(stderr, "strobe: record: cannot read config file '%s': %s\n", o->config_file, strerror(errno));
+		free(t.s);
+		return NULL;
+	}
+	if (o->sets.len && !text_add(&t, o->sets.s, o->sets.len - 1))
+		goto oom;
+	if (o->activities) {
+		char line[4096];
+		snprintf(line, sizeof(line), "ACTIVITY_TYPES=%s", o->activities);
+		if (!text_add(&t, line, strlen(line)))
+			goto oom;
+	}
+	if (!t.s && !text_add(&t, "", 0))
+		goto oom;
+	struct strb_config cfg;
+	strb_config_init(&cfg);
+	char err[512];
+	if (strb_config_parse(&cfg, t.s, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "strobe: record: config refused: %s\n", err);
+		free(t.s);
+		return NULL;
+	}
+	return t.s;
+oom:
+	fprintf(stderr, "strobe: record: out of memory\n");
+	free(t.s);
+	return NULL;
+}
+
+static int64_t mono_ms(void)
+{
+	return strb_mono_ns_raw() / 1000000;
+}
+
+static int run(struct opts *o);
+
+int cmd_record(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (!rc)
+		rc = run(&o);
+	else if (rc == 1)
+		rc = 0; /* --help */
+	free(o.sets.s);
+	return rc;
+}
+
+static int run(struct opts *op)
+{
+	struct opts o = *op;
+
+	char prog[PATH_MAX];
+	int found = find_program(o.argv[0], prog, sizeof(prog));
+	if (found) {
+		fprintf(stderr, "strobe: record: cannot run '%s': %s\n", o.argv[0],
+			found == -ENOENT ? (strchr(o.argv[0], '/') ? "no such file" : "not found in PATH")
+					 : strerror(-found));
+		return found == -ENOENT ? 127 : 126;
+	}
+	char default_out[PATH_MAX];
+	if (!o.output) {
+		const char *base = strrchr(o.argv[0], '/');
+		snprintf(default_out, sizeof(default_out), "strobe-%s.json.gz", base ? base + 1 : o.argv[0]);
+		o.output = default_out;
+	}
+	char why[PATH_MAX + 100];
+	if (check_output(o.output, why, sizeof(why))) {
+		fprintf(stderr, "strobe: record: cannot write the trace to '%s': %s\n", o.output, why);
+		return 2;
+	}
+	/* The program may change directory: give it an absolute path. */
+	char out_abs[PATH_MAX];
+	if (o.output[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    snprintf(out_abs, sizeof(out_abs), "%s/%s", cwd, o.output) >= (int)sizeof(out_abs)) {
+			fprintf(stderr, "strobe: record: the output path is too long\n");
+			return 2;
+		}
+		o.output = out_abs;
+	}
+	char *config = build_config(&o);
+	if (!config)
+		return 2;
+	char inject[PATH_MAX];
+	if (!find_inject(inject)) {
+		fprintf(stderr, "strobe: record: libstrobe_inject.so not found next to this program or in its "
+				"library directory (set STROBE_INJECT_LIBRARY to its path)\n");
+		free(config);
+		return 2;
+	}
+
+	int sv[2], errp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) || pipe2(errp, O_CLOEXEC)) {
+		fprintf(stderr, "strobe: record: %s\n", strerror(errno));
+		free(config);
+		return 2;
+	}
+	/* Signals arrive on a signalfd so they can be handled in order with the
+	 * reports; the child gets the default mask back before exec. */
+	sigset_t sigs, old;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &sigs, &old);
+	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+
+	int64_t t0 = mono_ms();
+	fflush(NULL);
+	pid_t child = fork();
+	if (child < 0) {
+		fprintf(stderr, "strobe: record: fork: %s\n", strerror(errno));
+		free(config);
+		return 2;
+	}
+	if (child == 0) {
+		close(sv[0]);
+		close(errp[0]);
+		child_exec(&o, inject, config, sv[1], errp[1]);
+	}
+	close(sv[1]);
+	close(errp[1]);
+	free(config);
+	int exec_err = 0;
+	if (read(errp[0], &exec_err, sizeof(exec_err)) == (ssize_t)sizeof(exec_err)) {
+		fprintf(stderr, "strobe: record: cannot run '%s': %s\n", o.argv[0], strerror(exec_err));
+		waitpid(child, NULL, 0);
+		return exec_err == ENOENT ? 127 : 126;
+	}
+	close(errp[0]);
+
+	struct run *r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "strobe: record: out of memory\n");
+		return 2;
+	}
+	r->sock = sv[0];
+	r->quiet = o.quiet;
+	int status = 0;
+	bool exited = false;
+	while (!exited) {
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = r->sock, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN)
+			read_reports(r);
+		if (!(p[0].revents & POLLIN))
+			continue;
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGCHLD) {
+			pid_t w;
+			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
+				if (w == child)
+					exited = true;
+			continue;
+		}
+		/* SIGINT/SIGTERM. From a terminal (the kernel sent it) the program
+		 * got it too; sent to strobe record alone, it is passed on once the
+		 * traces are written. */
+		read_reports(r);
+		ask_finish(r);
+		if (si.ssi_code != SI_KERNEL)
+			kill(child, (int)si.ssi_signo);
+	}
+	int64_t wall_ms = mono_ms() - t0;
+	/* Children that outlive the program may still be writing. */
+	wait_reports(r, DRAIN_WAIT_MS);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	if (!o.quiet) {
+		fprintf(stderr, "strobe: %s ran %.3f s and ", o.argv[0], (double)wall_ms / 1000);
+		if (WIFSIGNALED(status))
+			fprintf(stderr, "was ended by signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			fprintf(stderr, "exited with status %d\n", code);
+	}
+	const char *root_trace = NULL;
+	size_t written = 0, nothing = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct proc *p = &r->procs[i];
+		if (p->state == P_WROTE) {
+			written++;
+			if (p->pid == child)
+				root_trace = p->detail;
+			if (!o.quiet)
+				fprintf(stderr, "strobe: trace of pid %d: %s\n", (int)p->pid, p->detail);
+		} else if (p->state == P_FAILED) {
+			fprintf(stderr, "strobe: pid %d wrote no trace: %s\n", (int)p->pid, p->detail ? p->detail : "");
+		} else if (p->state == P_NOTHING) {
+			nothing++;
+		} else if (p->state == P_RUNNING) {
+			fprintf(stderr, "strobe: pid %d has not written its trace (still running, or killed)\n",
+				(int)p->pid);
+		}
+	}
+	if (nothing && !o.quiet)
+		fprintf(stderr, "strobe: %zu other process%s recorded nothing and wrote no file\n", nothing,
+			nothing == 1 ? "" : "es");
+	if (!r->nprocs)
+		fprintf(stderr, "strobe: record: the program never loaded strobe (statically linked, or it cleared "
+				"LD_PRELOAD?); no trace\n");
+	else if (!written)
+		fprintf(stderr, "strobe: record: no trace was written\n");
+	if (root_trace && !o.quiet)
+		record_summary(root_trace, wall_ms * 1000000, stderr);
+	for (size_t i = 0; i < r->nprocs; i++)
+		free(r->procs[i].detail);
+	close(r->sock);
+	close(sfd);
+	free(r);
+	return code;
+}

@@ -1,0 +1,1238 @@
+#include "read/trace_reader.h"
+#include "read/perfetto_reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* Both the raw read size and the decompressed chunk handed to yajl. */
+#define CHUNK (256u * 1024u)
+
+enum tok { T_NULL, T_BOOL, T_NUMBER, T_STRING, T_KEY, T_START_MAP, T_END_MAP, T_START_ARRAY, T_END_ARRAY };
+
+enum field { F_OTHER, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_ID, F_TS, F_DUR, F_ARGS };
+
+/* The longest look past a quote or into a bare word before deciding. */
+#define LOOKAHEAD 1024
+#define FIX_DEPTH 1024
+
+/* The repair pass between decompression and yajl: libkineto writes args
+ * strings with their inner quotes unescaped, and non-finite numbers bare
+ * (nan, inf). Valid JSON passes through unchanged. */
+struct fix {
+	char *out; /* repaired text of one chunk */
+	size_t out_cap;
+	char *work; /* the carry plus the next chunk */
+	size_t work_cap;
+	char *carry; /* input not yet decided, at most LOOKAHEAD + 64 bytes */
+	size_t ncarry;
+	uint32_t *ins; /* offsets in out of the bytes the repair inserted */
+	size_t nins, ins_cap;
+	bool in_str, esc, str_is_key, expect_key;
+	int depth;
+	char stack[FIX_DEPTH]; /* '{' or '[' per open container */
+};
+
+/* Where a value that the reader keeps as JSON text is going. */
+enum cap_target { CAP_NONE, CAP_DISCARD, CAP_PAIR, CAP_MEMBER };
+
+struct capture {
+	enum cap_target target;
+	int depth; /* containers open inside the captured value */
+	char *buf;
+	size_t len, cap, limit;
+	bool cut;
+	struct tr_pair *pair;
+};
+
+struct reader {
+	const char *label;
+	const struct tr_handler *h;
+	struct tr_stats *stats;
+	char *err;
+	size_t errlen;
+	int status;  /* our own failure, set with the message */
+	int user_rc; /* a callback's request to stop */
+
+	/* input */
+	FILE *f;
+	unsigned char *in;
+	const unsigned char *next;
+	size_t avail;
+	bool eof;
+	z_stream zs;
+	bool zs_live, gz_member_done;
+	ZSTD_DStream *zd;
+	size_t zret;
+	unsigned char *out;
+
+	/* JSON */
+	yajl_handle yh;
+	yajl_gen gen;
+	uint64_t json_base; /* JSON bytes before the chunk being parsed */
+	struct fix fix;
+	size_t chunk_len;   /* bytes of repaired text handed to yajl in this chunk */
+	int root;           /* 0 until the top-level value opens, then '{' or '[' */
+	int depth;          /* containers open, not counting captured values */
+	int events_depth;   /* depth inside traceEvents, 0 when outside */
+	bool seen_events;
+	char key[TR_SHORT_MAX];
+	enum field field;
+	struct tr_event *ev;
+	bool in_event;
+	struct capture cap;
+	char *mbuf; /* grows up to TR_MEMBER_MAX for top-level members */
+	size_t mbuf_cap;
+};
+
+static int fail(struct reader *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(struct reader *r, int status, const char *fmt, ...)
+{
+	if (!r->status) {
+		r->status = status;
+		if (r->errlen) {
+			int n = snprintf(r->err, r->errlen, "%s: ", r->label);
+			if (n >= 0 && (size_t)n < r->errlen) {
+				va_list ap;
+				va_start(ap, fmt);
+				vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+				va_end(ap);
+			}
+		}
+	}
+	return r->status;
+}
+
+/* ---- input ----------------------------------------------------------- */
+
+static int refill(struct reader *r)
+{
+	if (r->avail || r->eof)
+		return 0;
+	if (!r->f) {
+		r->eof = true;
+		return 0;
+	}
+	size_t n = fread(r->in, 1, CHUNK, r->f);
+	if (n < CHUNK) {
+		if (ferror(r->f)) {
+			int e = errno ? errno : EIO;
+			return fail(r, -e, "cannot read: %s", strerror(e));
+		}
+		r->eof = true;
+	}
+	r->next = r->in;
+	r->avail = n;
+	r->stats->file_bytes += n;
+	return 0;
+}
+
+static uint64_t raw_offset(const struct reader *r)
+{
+	return r->stats->file_bytes - r->avail;
+}
+
+static int truncated_stream(struct reader *r, const char *what)
+{
+	return fail(r, -EBADMSG, "the %s stream ends early, at compressed byte %llu (truncated file?)", what,
+	            (unsigned long long)r->stats->file_bytes);
+}
+
+static int next_gzip(struct reader *r, const unsigned char **p, size_t *n)
+{
+	for (;;) {
+		int rc = refill(r);
+		if (rc)
+			return rc;
+		if (r->gz_member_done) {
+			if (!r->avail)
+				return 0;
+			/* gzip allows concatenated members; each one is a new stream. */
+			inflateReset(&r->zs);
+			r->gz_member_done = false;
+		}
+		r->zs.next_in = (Bytef *)r->next;
+		r->zs.avail_in = (uInt)r->avail;
+		r->zs.next_out = r->out;
+		r->zs.avail_out = CHUNK;
+		rc = inflate(&r->zs, Z_NO_FLUSH);
+		r->next += r->avail - r->zs.avail_in;
+		r->avail = r->zs.avail_in;
+		*n = CHUNK - r->zs.avail_out;
+		*p = r->out;
+		if (rc == Z_STREAM_END)
+			r->gz_member_done = true;
+		else if (rc != Z_OK && rc != Z_BUF_ERROR)
+			return fail(r, -EBADMSG, "corrupt gzip data near compressed byte %llu: %s",
+			            (unsigned long long)raw_offset(r),
+			            r->zs.msg ? r->zs.msg : "inflate failed");
+		if (*n)
+			return 0;
+		if (!r->avail && r->eof)
+			return r->gz_member_done ? 0 : truncated_stream(r, "gzip");
+	}
+}
+
+static int next_zstd(struct reader *r, const unsigned char **p, size_t *n)
+{
+	for (;;) {
+		int rc = refill(r);
+		if (rc)
+			return rc;
+		/* Past a finished frame, another call would start waiting for a new one. */
+		if (!r->avail && r->eof && r->zret == 0)
+			return 0;
+		ZSTD_inBuffer ib = {r->next, r->avail, 0};
+		ZSTD_outBuffer ob = {r->out, CHUNK, 0};
+		size_t zr = ZSTD_decompressStream(r->zd, &ob, &ib);
+		if (ZSTD_isError(zr))
+			return fail(r, -EBADMSG, "corrupt zstd data near compressed byte %llu: %s",
+			            (unsigned long long)raw_offset(r), ZSTD_getErrorName(zr));
+		r->next += ib.pos;
+		r->avail -= ib.pos;
+		r->zret = zr;
+		*p = r->out;
+		*n = ob.pos;
+		if (*n)
+			return 0;
+		if (!r->avail && r->eof)
+			return zr == 0 ? 0 : truncated_stream(r, "zstd");
+	}
+}
+
+/* The next piece of JSON text; *n == 0 at the end. */
+static int next_text(struct reader *r, const unsigned char **p, size_t *n)
+{
+	*n = 0;
+	switch (r->stats->compression) {
+	case TR_GZIP:
+		return next_gzip(r, p, n);
+	case TR_ZSTD:
+		return next_zstd(r, p, n);
+	case TR_PLAIN:
+		break;
+	}
+	int rc = refill(r);
+	if (rc)
+		return rc;
+	*p = r->next;
+	*n = r->avail;
+	r->next += r->avail;
+	r->avail = 0;
+	return 0;
+}
+
+static int detect_compression(struct reader *r)
+{
+	int rc = refill(r);
+	if (rc)
+		return rc;
+	const unsigned char *m = r->next;
+	if (r->avail >= 2 && m[0] == 0x1f && m[1] == 0x8b) {
+		r->stats->compression = TR_GZIP;
+		if (inflateInit2(&r->zs, 15 + 16) != Z_OK)
+			return fail(r, -ENOMEM, "cannot start gzip decompression");
+		r->zs_live = true;
+	} else if (r->avail >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) {
+		r->stats->compression = TR_ZSTD;
+		r->zd = ZSTD_createDStream();
+		if (!r->zd)
+			return fail(r, -ENOMEM, "cannot start zstd decompression");
+		r->zret = 1;
+	} else {
+		return 0;
+	}
+	r->out = malloc(CHUNK);
+	return r->out ? 0 : fail(r, -ENOMEM, "out of memory");
+}
+
+/* ---- values kept as JSON text ------------------------------------------ */
+
+static void note_cut(struct reader *r)
+{
+	r->stats->truncated++;
+	if (r->in_event)
+		r->ev->truncated++;
+}
+
+/* Copies a string, cutting it at a character boundary if it does not fit.
+ * Returns whether it was cut. */
+bool tr_copy_text(char *dst, size_t cap, const char *s, size_t len)
+{
+	bool cut = len >= cap;
+	if (cut) {
+		len = cap - 1;
+		while (len && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
+	memcpy(dst, s, len);
+	dst[len] = 0;
+	return cut;
+}
+
+static void cap_print(void *ctx, const char *s, size_t len)
+{
+	struct reader *r = ctx;
+	struct capture *c = &r->cap;
+	if (c->cut)
+		return;
+	if (c->target == CAP_MEMBER && c->len + len >= c->cap && c->cap < c->limit) {
+		size_t want = c->cap ? c->cap : 4096;
+		while (want <= c->len + len && want < c->limit)
+			want *= 2;
+		if (want > c->limit)
+			want = c->limit;
+		char *nb = realloc(r->mbuf, want);
+		if (nb) {
+			r->mbuf = c->buf = nb;
+			r->mbuf_cap = c->cap = want;
+		}
+	}
+	size_t room = c->cap - 1 - c->len;
+	if (len > room) {
+		len = room;
+		c->cut = true;
+	}
+	memcpy(c->buf + c->len, s, len);
+	c->len += len;
+}
+
+static int cap_begin(struct reader *r, enum cap_target target, struct tr_pair *pair)
+{
+	struct capture *c = &r->cap;
+	*c = (struct capture){.target = target, .pair = pair};
+	if (target == CAP_PAIR) {
+		c->buf = pair->value;
+		c->cap = c->limit = sizeof(pair->value);
+	} else if (target == CAP_MEMBER) {
+		if (!r->mbuf) {
+			r->mbuf = malloc(4096);
+			if (!r->mbuf)
+				return fail(r, -ENOMEM, "out of memory");
+			r->mbuf_cap = 4096;
+		}
+		c->buf = r->mbuf;
+		c->cap = r->mbuf_cap;
+		c->limit = TR_MEMBER_MAX;
+	}
+	yajl_gen_reset(r->gen, NULL);
+	return 0;
+}
+
+static int cap_end(struct reader *r)
+{
+	struct capture *c = &r->cap;
+	enum cap_target target = c->target;
+	c->target = CAP_NONE;
+	if (target == CAP_DISCARD)
+		return 1;
+	c->buf[c->len] = 0;
+	if (c->cut)
+		note_cut(r);
+	if (target == CAP_PAIR) {
+		c->pair->truncated = c->cut;
+		return 1;
+	}
+	if (r->h->member_cb) {
+		int rc = r->h->member_cb(r->key, c->buf, c->len, c->cut, r->h->user_arg);
+		if (rc) {
+			r->user_rc = rc;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int cap_token(struct reader *r, enum tok t, const char *s, size_t len)
+{
+	struct capture *c = &r->cap;
+	if (c->target != CAP_DISCARD && !c->cut) {
+		yajl_gen g = r->gen;
+		yajl_gen_status st = yajl_gen_status_ok;
+		switch (t) {
+		case T_NULL:
+			st = yajl_gen_null(g);
+			break;
+		case T_BOOL:
+			st = yajl_gen_bool(g, (int)len);
+			break;
+		case T_NUMBER:
+			st = yajl_gen_number(g, s, len);
+			break;
+		case T_STRING:
+		case T_KEY:
+			st = yajl_gen_string(g, (const unsigned char *)s, len);
+			break;
+		case T_START_MAP:
+			st = yajl_gen_map_open(g);
+			break;
+		case T_END_MAP:
+			st = yajl_gen_map_close(g);
+			break;
+		case T_START_ARRAY:
+			st = yajl_gen_array_open(g);
+			break;
+		case T_END_ARRAY:
+			st = yajl_gen_array_close(g);
+			break;
+		}
+		/* yajl_gen refuses nesting deeper than it supports; keep the prefix. */
+		if (st != yajl_gen_status_ok)
+			c->cut = true;
+	}
+	if (t == T_START_MAP || t == T_START_ARRAY)
+		c->depth++;
+	else if (t == T_END_MAP || t == T_END_ARRAY)
+		c->depth--;
+	return c->depth == 0 ? cap_end(r) : 1;
+}
+
+/* Starts keeping the current value (whose key is r->key) in the next free
+ * pair of arr, or drops it when arr is full. */
+static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsigned max, enum tok t,
+                      const char *s, size_t len)
+{
+	int rc;
+	if (*n < max) {
+		struct tr_pair *p = &arr[(*n)++];
+		memcpy(p->key, r->key, sizeof(p->key));
+		rc = cap_begin(r, CAP_PAIR, p);
+	} else {
+		r->stats->dropped++;
+		r->ev->dropped++;
+		rc = cap_begin(r, CAP_DISCARD, NULL);
+	}
+	return rc ? 0 : cap_token(r, t, s, len);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+int tr_parse_us(const char *s, size_t len, int64_t *ns)
+{
+	size_t i = 0;
+	bool neg = i < len && s[i] == '-';
+	i += neg;
+	size_t int_start = i;
+	while (i < len && s[i] >= '0' && s[i] <= '9')
+		i++;
+	size_t int_len = i - int_start, frac_start = i, frac_len = 0;
+	if (!int_len)
+		return -EINVAL;
+	if (i < len && s[i] == '.') {
+		frac_start = ++i;
+		while (i < len && s[i] >= '0' && s[i] <= '9')
+			i++;
+		frac_len = i - frac_start;
+		if (!frac_len)
+			return -EINVAL;
+	}
+	long exp = 0;
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		bool eneg = i < len && s[i] == '-';
+		if (i < len && (s[i] == '-' || s[i] == '+'))
+			i++;
+		size_t exp_start = i;
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			if (exp < 1000000)
+				exp = exp * 10 + (s[i] - '0');
+		if (i == exp_start)
+			return -EINVAL;
+		if (eneg)
+			exp = -exp;
+	}
+	if (i != len)
+		return -EINVAL;
+
+	/* The value is digits (integer then fraction) × 10^(exp + 3 - frac_len)
+	 * ns; keep is how many of those digits lie before the ns point. */
+	size_t ndigits = int_len + frac_len;
+	long keep = (long)ndigits + exp + 3 - (long)frac_len;
+	uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	uint64_t v = 0;
+	int round = 0;
+	for (long k = 0; k < (long)ndigits && k <= keep; k++) {
+		size_t at = (size_t)k < int_len ? int_start + (size_t)k : frac_start + ((size_t)k - int_len);
+		int d = s[at] - '0';
+		if (k == keep) {
+			round = d >= 5;
+			break;
+		}
+		if (v > (limit - (uint64_t)d) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)d;
+	}
+	for (long k = (long)ndigits; k < keep && v; k++) {
+		if (v > limit / 10)
+			return -ERANGE;
+		v *= 10;
+	}
+	if (round && v++ == limit)
+		return -ERANGE;
+	*ns = !neg ? (int64_t)v : v == limit ? INT64_MIN : -(int64_t)v;
+	return 0;
+}
+
+static void set_ident(struct reader *r, struct tr_ident *id, enum tok t, const char *s, size_t len)
+{
+	id->kind = t == T_NUMBER ? TR_NUMBER : TR_STRING;
+	id->is_int = false;
+	id->num = 0;
+	if (tr_copy_text(id->text, sizeof(id->text), s, len))
+		note_cut(r);
+	if (t == T_NUMBER && !strpbrk(id->text, ".eE")) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(id->text, &end, 10);
+		if (!errno && !*end) {
+			id->is_int = true;
+			id->num = v;
+		}
+	}
+}
+
+void tr_event_reset(struct tr_event *ev, uint64_t offset)
+{
+	ev->ph[0] = ev->cat[0] = ev->name[0] = 0;
+	ev->pid.kind = ev->tid.kind = ev->id.kind = TR_ABSENT;
+	ev->pid.text[0] = ev->tid.text[0] = ev->id.text[0] = 0;
+	ev->pid.is_int = ev->tid.is_int = ev->id.is_int = false;
+	ev->pid.num = ev->tid.num = ev->id.num = 0;
+	ev->has_ts = ev->has_dur = false;
+	ev->ts_ns = ev->dur_ns = 0;
+	ev->nargs = ev->nextra = 0;
+	ev->truncated = ev->dropped = 0;
+	ev->offset = offset;
+}
+
+static enum field field_of(const char *key)
+{
+	static const struct {
+		const char *key;
+		enum field field;
+	} fields[] = {
+	    {"ph", F_PH}, {"cat", F_CAT}, {"name", F_NAME}, {"pid", F_PID},   {"tid", F_TID},
+	    {"id", F_ID}, {"ts", F_TS},   {"dur", F_DUR},   {"args", F_ARGS},
+	};
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!strcmp(fields[i].key, key))
+			return fields[i].field;
+	return F_OTHER;
+}
+
+static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
+{
+	struct tr_event *ev = r->ev;
+	char *str = NULL;
+	size_t str_cap = 0;
+	struct tr_ident *id = NULL;
+	int64_t *time = NULL;
+	bool *has_time = NULL;
+
+	switch (r->field) {
+	case F_PH:
+		str = ev->ph, str_cap = sizeof(ev->ph);
+		break;
+	case F_CAT:
+		str = ev->cat, str_cap = sizeof(ev->cat);
+		break;
+	case F_NAME:
+		str = ev->name, str_cap = sizeof(ev->name);
+		break;
+	case F_PID:
+		id = &ev->pid;
+		break;
+	case F_TID:
+		id = &ev->tid;
+		break;
+	case F_ID:
+		id = &ev->id;
+		break;
+	case F_TS:
+		time = &ev->ts_ns, has_time = &ev->has_ts;
+		break;
+	case F_DUR:
+		time = &ev->dur_ns, has_time = &ev->has_dur;
+		break;
+	case F_ARGS:
+		if (t == T_START_MAP) {
+			r->depth++;
+			return 1;
+		}
+		break;
+	case F_OTHER:
+		break;
+	}
+	if (str && t == T_STRING) {
+		if (tr_copy_text(str, str_cap, s, len))
+			note_cut(r);
+		return 1;
+	}
+	if (id && (t == T_STRING || t == T_NUMBER)) {
+		set_ident(r, id, t, s, len);
+		return 1;
+	}
+	if (time && t == T_NUMBER) {
+		*has_time = tr_parse_us(s, len, time) == 0;
+		r->stats->bad_times += !*has_time;
+		return 1;
+	}
+	return pair_value(r, ev->extra, &ev->nextra, TR_EXTRA_MAX, t, s, len);
+}
+
+/* A byte offset in the input's JSON text: the repair's insertions in the
+ * chunk being parsed do not count. */
+static uint64_t json_offset(const struct reader *r)
+{
+	size_t at = yajl_get_bytes_consumed(r->yh);
+	if (at > r->chunk_len)
+		at = r->chunk_len;
+	size_t lo = 0, hi = r->fix.nins;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fix.ins[mid] < at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return r->json_base + at - lo;
+}
+
+static const char *tok_kind(enum tok t)
+{
+	switch (t) {
+	case T_NULL:
+		return "null";
+	case T_BOOL:
+		return "boolean";
+	case T_NUMBER:
+		return "number";
+	case T_STRING:
+		return "string";
+	case T_START_MAP:
+		return "object";
+	default:
+		return "array";
+	}
+}
+
+static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
+{
+	int ed = r->events_depth;
+	if (!r->root) {
+		if (t != T_START_MAP && t != T_START_ARRAY) {
+			fail(r, -EBADMSG, "not a trace: the top-level JSON value is a %s, not an object",
+			     tok_kind(t));
+			return 0;
+		}
+		r->root = t == T_START_MAP ? '{' : '[';
+		r->depth = 1;
+		if (r->root == '[') {
+			/* Chrome's "JSON Array Format": the whole file is the event list. */
+			r->events_depth = 1;
+			r->seen_events = true;
+		}
+		return 1;
+	}
+	if (ed && r->depth == ed) {
+		if (t != T_START_MAP) {
+			r->stats->skipped++;
+			return cap_begin(r, CAP_DISCARD, NULL) ? 0 : cap_token(r, t, s, len);
+		}
+		tr_event_reset(r->ev, json_offset(r) - 1);
+		r->in_event = true;
+		r->depth++;
+		return 1;
+	}
+	if (ed && r->depth == ed + 1)
+		return event_member(r, t, s, len);
+	if (ed && r->depth == ed + 2)
+		return pair_value(r, r->ev->args, &r->ev->nargs, TR_ARGS_MAX, t, s, len);
+	if (r->root == '{' && r->depth == 1) {
+		if (strcmp(r->key, "traceEvents"))
+			return cap_begin(r, CAP_MEMBER, NULL) ? 0 : cap_token(r, t, s, len);
+		if (t != T_START_ARRAY) {
+			fail(r, -EBADMSG, "not a trace: traceEvents is a %s, not an array (byte %llu)",
+			     tok_kind(t), (unsigned long long)json_offset(r));
+			return 0;
+		}
+		r->depth = r->events_depth = 2;
+		r->seen_events = true;
+		return 1;
+	}
+	fail(r, -EBADMSG, "unexpected JSON value at byte %llu", (unsigned long long)json_offset(r));
+	return 0;
+}
+
+static int on_end(struct reader *r)
+{
+	int ed = r->events_depth;
+	r->depth--;
+	if (ed && r->depth == ed) {
+		r->in_event = false;
+		r->stats->events++;
+		if (r->h->event_cb) {
+			int rc = r->h->event_cb(r->ev, r->h->user_arg);
+			if (rc) {
+				r->user_rc = rc;
+				return 0;
+			}
+		}
+	} else if (ed && r->depth == ed - 1) {
+		r->events_depth = 0;
+	}
+	return 1;
+}
+
+static int on_token(void *ctx, enum tok t, const char *s, size_t len)
+{
+	struct reader *r = ctx;
+	if (r->cap.target != CAP_NONE)
+		return cap_token(r, t, s, len);
+	switch (t) {
+	case T_KEY:
+		if (tr_copy_text(r->key, sizeof(r->key), s, len))
+			note_cut(r);
+		if (r->events_depth && r->depth == r->events_depth + 1)
+			r->field = field_of(r->key);
+		return 1;
+	case T_END_MAP:
+	case T_END_ARRAY:
+		return on_end(r);
+	default:
+		return on_value(r, t, s, len);
+	}
+}
+
+static int cb_null(void *ctx)
+{
+	return on_token(ctx, T_NULL, NULL, 0);
+}
+
+static int cb_bool(void *ctx, int b)
+{
+	return on_token(ctx, T_BOOL, NULL, (size_t)(b != 0));
+}
+
+static int cb_number(void *ctx, const char *s, size_t len)
+{
+	return on_token(ctx, T_NUMBER, s, len);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+	return on_token(ctx, T_STRING, (const char *)s, len);
+}
+
+static int cb_key(void *ctx, const unsigned char *s, size_t len)
+{
+	return on_token(ctx, T_KEY, (const char *)s, len);
+}
+
+static int cb_start_map(void *ctx)
+{
+	return on_token(ctx, T_START_MAP, NULL, 0);
+}
+
+static int cb_end_map(void *ctx)
+{
+	return on_token(ctx, T_END_MAP, NULL, 0);
+}
+
+static int cb_start_array(void *ctx)
+{
+	return on_token(ctx, T_START_ARRAY, NULL, 0);
+}
+
+static int cb_end_array(void *ctx)
+{
+	return on_token(ctx, T_END_ARRAY, NULL, 0);
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_key,
+    .yajl_end_map = cb_end_map,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_end_array,
+};
+
+/* Turns a failed yajl_parse or yajl_complete_parse into our status. */
+static int parse_failure(struct reader *r, yajl_status st, const unsigned char *text, size_t n, bool at_end)
+{
+	if (st == yajl_status_client_canceled)
+		return r->user_rc ? r->user_rc : r->status ? r->status : fail(r, -EBADMSG, "parse stopped");
+	unsigned long long off = at_end ? r->json_base : json_offset(r);
+	unsigned char *raw = yajl_get_error(r->yh, 0, text, n);
+	char msg[256];
+	tr_copy_text(msg, sizeof(msg), raw ? (const char *)raw : "parse error", raw ? strlen((char *)raw) : 11);
+	if (raw)
+		yajl_free_error(r->yh, raw);
+	size_t ml = strlen(msg);
+	while (ml && (msg[ml - 1] == '\n' || msg[ml - 1] == ' ' || msg[ml - 1] == '.'))
+		msg[--ml] = 0;
+
+	if (strstr(msg, "premature EOF")) {
+		if (!r->root)
+			return fail(r, -EBADMSG, "not a trace: the file holds no JSON text");
+		if (r->events_depth)
+			return fail(
+			    r, -EBADMSG,
+			    "truncated: the JSON text ends at byte %llu inside traceEvents, after %llu "
+			    "events",
+			    off, (unsigned long long)r->stats->events);
+		return fail(r, -EBADMSG,
+		            "truncated: the JSON text ends at byte %llu before the top-level %s closes", off,
+		            r->root == '{' ? "object" : "array");
+	}
+	if (!r->root)
+		return fail(r, -EBADMSG, "not JSON: %s at byte %llu", msg, off);
+	return fail(r, -EBADMSG, "malformed JSON at byte %llu: %s", off, msg);
+}
+
+/* ---- repairing libkineto's defects ------------------------------------ */
+
+static bool fix_room(struct reader *r, size_t more)
+{
+	struct fix *f = &r->fix;
+	if (f->nins + more > f->ins_cap) {
+		size_t cap = f->ins_cap ? f->ins_cap * 2 : 1024;
+		while (cap < f->nins + more)
+			cap *= 2;
+		uint32_t *n = realloc(f->ins, cap * sizeof(*n));
+		if (!n)
+			return false;
+		f->ins = n;
+		f->ins_cap = cap;
+	}
+	return true;
+}
+
+static void fix_insert(struct reader *r, size_t *o, char ch)
+{
+	r->fix.ins[r->fix.nins++] = (uint32_t)*o;
+	r->fix.out[(*o)++] = ch;
+}
+
+static bool is_ws(char ch)
+{
+	return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t';
+}
+
+/* The innermost open container ('{' or '['), 0 at the top level or when
+ * nesting is deeper than the stack keeps (then nothing is repaired). */
+static char fix_top(const struct fix *f)
+{
+	return f->depth > 0 && f->depth <= FIX_DEPTH ? f->stack[f->depth - 1] : 0;
+}
+
+/* Whether the quote at p[0] ends the string being read. Returns 1 yes, 0
+ * no, -1 when the text in hand (up to e) does not tell yet. */
+static int closes_string(const struct fix *f, const char *p, const char *e, bool eof)
+{
+	if (f->depth > FIX_DEPTH)
+		return 1; /* too deep to know: take the JSON as written */
+	const char *q = p + 1;
+	const char *lim = e - p > LOOKAHEAD ? p + LOOKAHEAD : e;
+	while (q < lim && is_ws(*q))
+		q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	char c2 = *q;
+	if (f->str_is_key)
+		return c2 == ':';
+	bool in_array = fix_top(f) == '[';
+	if (in_array)
+		return c2 == ',' || c2 == ']';
+	if (c2 == '}')
+		return 1;
+	if (c2 != ',')
+		return 0;
+	/* In an object a value ends where the next member's key begins: a
+	 * string followed by a colon. */
+	q++;
+	while (q < lim && is_ws(*q))
+		q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	if (*q != '"')
+		return 0;
+	for (q++; q < lim && *q != '"'; q++)
+		if (*q == '\\' && q + 1 < lim)
+			q++;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	for (q++; q < lim && is_ws(*q); q++)
+		;
+	if (q == lim)
+		return lim == e && !eof ? -1 : 1;
+	return *q == ':';
+}
+
+static bool word_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+	       ch == '+' || ch == '.';
+}
+
+static bool non_finite(const char *w, size_t n)
+{
+	static const char *const words[] = {"nan", "-nan", "NaN", "-NaN", "inf", "-inf", "Infinity", "-Infinity"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && !memcmp(words[i], w, n))
+			return true;
+	return false;
+}
+
+/* Bytes outside strings that the repair must look at: structure, quotes
+ * and the letters that start a bare word. */
+static const bool fix_special[256] = {
+    ['"'] = true, ['{'] = true, ['}'] = true, ['['] = true, [']'] = true, [','] = true, [':'] = true,
+    ['-'] = true, ['+'] = true, ['a' ... 'z'] = true, ['A' ... 'Z'] = true,
+};
+
+/* Bytes inside a string that need a decision: its end, an escape, and
+ * control bytes JSON does not allow there. */
+static const bool str_special[256] = {
+    [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
+};
+
+/* Repairs the carry plus in[0..n) into fix.out; what cannot be decided yet
+ * becomes the new carry. *out_n is the repaired length. */
+static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool eof, size_t *out_n)
+{
+	struct fix *f = &r->fix;
+	size_t total = f->ncarry + n;
+	*out_n = 0;
+	if (!total)
+		return 0;
+	if (total > f->work_cap) {
+		char *w = realloc(f->work, total);
+		if (!w)
+			return fail(r, -ENOMEM, "out of memory");
+		f->work = w;
+		f->work_cap = total;
+	}
+	/* Each byte grows to at most 6 (a control byte as \u00XX). */
+	if (total * 6 > f->out_cap) {
+		char *o = realloc(f->out, total * 6);
+		if (!o)
+			return fail(r, -ENOMEM, "out of memory");
+		f->out = o;
+		f->out_cap = total * 6;
+	}
+	memcpy(f->work, f->carry, f->ncarry);
+	if (n)
+		memcpy(f->work + f->ncarry, in, n);
+	f->ncarry = 0;
+	f->nins = 0;
+	const char *p = f->work, *e = f->work + total;
+	size_t o = 0;
+	while (p < e) {
+		char ch = *p;
+		if (f->in_str) {
+			/* Copy the run that needs no decision. */
+			const char *run = p;
+			if (!f->esc)
+				while (p < e && !str_special[(unsigned char)*p])
+					p++;
+			memcpy(f->out + o, run, (size_t)(p - run));
+			o += (size_t)(p - run);
+			if (p == e)
+				break;
+			ch = *p;
+			if (f->esc) {
+				f->esc = false;
+				f->out[o++] = ch;
+				p++;
+			} else if (ch == '\\') {
+				f->esc = true;
+				f->out[o++] = ch;
+				p++;
+			} else if ((unsigned char)ch < 0x20) {
+				if (!fix_room(r, 5))
+					return fail(r, -ENOMEM, "out of memory");
+				static const char hex[] = "0123456789abcdef";
+				f->out[o++] = '\\';
+				fix_insert(r, &o, 'u');
+				fix_insert(r, &o, '0');
+				fix_insert(r, &o, '0');
+				fix_insert(r, &o, hex[(unsigned char)ch >> 4]);
+				fix_insert(r, &o, hex[ch & 15]);
+				r->stats->repaired++;
+				p++;
+			} else {
+				int d = closes_string(f, p, e, eof);
+				if (d < 0)
+					break;
+				if (d) {
+					f->in_str = false;
+					if (!f->str_is_key)
+						f->expect_key = false;
+					f->out[o++] = '"';
+				} else {
+					if (!fix_room(r, 1))
+						return fail(r, -ENOMEM, "out of memory");
+					fix_insert(r, &o, '\\');
+					f->out[o++] = '"';
+					r->stats->repaired++;
+				}
+				p++;
+			}
+			continue;
+		}
+		if (!fix_special[(unsigned char)ch]) {
+			/* Digits, blanks and the like: copy the run. */
+			const char *run = p;
+			while (p < e && !fix_special[(unsigned char)*p])
+				p++;
+			memcpy(f->out + o, run, (size_t)(p - run));
+			o += (size_t)(p - run);
+			continue;
+		}
+		switch (ch) {
+		case '"':
+			f->in_str = true;
+			f->str_is_key = fix_top(f) == '{' && f->expect_key;
+			break;
+		case '{':
+		case '[':
+			if (f->depth < FIX_DEPTH)
+				f->stack[f->depth] = ch;
+			f->depth++;
+			f->expect_key = ch == '{';
+			break;
+		case '}':
+		case ']':
+			if (f->depth > 0)
+				f->depth--;
+			f->expect_key = false;
+			break;
+		case ',':
+			f->expect_key = fix_top(f) == '{';
+			break;
+		case ':':
+			f->expect_key = false;
+			break;
+		default:
+			if (word_char(ch) && !(ch >= '0' && ch <= '9')) {
+				const char *w = p;
+				while (p < e && p - w < 64 && word_char(*p))
+					p++;
+				if (p == e && !eof && p - w < 64) {
+					p = w;
+					goto carry;
+				}
+				size_t wl = (size_t)(p - w);
+				if (non_finite(w, wl)) {
+					/* No JSON number says it: keep it as the string "nan". */
+					if (!fix_room(r, 2))
+						return fail(r, -ENOMEM, "out of memory");
+					fix_insert(r, &o, '"');
+					memcpy(f->out + o, w, wl);
+					o += wl;
+					fix_insert(r, &o, '"');
+					r->stats->repaired++;
+				} else {
+					memcpy(f->out + o, w, wl);
+					o += wl;
+				}
+				continue;
+			}
+			break;
+		}
+		f->out[o++] = ch;
+		p++;
+	}
+carry:
+	f->ncarry = (size_t)(e - p);
+	if (f->ncarry > LOOKAHEAD + 64) {
+		/* Cannot happen: decisions look at most LOOKAHEAD ahead. */
+		return fail(r, -EBADMSG, "internal error repairing the JSON text");
+	}
+	memcpy(f->carry, p, f->ncarry);
+	*out_n = o;
+	return 0;
+}
+
+static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bool eof)
+{
+	size_t m = 0;
+	int rc = fix_chunk(r, p, n, eof, &m);
+	if (rc)
+		return rc;
+	if (!m)
+		return 0;
+	r->chunk_len = m;
+	yajl_status st = yajl_parse(r->yh, (const unsigned char *)r->fix.out, m);
+	if (st != yajl_status_ok)
+		return parse_failure(r, st, (const unsigned char *)r->fix.out, m, false);
+	r->json_base += m - r->fix.nins;
+	r->fix.nins = 0;
+	r->chunk_len = 0;
+	return 0;
+}
+
+/* A Perfetto protobuf file, through perfetto_reader.c. */
+static int parse_perfetto(struct reader *r, const unsigned char *p, size_t n)
+{
+	struct tr_pf *pf = tr_pf_new(r->h, r->ev, r->stats, r->label, r->err, r->errlen);
+	if (!pf)
+		return fail(r, -ENOMEM, "out of memory");
+	int rc = 0;
+	while (n) {
+		r->stats->json_bytes += n;
+		rc = tr_pf_feed(pf, p, n);
+		if (!rc)
+			rc = next_text(r, &p, &n);
+		if (rc)
+			break;
+	}
+	if (!rc)
+		rc = tr_pf_finish(pf);
+	tr_pf_free(pf);
+	if (rc && !r->status)
+		r->status = rc; /* the message, if any, is already in err */
+	return rc;
+}
+
+static int parse(struct reader *r)
+{
+	int rc = detect_compression(r);
+	if (rc)
+		return rc;
+	const unsigned char *p;
+	size_t n;
+	rc = next_text(r, &p, &n);
+	if (rc)
+		return rc;
+	/* After decompression: a .pftrace.gz is a Perfetto trace too. */
+	if (tr_pf_detect(p, n)) {
+		r->stats->perfetto = true;
+		return parse_perfetto(r, p, n);
+	}
+	if (n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
+		/* A UTF-8 byte order mark, which yajl rejects and editors add. */
+		r->stats->json_bytes += 3;
+		p += 3;
+		n -= 3;
+		r->json_base += 3;
+	}
+	while (n) {
+		r->stats->json_bytes += n;
+		rc = parse_repaired(r, p, n, false);
+		if (!rc)
+			rc = next_text(r, &p, &n);
+		if (rc)
+			return rc;
+	}
+	rc = parse_repaired(r, NULL, 0, true);
+	if (rc)
+		return rc;
+	yajl_status st = yajl_complete_parse(r->yh);
+	if (st != yajl_status_ok)
+		return parse_failure(r, st, NULL, 0, true);
+	if (!r->seen_events)
+		return fail(r, -EBADMSG, "not a trace: the top-level object has no traceEvents array");
+	return 0;
+}
+
+static int read_with(struct reader *r, const char *label, const struct tr_handler *h, struct tr_stats *stats,
+                     char *err, size_t errlen)
+{
+	static const struct tr_handler none;
+	struct tr_stats scratch;
+	r->label = label ? label : "trace";
+	r->h = h ? h : &none;
+	r->stats = stats ? stats : &scratch;
+	memset(r->stats, 0, sizeof(*r->stats));
+	r->stats->file_bytes = r->avail; /* a buffer in memory counts as read up front */
+	r->err = err;
+	r->errlen = err ? errlen : 0;
+	if (r->errlen)
+		err[0] = 0;
+
+	int rc;
+	r->ev = malloc(sizeof(*r->ev));
+	r->fix.carry = malloc(LOOKAHEAD + 64 + CHUNK);
+	r->yh = yajl_alloc(&callbacks, NULL, r);
+	r->gen = yajl_gen_alloc(NULL);
+	if (r->f)
+		r->in = malloc(CHUNK);
+	if (!r->ev || !r->yh || !r->gen || (r->f && !r->in) || !r->fix.carry) {
+		rc = fail(r, -ENOMEM, "out of memory");
+	} else {
+		yajl_gen_config(r->gen, yajl_gen_print_callback, cap_print, r);
+		rc = parse(r);
+	}
+	if (r->user_rc && rc == r->user_rc && r->errlen)
+		err[0] = 0;
+
+	if (r->yh)
+		yajl_free(r->yh);
+	if (r->gen)
+		yajl_gen_free(r->gen);
+	if (r->zs_live)
+		inflateEnd(&r->zs);
+	ZSTD_freeDStream(r->zd);
+	free(r->out);
+	free(r->in);
+	free(r->mbuf);
+	free(r->ev);
+	free(r->fix.carry);
+	free(r->fix.work);
+	free(r->fix.out);
+	free(r->fix.ins);
+	return rc;
+}
+
+int tr_read_stream(FILE *f, const char *label, const struct tr_handler *h, struct tr_stats *stats, char *err,
+                   size_t errlen)
+{
+	struct reader r = {.f = f};
+	return read_with(&r, label, h, stats, err, errlen);
+}
+
+int tr_read_memory(const void *data, size_t len, const char *label, const struct tr_handler *h,
+                   struct tr_stats *stats, char *err, size_t errlen)
+{
+	struct reader r = {.next = data, .avail = len, .eof = true};
+	return read_with(&r, label, h, stats, err, errlen);
+}
+
+int tr_read_file(const char *path, const struct tr_handler *h, struct tr_stats *stats, char *err,
+                 size_t errlen)
+{
+	if (!strcmp(path, "-"))
+		return tr_read_stream(stdin, "<stdin>", h, stats, err, errlen);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		int e = errno;
+		if (stats)
+			memset(stats, 0, sizeof(*stats));
+		if (err && errlen)
+			snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+		return -e;
+	}
+	int rc = tr_read_stream(f, path, h, stats, err, errlen);
+	fclose(f);
+	return rc;
+}
+
+const struct tr_pair *tr_event_arg(const struct tr_event *ev, const char *key)
+{
+	for (unsigned i = 0; i < ev->nargs; i++)
+		if (!strcmp(ev->args[i].key, key))
+			return &ev->args[i];
+	return NULL;
+}
