@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "strobe/strobe.h"
 
@@ -23,11 +24,11 @@ static const struct command commands[] = {
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: strobe <command> [options]\n"
-		     "       strobe --help | --version\n\n"
+		     "       strobe help [<command>] | --version\n\n"
 		     "strobe is a low-overhead GPU and CPU timeline profiler. Commands:\n\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\nRun 'strobe <command> --help' for a command's options.\n"
+	fprintf(out, "\nRun 'strobe help <command>' (or 'strobe <command> --help') for a command's options.\n"
 		     "Examples:\n"
 		     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
 		     "  strobe config check /etc/libkineto.conf\n"
@@ -36,24 +37,45 @@ static void usage(FILE *out)
 		     "  strobe convert trace.json trace.pftrace\n");
 }
 
+static const struct command *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+static int unknown(const char *name)
+{
+	fprintf(stderr, "strobe: unknown command '%s'\n\n", name);
+	usage(stderr);
+	return CLI_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return CLI_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(stdout);
-		return 0;
+	if (cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
+		if (argc == 2) {
+			usage(stdout);
+			return 0;
+		}
+		/* "strobe help CMD": CMD's own help. */
+		const struct command *c = find(argv[2]);
+		if (!c)
+			return unknown(argv[2]);
+		char name[16], help[] = "--help";
+		snprintf(name, sizeof(name), "%s", c->name);
+		char *cargv[] = {name, help, NULL};
+		return c->run(2, cargv);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("strobe %s\n", strobe_version());
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "strobe: unknown command '%s'\n\n", argv[1]);
-	usage(stderr);
-	return 2;
+	const struct command *c = find(argv[1]);
+	return c ? c->run(argc - 1, argv + 1) : unknown(argv[1]);
 }
