@@ -151,6 +151,16 @@ static uint32_t launch(uint32_t device, uint32_t stream, const char *name)
 	return corr;
 }
 
+/* A synchronisation record as CUPTI writes it for the call `corr`. */
+static CUpti_ActivitySynchronization2 sync_rec(CUpti_ActivitySynchronizationType type, uint32_t corr,
+					       uint32_t ctx, uint32_t stream, uint64_t start, uint64_t end)
+{
+	CUpti_ActivitySynchronization2 r = {.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, .type = type};
+	r.correlationId = corr, r.contextId = ctx, r.streamId = stream;
+	r.start = start, r.end = end;
+	return r;
+}
+
 static bool num_is(yajl_val obj, const char *key, double v)
 {
 	yajl_val x = tu_get(obj, key);
@@ -662,16 +672,9 @@ static void test_sync_and_event_records(void **state)
 	CT_QUEUE(ev);
 	uint32_t sync_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020);
 	uint64_t s = stamp();
-	CUpti_ActivitySynchronization2 es = {
-		.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-		.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
-		.start = s,
-		.end = stamp(),
-		.correlationId = sync_corr,
-		.contextId = 102,
-		.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE,
-		.cudaEventId = 42,
-	};
+	CUpti_ActivitySynchronization2 es = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sync_corr,
+						     102, CUPTI_SYNCHRONIZATION_INVALID_VALUE, s, stamp());
+	es.cudaEventId = 42;
 	CT_QUEUE(es);
 	uint32_t wait_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
 	CUpti_ActivitySynchronization2 we = es;
@@ -969,6 +972,47 @@ static void test_range_gives_gpu_user_annotation(void **state)
 	yajl_tree_free(root);
 }
 
+/* A range around a stream synchronisation and a kernel: its GPU span covers
+ * the kernel only, on the kernel's row, and the "stream N (sync)" row gets
+ * none; a range around waits alone gets no span. The waits stay on their
+ * rows. */
+static void test_gpu_span_leaves_out_syncs(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	strobe_range_push("step");
+	stamp();
+	const CUpti_ActivitySynchronizationType stream_sync = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	uint32_t ss_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
+	uint64_t ss_start = stamp();
+	uint32_t kc = launch(1, 4, "work");
+	CT_QUEUE(sync_rec(stream_sync, ss_corr, 101, 4, ss_start, stamp()));
+	uint32_t ws_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
+	uint64_t ws_start = stamp();
+	CT_QUEUE(sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, ws_corr, 101, 4, ws_start, stamp()));
+	stamp();
+	strobe_range_pop();
+	strobe_range_push("waits only");
+	uint32_t cs_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
+	uint64_t cs_start = stamp();
+	CT_QUEUE(sync_rec(stream_sync, cs_corr, 101, 4, cs_start, stamp()));
+	stamp();
+	strobe_range_pop();
+	yajl_val root = finish("span_syncs");
+
+	assert_int_equal(tu_count(root, "X", "cuda_sync", "Stream Sync"), 2);
+	assert_int_equal(tu_count(root, "X", "cuda_sync", "Stream Wait Event"), 1);
+	yajl_val g = NULL;
+	assert_int_equal(count_where(root, "X", "gpu_user_annotation", NULL, 0, &g), 1);
+	assert_string_equal(tu_get_str(g, "name"), "step");
+	assert_true(num_is(g, "pid", 1) && num_is(g, "tid", 4));
+	yajl_val k = by_corr(root, "kernel", kc);
+	assert_int_equal(tu_get_ns(g, "ts"), tu_get_ns(k, "ts") - 1);
+	assert_int_equal(dur_ns(g), dur_ns(k) + 2);
+	assert_int_equal(count_where(root, "X", "gpu_user_annotation", "tid", 4 + STREAM_SYNC_ROW, NULL), 0);
+	yajl_tree_free(root);
+}
+
 /* ---- ordering and buffers ---------------------------------------------------- */
 
 static void test_out_of_order_and_split_buffers(void **state)
@@ -1259,6 +1303,7 @@ int main(void)
 		cmocka_unit_test_setup(test_graph_launch_flows, setup),
 		cmocka_unit_test_setup(test_kernel_links_to_enclosing_op, setup),
 		cmocka_unit_test_setup(test_range_gives_gpu_user_annotation, setup),
+		cmocka_unit_test_setup(test_gpu_span_leaves_out_syncs, setup),
 		cmocka_unit_test_setup(test_out_of_order_and_split_buffers, setup),
 		cmocka_unit_test_setup(test_budget_exhaustion, setup),
 		cmocka_unit_test_setup(test_dropped_records_counted, setup),

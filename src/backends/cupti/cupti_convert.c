@@ -627,8 +627,10 @@ static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
 }
 
 /* The call that launched GPU work, and the ids it links to. Returns the
- * call, or NULL. */
-static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start)
+ * call, or NULL. Only work (kernels, copies, fills) widens its range's GPU
+ * span: a synchronisation is the host waiting, not the GPU working. */
+static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start,
+				 bool work)
 {
 	struct corr_ref s = corr_find(c, corr);
 	a->id = corr;
@@ -645,7 +647,7 @@ static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint
 		c->st->gpu_unmatched_correlations++;
 	}
 	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
-	if (range && selected(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION)) {
+	if (work && range && selected(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION)) {
 		for (size_t i = c->nspans; i-- > 0;) {
 			struct gpu_span *sp = &c->spans[i];
 			if (sp->range_id == range && sp->device == a->device && sp->stream == a->resource) {
@@ -725,7 +727,7 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	if (!a)
 		return;
 	render_from(c, k);
-	struct api_call *call = link_gpu(c, a, k->correlationId, s);
+	struct api_call *call = link_gpu(c, a, k->correlationId, s, true);
 	if (call)
 		call->got_kernel = true;
 	note_row(c, k->deviceId, k->streamId, s, e);
@@ -747,7 +749,7 @@ static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_typ
 	if (!a)
 		return NULL;
 	render_from(c, rec);
-	link_gpu(c, a, corr, s);
+	link_gpu(c, a, corr, s, true);
 	note_row(c, device, stream, s, e);
 	return a;
 }
@@ -908,7 +910,7 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 	}
 	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_SYNC, keep(c, kind), s, e, device, row, &g);
 	if (a)
-		link_gpu(c, a, r->correlationId, s);
+		link_gpu(c, a, r->correlationId, s, false);
 }
 
 static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
