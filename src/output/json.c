@@ -284,6 +284,31 @@ static void span(struct writer *w)
 	strb_jbuf_lit(b, "},\n");
 }
 
+/* A top-level JSON value (already checked to parse) in the layout libkineto
+ * and Python's json.dumps give it: ": " after each key and ", " between
+ * members. Tools read some of it with regular expressions: HTA finds the
+ * rank with "rank":\s+(\d+). */
+static void json_spaced(struct strb_jbuf *b, const char *json)
+{
+	const char *run = json;
+	bool in_str = false;
+	for (const char *p = json; *p; p++) {
+		if (in_str) {
+			if (*p == '\\' && p[1])
+				p++;
+			else if (*p == '"')
+				in_str = false;
+		} else if (*p == '"') {
+			in_str = true;
+		} else if ((*p == ':' || *p == ',') && p[1] != ' ' && p[1] != '\n') {
+			strb_jbuf_raw(b, run, (size_t)(p + 1 - run));
+			strb_jbuf_raw(b, " ", 1);
+			run = p + 1;
+		}
+	}
+	strb_jbuf_lit(b, run);
+}
+
 static void document(struct writer *w, const char *path)
 {
 	struct strb_jbuf *b = w->b;
@@ -294,7 +319,10 @@ static void document(struct writer *w, const char *path)
 	for (size_t i = 0; i < t->meta_count; i++) {
 		strb_jbuf_lit(b, "  ");
 		key(b, t->meta[i].key);
-		arg_value(b, &t->meta[i]);
+		if (t->meta[i].kind == STROBE_ARG_JSON)
+			json_spaced(b, t->meta[i].value.str);
+		else
+			arg_value(b, &t->meta[i]);
 		strb_jbuf_lit(b, ",\n");
 	}
 	strb_jbuf_lit(b, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
