@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/fdguard.h"
 #include "control/controller.h"
 #include "core/clock.h"
 #include "common/error.h"
@@ -40,24 +40,42 @@ static struct {
 	char out[PATH_MAX];
 	int64_t delay_ns, duration_ns;
 	const char *config;
-	int fd; /* the channel, or -1 */
+	struct strb_fd_id chan; /* the channel to strobe record (fd -1: none) */
 	pid_t root;
 	bool follow;
-} rs = {.fd = -1};
+} rs = {.chan.fd = -1};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 static enum window window;
 static int64_t boot_ns, start_ns; /* CLOCK_MONOTONIC */
-static int wake_fd = -1;
+/* A pipe, not an eventfd: every eventfd has the same inode, so only a
+ * pipe can be told apart from one the program opened on the same number. */
+static struct strb_fd_id wake_rd = {.fd = -1}, wake_wr = {.fd = -1};
 static volatile sig_atomic_t pending_signal;
 static bool thread_running;
+
+/* The program closed the channel (a daemon closing what it inherited,
+ * closefrom): the number may be one of the program's own files by now, so
+ * it is never used again. Traces are still written; strobe record finds
+ * them where it expects them. */
+static bool channel_ok(void)
+{
+	if (rs.chan.fd < 0)
+		return false;
+	if (strb_fd_id_ok(&rs.chan))
+		return true;
+	LOGI("strobe record: the program closed strobe's channel (fd %d); traces are written but not reported",
+	     rs.chan.fd);
+	rs.chan.fd = -1;
+	return false;
+}
 
 static void tell(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void tell(const char *fmt, ...)
 {
-	if (rs.fd < 0)
+	if (!channel_ok())
 		return;
 	char msg[PATH_MAX + 512];
 	va_list ap;
@@ -68,11 +86,11 @@ static void tell(const char *fmt, ...)
 		return;
 	size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
 	/* Never block or die on a strobe record that went away. */
-	if (send(rs.fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+	if (send(rs.chan.fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		if (errno != EPIPE && errno != ECONNREFUSED)
 			LOGI("cannot reach strobe record: %s", strerror(errno));
 		if (errno != EAGAIN)
-			rs.fd = -1; /* gone: stop talking to it */
+			rs.chan.fd = -1; /* gone: stop talking to it */
 	}
 }
 
@@ -226,10 +244,11 @@ static void on_signal(int sig)
 		raise(sig);
 	} else {
 		pending_signal = sig;
-		uint64_t one = 1;
-		if (write(wake_fd, &one, sizeof(one)) < 0) {
-			signal(sig, SIG_DFL);
-			raise(sig);
+		/* A wake-up lost with a closed pipe costs the thread's next
+		 * periodic look at pending_signal, no more. */
+		char one = 1;
+		if (strb_fd_id_ok(&wake_wr) && write(wake_wr.fd, &one, 1) < 0) {
+			/* full: the thread is awake already */
 		}
 	}
 	errno = saved;
@@ -263,16 +282,25 @@ static void uninstall_signal_handlers(void)
 		kill(getpid(), sig);
 }
 
+/* How long the thread sleeps at most: the bound on noticing a signal whose
+ * wake-up the program took away (it closed the pipe). */
+#define RECHECK_MS 500
+
 static void *recorder_main(void *arg)
 {
 	(void)arg;
-	bool reading = rs.fd >= 0;
+	bool reading = channel_ok();
 	for (;;) {
 		pthread_mutex_lock(&lock);
 		enum window w = window;
 		pthread_mutex_unlock(&lock);
 		if (w == W_DONE || w == W_OFF)
 			break;
+		int sig = pending_signal;
+		if (sig) {
+			finish(sig == SIGINT ? "SIGINT" : "SIGTERM", EXIT_WAIT_NS);
+			break;
+		}
 		int64_t now = strb_mono_ns_raw(), deadline = -1;
 		if (w == W_WAITING)
 			deadline = boot_ns + rs.delay_ns;
@@ -285,25 +313,25 @@ static void *recorder_main(void *arg)
 				finish("end of the window", EXIT_WAIT_NS);
 			continue;
 		}
-		struct pollfd p[2] = {{.fd = wake_fd, .events = POLLIN}, {.fd = reading ? rs.fd : -1, .events = POLLIN}};
-		int64_t left_ms = deadline < 0 ? -1 : (deadline - now + 999999) / 1000000;
-		int timeout = left_ms < 0 ? -1 : left_ms > INT_MAX ? INT_MAX : (int)left_ms;
+		bool waking = strb_fd_id_ok(&wake_rd);
+		reading = reading && channel_ok();
+		struct pollfd p[2] = {{.fd = waking ? wake_rd.fd : -1, .events = POLLIN},
+				      {.fd = reading ? rs.chan.fd : -1, .events = POLLIN}};
+		int64_t left_ms = deadline < 0 ? RECHECK_MS : (deadline - now + 999999) / 1000000;
+		int timeout = left_ms > RECHECK_MS ? RECHECK_MS : (int)left_ms;
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
-		if (p[0].revents & POLLIN) {
-			uint64_t v;
-			if (read(wake_fd, &v, sizeof(v)) < 0) {
+		if ((p[0].revents & POLLIN) && strb_fd_id_ok(&wake_rd)) {
+			char buf[64];
+			if (read(wake_rd.fd, buf, sizeof(buf)) < 0) {
 				/* nothing: the signal, if any, is in pending_signal */
 			}
-			int sig = pending_signal;
-			if (sig) {
-				finish(sig == SIGINT ? "SIGINT" : "SIGTERM", EXIT_WAIT_NS);
-				break;
-			}
 		}
-		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (p[1].revents & POLLNVAL) {
+			reading = channel_ok(); /* closed under us: channel_ok says so and drops it */
+		} else if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && channel_ok()) {
 			char msg[64];
-			ssize_t n = recv(rs.fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+			ssize_t n = recv(rs.chan.fd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
 			if (n > 0) {
 				msg[n] = 0;
 				if (!strcmp(msg, "finish")) {
@@ -323,13 +351,15 @@ static void *recorder_main(void *arg)
 static void start_thread(void)
 {
 	thread_running = false;
-	if (wake_fd >= 0)
-		close(wake_fd);
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0) {
-		LOGW("strobe record: no eventfd (%s); the window and signals are not watched", strerror(errno));
+	strb_fd_id_close(&wake_rd);
+	strb_fd_id_close(&wake_wr);
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
+		LOGW("strobe record: no pipe (%s); the window and signals are not watched", strerror(errno));
 		return;
 	}
+	strb_fd_id_set(&wake_rd, strb_fd_place_high(pfd[0], true));
+	strb_fd_id_set(&wake_wr, strb_fd_place_high(pfd[1], true));
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -414,11 +444,11 @@ static void boot(void)
 	rs.root = (pid_t)root;
 	rs.follow = follow != 0;
 	if (fd >= 0 && fd <= INT_MAX && is_channel((int)fd, (pid_t)recorder))
-		rs.fd = (int)fd;
+		strb_fd_id_set(&rs.chan, (int)fd);
 	if (!rs.follow && rs.root && getpid() != rs.root)
 		return; /* a child, and children are not traced */
-	if (!rs.follow && rs.fd >= 0)
-		fcntl(rs.fd, F_SETFD, FD_CLOEXEC);
+	if (!rs.follow && rs.chan.fd >= 0)
+		fcntl(rs.chan.fd, F_SETFD, FD_CLOEXEC);
 	strobe_init(NULL);
 	quiet_logs();
 	cond_init();
@@ -462,5 +492,5 @@ void strb_recorder_atfork_child(void)
 	 * inherited exit handler finds nothing to write; if the child execs,
 	 * its new image starts its own trace from the environment. */
 	window = W_DONE;
-	rs.fd = -1;
+	rs.chan.fd = -1;
 }

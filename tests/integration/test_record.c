@@ -2,11 +2,13 @@
  * headers (tests/programs/nvtx_app.c), run under the strobe command, and
  * the traces they leave checked as a user would read them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include "testutil.h"
 
 #define APP STROBE_TEST_PROGRAMS_DIR "/nvtx_app"
+#define PROBE STROBE_TEST_PROGRAMS_DIR "/record_probe"
 
 static char dir[1024];
 
@@ -359,6 +362,203 @@ static void help_explains(void **state)
 	free(out);
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Runs strobe record with argv (NULL-terminated, after "record"), stderr to
+ * errfile; returns its wait status, and the CPU seconds it and the program
+ * used in *cpu. */
+static int record_rusage(const char *const *argv, const char *errfile, double *cpu, double *wall)
+{
+	const char *full[32] = {STROBE_CLI_PATH, "record"};
+	size_t n = 2;
+	for (; argv[n - 2] && n < 31; n++)
+		full[n] = argv[n - 2];
+	full[n] = NULL;
+	double t0 = now_s();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 2) != 2 || dup2(fd, 1) != 1)
+			_exit(98);
+		/* The service thread's socket is closed under it too. */
+		setenv("STROBE_USE_DAEMON", "1", 1);
+		execv(STROBE_CLI_PATH, (char *const *)full);
+		_exit(99);
+	}
+	int status = 0;
+	struct rusage ru;
+	assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+	*wall = now_s() - t0;
+	*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec / 1e6;
+	return status;
+}
+
+/* A program that closes every fd it did not open (a daemon, closefrom) and
+ * gets the channel's number back for a socket of its own: neither strobe
+ * record nor the thread in the program spins on the closed channel, the
+ * program's data stays its own, and the trace written is reported. */
+static void program_closes_inherited_fds(void **state)
+{
+	(void)state;
+	char trace[1200], err[1200];
+	snprintf(trace, sizeof(trace), "%s/closer.json", dir);
+	snprintf(err, sizeof(err), "%s/closer.err", dir);
+	double cpu, wall;
+	const char *argv[] = {"-o", trace, "--", PROBE, "closefds", "1.5", NULL};
+	int status = record_rusage(argv, err, &cpu, &wall);
+	char *out = tu_read_file(err, NULL);
+	assert_non_null(out);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("status %d, output:\n%s", status, out);
+	tu_assert_contains(out, "sent ");
+	assert_null(strstr(out, "no trace was written"));
+	tu_assert_contains(out, "its trace was found on disk");
+	tu_assert_contains(out, "closer.json");
+	/* Spinning on the closed fd burned a whole core per spinning thread. */
+	if (cpu > 0.5 * wall)
+		fail_msg("%.2f s of CPU in %.2f s:\n%s", cpu, wall, out);
+	yajl_val t = tu_load_trace(trace);
+	assert_true(tu_events(t)->u.array.len > 0);
+	yajl_tree_free(t);
+	free(out);
+}
+
+/* Reads the pid a record_probe wrote to ready, waiting for it (10 s). */
+static pid_t wait_ready(const char *ready)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *s = tu_read_file(ready, NULL);
+		if (s) {
+			pid_t p = (pid_t)atoi(s);
+			free(s);
+			return p;
+		}
+		usleep(10000);
+	}
+	fail_msg("the program never became ready");
+	return -1;
+}
+
+static pid_t start_record(const char *const *argv, const char *errfile)
+{
+	const char *full[32] = {STROBE_CLI_PATH, "record"};
+	size_t n = 2;
+	for (; argv[n - 2] && n < 31; n++)
+		full[n] = argv[n - 2];
+	full[n] = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 2) != 2)
+			_exit(98);
+		setpgid(0, 0); /* signals in this test go to strobe record alone */
+		execv(STROBE_CLI_PATH, (char *const *)full);
+		_exit(99);
+	}
+	return pid;
+}
+
+static bool gone(pid_t pid)
+{
+	for (int i = 0; i < 300; i++) {
+		if (kill(pid, 0) && errno == ESRCH)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* SIGHUP and SIGQUIT to strobe record: the trace is written and the signal
+ * goes on to the program, which is not left running without it. */
+static void hup_and_quit_forwarded(void **state)
+{
+	(void)state;
+	static const int sigs[] = {SIGHUP, SIGQUIT};
+	for (size_t k = 0; k < 2; k++) {
+		char ready[1200], trace[1200], err[1200];
+		snprintf(ready, sizeof(ready), "%s/ready-%zu", dir, k);
+		snprintf(trace, sizeof(trace), "%s/sig-%zu.json", dir, k);
+		snprintf(err, sizeof(err), "%s/sig-%zu.err", dir, k);
+		const char *argv[] = {"-o", trace, "--", PROBE, "wait", ready, NULL};
+		pid_t rec = start_record(argv, err);
+		pid_t prog = wait_ready(ready);
+		assert_int_equal(kill(rec, sigs[k]), 0);
+		int status = 0;
+		assert_int_equal(waitpid(rec, &status, 0), rec);
+		char *out = tu_read_file(err, NULL);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 128 + sigs[k])
+			fail_msg("signal %d: status %d:\n%s", sigs[k], status, out ? out : "");
+		assert_true(gone(prog));
+		yajl_val t = tu_load_trace(trace);
+		yajl_tree_free(t);
+		free(out);
+	}
+}
+
+/* A program that ignores SIGTERM: the first SIGTERM has its trace written
+ * and is passed on (and ignored); the second kills it, and says so. */
+static void repeated_signal_kills(void **state)
+{
+	(void)state;
+	char ready[1200], trace[1200], err[1200];
+	snprintf(ready, sizeof(ready), "%s/ready-ign", dir);
+	snprintf(trace, sizeof(trace), "%s/ign.json", dir);
+	snprintf(err, sizeof(err), "%s/ign.err", dir);
+	const char *argv[] = {"-o", trace, "--", PROBE, "ignore", ready, NULL};
+	pid_t rec = start_record(argv, err);
+	pid_t prog = wait_ready(ready);
+	assert_int_equal(kill(rec, SIGTERM), 0);
+	/* The trace is written before the signal is passed on. */
+	struct stat st;
+	for (int i = 0; i < 1000 && stat(trace, &st) != 0; i++)
+		usleep(10000);
+	assert_int_equal(stat(trace, &st), 0);
+	usleep(300 * 1000);
+	assert_int_equal(kill(prog, 0), 0); /* it ignored the SIGTERM */
+	double t0 = now_s();
+	assert_int_equal(kill(rec, SIGTERM), 0);
+	int status = 0;
+	assert_int_equal(waitpid(rec, &status, 0), rec);
+	assert_true(now_s() - t0 < 5);
+	char *out = tu_read_file(err, NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 128 + SIGKILL);
+	tu_assert_contains(out, "SIGTERM again: killing");
+	assert_true(gone(prog));
+	free(out);
+}
+
+/* --strict: a trace that could not be written makes the exit status 3;
+ * without it the program's status stands. */
+static void strict_fails_without_a_trace(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	/* A directory that disappears: checked before the run, gone at the end. */
+	char sub[1200], args[4096];
+	snprintf(sub, sizeof(sub), "%s/vanishing", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(args, sizeof(args), "-o %s/t.json -- sh -c 'rmdir %s'", sub, sub);
+	assert_int_equal(record(args, &out), 0);
+	tu_assert_contains(out, "no trace");
+	free(out);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	snprintf(args, sizeof(args), "--strict -o %s/t.json -- sh -c 'rmdir %s'", sub, sub);
+	assert_int_equal(record(args, &out), 3);
+	tu_assert_contains(out, "--strict: the program's trace was not written; exit status 3");
+	free(out);
+	assert_int_equal(record("--strict -o ok.json -- " APP " ticks 2", &out), 0);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +572,10 @@ int main(void)
 		cmocka_unit_test(clear_errors),
 		cmocka_unit_test(one_strobe_in_a_program_that_links_it),
 		cmocka_unit_test(help_explains),
+		cmocka_unit_test(program_closes_inherited_fds),
+		cmocka_unit_test(hup_and_quit_forwarded),
+		cmocka_unit_test(repeated_signal_kills),
+		cmocka_unit_test(strict_fails_without_a_trace),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -26,6 +26,7 @@
 
 #include "cmd/commands.h"
 #include "common/config.h"
+#include "common/fdguard.h"
 #include "common/monotonic.h"
 #include "analysis/record_summary.h"
 #include "strobe/strobe.h"
@@ -35,6 +36,9 @@
 #define FINISH_WAIT_MS 30000
 #define DRAIN_WAIT_MS 2000
 #define MAX_PROCS 4096
+/* --strict: the exit status when the program succeeded but its trace (or
+ * another process's) was not written. */
+#define STRICT_STATUS 3
 
 static const char usage_text[] =
     "usage: strobe record [options] -- PROGRAM [ARGS...]\n"
@@ -61,6 +65,9 @@ static const char usage_text[] =
     "  --config FILE         libkineto/strobe config file (KEY=VALUE lines)\n"
     "  --set KEY=VALUE       one config line, after --config (repeatable)\n"
     "  --no-follow           trace only PROGRAM, not the processes it starts\n"
+    "  --strict              exit with status 3 when the program succeeded but a\n"
+    "                        trace could not be written (default: the program's\n"
+    "                        status, whatever happened to the traces)\n"
     "  -q, --quiet           print nothing but errors\n"
     "  -h, --help            this text\n"
     "\n"
@@ -68,8 +75,9 @@ static const char usage_text[] =
     "something writes its own file, the output name with its pid inserted\n"
     "(strobe-app.4242.json.gz). Inside the program strobe logs errors only\n"
     "(STROBE_LOG_LEVEL=1 for more); see docs/record.md.\n"
-    "On SIGINT or SIGTERM, strobe record has every process write its trace\n"
-    "first, then passes the signal on to the program.\n"
+    "On SIGINT, SIGTERM, SIGHUP or SIGQUIT, strobe record has every process\n"
+    "write its trace first, then passes the signal on to the program; the same\n"
+    "signals again kill the program (SIGKILL).\n"
     "\n"
     "examples:\n"
     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
@@ -243,8 +251,13 @@ struct proc {
 struct run {
 	struct proc procs[MAX_PROCS];
 	size_t nprocs;
-	int sock;
-	bool quiet;
+	int sock;  /* -1 once every process closed its end */
+	int sfd;   /* the signalfd */
+	pid_t child;
+	bool quiet, exited, killed;
+	int status;
+	int nsignals; /* SIGINT, SIGTERM, SIGHUP, SIGQUIT received */
+	const char *program;
 };
 
 static struct proc *proc_of(struct run *r, pid_t pid)
@@ -272,7 +285,7 @@ static void read_reports(struct run *r)
 {
 	char msg[PATH_MAX + 600];
 	ssize_t n;
-	while ((n = recv(r->sock, msg, sizeof(msg) - 1, MSG_DONTWAIT)) > 0) {
+	while (r->sock >= 0 && (n = recv(r->sock, msg, sizeof(msg) - 1, MSG_DONTWAIT)) > 0) {
 		msg[n] = 0;
 		char kind[16];
 		int pid, off = 0;
@@ -298,19 +311,41 @@ static void read_reports(struct run *r)
 	}
 }
 
-/* Waits up to ms for reports, until every running process has reported. */
+/* After a poll: reports are read; a socket nobody holds any more (every
+ * process exited, or closed the fds it inherited) is given up, so that it
+ * is not polled again (it would poll as ready forever). */
+static void after_poll(struct run *r, short revents)
+{
+	if (revents & POLLIN)
+		read_reports(r);
+	if (r->sock >= 0 && (revents & (POLLHUP | POLLERR | POLLNVAL))) {
+		read_reports(r);
+		close(r->sock);
+		r->sock = -1;
+	}
+}
+
+static void on_signal(struct run *r, const struct signalfd_siginfo *si);
+
+/* Waits up to ms for reports, until every running process has reported,
+ * handling signals meanwhile. */
 static void wait_reports(struct run *r, int ms)
 {
 	int64_t t0 = strb_mono_ns_raw();
 	for (;;) {
 		read_reports(r);
-		if (!running(r))
+		if (!running(r) || r->sock < 0 || r->killed)
 			return;
 		long spent = (long)((strb_mono_ns_raw() - t0) / 1000000);
 		if (spent >= ms)
 			return;
-		struct pollfd p = {.fd = r->sock, .events = POLLIN};
-		poll(&p, 1, (int)(ms - spent));
+		struct pollfd p[2] = {{.fd = r->sock, .events = POLLIN}, {.fd = r->sfd, .events = POLLIN}};
+		if (poll(p, 2, (int)(ms - spent)) < 0 && errno != EINTR)
+			return;
+		after_poll(r, p[0].revents);
+		struct signalfd_siginfo si;
+		if ((p[1].revents & POLLIN) && read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			on_signal(r, &si);
 	}
 }
 
@@ -318,12 +353,64 @@ static void wait_reports(struct run *r, int ms)
 static void ask_finish(struct run *r)
 {
 	size_t n = running(r);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && r->sock >= 0; i++)
 		send(r->sock, "finish", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n && !r->quiet)
 		fprintf(stderr, "strobe: record: asking %zu process%s to write %s trace...\n", n, n == 1 ? "" : "es",
 			n == 1 ? "its" : "their");
 	wait_reports(r, FINISH_WAIT_MS);
+}
+
+static void reap(struct run *r)
+{
+	pid_t w;
+	int st;
+	while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+		if (w == r->child) {
+			r->status = st;
+			r->exited = true;
+		}
+}
+
+/* SIGINT, SIGTERM, SIGHUP, SIGQUIT: the first has the traces written, then
+ * goes on to the program (from a terminal, the kernel sent the program its
+ * own); the next one, for a program that ignores or outlives it, kills the
+ * program. */
+static void on_signal(struct run *r, const struct signalfd_siginfo *si)
+{
+	int sig = (int)si->ssi_signo;
+	if (sig == SIGCHLD) {
+		reap(r);
+		return;
+	}
+	if (r->exited)
+		return;
+	if (r->nsignals++) {
+		fprintf(stderr, "strobe: record: SIG%s again: killing %s (pid %d) with SIGKILL\n", sigabbrev_np(sig),
+			r->program, (int)r->child);
+		kill(r->child, SIGKILL);
+		r->killed = true;
+		return;
+	}
+	read_reports(r);
+	ask_finish(r);
+	if (si->ssi_code != SI_KERNEL && !r->killed && !r->exited) {
+		kill(r->child, sig);
+		if (!r->quiet)
+			fprintf(stderr, "strobe: record: SIG%s passed on to %s (pid %d); send it again to kill it\n",
+				sigabbrev_np(sig), r->program, (int)r->child);
+	}
+}
+
+/* The first process's trace, when its report never came (it closed the
+ * socket it inherited): written since the run began, it is there. */
+static bool trace_on_disk(const char *path, const struct timespec *since)
+{
+	struct stat st;
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return false;
+	return st.st_mtim.tv_sec > since->tv_sec ||
+	       (st.st_mtim.tv_sec == since->tv_sec && st.st_mtim.tv_nsec >= since->tv_nsec);
 }
 
 static void set_env(const char *name, const char *value)
@@ -346,13 +433,15 @@ struct opts {
 	int64_t delay_ns, duration_ns;
 	const char *activities, *config_file;
 	struct text sets;
-	bool follow, quiet;
+	bool follow, quiet, strict;
 	char **argv;
 };
 
 static void child_exec(const struct opts *o, const char *inject, const char *config, int sock, int err_pipe)
 {
-	/* Inherited by the program and everything it starts. */
+	/* Inherited by the program and everything it starts, at a number high
+	 * enough that the program's own files do not come near it. */
+	sock = strb_fd_place_high(sock, false);
 	int flags = fcntl(sock, F_GETFD);
 	if (flags >= 0)
 		fcntl(sock, F_SETFD, flags & ~FD_CLOEXEC);
@@ -402,6 +491,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->quiet = true;
 		} else if (!strcmp(a, "--no-follow")) {
 			o->follow = false;
+		} else if (!strcmp(a, "--strict")) {
+			o->strict = true;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--delay") ||
 			   !strcmp(a, "--duration") || !strcmp(a, "--activities") || !strcmp(a, "--config") ||
 			   !strcmp(a, "--set")) {
@@ -550,11 +641,16 @@ static int run(struct opts *op)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGQUIT);
 	sigaddset(&sigs, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &sigs, &old);
 	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 
 	int64_t t0 = mono_ms();
+	struct timespec since;
+	clock_gettime(CLOCK_REALTIME, &since);
+	since.tv_sec -= 1; /* file times are coarser than the clock */
 	fflush(NULL);
 	pid_t child = fork();
 	if (child < 0) {
@@ -584,39 +680,24 @@ static int run(struct opts *op)
 		return 2;
 	}
 	r->sock = sv[0];
+	r->sfd = sfd;
+	r->child = child;
+	r->program = o.argv[0];
 	r->quiet = o.quiet;
-	int status = 0;
-	bool exited = false;
-	while (!exited) {
+	while (!r->exited) {
 		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = r->sock, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents & POLLIN)
-			read_reports(r);
-		if (!(p[0].revents & POLLIN))
-			continue;
+		after_poll(r, p[1].revents);
 		struct signalfd_siginfo si;
-		if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
-			continue;
-		if (si.ssi_signo == SIGCHLD) {
-			pid_t w;
-			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
-				if (w == child)
-					exited = true;
-			continue;
-		}
-		/* SIGINT/SIGTERM. From a terminal (the kernel sent it) the program
-		 * got it too; sent to strobe record alone, it is passed on once the
-		 * traces are written. */
-		read_reports(r);
-		ask_finish(r);
-		if (si.ssi_code != SI_KERNEL)
-			kill(child, (int)si.ssi_signo);
+		if ((p[0].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			on_signal(r, &si);
 	}
 	int64_t wall_ms = mono_ms() - t0;
 	/* Children that outlive the program may still be writing. */
 	wait_reports(r, DRAIN_WAIT_MS);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	int status = r->status;
 
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 	if (!o.quiet) {
@@ -627,7 +708,15 @@ static int run(struct opts *op)
 			fprintf(stderr, "exited with status %d\n", code);
 	}
 	const char *root_trace = NULL;
-	size_t written = 0, nothing = 0;
+	size_t written = 0, nothing = 0, failed = 0;
+	struct proc *root = proc_of(r, child);
+	if (root && root->state == P_RUNNING && trace_on_disk(o.output, &since)) {
+		root->state = P_WROTE;
+		root->detail = strdup(o.output);
+		if (!o.quiet)
+			fprintf(stderr, "strobe: pid %d closed the socket it reports on; its trace was found on disk\n",
+				(int)child);
+	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = &r->procs[i];
 		if (p->state == P_WROTE) {
@@ -637,10 +726,12 @@ static int run(struct opts *op)
 			if (!o.quiet)
 				fprintf(stderr, "strobe: trace of pid %d: %s\n", (int)p->pid, p->detail);
 		} else if (p->state == P_FAILED) {
+			failed++;
 			fprintf(stderr, "strobe: pid %d wrote no trace: %s\n", (int)p->pid, p->detail ? p->detail : "");
 		} else if (p->state == P_NOTHING) {
 			nothing++;
 		} else if (p->state == P_RUNNING) {
+			failed++;
 			fprintf(stderr, "strobe: pid %d has not written its trace (still running, or killed)\n",
 				(int)p->pid);
 		}
@@ -655,9 +746,15 @@ static int run(struct opts *op)
 		fprintf(stderr, "strobe: record: no trace was written\n");
 	if (root_trace && !o.quiet)
 		record_summary(root_trace, wall_ms * 1000000, stderr);
+	if (o.strict && code == 0 && (!root_trace || failed)) {
+		fprintf(stderr, "strobe: record: --strict: %s; exit status %d\n",
+			!root_trace ? "the program's trace was not written" : "a trace was not written", STRICT_STATUS);
+		code = STRICT_STATUS;
+	}
 	for (size_t i = 0; i < r->nprocs; i++)
 		free(r->procs[i].detail);
-	close(r->sock);
+	if (r->sock >= 0)
+		close(r->sock);
 	close(sfd);
 	free(r);
 	return code;
