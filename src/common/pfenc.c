@@ -7,78 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pf_fields.h"
 #include "common/sink.h"
 
 #define BUF_SIZE        (1u << 20)
 #define LEN_RESERVE     5           /* room for a message length below 2^35 */
 #define SEQ_ID          1
 #define SEQ_CLOCK       64          /* the sequence's own clock: ns since the origin */
-#define CLOCK_REALTIME_ID 1
 #define INTERN_MAX_LEN  8192        /* longer strings are written inline */
 #define INTERN_MAX_BYTES (16u << 20) /* then incremental state starts over */
 #define PTR_CACHE       4096
 
-/* Field numbers (proto/strobe_perfetto.proto). */
-enum {
-	TRACE_PACKET = 1,
-	PKT_TIMESTAMP = 8,
-	PKT_CLOCK_ID = 58,
-	PKT_TRACK_EVENT = 11,
-	PKT_TRACK_DESCRIPTOR = 60,
-	PKT_CLOCK_SNAPSHOT = 6,
-	PKT_SEQ_ID = 10,
-	PKT_INTERNED = 12,
-	PKT_SEQ_FLAGS = 13,
-	PKT_DEFAULTS = 59,
-	PKT_FIRST_ON_SEQ = 87,
-	DEFAULTS_CLOCK_ID = 58,
-	SNAP_CLOCKS = 1,
-	SNAP_PRIMARY = 2,
-	CLOCK_ID = 1,
-	CLOCK_TS = 2,
-	TD_UUID = 1,
-	TD_PARENT = 5,
-	TD_NAME = 2,
-	TD_PROCESS = 3,
-	TD_THREAD = 4,
-	TD_COUNTER = 8,
-	PD_PID = 1,
-	PD_NAME = 6,
-	PD_SORT = 3,
-	PD_LABELS = 8,
-	THD_PID = 1,
-	THD_TID = 2,
-	THD_SORT = 3,
-	THD_NAME = 5,
-	CD_CATEGORIES = 2,
-	TE_TYPE = 9,
-	TE_TRACK = 11,
-	TE_NAME_IID = 10,
-	TE_NAME = 23,
-	TE_CATEGORY_IIDS = 3,
-	TE_CATEGORIES = 22,
-	TE_ANNOTATIONS = 4,
-	TE_COUNTER_INT = 30,
-	TE_COUNTER_DOUBLE = 44,
-	TE_FLOW_IDS = 47,
-	TE_TERMINATING_FLOW_IDS = 48,
-	DA_NAME_IID = 1,
-	DA_NAME = 10,
-	DA_BOOL = 2,
-	DA_UINT = 3,
-	DA_INT = 4,
-	DA_DOUBLE = 5,
-	DA_STRING = 6,
-	DA_JSON = 9,
-	ID_CATEGORIES = 1,
-	ID_NAMES = 2,
-	ID_ANNOTATION_NAMES = 3,
-	INTERNED_IID = 1,
-	INTERNED_NAME = 2,
-};
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
-enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { T_CATEGORY, T_NAME, T_KEY, TABLES };
 
 struct slot {
@@ -173,20 +112,20 @@ static inline void tag(struct strb_pfenc *e, unsigned field, unsigned wt)
 
 static inline void put_varint(struct strb_pfenc *e, unsigned field, uint64_t v)
 {
-	tag(e, field, WT_VARINT);
+	tag(e, field, PF_WT_VARINT);
 	varint(e, v);
 }
 
 static inline void put_fixed64(struct strb_pfenc *e, unsigned field, uint64_t v)
 {
-	tag(e, field, WT_I64);
+	tag(e, field, PF_WT_I64);
 	for (int i = 0; i < 8; i++)
 		e->buf[e->n++] = (unsigned char)(v >> (8 * i));
 }
 
 static inline void put_bytes(struct strb_pfenc *e, unsigned field, const char *s, size_t len)
 {
-	tag(e, field, WT_LEN);
+	tag(e, field, PF_WT_LEN);
 	varint(e, len);
 	memcpy(e->buf + e->n, s, len);
 	e->n += len;
@@ -199,7 +138,7 @@ static inline void put_str(struct strb_pfenc *e, unsigned field, const char *s)
 
 static inline size_t begin(struct strb_pfenc *e, unsigned field)
 {
-	tag(e, field, WT_LEN);
+	tag(e, field, PF_WT_LEN);
 	size_t at = e->n;
 	e->n += LEN_RESERVE;
 	return at;
@@ -229,8 +168,8 @@ static inline void end(struct strb_pfenc *e, size_t at)
 /* Every packet but the first says it needs the sequence's state. */
 static void packet_tail(struct strb_pfenc *e, unsigned flags)
 {
-	put_varint(e, PKT_SEQ_ID, SEQ_ID);
-	put_varint(e, PKT_SEQ_FLAGS, flags);
+	put_varint(e, PF_PKT_SEQ_ID, SEQ_ID);
+	put_varint(e, PF_PKT_SEQ_FLAGS, flags);
 }
 
 /* ---- interning ------------------------------------------------------- */
@@ -342,14 +281,14 @@ static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 
 static void interned_data(struct strb_pfenc *e)
 {
-	static const unsigned field[TABLES] = {ID_CATEGORIES, ID_NAMES, ID_ANNOTATION_NAMES};
+	static const unsigned field[TABLES] = {PF_ID_CATEGORIES, PF_ID_NAMES, PF_ID_ANNOTATION_NAMES};
 	if (!e->nfresh)
 		return;
-	size_t id = begin(e, PKT_INTERNED);
+	size_t id = begin(e, PF_PKT_INTERNED);
 	for (size_t i = 0; i < e->nfresh; i++) {
 		size_t m = begin(e, field[e->fresh[i].table]);
-		put_varint(e, INTERNED_IID, e->fresh[i].iid);
-		put_bytes(e, INTERNED_NAME, e->arena + e->fresh[i].off, e->fresh[i].len);
+		put_varint(e, PF_INTERNED_IID, e->fresh[i].iid);
+		put_bytes(e, PF_INTERNED_NAME, e->arena + e->fresh[i].off, e->fresh[i].len);
 		end(e, m);
 	}
 	end(e, id);
@@ -366,27 +305,27 @@ static void interned_data(struct strb_pfenc *e)
 /* The caller has made room for CLOCK_PACKET_BOUND bytes. */
 static void clock_packet(struct strb_pfenc *e, bool first)
 {
-	size_t pkt = begin(e, TRACE_PACKET);
-	size_t snap = begin(e, PKT_CLOCK_SNAPSHOT);
-	size_t c = begin(e, SNAP_CLOCKS);
-	put_varint(e, CLOCK_ID, SEQ_CLOCK);
-	put_varint(e, CLOCK_TS, 0);
+	size_t pkt = begin(e, PF_TRACE_PACKET);
+	size_t snap = begin(e, PF_PKT_CLOCK_SNAPSHOT);
+	size_t c = begin(e, PF_SNAP_CLOCKS);
+	put_varint(e, PF_CLOCK_ID, SEQ_CLOCK);
+	put_varint(e, PF_CLOCK_TS, 0);
 	end(e, c);
-	c = begin(e, SNAP_CLOCKS);
-	put_varint(e, CLOCK_ID, CLOCK_REALTIME_ID);
-	put_varint(e, CLOCK_TS, (uint64_t)e->origin);
+	c = begin(e, PF_SNAP_CLOCKS);
+	put_varint(e, PF_CLOCK_ID, PF_CLOCK_REALTIME);
+	put_varint(e, PF_CLOCK_TS, (uint64_t)e->origin);
 	end(e, c);
 	/* Readers refuse a change of trace clock once they have converted
 	 * timestamps: say it once, before any. */
 	if (first)
-		put_varint(e, SNAP_PRIMARY, CLOCK_REALTIME_ID);
+		put_varint(e, PF_SNAP_PRIMARY, PF_CLOCK_REALTIME);
 	end(e, snap);
-	size_t d = begin(e, PKT_DEFAULTS);
-	put_varint(e, DEFAULTS_CLOCK_ID, SEQ_CLOCK);
+	size_t d = begin(e, PF_PKT_DEFAULTS);
+	put_varint(e, PF_DEFAULTS_CLOCK_ID, SEQ_CLOCK);
 	end(e, d);
 	if (first)
-		put_varint(e, PKT_FIRST_ON_SEQ, 1);
-	packet_tail(e, SEQ_CLEARED);
+		put_varint(e, PF_PKT_FIRST_ON_SEQ, 1);
+	packet_tail(e, PF_SEQ_CLEARED);
 	end(e, pkt);
 }
 
@@ -441,20 +380,20 @@ static size_t descriptor_begin(struct strb_pfenc *e, size_t bound, uint64_t uuid
 {
 	if (!room(e, bound + 96))
 		return SIZE_MAX;
-	size_t pkt = begin(e, TRACE_PACKET);
-	*td = begin(e, PKT_TRACK_DESCRIPTOR);
-	put_varint(e, TD_UUID, uuid);
+	size_t pkt = begin(e, PF_TRACE_PACKET);
+	*td = begin(e, PF_PKT_TRACK_DESCRIPTOR);
+	put_varint(e, PF_TD_UUID, uuid);
 	if (parent)
-		put_varint(e, TD_PARENT, parent);
+		put_varint(e, PF_TD_PARENT, parent);
 	if (name)
-		put_str(e, TD_NAME, name);
+		put_str(e, PF_TD_NAME, name);
 	return pkt;
 }
 
 static void descriptor_end(struct strb_pfenc *e, size_t pkt, size_t td)
 {
 	end(e, td);
-	packet_tail(e, SEQ_NEEDS_STATE);
+	packet_tail(e, PF_SEQ_NEEDS_STATE);
 	end(e, pkt);
 }
 
@@ -464,13 +403,13 @@ void strb_pfenc_process(struct strb_pfenc *e, uint64_t uuid, int64_t pid, const 
 	size_t td, pkt = descriptor_begin(e, 2 * slen(name) + slen(label), uuid, 0, NULL, &td);
 	if (pkt == SIZE_MAX)
 		return;
-	size_t pd = begin(e, TD_PROCESS);
-	put_varint(e, PD_PID, (uint64_t)pid);
+	size_t pd = begin(e, PF_TD_PROCESS);
+	put_varint(e, PF_PD_PID, (uint64_t)pid);
 	if (name)
-		put_str(e, PD_NAME, name);
-	put_varint(e, PD_SORT, (uint64_t)sort_index);
+		put_str(e, PF_PD_NAME, name);
+	put_varint(e, PF_PD_SORT, (uint64_t)sort_index);
 	if (label)
-		put_str(e, PD_LABELS, label);
+		put_str(e, PF_PD_LABELS, label);
 	end(e, pd);
 	descriptor_end(e, pkt, td);
 }
@@ -481,12 +420,12 @@ void strb_pfenc_thread(struct strb_pfenc *e, uint64_t uuid, int64_t pid, int64_t
 	size_t td, pkt = descriptor_begin(e, slen(name), uuid, 0, NULL, &td);
 	if (pkt == SIZE_MAX)
 		return;
-	size_t thd = begin(e, TD_THREAD);
-	put_varint(e, THD_PID, (uint64_t)pid);
-	put_varint(e, THD_TID, (uint64_t)tid);
-	put_varint(e, THD_SORT, (uint64_t)sort_index);
+	size_t thd = begin(e, PF_TD_THREAD);
+	put_varint(e, PF_THD_PID, (uint64_t)pid);
+	put_varint(e, PF_THD_TID, (uint64_t)tid);
+	put_varint(e, PF_THD_SORT, (uint64_t)sort_index);
 	if (name)
-		put_str(e, THD_NAME, name);
+		put_str(e, PF_THD_NAME, name);
 	end(e, thd);
 	descriptor_end(e, pkt, td);
 }
@@ -504,9 +443,9 @@ void strb_pfenc_counter_track(struct strb_pfenc *e, uint64_t uuid, uint64_t pare
 	size_t td, pkt = descriptor_begin(e, slen(name) + slen(category), uuid, parent, name, &td);
 	if (pkt == SIZE_MAX)
 		return;
-	size_t cd = begin(e, TD_COUNTER);
+	size_t cd = begin(e, PF_TD_COUNTER);
 	if (category)
-		put_str(e, CD_CATEGORIES, category);
+		put_str(e, PF_CD_CATEGORIES, category);
 	end(e, cd);
 	descriptor_end(e, pkt, td);
 }
@@ -521,34 +460,34 @@ static size_t arg_bound(const struct strobe_arg *a)
 
 static void annotation(struct strb_pfenc *e, const struct strobe_arg *a)
 {
-	size_t da = begin(e, TE_ANNOTATIONS);
+	size_t da = begin(e, PF_TE_ANNOTATIONS);
 	const char *key = a->key ? a->key : "";
 	uint64_t iid = intern(e, T_KEY, key);
 	if (iid)
-		put_varint(e, DA_NAME_IID, iid);
+		put_varint(e, PF_DA_NAME_IID, iid);
 	else
-		put_str(e, DA_NAME, key);
+		put_str(e, PF_DA_NAME, key);
 	switch (a->kind) {
 	case STROBE_ARG_I64:
-		put_varint(e, DA_INT, (uint64_t)a->value.i64);
+		put_varint(e, PF_DA_INT, (uint64_t)a->value.i64);
 		break;
 	case STROBE_ARG_U64:
-		put_varint(e, DA_UINT, a->value.u64);
+		put_varint(e, PF_DA_UINT, a->value.u64);
 		break;
 	case STROBE_ARG_F64: {
 		uint64_t bits;
 		memcpy(&bits, &a->value.f64, 8);
-		put_fixed64(e, DA_DOUBLE, bits);
+		put_fixed64(e, PF_DA_DOUBLE, bits);
 		break;
 	}
 	case STROBE_ARG_BOOL:
-		put_varint(e, DA_BOOL, a->value.b);
+		put_varint(e, PF_DA_BOOL, a->value.b);
 		break;
 	case STROBE_ARG_JSON:
-		put_str(e, DA_JSON, a->value.str ? a->value.str : "null");
+		put_str(e, PF_DA_JSON, a->value.str ? a->value.str : "null");
 		break;
 	default:
-		put_str(e, DA_STRING, a->value.str ? a->value.str : "");
+		put_str(e, PF_DA_STRING, a->value.str ? a->value.str : "");
 		break;
 	}
 	end(e, da);
@@ -578,39 +517,39 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 		bound += arg_bound(&ev->args[i]);
 	if (!room(e, bound))
 		return;
-	size_t pkt = begin(e, TRACE_PACKET);
+	size_t pkt = begin(e, PF_TRACE_PACKET);
 	if (ev->ts_ns >= e->origin) {
-		put_varint(e, PKT_TIMESTAMP, (uint64_t)(ev->ts_ns - e->origin));
+		put_varint(e, PF_PKT_TIMESTAMP, (uint64_t)(ev->ts_ns - e->origin));
 	} else {
-		put_varint(e, PKT_CLOCK_ID, CLOCK_REALTIME_ID);
-		put_varint(e, PKT_TIMESTAMP, ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0);
+		put_varint(e, PF_PKT_CLOCK_ID, PF_CLOCK_REALTIME);
+		put_varint(e, PF_PKT_TIMESTAMP, ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0);
 	}
-	size_t te = begin(e, PKT_TRACK_EVENT);
-	put_varint(e, TE_TYPE, ev->type);
-	put_varint(e, TE_TRACK, ev->track);
+	size_t te = begin(e, PF_PKT_TRACK_EVENT);
+	put_varint(e, PF_TE_TYPE, ev->type);
+	put_varint(e, PF_TE_TRACK, ev->track);
 	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT) {
-		name_field(e, T_NAME, TE_NAME_IID, TE_NAME, ev->name ? ev->name : "");
+		name_field(e, T_NAME, PF_TE_NAME_IID, PF_TE_NAME, ev->name ? ev->name : "");
 		if (ev->category && *ev->category)
-			name_field(e, T_CATEGORY, TE_CATEGORY_IIDS, TE_CATEGORIES, ev->category);
+			name_field(e, T_CATEGORY, PF_TE_CATEGORY_IIDS, PF_TE_CATEGORIES, ev->category);
 	} else if (ev->type == STRB_PF_COUNTER) {
 		double v = ev->value;
 		if (v > -9e15 && v < 9e15 && v == (double)(int64_t)v) {
-			put_varint(e, TE_COUNTER_INT, (uint64_t)(int64_t)v);
+			put_varint(e, PF_TE_COUNTER_INT, (uint64_t)(int64_t)v);
 		} else {
 			uint64_t bits;
 			memcpy(&bits, &v, 8);
-			put_fixed64(e, TE_COUNTER_DOUBLE, bits);
+			put_fixed64(e, PF_TE_COUNTER_DOUBLE, bits);
 		}
 	}
 	for (size_t i = 0; i < ev->nargs; i++)
 		annotation(e, &ev->args[i]);
 	if (ev->flow_out)
-		put_fixed64(e, TE_FLOW_IDS, ev->flow_out);
+		put_fixed64(e, PF_TE_FLOW_IDS, ev->flow_out);
 	if (ev->flow_in)
-		put_fixed64(e, TE_TERMINATING_FLOW_IDS, ev->flow_in);
+		put_fixed64(e, PF_TE_TERMINATING_FLOW_IDS, ev->flow_in);
 	end(e, te);
 	interned_data(e);
-	packet_tail(e, SEQ_NEEDS_STATE);
+	packet_tail(e, PF_SEQ_NEEDS_STATE);
 	end(e, pkt);
 }
 

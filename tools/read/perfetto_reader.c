@@ -1,6 +1,6 @@
 /* Perfetto protobuf traces -> Chrome-trace events (perfetto_reader.h).
- * Field numbers are those of perfetto's trace protos (proto/strobe_perfetto.proto
- * holds the ones strobe writes). */
+ * Field numbers are those of perfetto's trace protos, named in
+ * common/pf_fields.h, which the encoder shares. */
 #include "read/perfetto_reader.h"
 
 #include <errno.h>
@@ -14,17 +14,15 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "common/pf_fields.h"
+
 #define MAX_PACKET   (256u << 20) /* a longer packet is taken for a corrupt file */
 #define MAX_IID      (1u << 22)   /* interned ids are small and dense */
 #define MAX_SEQ      64           /* packet sequences with their own state */
 #define STREAM_LANE  (INT64_C(1) << 40) /* strobe's overlap rows: lane k of stream s is k * 2^40 + s */
 #define CUSTOM_TID   (INT64_C(1) << 50) /* tids given to tracks that have none */
-#define CLOCK_REALTIME 1
-#define CLOCK_BOOTTIME 6
 #define METADATA_TRACK "Trace metadata"
-
-enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
-enum { SEQ_CLEARED = 1 };
+#define PACKET_TAG   (PF_TRACE_PACKET << 3 | PF_WT_LEN) /* 0x0a */
 
 /* ---- protobuf --------------------------------------------------------- */
 
@@ -65,18 +63,18 @@ static bool next_field(struct pb *b, struct field *f, bool *bad)
 	f->num = (uint32_t)(tag >> 3);
 	f->wt = (uint32_t)(tag & 7);
 	switch (f->wt) {
-	case 0:
+	case PF_WT_VARINT:
 		if (varint(b, &f->v))
 			return true;
 		break;
-	case 1:
+	case PF_WT_I64:
 		if (b->end - b->p >= 8) {
 			memcpy(&f->v, b->p, 8);
 			b->p += 8;
 			return true;
 		}
 		break;
-	case 5:
+	case PF_WT_I32:
 		if (b->end - b->p >= 4) {
 			uint32_t v;
 			memcpy(&v, b->p, 4);
@@ -85,7 +83,7 @@ static bool next_field(struct pb *b, struct field *f, bool *bad)
 			return true;
 		}
 		break;
-	case 2: {
+	case PF_WT_LEN: {
 		uint64_t len;
 		if (varint(b, &len) && len <= (uint64_t)(b->end - b->p)) {
 			f->at = b->p;
@@ -565,28 +563,28 @@ static bool annotation(const struct seq *sq, const struct field *f, struct sbuf 
 	char num[64];
 	while (next_field(&b, &x, &bad)) {
 		switch (x.num) {
-		case 1: /* name_iid */
+		case PF_DA_NAME_IID:
 			key = table_get(&sq->keys, x.v);
 			break;
-		case 10: /* name */
-			if (x.wt == 2)
+		case PF_DA_NAME:
+			if (x.wt == PF_WT_LEN)
 				inline_key = x.at, inline_len = x.len;
 			break;
-		case 2: /* bool_value */
+		case PF_DA_BOOL:
 			v.len = 0;
 			sb_str(&v, x.v ? "true" : "false");
 			break;
-		case 3: /* uint_value */
+		case PF_DA_UINT:
 			v.len = 0;
 			snprintf(num, sizeof(num), "%" PRIu64, x.v);
 			sb_str(&v, num);
 			break;
-		case 4: /* int_value */
+		case PF_DA_INT:
 			v.len = 0;
 			snprintf(num, sizeof(num), "%" PRId64, (int64_t)x.v);
 			sb_str(&v, num);
 			break;
-		case 5: { /* double_value */
+		case PF_DA_DOUBLE: {
 			double d;
 			memcpy(&d, &x.v, 8);
 			v.len = 0;
@@ -594,19 +592,19 @@ static bool annotation(const struct seq *sq, const struct field *f, struct sbuf 
 			sb_str(&v, num);
 			break;
 		}
-		case 6: /* string_value */
-			if (x.wt == 2) {
+		case PF_DA_STRING:
+			if (x.wt == PF_WT_LEN) {
 				v.len = 0;
 				sb_json(&v, x.at, x.len);
 			}
 			break;
-		case 7: /* pointer_value */
+		case PF_DA_POINTER:
 			v.len = 0;
 			snprintf(num, sizeof(num), "\"0x%" PRIx64 "\"", x.v);
 			sb_str(&v, num);
 			break;
-		case 9: /* legacy_json_value */
-			if (x.wt == 2) {
+		case PF_DA_JSON:
+			if (x.wt == PF_WT_LEN) {
 				v.len = 0;
 				sb_json_value(&v, x.at, x.len);
 			}
@@ -653,20 +651,20 @@ static void clock_snapshot(struct tr_pf *p, struct seq *sq, const struct field *
 	struct pb b = sub(f);
 	struct field x;
 	while (next_field(&b, &x, bad)) {
-		if (x.num != 1 || x.wt != 2 || n == 32)
+		if (x.num != PF_SNAP_CLOCKS || x.wt != PF_WT_LEN || n == 32)
 			continue;
 		struct pb c = sub(&x);
 		struct field y;
 		uint64_t id = 0, ts = 0;
 		while (next_field(&c, &y, bad)) {
-			if (y.num == 1)
+			if (y.num == PF_CLOCK_ID)
 				id = y.v;
-			else if (y.num == 2)
+			else if (y.num == PF_CLOCK_TS)
 				ts = y.v;
 		}
 		ids[n] = id;
 		tss[n++] = ts;
-		if (id == CLOCK_REALTIME)
+		if (id == PF_CLOCK_REALTIME)
 			realtime = true, rt = ts;
 	}
 	if (!realtime)
@@ -688,8 +686,11 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 	struct pb b = sub(f);
 	struct field x;
 	while (next_field(&b, &x, bad)) {
-		struct table *t = x.num == 1 ? &sq->cats : x.num == 2 ? &sq->names : x.num == 3 ? &sq->keys : NULL;
-		if (!t || x.wt != 2)
+		struct table *t = x.num == PF_ID_CATEGORIES       ? &sq->cats
+				 : x.num == PF_ID_NAMES           ? &sq->names
+				 : x.num == PF_ID_ANNOTATION_NAMES ? &sq->keys
+								   : NULL;
+		if (!t || x.wt != PF_WT_LEN)
 			continue;
 		struct pb e = sub(&x);
 		struct field y;
@@ -697,9 +698,9 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 		const unsigned char *name = NULL;
 		size_t len = 0;
 		while (next_field(&e, &y, bad)) {
-			if (y.num == 1)
+			if (y.num == PF_INTERNED_IID)
 				iid = y.v;
-			else if (y.num == 2 && y.wt == 2)
+			else if (y.num == PF_INTERNED_NAME && y.wt == PF_WT_LEN)
 				name = y.at, len = y.len;
 		}
 		int rc = name ? table_put(t, iid, name, len, &p->interned) : 0;
@@ -741,45 +742,45 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	struct sbuf labels = {0};
 	while (next_field(&b, &x, bad)) {
 		switch (x.num) {
-		case 1:
+		case PF_TD_UUID:
 			uuid = x.v;
 			break;
-		case 5:
+		case PF_TD_PARENT:
 			parent = x.v;
 			break;
-		case 2:
-			if (x.wt == 2)
+		case PF_TD_NAME:
+			if (x.wt == PF_WT_LEN)
 				name = x.at, name_len = x.len;
 			break;
-		case 3: /* process */
-		case 4: /* thread */
-			if (x.wt != 2)
+		case PF_TD_PROCESS:
+		case PF_TD_THREAD:
+			if (x.wt != PF_WT_LEN)
 				break;
-			if (x.num == 3)
+			if (x.num == PF_TD_PROCESS)
 				process = true;
 			else
 				thread = true;
 			struct pb d = sub(&x);
 			struct field y;
 			while (next_field(&d, &y, bad)) {
-				if (y.num == 1)
+				if (y.num == PF_PD_PID /* == PF_THD_PID */)
 					pid = (int64_t)(int32_t)y.v;
-				else if (x.num == 4 && y.num == 2)
+				else if (x.num == PF_TD_THREAD && y.num == PF_THD_TID)
 					tid = (int64_t)(int32_t)y.v;
-				else if (y.num == 3 && y.wt == 0) /* legacy_sort_index */
+				else if (y.num == PF_PD_SORT /* == PF_THD_SORT */ && y.wt == PF_WT_VARINT)
 					sort = (int64_t)(int32_t)y.v, has_sort = true;
-				else if (x.num == 3 && y.num == 6 && y.wt == 2)
+				else if (x.num == PF_TD_PROCESS && y.num == PF_PD_NAME && y.wt == PF_WT_LEN)
 					pname = y.at, pname_len = y.len;
-				else if (x.num == 4 && y.num == 5 && y.wt == 2)
+				else if (x.num == PF_TD_THREAD && y.num == PF_THD_NAME && y.wt == PF_WT_LEN)
 					tname = y.at, tname_len = y.len;
-				else if (x.num == 3 && y.num == 8 && y.wt == 2) {
+				else if (x.num == PF_TD_PROCESS && y.num == PF_PD_LABELS && y.wt == PF_WT_LEN) {
 					if (labels.len)
 						sb_add(&labels, ",", 1);
 					sb_text(&labels, y.at, y.len);
 				}
 			}
 			break;
-		case 8:
+		case PF_TD_COUNTER:
 			counter = true;
 			break;
 		default:
@@ -929,30 +930,30 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 	size_t nout = 0, nin = 0;
 	while (next_field(&b, &x, bad)) {
 		switch (x.num) {
-		case 9:
+		case PF_TE_TYPE:
 			type = x.v;
 			break;
-		case 11:
+		case PF_TE_TRACK:
 			track_uuid = x.v;
 			break;
-		case 10:
+		case PF_TE_NAME_IID:
 			name = table_get(&sq->names, x.v);
 			break;
-		case 23:
-			if (x.wt == 2)
+		case PF_TE_NAME:
+			if (x.wt == PF_WT_LEN)
 				inline_name = x.at, inline_len = x.len;
 			break;
-		case 3: /* category_iids, one or packed */
-		case 22: { /* categories */
-			if (x.num == 22 && x.wt == 2) {
+		case PF_TE_CATEGORY_IIDS: /* one or packed */
+		case PF_TE_CATEGORIES: {
+			if (x.num == PF_TE_CATEGORIES && x.wt == PF_WT_LEN) {
 				if (cats.len)
 					sb_add(&cats, ",", 1);
 				sb_text(&cats, x.at, x.len);
-			} else if (x.num == 3) {
-				struct pb q = x.wt == 2 ? sub(&x) : (struct pb){0};
+			} else if (x.num == PF_TE_CATEGORY_IIDS) {
+				struct pb q = x.wt == PF_WT_LEN ? sub(&x) : (struct pb){0};
 				uint64_t iid = x.v;
 				do {
-					if (x.wt == 2 && !varint(&q, &iid))
+					if (x.wt == PF_WT_LEN && !varint(&q, &iid))
 						break;
 					const char *c = table_get(&sq->cats, iid);
 					if (c) {
@@ -960,29 +961,29 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 							sb_add(&cats, ",", 1);
 						sb_str(&cats, c);
 					}
-				} while (x.wt == 2 && q.p < q.end);
+				} while (x.wt == PF_WT_LEN && q.p < q.end);
 			}
 			break;
 		}
-		case 4:
-			if (x.wt == 2 && !annotation(sq, &x, &kv, &nargs))
+		case PF_TE_ANNOTATIONS:
+			if (x.wt == PF_WT_LEN && !annotation(sq, &x, &kv, &nargs))
 				*bad = true;
 			break;
-		case 30:
+		case PF_TE_COUNTER_INT:
 			have_value = true;
 			value = (double)(int64_t)x.v;
 			break;
-		case 44:
+		case PF_TE_COUNTER_DOUBLE:
 			have_value = true;
 			memcpy(&value, &x.v, 8);
 			break;
-		case 47:
-		case 36: /* flow_ids, and the older varint form */
+		case PF_TE_FLOW_IDS:
+		case PF_TE_FLOW_IDS_OLD:
 			if (nout < 16)
 				out[nout++] = x.v;
 			break;
-		case 48:
-		case 42:
+		case PF_TE_TERMINATING_FLOW_IDS:
+		case PF_TE_TERMINATING_FLOW_IDS_OLD:
 			if (nin < 16)
 				in[nin++] = x.v;
 			break;
@@ -1002,7 +1003,7 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 	char *own_name = inline_name ? dup_n(inline_name, inline_len) : NULL;
 	const char *nm = own_name ? own_name : name ? name : "";
 	switch (type) {
-	case TYPE_BEGIN: {
+	case PF_TYPE_SLICE_BEGIN: {
 		if (t->nopen == t->open_cap) {
 			size_t cap = t->open_cap ? t->open_cap * 2 : 4;
 			struct open_slice *g = realloc(t->open, cap * sizeof(*g));
@@ -1033,10 +1034,10 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 			memcpy(s->flows_in, in, nin * sizeof(uint64_t));
 		break;
 	}
-	case TYPE_END:
+	case PF_TYPE_SLICE_END:
 		rc = end_slice(p, t, ts);
 		break;
-	case TYPE_INSTANT:
+	case PF_TYPE_INSTANT:
 		if (t->metadata && !strcmp(nm, "metadata")) {
 			/* strobe's metadata: the file's top-level members. */
 			const char *k = kv.s;
@@ -1062,7 +1063,7 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 		if (!rc)
 			rc = flows(p, t, ts, out, nout, in, nin);
 		break;
-	case TYPE_COUNTER: {
+	case PF_TYPE_COUNTER: {
 		if (!have_value)
 			break;
 		tr_event_reset(p->ev, p->pkt_offset);
@@ -1096,17 +1097,17 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 	uint64_t seq_id = 0, flags = 0, ts = 0, clock = 0;
 	/* First the packet's scalars, so its other parts read with them. */
 	while (next_field(&b, &x, &bad)) {
-		if (x.num == 10)
+		if (x.num == PF_PKT_SEQ_ID)
 			seq_id = x.v;
-		else if (x.num == 13)
+		else if (x.num == PF_PKT_SEQ_FLAGS)
 			flags = x.v;
-		else if (x.num == 8)
+		else if (x.num == PF_PKT_TIMESTAMP)
 			ts = x.v, has_ts = true;
-		else if (x.num == 58)
+		else if (x.num == PF_PKT_CLOCK_ID)
 			clock = x.v;
-		else if (x.num == 11 && x.wt == 2)
+		else if (x.num == PF_PKT_TRACK_EVENT && x.wt == PF_WT_LEN)
 			te = x, has_te = true;
-		else if (x.num == 59 && x.wt == 2)
+		else if (x.num == PF_PKT_DEFAULTS && x.wt == PF_WT_LEN)
 			defaults = x, has_defaults = true;
 	}
 	if (bad)
@@ -1115,7 +1116,7 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 	if (rc)
 		return rc;
 	struct seq *sq = seq_for(p, (uint32_t)seq_id);
-	if (flags & SEQ_CLEARED) {
+	if (flags & PF_SEQ_CLEARED) {
 		p->interned -= seq_clear(sq);
 		sq->default_clock = 0;
 	}
@@ -1123,22 +1124,22 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 		struct pb q = sub(&defaults);
 		struct field y;
 		while (next_field(&q, &y, &bad))
-			if (y.num == 58)
+			if (y.num == PF_DEFAULTS_CLOCK_ID)
 				sq->default_clock = y.v;
 	}
 	b = (struct pb){d, d + n};
 	while (!rc && next_field(&b, &x, &bad)) {
-		if (x.wt != 2)
+		if (x.wt != PF_WT_LEN)
 			continue;
-		if (x.num == 6)
+		if (x.num == PF_PKT_CLOCK_SNAPSHOT)
 			clock_snapshot(p, sq, &x, &bad);
-		else if (x.num == 12)
+		else if (x.num == PF_PKT_INTERNED)
 			rc = interned(p, sq, &x, &bad);
-		else if (x.num == 60)
+		else if (x.num == PF_PKT_TRACK_DESCRIPTOR)
 			rc = descriptor(p, &x, &bad);
 	}
 	if (!rc && has_te && !bad) {
-		uint64_t c = clock ? clock : sq->default_clock ? sq->default_clock : CLOCK_BOOTTIME;
+		uint64_t c = clock ? clock : sq->default_clock ? sq->default_clock : PF_CLOCK_BOOTTIME;
 		rc = track_event(p, sq, &te, has_ts, to_realtime(p, sq, c, ts), &bad);
 	}
 	if (!rc && bad)
@@ -1160,7 +1161,7 @@ bool tr_pf_detect(const unsigned char *m, size_t n)
 		i++;
 	if (i < n && (m[i] == '{' || m[i] == '['))
 		return false;
-	if (n < 3 || m[0] != 0x0a)
+	if (n < 3 || m[0] != PACKET_TAG)
 		return false;
 	size_t k = 1;
 	uint64_t len = 0;
@@ -1174,7 +1175,7 @@ bool tr_pf_detect(const unsigned char *m, size_t n)
 	unsigned wire = m[k] & 7u;
 	bool tag = m[k] >= 8 && (wire == 0 || wire == 1 || wire == 2 || wire == 5);
 	/* ...and be followed by the end or by the next packet. */
-	return tag && (k + len == n || m[k + len] == 0x0a);
+	return tag && (k + len == n || m[k + len] == PACKET_TAG);
 }
 
 
@@ -1194,7 +1195,7 @@ int tr_pf_feed(struct tr_pf *p, const unsigned char *data, size_t n)
 		switch (p->stage) {
 		case 0:
 			p->pkt_offset = p->offset + i;
-			if (data[i] != 0x0a)
+			if (data[i] != PACKET_TAG)
 				return fail(p, -EBADMSG, "not a Perfetto trace packet at byte %" PRIu64, p->pkt_offset);
 			i++;
 			p->stage = 1;
