@@ -107,6 +107,11 @@ void strb_ipc_client_name(char *buf, size_t len);
 /* Closes and frees; accepts NULL. */
 void strb_ipc_close(struct strb_ipc_endpoint *ep);
 int strb_ipc_fd(const struct strb_ipc_endpoint *ep);
+/* False once the program closed the endpoint's fd (a daemon closing every
+ * fd, closefrom), whether or not it reused the number: send and receive
+ * then give -EBADF and touch nothing, close leaves the number alone. The
+ * fd is placed high (common/fdguard.h) to keep it out of the way. */
+bool strb_ipc_usable(const struct strb_ipc_endpoint *ep);
 /* The name the endpoint is bound to. */
 const char *strb_ipc_name(const struct strb_ipc_endpoint *ep);
 /* A snapshot of the endpoint's counters; may be called from any thread. */
@@ -114,7 +119,8 @@ void strb_ipc_get_stats(const struct strb_ipc_endpoint *ep, struct strb_ipc_stat
 
 /* Sends one datagram to the endpoint named `to`, without blocking
  * (MSG_DONTWAIT; no retries). Returns 0 or a negative errno (-ECONNREFUSED
- * when nobody is bound there). */
+ * when nobody is bound there, -EAGAIN when its queue is full: the caller
+ * retries later). */
 int strb_ipc_send(struct strb_ipc_endpoint *ep, const char *to, const uint8_t *dgram, size_t len);
 /* Receives one datagram if one is waiting (never blocks): returns its
  * length, 0 when none is waiting, or a negative errno. Fills *peer from the

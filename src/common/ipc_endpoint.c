@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fdguard.h"
 #include "common/log.h"
 #include "common/ipc.h"
 
@@ -19,6 +20,7 @@
 
 struct strb_ipc_endpoint {
 	int fd;
+	struct strb_fd_id id; /* what fd named when it was opened */
 	pid_t owner; /* the process that bound a file, and so unlinks it */
 	char name[SUN_PATH_SIZE];
 	char dir[SUN_PATH_SIZE]; /* "" in the abstract namespace */
@@ -103,6 +105,7 @@ int strb_ipc_open(struct strb_ipc_endpoint **out, const char *name)
 	if (!ep)
 		return -ENOMEM;
 	ep->fd = -1;
+	ep->id.fd = -1;
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	if (dir)
 		snprintf(ep->dir, sizeof(ep->dir), "%s", dir);
@@ -133,6 +136,9 @@ int strb_ipc_open(struct strb_ipc_endpoint **out, const char *name)
 		rc = -errno;
 		goto fail;
 	}
+	/* Out of the way of a program that closes and reuses numbers. */
+	ep->fd = strb_fd_place_high(ep->fd, true);
+	strb_fd_id_set(&ep->id, ep->fd);
 	*out = ep;
 	return 0;
 fail:
@@ -148,8 +154,10 @@ void strb_ipc_close(struct strb_ipc_endpoint *ep)
 
 	if (!ep)
 		return;
-	if (ep->fd >= 0)
-		close(ep->fd);
+	if (ep->id.fd >= 0)
+		strb_fd_id_close(&ep->id); /* not a number the program reused */
+	else if (ep->fd >= 0)
+		close(ep->fd); /* failed before it was recorded */
 	if (ep->owner && ep->owner == getpid() && make_addr(ep->dir, ep->name, &sa, &salen) == 0)
 		unlink(sa.sun_path);
 	free(ep);
@@ -158,6 +166,11 @@ void strb_ipc_close(struct strb_ipc_endpoint *ep)
 int strb_ipc_fd(const struct strb_ipc_endpoint *ep)
 {
 	return ep ? ep->fd : -1;
+}
+
+bool strb_ipc_usable(const struct strb_ipc_endpoint *ep)
+{
+	return ep && strb_fd_id_ok(&ep->id);
 }
 
 const char *strb_ipc_name(const struct strb_ipc_endpoint *ep)
@@ -193,6 +206,8 @@ int strb_ipc_send(struct strb_ipc_endpoint *ep, const char *to, const uint8_t *d
 
 	if (!ep || !dgram)
 		return -EINVAL;
+	if (!strb_ipc_usable(ep))
+		return -EBADF;
 	rc = make_addr(ep->dir, to, &sa, &salen);
 	if (rc < 0)
 		return rc;
@@ -265,6 +280,8 @@ ssize_t strb_ipc_recv(struct strb_ipc_endpoint *ep, uint8_t *buf, size_t len, st
 	msg.msg_iovlen = 1;
 	msg.msg_control = ctl.buf;
 	msg.msg_controllen = sizeof(ctl.buf);
+	if (!strb_ipc_usable(ep))
+		return -EBADF;
 	do
 		n = recvmsg(ep->fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);

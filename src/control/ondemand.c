@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "control/controller.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/monotonic.h"
 #include "output/output.h"
 #include "common/sink.h"
 
@@ -44,9 +46,60 @@ static bool iteration_based(const struct strb_config *c)
 	return c->profile_start_iteration >= 0 && c->iterations > 0;
 }
 
+/* Refusals are logged REFUSAL_BURST times per REFUSAL_WINDOW_MS at most:
+ * a peer that sends request after request (all refused) must not fill the
+ * program's stderr. The rest are counted, and the count is logged with the
+ * next refusal that is. */
+#define REFUSAL_WINDOW_MS 10000
+#define REFUSAL_BURST 5
+
+int strb_ratelimit_take(struct strb_ratelimit *rl, int64_t now_ms, uint64_t *suppressed)
+{
+	*suppressed = 0;
+	if (!rl->started || now_ms - rl->window_start_ms >= rl->window_ms) {
+		rl->started = true;
+		rl->window_start_ms = now_ms;
+		rl->taken = 0;
+	}
+	if (rl->taken >= rl->burst) {
+		rl->suppressed++;
+		return 0;
+	}
+	rl->taken++;
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return rl->taken == rl->burst ? 2 : 1;
+}
+
+static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct strb_ratelimit refusals = {.window_ms = REFUSAL_WINDOW_MS, .burst = REFUSAL_BURST};
+
+void strb_ondemand_log_refusal(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	uint64_t before;
+	pthread_mutex_lock(&refusal_lock);
+	int take = strb_ratelimit_take(&refusals, strb_mono_ns_raw() / 1000000, &before);
+	pthread_mutex_unlock(&refusal_lock);
+	if (!take)
+		return;
+	if (before)
+		LOGW("on-demand request refused: %s (and %llu more refusals before it, not logged)", msg,
+		     (unsigned long long)before);
+	else if (take == 2)
+		LOGW("on-demand request refused: %s (further refusals in the next %d s are counted, not logged)", msg,
+		     REFUSAL_WINDOW_MS / 1000);
+	else
+		LOGW("on-demand request refused: %s", msg);
+}
+
 static int refuse(int status, const char *reason)
 {
-	LOGW("on-demand request refused: %s", reason);
+	strb_ondemand_log_refusal("%s", reason);
 	return strb_error(status, "on-demand request refused: %s", reason);
 }
 
@@ -337,6 +390,11 @@ void strb_ondemand_cancel(const char *reason)
 
 void strb_ondemand_at_exit(void)
 {
+	strb_ondemand_finish_now("the process is exiting");
+}
+
+void strb_ondemand_finish_now(const char *why)
+{
 	pthread_mutex_lock(&lock);
 	has_pending = false;
 	bool write = false;
@@ -353,7 +411,7 @@ void strb_ondemand_at_exit(void)
 	}
 	pthread_mutex_unlock(&lock);
 	if (write) {
-		LOGW("on-demand trace cut short: the process is exiting; writing what it captured");
+		LOGW("on-demand trace cut short: %s; writing what it captured", why);
 		process_and_write();
 		pthread_mutex_lock(&lock);
 		writing_at_exit = false;
@@ -385,6 +443,7 @@ enum strb_async_state strb_ondemand_state(void)
 void strb_ondemand_atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	pthread_mutex_init(&refusal_lock, NULL);
 	has_pending = false;
 	state = STRB_ASYNC_IDLE;
 	writing_at_exit = false;

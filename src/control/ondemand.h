@@ -24,6 +24,25 @@ enum strb_request_source {
 	STRB_SOURCE_SIGNAL,
 };
 
+/* At most `burst` takes per `window_ms`. */
+struct strb_ratelimit {
+	int64_t window_ms;
+	int burst;
+	bool started;
+	int64_t window_start_ms;
+	int taken;           /* in this window */
+	uint64_t suppressed; /* refused since the last take */
+};
+
+/* 1 when one more may go now (2 when it is the window's last), with the
+ * number refused since the previous one in *suppressed; 0 (counted) when
+ * the window's burst is used up. */
+int strb_ratelimit_take(struct strb_ratelimit *rl, int64_t now_ms, uint64_t *suppressed);
+
+/* Logs "on-demand request refused: MESSAGE", at most 5 times in 10 s; the
+ * ones not logged are counted and the count is logged with the next. */
+void strb_ondemand_log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Takes a parsed, validated request. Returns 0, or -EBUSY / -ENOTSUP /
  * -EINVAL with the reason logged and in strobe_last_error. */
 int strb_ondemand_submit(const struct strb_config *cfg, enum strb_request_source source);
@@ -55,6 +74,8 @@ extern void (*strb_ondemand_wake)(void);
  * cut short and written now, with what it captured; one in warm-up is
  * dropped; one the service thread is writing is waited for (bounded). */
 void strb_ondemand_at_exit(void);
+/* The same, for another reason (strobe_shutdown): why is logged. */
+void strb_ondemand_finish_now(const char *why);
 
 void strb_ondemand_atfork_child(void);
 

@@ -9,25 +9,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/fdguard.h"
 #include "control/ondemand.h"
 #include "core/clock.h"
 #include "common/log.h"
 #include "common/ipc.h"
 
 #define BASE_RELOAD_MS (300 * 1000)
+/* The first poll comes FIRST_POLL_MS after the start, then up to
+ * SPREAD_MS more (at most the interval) picked at random: processes started
+ * together (the ranks of a job) do not all poll in the same instant, and a
+ * process that lives only a few milliseconds never polls. Later polls come
+ * every interval, give or take a tenth, so phases keep drifting apart. */
+#define FIRST_POLL_MS 100
+#define SPREAD_MS 1000
+/* A full daemon queue (EAGAIN: net.unix.max_dgram_qlen datagrams waiting)
+ * is tried again after RETRY_MIN_MS, doubling up to RETRY_MAX_MS, each with
+ * up to as much again at random; never by blocking the thread. */
+#define RETRY_MIN_MS 10
+#define RETRY_MAX_MS 1000
+/* A poll the daemon has not answered yet when the process exits (or strobe
+ * shuts down) is waited for so long at most after it was sent: dynolog
+ * answers each poll, and an answer to a socket that is gone makes it retry
+ * for 10 s, serving no one else. */
+#define REPLY_WAIT_MS 1000
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t thread;
 static bool running;
 static bool restart_after_fork;
 static atomic_bool stopping;
-static int wake_fd = -1;
+/* A pipe, not an eventfd: a program that closes strobe's fds and reuses the
+ * numbers cannot be told apart from an eventfd (they share one inode). */
+static struct strb_fd_id wake_rd = {.fd = -1}, wake_wr = {.fd = -1};
 static char base_path[4096];
+/* Set once the process exits: no new polls; awaiting_reply says whether a
+ * poll is still unanswered (read by the exit handler). */
+static atomic_bool exiting;
+static atomic_bool awaiting_reply;
 
 /* The thread's endpoint, so a fork child can close the parent's socket. */
 static _Atomic(struct strb_ipc_endpoint *) endpoint;
@@ -42,12 +66,40 @@ static int64_t now_ms(void)
 	return strb_clock_real_ns() / 1000000;
 }
 
+/* Async-signal-safe (fstat and write). */
 static void wake(void)
 {
-	uint64_t one = 1;
-	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0) {
-		/* A full counter still wakes the thread. */
+	char one = 1;
+	if (strb_fd_id_ok(&wake_wr) && write(wake_wr.fd, &one, 1) < 0) {
+		/* A full pipe still wakes the thread. */
 	}
+}
+
+static int open_wake(void)
+{
+	strb_fd_id_close(&wake_rd);
+	strb_fd_id_close(&wake_wr);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	strb_fd_id_set(&wake_rd, strb_fd_place_high(p[0], true));
+	strb_fd_id_set(&wake_wr, strb_fd_place_high(p[1], true));
+	return 0;
+}
+
+/* xorshift64, seeded per process: poll phases, not secrets. */
+static uint64_t jitter_state;
+
+static int64_t jitter(int64_t range)
+{
+	if (range <= 0)
+		return 0;
+	if (!jitter_state)
+		jitter_state = ((uint64_t)getpid() << 32) ^ (uint64_t)strb_clock_real_ns() ^ (uint64_t)(uintptr_t)&range;
+	jitter_state ^= jitter_state << 13;
+	jitter_state ^= jitter_state >> 7;
+	jitter_state ^= jitter_state << 17;
+	return (int64_t)(jitter_state % (uint64_t)range);
 }
 
 /* Async-signal-safe: a flag and a write; the thread does the rest. */
@@ -113,7 +165,8 @@ struct service_state {
 	char *base_text;
 	int interval_s;
 	int64_t next_poll, next_base;
-	uint64_t refused_peers;
+	int64_t retry_ms; /* the last EAGAIN back-off, 0 after a poll went out */
+	int64_t sent_ms;  /* when the unanswered poll went out */
 };
 
 static struct service_state state;
@@ -154,7 +207,7 @@ static void submit_text(const char *text, enum strb_request_source source)
 	struct strb_config_parse_opts opts = {.on_demand = true};
 	char err[512];
 	if (strb_config_parse(&cfg, text, &opts, err, sizeof(err))) {
-		LOGW("on-demand request refused: %s", err);
+		strb_ondemand_log_refusal("%s", err);
 		return;
 	}
 	if (source == STRB_SOURCE_SIGNAL)
@@ -169,38 +222,83 @@ static void submit_text(const char *text, enum strb_request_source source)
 	strb_ondemand_submit(&cfg, source);
 }
 
-static void poll_daemon(struct service_state *s)
+static int64_t interval_ms(const struct service_state *s)
+{
+	return (int64_t)s->interval_s * 1000;
+}
+
+static void poll_daemon(struct service_state *s, int64_t now)
 {
 	struct strb_ipc_request req;
 	strb_ipc_make_request(&req, strb_ondemand_accepting());
 	uint8_t dgram[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	ssize_t n = strb_ipc_encode_request(&req, dgram, sizeof(dgram));
 	const char *to = getenv("STROBE_DAEMON_NAME");
-	if (n > 0)
-		strb_ipc_send(s->ep, to && *to ? to : STRB_IPC_DAEMON_NAME, dgram, (size_t)n);
+	int rc = n > 0 ? strb_ipc_send(s->ep, to && *to ? to : STRB_IPC_DAEMON_NAME, dgram, (size_t)n) : (int)n;
+	if (rc == -EAGAIN) {
+		/* The daemon's queue is full (many processes, one daemon). */
+		s->retry_ms = s->retry_ms ? s->retry_ms * 2 : RETRY_MIN_MS;
+		if (s->retry_ms > RETRY_MAX_MS)
+			s->retry_ms = RETRY_MAX_MS;
+		if (s->retry_ms > interval_ms(s))
+			s->retry_ms = interval_ms(s);
+		s->next_poll = now + s->retry_ms + jitter(s->retry_ms + 1);
+		return;
+	}
+	if (rc == 0) {
+		s->sent_ms = now;
+		atomic_store(&awaiting_reply, true);
+	}
+	s->retry_ms = 0;
+	s->next_poll = now + interval_ms(s) - interval_ms(s) / 10 + jitter(interval_ms(s) / 5 + 1);
 }
 
-static void read_replies(struct service_state *s)
+/* The program closed the endpoint's fd (a daemon closing every fd): a new
+ * endpoint, under a new name, takes its place. */
+static void reopen_endpoint(struct service_state *s)
+{
+	LOGI("the program closed strobe's IPC socket; opening another one");
+	strb_ipc_close(s->ep); /* leaves the number alone: it is not ours any more */
+	atomic_store(&endpoint, NULL);
+	atomic_store(&awaiting_reply, false);
+	char name[96];
+	strb_ipc_client_name(name, sizeof(name));
+	s->ep = NULL;
+	int rc = strb_ipc_open(&s->ep, name);
+	atomic_store(&endpoint, s->ep);
+	if (rc)
+		LOGW("on-demand polling is off: cannot open an IPC endpoint (%s)", strerror(-rc));
+}
+
+/* Reads what the daemon sent; configs are used unless discard (strobe is
+ * stopping: the reply only needs taking off the daemon's hands). */
+static void read_replies(struct service_state *s, bool discard)
 {
 	static uint8_t buf[STRB_IPC_HEADER_SIZE + STRB_IPC_MAX_CONFIG + 1];
 	for (;;) {
 		struct strb_ipc_peer peer;
 		ssize_t n = strb_ipc_recv(s->ep, buf, sizeof(buf) - 1, &peer);
-		if (n == 0 || n == -EAGAIN)
+		if (n == 0 || n == -EAGAIN || n == -EBADF)
 			return;
 		if (n < 0)
 			continue; /* malformed or truncated: counted by the endpoint */
 		if (!strb_ipc_peer_trusted(&peer)) {
-			if (s->refused_peers++ < 10)
-				LOGW("on-demand request refused: sent by uid %u (pid %d), not this user or root",
-				     (unsigned)peer.uid, (int)peer.pid);
+			strb_ondemand_log_refusal("sent by uid %u (pid %d), not this user or root", (unsigned)peer.uid,
+						  (int)peer.pid);
 			continue;
 		}
 		const uint8_t *payload;
 		size_t len;
 		const char *why;
-		if (strb_ipc_decode(buf, (size_t)n, &payload, &len, &why) != STRB_IPC_REQ || !len)
+		if (strb_ipc_decode(buf, (size_t)n, &payload, &len, &why) != STRB_IPC_REQ)
 			continue;
+		atomic_store(&awaiting_reply, false); /* answered */
+		if (!len)
+			continue;
+		if (discard) {
+			LOGW("on-demand config from %s (pid %d) ignored: strobe is stopping", peer.name, (int)peer.pid);
+			continue;
+		}
 		char *text = malloc(len + 1);
 		if (!text)
 			continue;
@@ -212,6 +310,20 @@ static void read_replies(struct service_state *s)
 	}
 }
 
+/* Waits (bounded) for the daemon's answer to the last poll, so that it
+ * does not answer a socket that is gone. */
+static void drain_reply(struct service_state *s)
+{
+	while (s->ep && atomic_load(&awaiting_reply) && strb_ipc_usable(s->ep)) {
+		int64_t left = s->sent_ms + REPLY_WAIT_MS - now_ms();
+		if (left <= 0)
+			break;
+		struct pollfd p = {strb_ipc_fd(s->ep), POLLIN, 0};
+		if (poll(&p, 1, (int)left) > 0)
+			read_replies(s, true);
+	}
+}
+
 static void *service_main(void *arg)
 {
 	(void)arg;
@@ -220,6 +332,7 @@ static void *service_main(void *arg)
 	free(state.base_text);
 	state = (struct service_state){.interval_s = 5};
 	struct service_state *s = &state;
+	atomic_store(&awaiting_reply, false);
 	reload_base(s);
 	if (daemon_polling_enabled()) {
 		char name[96];
@@ -230,7 +343,8 @@ static void *service_main(void *arg)
 			LOGW("on-demand polling is off: cannot open an IPC endpoint (%s)", strerror(-rc));
 	}
 	int64_t now = now_ms();
-	s->next_poll = now;
+	int64_t spread = interval_ms(s) < SPREAD_MS ? interval_ms(s) : SPREAD_MS;
+	s->next_poll = now + FIRST_POLL_MS + jitter(spread);
 	s->next_base = now + BASE_RELOAD_MS;
 	int64_t next_tick = now;
 	while (!atomic_load(&stopping)) {
@@ -239,12 +353,12 @@ static void *service_main(void *arg)
 			reload_base(s);
 			s->next_base = now + BASE_RELOAD_MS;
 		}
-		if (s->ep && now >= s->next_poll) {
-			poll_daemon(s);
-			s->next_poll = now + (int64_t)s->interval_s * 1000;
-		}
+		if (s->ep && !strb_ipc_usable(s->ep))
+			reopen_endpoint(s);
+		if (s->ep && now >= s->next_poll && !atomic_load(&exiting))
+			poll_daemon(s, now);
 		if (s->ep)
-			read_replies(s);
+			read_replies(s, atomic_load(&exiting));
 		if (atomic_exchange(&signal_seen, 0)) {
 			LOGI("trigger signal received");
 			submit_text(s->base_text ? s->base_text : "", STRB_SOURCE_SIGNAL);
@@ -257,14 +371,18 @@ static void *service_main(void *arg)
 		if (s->next_base < until)
 			until = s->next_base;
 		int timeout = until <= now ? 0 : (int)(until - now > 60000 ? 60000 : until - now);
-		struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
-		if (poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN)) {
-			uint64_t v;
-			if (read(wake_fd, &v, sizeof(v)) < 0) {
+		if (!strb_fd_id_ok(&wake_rd) && open_wake() < 0 && timeout > 1000)
+			timeout = 1000; /* no wake-ups: look again soon */
+		struct pollfd fds[2] = {{wake_rd.fd, POLLIN, 0}, {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
+		if (poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN) && strb_fd_id_ok(&wake_rd)) {
+			char buf[64];
+			if (read(wake_rd.fd, buf, sizeof(buf)) < 0) {
 				/* Nothing to drain. */
 			}
 		}
+		/* A closed fd (POLLNVAL) is replaced at the top of the loop. */
 	}
+	drain_reply(s);
 	atomic_store(&endpoint, NULL);
 	strb_ipc_close(s->ep);
 	free(s->base_text);
@@ -272,14 +390,35 @@ static void *service_main(void *arg)
 	return NULL;
 }
 
+/* The process is exiting: an unanswered poll is waited for (bounded), the
+ * service thread reading the answer. */
+static void service_at_exit(void)
+{
+	atomic_store(&exiting, true);
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE) || pthread_equal(pthread_self(), thread))
+		return;
+	wake();
+	int64_t end = now_ms() + REPLY_WAIT_MS;
+	while (atomic_load(&awaiting_reply) && now_ms() < end)
+		usleep(2000);
+}
+
+static void register_at_exit(void)
+{
+	atexit(service_at_exit);
+}
+
 static int start_locked(void)
 {
 	if (running)
 		return 0;
-	if (wake_fd < 0)
-		wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (wake_fd < 0)
-		return -errno;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_at_exit);
+	if (!strb_fd_id_ok(&wake_rd) || !strb_fd_id_ok(&wake_wr)) {
+		int rc = open_wake();
+		if (rc)
+			return rc;
+	}
 	atomic_store(&stopping, false);
 	strb_ondemand_wake = wake;
 	/* Every signal blocked in our thread: the host's handlers never run on it. */
@@ -291,7 +430,7 @@ static int start_locked(void)
 	if (rc)
 		return -rc;
 	pthread_setname_np(thread, "strobe-service");
-	running = true;
+	__atomic_store_n(&running, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -343,10 +482,10 @@ void strb_service_atfork_child(void)
 		running = false;
 		restart_after_fork = true;
 	}
-	if (wake_fd >= 0) {
-		close(wake_fd);
-		wake_fd = -1;
-	}
+	strb_fd_id_close(&wake_rd);
+	strb_fd_id_close(&wake_wr);
+	atomic_store(&awaiting_reply, false); /* the parent's poll, the parent's answer */
+	atomic_store(&exiting, false);
 	struct strb_ipc_endpoint *ep = atomic_exchange(&endpoint, NULL);
 	if (ep)
 		strb_ipc_close(ep);

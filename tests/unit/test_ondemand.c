@@ -486,6 +486,56 @@ static int run_daemon_request(const char *file)
 	return heard.status;
 }
 
+static int refusal_lines;
+static char last_refusal[1200];
+
+static void count_refusals(enum strobe_log_level level, const char *message, void *arg)
+{
+	(void)level;
+	(void)arg;
+	if (strstr(message, "on-demand request refused")) {
+		refusal_lines++;
+		snprintf(last_refusal, sizeof(last_refusal), "%s", message);
+	}
+}
+
+/* A flood of refused requests (a peer of the same user sending one after
+ * another) is logged a few times, not once per request. */
+static void test_refusals_rate_limited(void **state)
+{
+	(void)state;
+	strobe_log_set_level(STROBE_LOG_WARNING);
+	assert_int_equal(strobe_log_add_observer(count_refusals, NULL), 0);
+	refusal_lines = 0;
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(submit_text("PROFILE_MEMORY=true\nACTIVITIES_DURATION_MSECS=100\n", STRB_SOURCE_DAEMON),
+				 -ENOTSUP);
+	strobe_log_remove_observer(count_refusals, NULL);
+	strobe_log_set_level(STROBE_LOG_ERROR);
+	/* Earlier refusals in this process may have used the window already. */
+	assert_true(refusal_lines <= 5);
+	/* Every refusal still sets the error the caller sees. */
+	assert_non_null(strstr(strobe_last_error(), "PROFILE_MEMORY"));
+}
+
+/* The limiter: 5 per window, the rest counted and handed to the next. */
+static void test_ratelimit_counts(void **state)
+{
+	(void)state;
+	struct strb_ratelimit rl = {.window_ms = 10000, .burst = 5};
+	uint64_t before;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(strb_ratelimit_take(&rl, 1000 + i, &before), 1);
+	assert_int_equal(strb_ratelimit_take(&rl, 1005, &before), 2); /* the last of the window */
+	for (int i = 0; i < 995; i++)
+		assert_int_equal(strb_ratelimit_take(&rl, 2000 + i, &before), 0);
+	assert_int_equal(strb_ratelimit_take(&rl, 10999, &before), 0);
+	assert_int_equal(strb_ratelimit_take(&rl, 11000, &before), 1);
+	assert_int_equal(before, 996);
+	assert_int_equal(strb_ratelimit_take(&rl, 11001, &before), 1);
+	assert_int_equal(before, 0);
+}
+
 static void test_restricted_writes(void **state)
 {
 	(void)state;
@@ -591,6 +641,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_async_prepare_refused_while_sync, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disabled_and_memory_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restricted_writes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refusals_rate_limited, setup, teardown),
+	    cmocka_unit_test(test_ratelimit_counts),
 	    cmocka_unit_test_setup_teardown(test_pid_in_file_name, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_callback_removed, setup, teardown),
 	};
