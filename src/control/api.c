@@ -88,6 +88,9 @@ void strobe_shutdown(void)
 	pthread_mutex_lock(&init_lock);
 	if (atomic_load(&initialized)) {
 		strb_service_stop();
+		/* Asked for from outside (dynolog, the signal): what it captured
+		 * is written, as at exit. */
+		strb_ondemand_finish_now("strobe_shutdown() was called");
 		strb_ondemand_cancel("strobe_shutdown");
 		strb_control_cancel(STRB_OWNER_NONE);
 		strb_tbuf_shutdown();

@@ -38,7 +38,16 @@ struct child_opts {
 	const char *job;     /* SLURM_JOB_ID, or NULL: unset */
 	bool signal_off;
 	bool fork_grandchild;
+	bool shutdown_on_usr1; /* SIGUSR1: strobe_shutdown(), then _exit(0) */
 };
+
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_seen = 1;
+}
 
 static int64_t mono_ms(void)
 {
@@ -82,6 +91,10 @@ static void target_loop(const struct child_opts *o)
 			usleep(100 * 1000);
 			_exit(0);
 		}
+		if (o->shutdown_on_usr1 && usr1_seen) {
+			strobe_shutdown();
+			_exit(atomic_load(&written_ok) ? 0 : 6); /* no exit handlers */
+		}
 	}
 	_exit(3);
 }
@@ -118,6 +131,8 @@ static pid_t spawn_target(const struct child_opts *o)
 	if (pid == 0) {
 		close(ready[0]);
 		child_env(o);
+		if (o->shutdown_on_usr1)
+			signal(SIGUSR1, on_usr1);
 		if (strobe_init(NULL))
 			_exit(4);
 		strobe_set_trace_callback(on_written, NULL);
@@ -353,6 +368,32 @@ static void test_signal(void **state)
 	assert_int_equal(wait_exit(p, 15000), 0);
 	assert_true(exists(path));
 	unlink(path);
+}
+
+/* strobe_shutdown() in the middle of a trace asked for from outside: what
+ * was captured is written, as at exit, not dropped. */
+static void test_shutdown_writes_requested_trace(void **state)
+{
+	(void)state;
+	struct child_opts o = {.allowed = dir, .shutdown_on_usr1 = true};
+	pid_t p = spawn_target(&o);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/shut_%d.json", dir, (int)p);
+	char *out = NULL;
+	int rc = trigger(&out, "--no-dynolog --pid %d --duration-ms 60000 --warmup-secs 0 --log-file %s/shut.json "
+	                       "--timeout 10",
+	                 (int)p, dir);
+	assert_int_equal(rc, 0);
+	free(out);
+	/* The trace starts 2 s after the request is taken; it then collects. */
+	usleep(3000 * 1000);
+	assert_false(exists(path));
+	assert_int_equal(kill(p, SIGUSR1), 0);
+	assert_int_equal(wait_exit(p, 15000), 0);
+	assert_true(exists(path));
+	yajl_val root = tu_load_trace(path);
+	assert_true(tu_count(root, "X", NULL, "iter_op") > 0);
+	yajl_tree_free(root);
 }
 
 static void test_signal_refused_without_handler(void **state)
@@ -685,6 +726,7 @@ int main(void)
 	    cmocka_unit_test(test_duration_and_wait),
 	    cmocka_unit_test(test_signal),
 	    cmocka_unit_test(test_signal_refused_without_handler),
+	    cmocka_unit_test(test_shutdown_writes_requested_trace),
 	    cmocka_unit_test(test_other_user_refused),
 	    cmocka_unit_test(test_paths_refused),
 	    cmocka_unit_test(test_fork_while_polling),
