@@ -66,25 +66,32 @@ static uint64_t row_track(struct pwriter *w, int64_t pid, int64_t tid)
 	return uuid;
 }
 
+/* A row's tid: libkineto's GPU rows are negative resources. */
+static int64_t row_tid(int64_t resource)
+{
+	return resource >= 0 ? resource : resource == INT64_MIN ? INT64_MAX : -resource;
+}
+
+/* Each track is described once, the first time it is named or used:
+ * processes before the rows under them (the caller's order), so no row
+ * makes a nameless process that its name would have to describe again. */
 static void resource(struct pwriter *w, const struct strobe_resource *r)
 {
-	int64_t tid = r->resource < 0 ? -r->resource : r->resource;
+	int64_t tid = row_tid(r->resource);
 	if (r->kind == STROBE_RESOURCE_PROCESS) {
 		uint64_t key = strb_pfmap_key(0, (uint64_t)r->device);
-		uint64_t uuid = strb_pfmap_get(&w->procs, key);
-		if (!uuid) {
-			uuid = strb_pfenc_uuid(w->e);
-			note(w, strb_pfmap_put(&w->procs, key, uuid));
-		}
+		if (strb_pfmap_get(&w->procs, key))
+			return;
+		uint64_t uuid = strb_pfenc_uuid(w->e);
+		note(w, strb_pfmap_put(&w->procs, key, uuid));
 		strb_pfenc_process(w->e, uuid, r->device, r->name, r->label, r->sort_index);
 		return;
 	}
 	uint64_t key = strb_pfmap_key((uint64_t)r->device, (uint64_t)tid);
-	uint64_t uuid = strb_pfmap_get(&w->rows, key);
-	if (!uuid) {
-		uuid = strb_pfenc_uuid(w->e);
-		note(w, strb_pfmap_put(&w->rows, key, uuid));
-	}
+	if (strb_pfmap_get(&w->rows, key))
+		return;
+	uint64_t uuid = strb_pfenc_uuid(w->e);
+	note(w, strb_pfmap_put(&w->rows, key, uuid));
 	if (r->kind == STROBE_RESOURCE_THREAD)
 		strb_pfenc_thread(w->e, uuid, r->device, tid, r->name, r->sort_index);
 	else
@@ -164,7 +171,7 @@ static void activity(struct pwriter *w, size_t idx)
 		return;
 	}
 	struct strb_pf_event ev = {
-	    .track = row_track(w, a->device, a->resource < 0 ? -a->resource : a->resource),
+	    .track = row_track(w, a->device, row_tid(a->resource)),
 	    .ts_ns = a->start_ns,
 	    .name = a->name,
 	    .category = a->category ? a->category : strobe_activity_type_name(a->type),
@@ -272,8 +279,10 @@ int strb_perfetto_write_sink(const strobe_trace *t, struct strb_sink *sink, cons
 	if (strb_pfenc_open(&w.e, sink, t->start_ns, true))
 		return strb_error(-ENOMEM, "out of memory writing %s", path);
 	metadata(&w);
-	for (size_t i = 0; i < t->res_count; i++)
-		resource(&w, &t->res[i]);
+	for (int procs = 1; procs >= 0; procs--)
+		for (size_t i = 0; i < t->res_count; i++)
+			if ((t->res[i].kind == STROBE_RESOURCE_PROCESS) == procs)
+				resource(&w, &t->res[i]);
 	for (size_t i = 0; i < t->count && !w.err; i++)
 		activity(&w, i);
 	int rc = w.err;

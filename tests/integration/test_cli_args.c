@@ -33,10 +33,54 @@ static void test_help_of_one_command(void **state)
 	free(out);
 }
 
+/* One duration grammar for every option: a bare number is seconds (as
+ * record's --delay documents), units ns, us, ms, s, m, h. */
+static void test_duration_grammar(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), in[1200], out[1200], args[4096];
+	snprintf(in, sizeof(in), "%s/in.json", dir);
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	assert_int_equal(tu_write_file(in, "{\"traceEvents\": ["
+					   "{\"ph\": \"X\", \"name\": \"four\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 4000000},"
+					   "{\"ph\": \"X\", \"name\": \"six\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 6000000}]}"),
+			 0);
+	static const struct {
+		const char *dur;
+		size_t kept; /* of the 4 s and 6 s events */
+	} kept[] = {{"5", 1}, {"5s", 1}, {"=5", 1}, {"5000ms", 1}, {"5000000us", 1}, {"5000000000ns", 1},
+		    {"4.5", 1}, {"5ms", 2}, {"0", 2}, {".2m", 0}, {"1h", 0}};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		snprintf(args, sizeof(args), "-q --min-dur%s%s '%s' '%s'", kept[i].dur[0] == '=' ? "" : " ",
+			 kept[i].dur, in, out);
+		char *msg = NULL;
+		if (tu_strobe("convert", args, 1, &msg))
+			fail_msg("--min-dur %s: %s", kept[i].dur, msg);
+		free(msg);
+		yajl_val root = tu_load_trace(out);
+		if (tu_count(root, "X", NULL, NULL) != kept[i].kept)
+			fail_msg("--min-dur %s kept %zu events, not %zu", kept[i].dur, tu_count(root, "X", NULL, NULL),
+				 kept[i].kept);
+		yajl_tree_free(root);
+	}
+	static const char *const bad[] = {"5x", "-5", "1e3", "5 s", "s", ".", "0x10", "inf", "99999999999h"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[128], *msg = NULL;
+		snprintf(args, sizeof(args), "--min-dur '%s' '%s' '%s'", bad[i], in, out);
+		assert_int_equal(tu_strobe("convert", args, 1, &msg), 2);
+		snprintf(want, sizeof(want), "strobe: convert: --min-dur: '%s' is ", bad[i]);
+		tu_assert_contains(msg, want);
+		tu_assert_contains(msg, "\nusage: strobe convert [options] IN OUT (see strobe convert --help)\n");
+		free(msg);
+	}
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_help_of_one_command),
+	    cmocka_unit_test(test_duration_grammar),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 
 #define FIXTURE    STROBE_TEST_DATA_DIR "/libkineto-sample.json"
 #define SAMPLE_BASE 1790857026000000000LL
+#define SEP         " \xc2\xb7 "
 
 static char dir[1024];
 static char path_buf[2][1400];
@@ -276,11 +277,13 @@ static void test_kineto_defects_to_perfetto(void **state)
 	assert_true(to->flow_out && to->flow_out == bwd->flow_in);
 	assert_int_equal(counters, 2);
 	assert_true(nan_seen);
-	/* Names given after the events that use the rows: the descriptor again. */
+	/* Names given after the events that use the rows: each track is still
+	 * described once, before its first event (pf_check_structure), with its
+	 * final name. */
 	bool named = false;
 	for (size_t i = 0; i < t.n; i++)
 		named |= t.p[i].is_process && t.p[i].pid == 100 && !strcmp(t.p[i].pname, "python") &&
-			 !strcmp(t.p[i].label, "CPU") && pf_track(&t, t.p[i].uuid) == &t.p[i];
+			 !strcmp(t.p[i].label, "CPU");
 	assert_true(named);
 	const struct pf_packet *meta = NULL;
 	for (size_t i = 0; i < t.n; i++)
@@ -289,6 +292,55 @@ static void test_kineto_defects_to_perfetto(void **state)
 	assert_non_null(meta);
 	assert_non_null(strstr(pf_ann(meta, "distributedInfo")->value, "\"world_size\":8"));
 	assert_string_equal(pf_ann(meta, "host_name")->value, "node7");
+	pf_free(&t);
+}
+
+/* A merged trace (process names up front, labels and thread names where
+ * each rank had them, "Record Window End" on pid N, tid "") and the same
+ * trace through a pipe: every track described once, before its events,
+ * with its final name, never a bare pid. */
+static void test_merged_trace_to_perfetto(void **state)
+{
+	(void)state;
+	const char *merged = in_dir(0, "merged.json"), *out = in_dir(1, "merged.pftrace");
+	char args[4096], *msg = NULL;
+	snprintf(args, sizeof(args), "-q -o '%s' '%s' '%s'", merged, FIXTURE, STROBE_TEST_DATA_DIR "/../data/libkineto-sample.json");
+	assert_int_equal(tu_strobe("merge", args, 1, &msg), 0);
+	free(msg);
+	convert_ok(merged, out);
+	struct pf_trace t;
+	pf_load(&t, out);
+	pf_check_structure(&t, false);
+	size_t processes = 0, globals = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct pf_packet *p = &t.p[i];
+		if (!p->has_td)
+			continue;
+		const char *name = p->is_process ? p->pname : p->is_thread ? p->tname : p->td_name;
+		if (!*name || strspn(name, "0123456789") == strlen(name))
+			fail_msg("track %llu is named \"%s\"", (unsigned long long)p->uuid, name);
+		if (p->is_process) {
+			processes++;
+			assert_true(!strncmp(p->pname, "rank ", 5));
+		}
+		if (!strcmp(name, "Global")) {
+			globals++;
+			const struct pf_packet *parent = pf_track(&t, p->parent);
+			assert_non_null(parent);
+			assert_non_null(strstr(parent->pname, SEP "global"));
+		}
+	}
+	assert_true(processes >= 4);
+	assert_int_equal(globals, 2); /* the Record Window End row of each rank */
+
+	/* Through a pipe, read twice from a saved copy: the same file. */
+	const char *piped = in_dir(1, "piped.pftrace");
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "cat '%s' | '%s' convert -q - '%s' && cmp '%s' '%s'", merged, STROBE_CLI_PATH,
+		 piped, piped, out);
+	if (tu_run(cmd, 1, &msg))
+		fail_msg("%s: %s", cmd, msg);
+	free(msg);
 	pf_free(&t);
 }
 
@@ -521,8 +573,10 @@ static void test_errors(void **state)
 	snprintf(args, sizeof(args), "'%s' '%s/missing/out.json'", FIXTURE, dir);
 	expect_error(args, 1, "missing/out.json");
 
-	snprintf(args, sizeof(args), "--min-dur 10 '%s' '%s'", FIXTURE, out);
-	expect_error(args, 2, "unit");
+	snprintf(args, sizeof(args), "--min-dur 10x '%s' '%s'", FIXTURE, out);
+	expect_error(args, 2, "strobe: convert: --min-dur: '10x' is not a duration");
+	snprintf(args, sizeof(args), "'%s' '%s' --min-dur", FIXTURE, out);
+	expect_error(args, 2, "strobe: convert: --min-dur needs a duration");
 	snprintf(args, sizeof(args), "--bogus '%s' '%s'", FIXTURE, out);
 	expect_error(args, 2, "unknown option");
 	expect_error("only-one.json", 2, "no output file");
@@ -756,6 +810,7 @@ int main(void)
 	    cmocka_unit_test(test_sample_to_json),
 	    cmocka_unit_test(test_kineto_defects_to_json),
 	    cmocka_unit_test(test_kineto_defects_to_perfetto),
+	    cmocka_unit_test(test_merged_trace_to_perfetto),
 	    cmocka_unit_test(test_repair_leaves_valid_json),
 	    cmocka_unit_test(test_long_args_kept),
 	    cmocka_unit_test(test_perfetto_input),

@@ -356,6 +356,10 @@ static void test_bad_inputs_and_outputs(void **state)
 	assert_non_null(strstr(out, "no input"));
 	free(out);
 	assert_int_equal(merge("--bogus -o x.json good_r0.json", &out), 2);
+	tu_assert_contains(out, "strobe: merge: unknown option '--bogus'\nusage: strobe merge ");
+	free(out);
+	assert_int_equal(merge("good_r0.json -o", &out), 2);
+	tu_assert_contains(out, "strobe: merge: -o needs a file name");
 	free(out);
 	/* Inputs are read twice: stdin cannot be one. */
 	assert_int_equal(merge("-o x.json good_r0.json - < good_r0.json", &out), 2);
@@ -368,6 +372,30 @@ static void test_bad_inputs_and_outputs(void **state)
 	merge_ok("--output=single.json good_r0.json");
 	yajl_val root = tu_load_trace(in_dir(0, "single.json"));
 	assert_every_process_named(root);
+	yajl_tree_free(root);
+}
+
+/* An input with no events (a rank that recorded nothing) merges: its
+ * record says so, and the other rank is there as usual. */
+static void test_input_without_events(void **state)
+{
+	(void)state;
+	assert_int_equal(tu_write_file(in_dir(0, "empty_r0.json"),
+				       "{\"baseTimeNanoseconds\": 5, \"traceEvents\": []}"),
+			 0);
+	write_timed(in_dir(0, "full_r1.json"), "0", "h", "x");
+	merge_ok("-q -o with_empty.json empty_r0.json full_r1.json");
+	yajl_val root = tu_load_trace(in_dir(0, "with_empty.json"));
+	yajl_val ranks = tu_get(tu_get(root, "distributedInfo"), "ranks");
+	assert_int_equal(YAJL_GET_ARRAY(ranks)->len, 2);
+	assert_int_equal(int_of(YAJL_GET_ARRAY(ranks)->values[0], "events"), 0);
+	assert_true(tu_count(root, "X", NULL, "x") > 0);
+	assert_every_process_named(root);
+	yajl_tree_free(root);
+	/* Alone, too. */
+	merge_ok("-q -o only_empty.json empty_r0.json");
+	root = tu_load_trace(in_dir(0, "only_empty.json"));
+	assert_int_equal(nevents(root), 0);
 	yajl_tree_free(root);
 }
 
@@ -408,6 +436,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_rank_is_an_error),
 	    cmocka_unit_test(test_libkineto_input),
 	    cmocka_unit_test(test_bad_inputs_and_outputs),
+	    cmocka_unit_test(test_input_without_events),
 	    cmocka_unit_test(test_progress_on_request),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

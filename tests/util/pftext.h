@@ -312,12 +312,33 @@ static const struct pf_ann *pf_ann(const struct pf_packet *p, const char *key)
 	return NULL;
 }
 
+/* Checks that each track is described once, before any event on it (a
+ * reader never sees a row change its name). */
+static void pf_check_described_once(const struct pf_trace *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pf_packet *p = &t->p[i];
+		if (!p->has_td)
+			continue;
+		for (size_t j = 0; j < i; j++) {
+			const struct pf_packet *q = &t->p[j];
+			if (q->has_td && q->uuid == p->uuid)
+				fail_msg("track %llu is described twice (packets %zu and %zu)",
+					 (unsigned long long)p->uuid, j, i);
+			if (q->has_te && q->track == p->uuid)
+				fail_msg("track %llu has an event (packet %zu) before its descriptor (packet %zu)",
+					 (unsigned long long)p->uuid, j, i);
+		}
+	}
+}
+
 /* Checks what every strobe Perfetto file must have: the clock snapshot
- * first, one sequence with the right flags, slices paired per track, every
- * interned id defined and, with flows_paired, every flow started once and
- * ended once. */
+ * first, one sequence with the right flags, each track described once
+ * before its events, slices paired per track, every interned id defined
+ * and, with flows_paired, every flow started once and ended once. */
 static void pf_check_structure(const struct pf_trace *t, bool flows_paired)
 {
+	pf_check_described_once(t);
 	assert_true(t->n > 0);
 	const struct pf_packet *first = &t->p[0];
 	assert_true(first->has_clock);

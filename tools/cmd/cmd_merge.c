@@ -13,13 +13,14 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/monotonic.h"
 #include "common/error.h"
 #include "common/jbuf.h"
-#include "common/sink.h"
 #include "strobe/strobe.h"
 #include "read/trace_reader.h"
+#include "write/chrome_json.h"
 
 #define PID_STRIDE  10000 /* rank N's processes are N * PID_STRIDE + 1, + 2, ... */
 #define MAX_EXACT   (INT64_C(1) << 53)
@@ -91,7 +92,8 @@ struct input {
 	size_t last_proc; /* find_proc's last answer: events come in runs of one pid */
 	int64_t min_id, max_id;
 	bool has_id;
-	int64_t id_shift; /* added to every integer id */
+	uint64_t id_shift; /* added to every integer id, modulo 2^64 */
+	char id_prefix[32]; /* "r<N>:", before ids that are not integers */
 	uint64_t json_bytes, events;
 };
 
@@ -102,22 +104,15 @@ struct merge {
 	bool quiet, progress;
 	char err[1024];
 	/* pass 2 */
-	struct strb_jbuf *b;
+	struct cj_writer w;
 	struct input *cur;
+	struct cj_edit edit; /* of the current input's events */
 	size_t cur_index;
-	uint64_t written, cut_values;
-	bool any_event; /* events are joined by ",\n" */
+	uint64_t written;
 	int64_t last_progress;
 };
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "strobe: merge: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr,
-	        "\nusage: strobe merge [--quiet] [--progress] -o OUT IN... (see strobe merge --help)\n");
-	return 2;
-}
+static const struct cli cli = {"merge", "strobe merge [--quiet] [--progress] -o OUT IN..."};
 
 /* A JSON string's value, from its text; NULL when it is not a string. */
 static char *json_string(const char *json)
@@ -347,7 +342,8 @@ static int plan(struct merge *m)
 	bool have_base = false;
 	for (size_t i = 0; i < m->n; i++) {
 		struct input *in = &m->in[i];
-		qsort(in->procs, in->nprocs, sizeof(*in->procs), cmp_proc);
+		if (in->nprocs) /* an input without events has no procs array */
+			qsort(in->procs, in->nprocs, sizeof(*in->procs), cmp_proc);
 		for (size_t j = 0; j < in->nprocs; j++)
 			in->procs[j].new_pid = in->rank * PID_STRIDE + 1 + (int64_t)j;
 		if (in->has_id) {
@@ -360,7 +356,7 @@ static int plan(struct merge *m)
 				         in->path, in->min_id, in->max_id);
 				return -ERANGE;
 			}
-			in->id_shift = next_id - in->min_id;
+			in->id_shift = (uint64_t)next_id - (uint64_t)in->min_id;
 			next_id += (int64_t)span;
 		}
 		if (!in->has_base && !m->quiet)
@@ -376,14 +372,6 @@ static int plan(struct merge *m)
 }
 
 /* ---- pass 2: the merged file ---------------------------------------------------- */
-
-static void ident(struct strb_jbuf *b, const struct tr_ident *id)
-{
-	if (id->kind == TR_STRING)
-		strb_jbuf_str(b, id->text);
-	else
-		strb_jbuf_lit(b, id->text);
-}
 
 static void host_of(const struct input *in, char *out, size_t len)
 {
@@ -408,55 +396,17 @@ static void process_title(const struct input *in, const struct proc *p, char *ou
 		snprintf(out + n, len - (size_t)n, SEP "%s", what);
 }
 
-static void event_start(struct merge *m)
-{
-	strb_jbuf_lit(m->b, m->any_event ? ",\n{\"ph\": " : "{\"ph\": ");
-	m->any_event = true;
-}
-
-static void meta_event(struct merge *m, const char *what, int64_t pid, const char *key)
-{
-	struct strb_jbuf *b = m->b;
-	event_start(m);
-	strb_jbuf_lit(b, "\"M\", \"name\": \"");
-	strb_jbuf_lit(b, what);
-	strb_jbuf_lit(b, "\", \"ts\": 0, \"pid\": ");
-	strb_jbuf_i64(b, pid);
-	strb_jbuf_lit(b, ", \"tid\": 0, \"args\": {\"");
-	strb_jbuf_lit(b, key);
-	strb_jbuf_lit(b, "\": ");
-}
-
 static void process_events(struct merge *m)
 {
-	struct strb_jbuf *b = m->b;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct input *in = &m->in[i];
 		for (size_t j = 0; j < in->nprocs; j++) {
 			const struct proc *p = &in->procs[j];
 			char title[TR_SHORT_MAX + 600];
 			process_title(in, p, title, sizeof(title));
-			meta_event(m, "process_name", p->new_pid, "name");
-			strb_jbuf_str(b, title);
-			strb_jbuf_lit(b, "}}");
-			meta_event(m, "process_sort_index", p->new_pid, "sort_index");
-			strb_jbuf_i64(b, p->new_pid);
-			strb_jbuf_lit(b, "}}");
+			cj_meta(&m->w, "process_name", p->new_pid, "name", title, 0);
+			cj_meta(&m->w, "process_sort_index", p->new_pid, "sort_index", NULL, p->new_pid);
 		}
-	}
-}
-
-/* A member value: what the reader kept, or a string saying it was cut
- * (the kept prefix is not JSON). */
-static void pair(struct merge *m, const struct tr_pair *p)
-{
-	strb_jbuf_str(m->b, p->key);
-	strb_jbuf_lit(m->b, ": ");
-	if (p->truncated) {
-		strb_jbuf_lit(m->b, "\"<cut by strobe merge>\"");
-		m->cut_values++;
-	} else {
-		strb_jbuf_lit(m->b, p->value);
 	}
 }
 
@@ -477,7 +427,6 @@ static int copy_event(const struct tr_event *ev, void *arg)
 {
 	struct merge *m = arg;
 	struct input *in = m->cur;
-	struct strb_jbuf *b = m->b;
 	if (!strcmp(ev->ph, "M") &&
 	    (!strcmp(ev->name, "process_name") || !strcmp(ev->name, "process_sort_index")))
 		return 0; /* written anew, up front */
@@ -489,55 +438,9 @@ static int copy_event(const struct tr_event *ev, void *arg)
 		         in->path, ev->offset);
 		return -EAGAIN;
 	}
-	event_start(m);
-	strb_jbuf_str(b, ev->ph);
-	if (*ev->cat) {
-		strb_jbuf_lit(b, ", \"cat\": ");
-		strb_jbuf_str(b, ev->cat);
-	}
-	if (*ev->name) {
-		strb_jbuf_lit(b, ", \"name\": ");
-		strb_jbuf_str(b, ev->name);
-	}
-	strb_jbuf_lit(b, ", \"pid\": ");
-	strb_jbuf_i64(b, p->new_pid);
-	if (ev->tid.kind != TR_ABSENT) {
-		strb_jbuf_lit(b, ", \"tid\": ");
-		ident(b, &ev->tid);
-	}
-	if (ev->has_ts) {
-		strb_jbuf_lit(b, ", \"ts\": ");
-		strb_jbuf_us(b, ev->ts_ns + (in->base - m->base));
-	}
-	if (ev->has_dur) {
-		strb_jbuf_lit(b, ", \"dur\": ");
-		strb_jbuf_us(b, ev->dur_ns);
-	}
-	if (ev->id.kind == TR_NUMBER && ev->id.is_int) {
-		strb_jbuf_lit(b, ", \"id\": ");
-		strb_jbuf_i64(b, ev->id.num + in->id_shift);
-	} else if (ev->id.kind != TR_ABSENT) {
-		/* Ids that are not integers stay apart by a rank prefix. */
-		char id[TR_SHORT_MAX + 32];
-		snprintf(id, sizeof(id), "r%" PRId64 ":%s", in->rank, ev->id.text);
-		strb_jbuf_lit(b, ", \"id\": ");
-		strb_jbuf_str(b, id);
-	}
-	for (unsigned i = 0; i < ev->nextra; i++) {
-		strb_jbuf_lit(b, ", ");
-		pair(m, &ev->extra[i]);
-	}
-	if (ev->nargs) {
-		strb_jbuf_lit(b, ", \"args\": {");
-		for (unsigned i = 0; i < ev->nargs; i++) {
-			if (i)
-				strb_jbuf_lit(b, ", ");
-			pair(m, &ev->args[i]);
-		}
-		strb_jbuf_lit(b, "}");
-	}
-	strb_jbuf_lit(b, "}");
-	return b->err;
+	m->edit.pid = p->new_pid;
+	cj_event(&m->w, ev, &m->edit);
+	return m->w.b->err;
 }
 
 static void raw_member(struct strb_jbuf *b, const char *key, const char *json)
@@ -552,12 +455,12 @@ static void raw_member(struct strb_jbuf *b, const char *key, const char *json)
  * from and what its file said about itself. */
 static void ranks_record(struct merge *m)
 {
-	struct strb_jbuf *b = m->b;
+	struct strb_jbuf *b = cj_member_begin(&m->w, "distributedInfo");
 	int64_t world = m->in[0].world;
 	for (size_t i = 1; i < m->n; i++)
 		if (m->in[i].world != world)
 			world = -1;
-	strb_jbuf_lit(b, "  \"distributedInfo\": {\"merged\": true");
+	strb_jbuf_lit(b, "{\"merged\": true");
 	if (world > 0) {
 		strb_jbuf_lit(b, ", \"world_size\": ");
 		strb_jbuf_i64(b, world);
@@ -604,35 +507,37 @@ static void ranks_record(struct merge *m)
 		}
 		strb_jbuf_lit(b, "}");
 	}
-	strb_jbuf_lit(b, "\n  ]},\n");
+	strb_jbuf_lit(b, "\n  ]}");
+}
+
+/* Each input's absolute times, base + ts, against the merged base. */
+static int64_t shift_of(const struct merge *m, const struct input *in)
+{
+	int64_t d;
+	return __builtin_sub_overflow(in->base, m->base, &d) ? INT64_MAX : d;
 }
 
 static int write_merged(struct merge *m, const char *out)
 {
-	struct strb_sink *sink;
-	int rc = strb_sink_open(&sink, out, strb_compress_for_path(out), -1);
+	int rc = cj_open(&m->w, out);
 	if (rc) {
 		snprintf(m->err, sizeof(m->err), "%s", strobe_last_error());
 		return rc;
 	}
-	struct strb_jbuf *b = strb_jbuf_new(sink);
-	if (!b) {
-		strb_sink_abort(sink);
-		return -ENOMEM;
-	}
-	m->b = b;
-	strb_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
+	cj_member(&m->w, "schemaVersion", "1", 1, false);
 	/* The lowest rank's devices; every rank's are in its record. */
-	strb_jbuf_lit(b, m->in[0].devices ? m->in[0].devices : "[]");
-	strb_jbuf_lit(b, ",\n");
+	const char *devices = m->in[0].devices ? m->in[0].devices : "[]";
+	cj_member(&m->w, "deviceProperties", devices, strlen(devices), false);
 	ranks_record(m);
-	strb_jbuf_lit(b, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-	strb_jbuf_i64(b, m->base);
-	strb_jbuf_lit(b, ",\n  \"traceEvents\": [\n");
+	cj_member(&m->w, "displayTimeUnit", "\"ms\"", 4, false);
+	strb_jbuf_i64(cj_member_begin(&m->w, "baseTimeNanoseconds"), m->base);
 	process_events(m);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		m->cur = &m->in[i];
 		m->cur_index = i;
+		m->edit = (struct cj_edit){.set_pid = true, .ts_shift_ns = shift_of(m, m->cur),
+					   .id_shift = m->cur->id_shift, .id_prefix = m->cur->id_prefix};
+		snprintf(m->cur->id_prefix, sizeof(m->cur->id_prefix), "r%" PRId64 ":", m->cur->rank);
 		if (m->progress)
 			progress(m, NULL);
 		struct tr_handler h = {copy_event, NULL, m};
@@ -643,23 +548,14 @@ static int write_merged(struct merge *m, const char *out)
 	}
 	if (m->progress)
 		fprintf(stderr, "\r%60s\r", "");
-	strb_jbuf_lit(b, "\n  ],\n  \"traceName\": ");
-	strb_jbuf_str(b, out);
-	strb_jbuf_lit(b, "\n}\n");
-	strb_jbuf_flush(b);
-	if (!rc)
-		rc = b->err;
+	strb_jbuf_str(cj_member_begin(&m->w, "traceName"), out);
 	if (rc) {
-		strb_sink_abort(sink);
-		if (!*m->err)
-			snprintf(m->err, sizeof(m->err), "writing %s: %s", out,
-			         b->err ? strobe_last_error() : strerror(-rc));
-	} else {
-		rc = strb_sink_commit(sink);
-		if (rc)
-			snprintf(m->err, sizeof(m->err), "%s", strobe_last_error());
+		cj_abort(&m->w);
+		return rc;
 	}
-	free(b);
+	rc = cj_finish(&m->w);
+	if (rc)
+		snprintf(m->err, sizeof(m->err), "writing %s: %s", out, strobe_last_error());
 	return rc;
 }
 
@@ -698,24 +594,21 @@ int cmd_merge(int argc, char **argv)
 	bool opts_done = false;
 	int rc = 0;
 	for (int i = 1; i < argc && !rc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
 		if (!strcmp(a, "-")) {
 			/* Each input is read twice (names and members first). */
-			fprintf(stderr, "strobe: merge: '-' (stdin) cannot be an input: merge reads each file twice; "
-					"save it to a file first\n");
-			rc = 2;
+			rc = cli_usage(&cli, "'-' (stdin) cannot be an input: merge reads each file twice; save it "
+					     "to a file first");
 		} else if (opts_done || a[0] != '-') {
 			m.in[m.n++] = (struct input){.path = a, .world = -1};
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		} else if (cli_is_help(a)) {
 			fputs(usage_text, stdout);
 			free(m.in);
 			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strncmp(a, "--output=", 9)) {
-			const char *v = !strncmp(a, "--output=", 9) ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
-			if (!v || !*v)
-				rc = usage_error("%s needs a file name", a);
-			else if (out)
-				rc = usage_error("one output file ('%s' is a second)", v);
+		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
+			rc = cli_text(&cli, a[1] == 'o' ? "-o" : "--output", v, "a file name", &v);
+			if (!rc && out)
+				rc = cli_usage(&cli, "one output file ('%s' is a second)", v);
 			out = v;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			m.quiet = true;
@@ -724,13 +617,13 @@ int cmd_merge(int argc, char **argv)
 		} else if (!strcmp(a, "--")) {
 			opts_done = true;
 		} else {
-			rc = usage_error("unknown option '%s'", a);
+			rc = cli_usage(&cli, "unknown option '%s'", a);
 		}
 	}
 	if (!rc && !out)
-		rc = usage_error("%s", "no output file given (-o OUT)");
+		rc = cli_usage(&cli, "no output file given (-o OUT)");
 	if (!rc && !m.n)
-		rc = usage_error("%s", "no input traces given");
+		rc = cli_usage(&cli, "no input traces given");
 	if (rc) {
 		free(m.in);
 		return rc;
