@@ -11,12 +11,11 @@
 
 #define BIG 20000 /* an arg value over the reader's 16 KiB */
 
-static char dir[1024];
 static char paths[4][1200];
 
 static const char *in_dir(int slot, const char *name)
 {
-	snprintf(paths[slot], sizeof(paths[slot]), "%s/%s", dir, name);
+	snprintf(paths[slot], sizeof(paths[slot]), "%s/%s", tu_dir, name);
 	return paths[slot];
 }
 
@@ -116,24 +115,10 @@ static void test_convert_and_merge_agree(void **state)
 	free(text);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_convert_and_merge_agree),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

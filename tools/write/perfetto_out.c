@@ -30,18 +30,13 @@ struct slice {
 	size_t used;
 };
 
-struct proc {
-	uint64_t uuid;
-	int64_t pid;
-	int64_t sort;
-	char name[TR_SHORT_MAX];
-	char label[TR_SHORT_MAX];
-};
-
-struct thread {
-	uint64_t uuid;
+/* A process (a numeric JSON pid) or a thread (a numeric pid and tid): what
+ * the first pass learnt of it, and its track once described. */
+struct row {
+	uint64_t uuid; /* 0 until described */
 	int64_t pid, tid, sort;
 	char name[TR_SHORT_MAX];
+	char label[TR_SHORT_MAX]; /* processes only */
 };
 
 struct member {
@@ -56,11 +51,9 @@ struct pfo {
 	struct pfo_stats st;
 	int64_t base;
 	struct strb_pfmap procs, rows, counters; /* key -> uuid */
-	struct strb_pfmap proc_idx, thread_idx;  /* key -> index + 1 */
-	struct proc *procv;
-	size_t nproc, capproc;
-	struct thread *threadv;
-	size_t nthread, capthread;
+	struct strb_pfmap row_idx;               /* process or thread key -> index + 1 */
+	struct row *rowv;
+	size_t nrow, caprow;
 	struct member *members;
 	size_t nmembers, capmembers, member_bytes;
 	struct slice *slot[2]; /* [0] pending, [1] being filled */
@@ -260,54 +253,34 @@ static int64_t row_tid(const struct tr_ident *tid)
 	return tid->num >= 0 ? tid->num : tid->num == INT64_MIN ? INT64_MAX : -tid->num;
 }
 
-/* The process of a numeric pid, added (not yet described) when new. */
-static struct proc *proc_of(struct pfo *c, int64_t pid)
+/* The process (thread false) or thread of numeric ids, added (not yet
+ * described) when new. */
+static struct row *row_of(struct pfo *c, bool thread, int64_t pid, int64_t tid)
 {
-	uint64_t key = strb_pfmap_key(1, (uint64_t)pid);
-	uint64_t i = strb_pfmap_get(&c->proc_idx, key);
+	uint64_t key = strb_pfmap_key(strb_pfmap_key(thread, (uint64_t)pid), (uint64_t)tid);
+	uint64_t i = strb_pfmap_get(&c->row_idx, key);
 	if (i)
-		return &c->procv[i - 1];
-	if (c->nproc == c->capproc) {
-		size_t cap = c->capproc ? c->capproc * 2 : 16;
-		struct proc *n = realloc(c->procv, cap * sizeof(*n));
+		return &c->rowv[i - 1];
+	if (c->nrow == c->caprow) {
+		size_t cap = c->caprow ? c->caprow * 2 : 64;
+		struct row *n = realloc(c->rowv, cap * sizeof(*n));
 		if (!n)
 			return oom(c), NULL;
-		c->procv = n;
-		c->capproc = cap;
+		c->rowv = n;
+		c->caprow = cap;
 	}
-	if (strb_pfmap_put(&c->proc_idx, key, c->nproc + 1))
+	if (strb_pfmap_put(&c->row_idx, key, c->nrow + 1))
 		return oom(c), NULL;
-	struct proc *p = &c->procv[c->nproc++];
-	*p = (struct proc){.pid = pid, .sort = pid};
-	return p;
-}
-
-static struct thread *thread_of(struct pfo *c, int64_t pid, int64_t tid)
-{
-	uint64_t key = strb_pfmap_key(strb_pfmap_key(1, (uint64_t)pid), strb_pfmap_key(1, (uint64_t)tid));
-	uint64_t i = strb_pfmap_get(&c->thread_idx, key);
-	if (i)
-		return &c->threadv[i - 1];
-	if (c->nthread == c->capthread) {
-		size_t cap = c->capthread ? c->capthread * 2 : 64;
-		struct thread *n = realloc(c->threadv, cap * sizeof(*n));
-		if (!n)
-			return oom(c), NULL;
-		c->threadv = n;
-		c->capthread = cap;
-	}
-	if (strb_pfmap_put(&c->thread_idx, key, c->nthread + 1))
-		return oom(c), NULL;
-	struct thread *t = &c->threadv[c->nthread++];
-	*t = (struct thread){.pid = pid, .tid = tid, .sort = tid};
-	return t;
+	struct row *r = &c->rowv[c->nrow++];
+	*r = (struct row){.pid = pid, .tid = tid, .sort = thread ? tid : pid};
+	return r;
 }
 
 /* A process's track, described the first time it is used, with what the
  * first pass learnt of it: its descriptor is never written again. */
 static uint64_t proc_track(struct pfo *c, int64_t pid)
 {
-	struct proc *p = proc_of(c, pid);
+	struct row *p = row_of(c, false, pid, 0);
 	if (p && !p->uuid) {
 		p->uuid = strb_pfenc_uuid(c->pf);
 		strb_pfenc_process(c->pf, p->uuid, pid, p->name[0] ? p->name : NULL, p->label[0] ? p->label : NULL,
@@ -318,8 +291,10 @@ static uint64_t proc_track(struct pfo *c, int64_t pid)
 
 static uint64_t thread_track(struct pfo *c, int64_t pid, int64_t tid)
 {
-	struct thread *t = thread_of(c, pid, tid);
-	if (!t || !proc_track(c, pid))
+	if (!proc_track(c, pid))
+		return 0;
+	struct row *t = row_of(c, true, pid, tid);
+	if (!t)
 		return 0;
 	if (!t->uuid) {
 		t->uuid = strb_pfenc_uuid(c->pf);
@@ -486,7 +461,7 @@ static void learn_meta(struct pfo *c, const struct tr_event *ev)
 		unescape(text, a->value, strlen(a->value));
 	int64_t num = strtoll(a->value, NULL, 10);
 	if (strncmp(ev->name, "thread_", 7)) {
-		struct proc *p = proc_of(c, ev->pid.num);
+		struct row *p = row_of(c, false, ev->pid.num, 0);
 		if (!p)
 			return;
 		if (!strcmp(ev->name, "process_name"))
@@ -499,7 +474,7 @@ static void learn_meta(struct pfo *c, const struct tr_event *ev)
 	}
 	if (!numeric(&ev->tid))
 		return;
-	struct thread *t = thread_of(c, ev->pid.num, row_tid(&ev->tid));
+	struct row *t = row_of(c, true, ev->pid.num, row_tid(&ev->tid));
 	if (!t)
 		return;
 	if (!strcmp(ev->name, "thread_name"))
@@ -752,10 +727,8 @@ void pfo_free(struct pfo *c)
 	strb_pfmap_free(&c->procs);
 	strb_pfmap_free(&c->rows);
 	strb_pfmap_free(&c->counters);
-	strb_pfmap_free(&c->proc_idx);
-	strb_pfmap_free(&c->thread_idx);
-	free(c->procv);
-	free(c->threadv);
+	strb_pfmap_free(&c->row_idx);
+	free(c->rowv);
 	for (size_t i = 0; i < c->nmembers; i++) {
 		free(c->members[i].key);
 		free(c->members[i].json);
