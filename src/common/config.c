@@ -549,6 +549,10 @@ int strb_config_parse(struct strb_config *cfg, const char *text, const struct st
 		goto out;
 	}
 
+	/* A UTF-8 byte order mark (editors on Windows write one) is not part of
+	 * the first key. */
+	if (!strncmp(text, "\xEF\xBB\xBF", 3))
+		text += 3;
 	size_t lineno = 0;
 	for (const char *p = text;; lineno++) {
 		const char *nl = strchr(p, '\n');

@@ -1246,6 +1246,21 @@ static void test_cli_check(void **state)
 	tu_rmrf(dir);
 }
 
+/* A file saved with a UTF-8 byte order mark keeps its first key. */
+static void test_bom_skipped(void **state)
+{
+	(void)state;
+	struct strb_config cfg;
+	assert_parses(&cfg, "\xEF\xBB\xBF" "ACTIVITIES_DURATION_MSECS=1234\nACTIVITIES_WARMUP_PERIOD_SECS=3\n");
+	assert_int_equal(cfg.duration_ms, 1234);
+	assert_int_equal(cfg.warmup_secs, 3);
+	/* Only at the start: inside the text it is still an unknown byte. */
+	warnings = 0;
+	assert_parses(&cfg, "ACTIVITIES_WARMUP_PERIOD_SECS=3\n\xEF\xBB\xBF" "ACTIVITIES_DURATION_MSECS=77\n");
+	assert_int_equal(cfg.duration_ms, 500);
+	assert_true(warnings >= 1);
+}
+
 static void test_cli_usage(void **state)
 {
 	(void)state;
@@ -1315,6 +1330,7 @@ int main(void)
 	    cmocka_unit_test(test_read_base),
 	    cmocka_unit_test(test_cli_check),
 	    cmocka_unit_test(test_cli_usage),
+	    cmocka_unit_test(test_bom_skipped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
