@@ -454,6 +454,57 @@ static void test_bad_pids_and_usage(void **state)
 	free(out);
 }
 
+/* `strobe trigger ARGS` as nobody; its exit status, its output in *out. */
+static int trigger_as_nobody(char **out, const char *pid_arg, const char *mode)
+{
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	fflush(NULL);
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(100);
+		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "trigger", mode, "--pid", pid_arg, "--timeout", "1", (char *)NULL);
+		_exit(101);
+	}
+	close(pfd[1]);
+	static char buf[8192];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	close(pfd[0]);
+	int st;
+	waitpid(c, &st, 0);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Another user's live process is not "a pid that does not exist". */
+static void test_other_users_pid(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	struct child_opts o = {.allowed = dir};
+	pid_t p = spawn_target(&o);
+	char pid_arg[16];
+	snprintf(pid_arg, sizeof(pid_arg), "%d", (int)p);
+	static const char *const modes[] = {"--no-dynolog", "--signal"};
+	for (size_t i = 0; i < 2; i++) {
+		char *out;
+		assert_int_equal(trigger_as_nobody(&out, pid_arg, modes[i]), 1);
+		print_message("%s: %s", modes[i], out);
+		tu_assert_contains(out, "exists but belongs to another user (uid 0)");
+		assert_null(strstr(out, "does not exist"));
+	}
+	stop(p);
+}
+
 /* A stand-in daemon running as nobody: answers every poll with a config. */
 static pid_t spawn_foreign_daemon(const char *log_file)
 {
@@ -720,6 +771,7 @@ int main(void)
 	unsetenv("STROBE_DAEMON_NAME");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_pids_and_usage),
+	    cmocka_unit_test(test_other_users_pid),
 	    cmocka_unit_test(test_iterations),
 	    cmocka_unit_test(test_iterations_perfetto),
 	    cmocka_unit_test(test_job_id),

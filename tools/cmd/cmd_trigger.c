@@ -419,6 +419,31 @@ static bool file_contains(const char *path, const char *needle)
 	return found;
 }
 
+/* pid cannot be looked at: says whether it does not exist or is another
+ * user's (kill gives EPERM for a live process of another user: that is not
+ * "does not exist"). Returns 1. */
+static int unreachable_pid(int pid)
+{
+	if (kill(pid, 0) == 0 || errno != EPERM) {
+		fprintf(stderr, "strobe: pid %d does not exist\n", pid);
+		return 1;
+	}
+	char path[32];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) == 0)
+		fprintf(stderr,
+		        "strobe: pid %d exists but belongs to another user (uid %u); a process takes requests from "
+		        "its own user or root only\n",
+		        pid, (unsigned)st.st_uid);
+	else
+		fprintf(stderr,
+		        "strobe: pid %d exists but belongs to another user; a process takes requests from its own "
+		        "user or root only\n",
+		        pid);
+	return 1;
+}
+
 /* 0 when pid runs strobe (or libkineto); else prints why and returns 1. */
 static int check_pid(int pid)
 {
@@ -427,10 +452,8 @@ static int check_pid(int pid)
 	size_t len;
 	char *maps = read_small_file(path, 64 << 20, &len);
 	if (!maps) {
-		if (errno == ENOENT || kill(pid, 0) != 0) {
-			fprintf(stderr, "strobe: pid %d does not exist\n", pid);
-			return 1;
-		}
+		if (errno == ENOENT || kill(pid, 0) != 0)
+			return unreachable_pid(pid);
 		fprintf(stderr, "strobe: warning: cannot read %s (%s); trying pid %d anyway\n", path,
 		        strerror(errno), pid);
 		return 0;
@@ -529,14 +552,17 @@ static int send_signals(struct target *t, int n)
 	int failed = 0;
 	for (int i = 0; i < n; i++) {
 		int c = catches_signal(t[i].pid, sig);
-		if (c <= 0) {
-			fprintf(
-			    stderr,
-			    c < 0 ? "strobe: pid %d does not exist\n"
-			          : "strobe: pid %d does not handle signal %d (%s): not sent, it would kill "
-			            "it. "
-			            "Is its signal trigger off, or STROBE_TRIGGER_SIGNAL different there?\n",
-			    t[i].pid, sig, strsignal(sig));
+		if (c < 0 || (c > 0 && kill(t[i].pid, 0) != 0 && errno == EPERM)) {
+			unreachable_pid(t[i].pid);
+			t[i].out = FAILED;
+			failed++;
+			continue;
+		}
+		if (c == 0) {
+			fprintf(stderr,
+			        "strobe: pid %d does not handle signal %d (%s): not sent, it would kill it. "
+			        "Is its signal trigger off, or STROBE_TRIGGER_SIGNAL different there?\n",
+			        t[i].pid, sig, strsignal(sig));
 			t[i].out = FAILED;
 			failed++;
 			continue;
