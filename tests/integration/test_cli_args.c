@@ -76,11 +76,54 @@ static void test_duration_grammar(void **state)
 	tu_rmrf(dir);
 }
 
+/* Every usage error: exit status 2, what was wrong naming the option and
+ * its value, then the command's usage line. */
+static void test_usage_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *cmd, *args, *says, *usage;
+	} cases[] = {
+	    {"summary", "--top x t.json", "strobe: summary: --top: 'x' is not a whole number from 0 to 1000000\n",
+	     "strobe summary [--top N] [--json] FILE"},
+	    {"summary", "t.json --top", "strobe: summary: --top needs a whole number from 0 to 1000000\n",
+	     "strobe summary [--top N] [--json] FILE"},
+	    {"summary", "--top=1000001 t.json", "--top: '1000001' is not a whole number", "strobe summary"},
+	    {"summary", "a.json b.json", "strobe: summary: one trace file at a time ('b.json' is a second)\n",
+	     "strobe summary"},
+	    {"report", "t.json -o", "strobe: report: -o needs a file name\n",
+	     "strobe report [--top N] [-o OUT.html] FILE"},
+	    {"report", "--output= t.json", "strobe: report: --output needs a file name\n", "strobe report"},
+	    {"report", "--bogus t.json", "strobe: report: unknown option '--bogus'\n", "strobe report"},
+	    {"config", "check --bogus", "strobe: config check: unknown option '--bogus'\n",
+	     "strobe config check [--on-demand] [FILE|-]"},
+	    {"config", "check a b", "strobe: config check: one FILE at most ('b' is a second)\n", "strobe config check"},
+	    {"config", "frobnicate", "strobe: config: unknown subcommand 'frobnicate'\n", "strobe config"},
+	    {"merge", "x.json -o", "strobe: merge: -o needs a file name\n", "strobe merge [--quiet] [--progress] -o OUT IN..."},
+	    {"convert", "--categories= a.json b.json", "strobe: convert: --categories needs a comma-separated list",
+	     "strobe convert [options] IN OUT"},
+	    {"convert", "--categories , a.json b.json",
+	     "strobe: convert: --categories: ',' is not a comma-separated list of categories\n", "strobe convert"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out = NULL, usage[256];
+		int rc = tu_strobe(cases[i].cmd, cases[i].args, 1, &out);
+		if (rc != 2 || !strstr(out, cases[i].says))
+			fail_msg("strobe %s %s: exit %d, said:\n%s\n(wanted \"%s\")", cases[i].cmd, cases[i].args, rc, out,
+				 cases[i].says);
+		snprintf(usage, sizeof(usage), "\nusage: %s", cases[i].usage);
+		tu_assert_contains(out, usage);
+		tu_assert_contains(out, " --help)\n");
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_help_of_one_command),
 	    cmocka_unit_test(test_duration_grammar),
+	    cmocka_unit_test(test_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

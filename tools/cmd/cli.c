@@ -137,6 +137,23 @@ int cli_text(const struct cli *c, const char *opt, const char *value, const char
 	return 0;
 }
 
+int cli_file_arg(const struct cli *c, int argc, char **argv, int *i, const char **file)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--")) {
+		if (*i + 2 != argc || *file)
+			return cli_usage(c, "%s", *i + 1 < argc ? "give one trace file" : "no trace file given");
+		*file = argv[++*i];
+		return 0;
+	}
+	if (a[0] == '-' && a[1])
+		return cli_usage(c, "unknown option '%s'", a);
+	if (*file)
+		return cli_usage(c, "one trace file at a time ('%s' is a second)", a);
+	*file = a;
+	return 0;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len, char *err, size_t errlen)
 {
 	bool use_stdin = !strcmp(path, "-");

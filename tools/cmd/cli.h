@@ -71,6 +71,11 @@ int cli_int(const struct cli *c, const char *opt, const char *value, int64_t min
  * or a usage error; what names it ("a file name"). */
 int cli_text(const struct cli *c, const char *opt, const char *value, const char *what, const char **out);
 
+/* For a command that takes one FILE and no other operands: takes argv[*i]
+ * (not an option) as the file, or the one argument after "--", moving *i
+ * past it. 0, or a usage error: an unknown option, a second file. */
+int cli_file_arg(const struct cli *c, int argc, char **argv, int *i, const char **file);
+
 /* The whole of the file at path ("-": stdin) with a NUL after its last
  * byte, and its length in *len; free() it. NULL when it cannot be read or
  * is larger than max bytes, with "PATH: why" (stdin named "<stdin>") in

@@ -1,11 +1,11 @@
 /* strobe config: check a libkineto/strobe config text and print the
  * effective options. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/config.h"
 #include "strobe/strobe.h"
@@ -34,42 +34,8 @@ static void usage(FILE *out)
 	             "Every key is described in docs/config.md.\n");
 }
 
-/* NULL with errno set when the text cannot be read. */
-static char *read_text(FILE *in, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf)
-		return NULL;
-	for (;;) {
-		size_t got = fread(buf + n, 1, cap - n, in);
-		n += got;
-		if (n < cap) {
-			if (ferror(in)) {
-				free(buf);
-				errno = EIO;
-				return NULL;
-			}
-			break;
-		}
-		if (cap >= TEXT_MAX) {
-			free(buf);
-			errno = EFBIG;
-			return NULL;
-		}
-		cap *= 2;
-		char *bigger = realloc(buf, cap + 1);
-		if (!bigger) {
-			free(buf);
-			errno = ENOMEM;
-			return NULL;
-		}
-		buf = bigger;
-	}
-	buf[n] = 0;
-	*len = n;
-	return buf;
-}
+static const struct cli cli = {"config", "strobe config check [--on-demand] [FILE|-] | strobe config defaults"};
+static const struct cli check_cli = {"config check", "strobe config check [--on-demand] [FILE|-]"};
 
 static int print_config(const struct strb_config *cfg)
 {
@@ -85,20 +51,14 @@ static int print_config(const struct strb_config *cfg)
 
 static int check(const char *path, bool on_demand)
 {
-	bool use_stdin = !path || !strcmp(path, "-");
-	const char *name = use_stdin ? "<stdin>" : path;
-	FILE *in = use_stdin ? stdin : fopen(path, "rb");
-	if (!in) {
-		fprintf(stderr, "strobe: %s: %s\n", name, strerror(errno));
-		return 1;
-	}
+	if (!path)
+		path = "-";
+	const char *name = strcmp(path, "-") ? path : "<stdin>";
 	size_t len = 0;
-	char *text = read_text(in, &len);
-	int saved = errno;
-	if (!use_stdin)
-		fclose(in);
+	char err[1024];
+	char *text = cli_read_file(path, TEXT_MAX, &len, err, sizeof(err));
 	if (!text) {
-		fprintf(stderr, "strobe: %s: %s\n", name, strerror(saved));
+		fprintf(stderr, "strobe: %s\n", err);
 		return 1;
 	}
 	/* The parser sees a C string: a NUL would silently end the text. */
@@ -107,14 +67,13 @@ static int check(const char *path, bool on_demand)
 		size_t line = 1;
 		for (const char *p = text; p < nul; p++)
 			line += *p == '\n';
-		fprintf(stderr, "strobe: %s: line %zu: contains a NUL byte\n", name, line);
 		free(text);
+		fprintf(stderr, "strobe: %s: line %zu: contains a NUL byte\n", name, line);
 		return 1;
 	}
 
 	struct strb_config cfg;
 	struct strb_config_parse_opts opts = {.on_demand = on_demand};
-	char err[1024];
 	strb_config_init(&cfg);
 	int rc = strb_config_parse(&cfg, text, &opts, err, sizeof(err));
 	free(text);
@@ -125,11 +84,6 @@ static int check(const char *path, bool on_demand)
 	return print_config(&cfg);
 }
 
-static bool is_help(const char *arg)
-{
-	return !strcmp(arg, "--help") || !strcmp(arg, "-h");
-}
-
 static int cmd_check(int argc, char **argv)
 {
 	bool on_demand = false, options_done = false;
@@ -137,7 +91,7 @@ static int cmd_check(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!options_done && a[0] == '-' && a[1]) {
-			if (is_help(a)) {
+			if (cli_is_help(a)) {
 				usage(stdout);
 				return 0;
 			}
@@ -146,14 +100,10 @@ static int cmd_check(int argc, char **argv)
 			} else if (!strcmp(a, "--")) {
 				options_done = true;
 			} else {
-				fprintf(stderr, "strobe: config check: unknown option '%s'\n\n", a);
-				usage(stderr);
-				return 2;
+				return cli_usage(&check_cli, "unknown option '%s'", a);
 			}
 		} else if (path) {
-			fprintf(stderr, "strobe: config check: one FILE at most\n\n");
-			usage(stderr);
-			return 2;
+			return cli_usage(&check_cli, "one FILE at most ('%s' is a second)", a);
 		} else {
 			path = a;
 		}
@@ -163,32 +113,26 @@ static int cmd_check(int argc, char **argv)
 
 int cmd_config(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
+	if (argc < 2)
+		return cli_usage(&cli, "which? 'check' or 'defaults'");
 	const char *sub = argv[1];
-	if (is_help(sub) || !strcmp(sub, "help")) {
+	if (cli_is_help(sub) || !strcmp(sub, "help")) {
 		usage(stdout);
 		return 0;
 	}
 	if (!strcmp(sub, "check"))
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(sub, "defaults")) {
-		if (argc > 2 && is_help(argv[2])) {
+		if (argc > 2 && cli_is_help(argv[2])) {
 			usage(stdout);
 			return 0;
 		}
-		if (argc > 2) {
-			fprintf(stderr, "strobe: config defaults: unexpected argument '%s'\n", argv[2]);
-			return 2;
-		}
+		if (argc > 2)
+			return cli_usage(&cli, "config defaults takes no argument ('%s')", argv[2]);
 		struct strb_config cfg;
 		strb_config_init(&cfg);
 		strb_config_validate(&cfg, 0);
 		return print_config(&cfg);
 	}
-	fprintf(stderr, "strobe: config: unknown subcommand '%s'\n\n", sub);
-	usage(stderr);
-	return 2;
+	return cli_usage(&cli, "unknown subcommand '%s'", sub);
 }
