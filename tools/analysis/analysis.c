@@ -52,6 +52,7 @@ void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_lo
 	    {"args beyond this reader's limit", "dropped_members", st->dropped},
 	    {"traceEvents entries not objects", "skipped_elements", st->skipped},
 	    {"ts/dur values out of range", "bad_times", st->bad_times},
+	    {"dur values below 0 (taken as 0)", "negative_durs", st->negative_durs},
 	};
 	memcpy(out, all, sizeof(all));
 }

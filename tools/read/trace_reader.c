@@ -21,6 +21,14 @@ enum field { F_OTHER, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_ID, F_TS, F_DUR, F_AR
 #define LOOKAHEAD 1024
 #define FIX_DEPTH 1024
 
+/* How the repair pass maps its output back to the input's bytes: from
+ * output byte `at` of the chunk on, input offset = output offset - shift
+ * (bytes inserted minus bytes left out before it). */
+struct fix_adj {
+	uint32_t at;
+	int64_t shift;
+};
+
 /* The repair pass between decompression and yajl: libkineto writes args
  * strings with their inner quotes unescaped, and non-finite numbers bare
  * (nan, inf). Valid JSON passes through unchanged. */
@@ -31,9 +39,17 @@ struct fix {
 	size_t work_cap;
 	char *carry; /* input not yet decided, at most LOOKAHEAD + 64 bytes */
 	size_t ncarry;
-	uint32_t *ins; /* offsets in out of the bytes the repair inserted */
-	size_t nins, ins_cap;
+	struct fix_adj *adj; /* where the repair inserted or left out bytes, in order */
+	size_t nadj, adj_cap;
+	int64_t shift; /* the chunk's bytes inserted minus bytes left out so far */
 	bool in_str, esc, str_is_key, expect_key;
+	bool skip;      /* past TR_STRING_MAX: the rest of the string is left out */
+	unsigned uhex;  /* hex digits of a \u escape still to come */
+	uint64_t slen;  /* bytes of the current string written so far */
+	char key[8];    /* the first bytes of the current key, to spot "args" */
+	bool key_args;  /* the last key was "args" and its value is next */
+	int args_depth; /* depth of the innermost "args" object, 0 outside one */
+	uint64_t word;  /* bytes of the current number or bare word */
 	int depth;
 	char stack[FIX_DEPTH]; /* '{' or '[' per open container */
 };
@@ -276,6 +292,37 @@ bool tr_copy_text(char *dst, size_t cap, const char *s, size_t len)
 	return cut;
 }
 
+/* A decoded JSON string into dst (cap bytes with the NUL), cut like
+ * tr_copy_text. A NUL in it (from \u0000) becomes U+FFFD, so the C string
+ * keeps the whole text and whatever is written from it stays valid. */
+static bool copy_json_str(char *dst, size_t cap, const char *s, size_t len)
+{
+	if (!memchr(s, 0, len))
+		return tr_copy_text(dst, cap, s, len);
+	size_t o = 0, i = 0;
+	for (; i < len; i++) {
+		size_t k = s[i] ? 1 : 3;
+		if (o + k > cap - 1)
+			break;
+		if (s[i])
+			dst[o] = s[i];
+		else
+			memcpy(dst + o, "\xef\xbf\xbd", 3);
+		o += k;
+	}
+	/* Cut inside a character: back to where it starts (its bytes were copied one for one). */
+	for (; i < len && i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80; i--)
+		o--;
+	dst[o] = 0;
+	return i < len;
+}
+
+static void copy_str(struct reader *r, char *dst, size_t cap, const char *s, size_t len)
+{
+	if (copy_json_str(dst, cap, s, len))
+		note_cut(r);
+}
+
 static void cap_print(void *ctx, const char *s, size_t len)
 {
 	struct reader *r = ctx;
@@ -484,8 +531,7 @@ static void set_ident(struct reader *r, struct tr_ident *id, enum tok t, const c
 	id->kind = t == T_NUMBER ? TR_NUMBER : TR_STRING;
 	id->is_int = false;
 	id->num = 0;
-	if (tr_copy_text(id->text, sizeof(id->text), s, len))
-		note_cut(r);
+	copy_str(r, id->text, sizeof(id->text), s, len);
 	if (t == T_NUMBER && !strpbrk(id->text, ".eE")) {
 		char *end;
 		errno = 0;
@@ -570,8 +616,7 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 		break;
 	}
 	if (str && t == T_STRING) {
-		if (tr_copy_text(str, str_cap, s, len))
-			note_cut(r);
+		copy_str(r, str, str_cap, s, len);
 		return 1;
 	}
 	if (id && (t == T_STRING || t == T_NUMBER)) {
@@ -581,27 +626,29 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 	if (time && t == T_NUMBER) {
 		*has_time = tr_parse_us(s, len, time) == 0;
 		r->stats->bad_times += !*has_time;
+		r->stats->negative_durs += *has_time && time == &ev->dur_ns && *time < 0;
 		return 1;
 	}
 	return pair_value(r, ev->extra, &ev->nextra, TR_EXTRA_MAX, t, s, len);
 }
 
-/* A byte offset in the input's JSON text: the repair's insertions in the
- * chunk being parsed do not count. */
+/* A byte offset in the input's JSON text: what the repair inserted in the
+ * chunk being parsed does not count, and what it left out does. */
 static uint64_t json_offset(const struct reader *r)
 {
 	size_t at = yajl_get_bytes_consumed(r->yh);
 	if (at > r->chunk_len)
 		at = r->chunk_len;
-	size_t lo = 0, hi = r->fix.nins;
+	size_t lo = 0, hi = r->fix.nadj;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (r->fix.ins[mid] < at)
+		if (r->fix.adj[mid].at <= at)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return r->json_base + at - lo;
+	int64_t shift = lo ? r->fix.adj[lo - 1].shift : 0;
+	return r->json_base + (uint64_t)((int64_t)at - shift);
 }
 
 static const char *tok_kind(enum tok t)
@@ -697,8 +744,7 @@ static int on_token(void *ctx, enum tok t, const char *s, size_t len)
 		return cap_token(r, t, s, len);
 	switch (t) {
 	case T_KEY:
-		if (tr_copy_text(r->key, sizeof(r->key), s, len))
-			note_cut(r);
+		copy_str(r, r->key, sizeof(r->key), s, len);
 		if (r->events_depth && r->depth == r->events_depth + 1)
 			r->field = field_of(r->key);
 		return 1;
@@ -802,26 +848,33 @@ static int parse_failure(struct reader *r, yajl_status st, const unsigned char *
 
 /* ---- repairing libkineto's defects ------------------------------------ */
 
-static bool fix_room(struct reader *r, size_t more)
+/* Notes that from output byte at on, shift more bytes were inserted (or,
+ * negative, left out). Entries stay in order of at. */
+static bool fix_adjust(struct reader *r, size_t at, int64_t more)
 {
 	struct fix *f = &r->fix;
-	if (f->nins + more > f->ins_cap) {
-		size_t cap = f->ins_cap ? f->ins_cap * 2 : 1024;
-		while (cap < f->nins + more)
-			cap *= 2;
-		uint32_t *n = realloc(f->ins, cap * sizeof(*n));
+	f->shift += more;
+	if (f->nadj && f->adj[f->nadj - 1].at == at) {
+		f->adj[f->nadj - 1].shift = f->shift;
+		return true;
+	}
+	if (f->nadj == f->adj_cap) {
+		size_t cap = f->adj_cap ? f->adj_cap * 2 : 1024;
+		struct fix_adj *n = realloc(f->adj, cap * sizeof(*n));
 		if (!n)
 			return false;
-		f->ins = n;
-		f->ins_cap = cap;
+		f->adj = n;
+		f->adj_cap = cap;
 	}
+	f->adj[f->nadj++] = (struct fix_adj){(uint32_t)at, f->shift};
 	return true;
 }
 
-static void fix_insert(struct reader *r, size_t *o, char ch)
+/* Writes a byte the input does not have. */
+static bool fix_insert(struct reader *r, size_t *o, char ch)
 {
-	r->fix.ins[r->fix.nins++] = (uint32_t)*o;
 	r->fix.out[(*o)++] = ch;
+	return fix_adjust(r, *o, 1);
 }
 
 static bool is_ws(char ch)
@@ -836,12 +889,23 @@ static char fix_top(const struct fix *f)
 	return f->depth > 0 && f->depth <= FIX_DEPTH ? f->stack[f->depth - 1] : 0;
 }
 
+/* Where libkineto writes strings without escaping their quotes: inside an
+ * "args" object, and the top-level members (metadata values, traceName).
+ * Elsewhere a quote ends a string as written, so garbled JSON is an error
+ * rather than a string made of its neighbours. */
+static bool fix_may_repair(const struct fix *f)
+{
+	if (f->depth > FIX_DEPTH)
+		return false;
+	return (f->depth == 1 && f->stack[0] == '{') || (f->args_depth && f->depth >= f->args_depth);
+}
+
 /* Whether the quote at p[0] ends the string being read. Returns 1 yes, 0
  * no, -1 when the text in hand (up to e) does not tell yet. */
 static int closes_string(const struct fix *f, const char *p, const char *e, bool eof)
 {
-	if (f->depth > FIX_DEPTH)
-		return 1; /* too deep to know: take the JSON as written */
+	if (!fix_may_repair(f))
+		return 1; /* take the JSON as written */
 	const char *q = p + 1;
 	const char *lim = e - p > LOOKAHEAD ? p + LOOKAHEAD : e;
 	while (q < lim && is_ws(*q))
@@ -907,6 +971,65 @@ static const bool str_special[256] = {
     [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
 };
 
+/* The quote that ends the current string has been written. */
+static void fix_end_string(struct fix *f)
+{
+	f->in_str = false;
+	if (!f->str_is_key)
+		f->expect_key = false;
+	else
+		f->key_args = f->slen == 4 && !memcmp(f->key, "args", 4);
+}
+
+/* Counts the string bytes just written; keeps a key's first bytes. */
+static void fix_string_bytes(struct fix *f, const char *s, size_t n)
+{
+	if (f->str_is_key && f->slen < sizeof(f->key)) {
+		size_t k = sizeof(f->key) - f->slen < n ? sizeof(f->key) - f->slen : n;
+		memcpy(f->key + f->slen, s, k);
+	}
+	f->slen += n;
+	f->uhex = f->uhex > n ? f->uhex - (unsigned)n : 0;
+}
+
+/* Past TR_STRING_MAX: leaves the string's bytes out up to its closing quote
+ * (found as the repair would find it). Returns 1 at that quote, 0 at the
+ * end of the text in hand, -1 when the text in hand does not tell. */
+static int fix_skip(struct reader *r, const char **pp, const char *e, bool eof, size_t o)
+{
+	struct fix *f = &r->fix;
+	const char *p = *pp, *start = p;
+	int found = 0;
+	while (p < e) {
+		if (f->esc) {
+			f->esc = false;
+			p++;
+			continue;
+		}
+		while (p < e && *p != '"' && *p != '\\')
+			p++;
+		if (p == e)
+			break;
+		if (*p == '\\') {
+			f->esc = true;
+			p++;
+			continue;
+		}
+		int d = closes_string(f, p, e, eof);
+		if (d) {
+			found = d;
+			break;
+		}
+		p++; /* a quote inside the string: left out with it */
+	}
+	*pp = p;
+	if (p > start && !fix_adjust(r, o, -(int64_t)(p - start))) {
+		fail(r, -ENOMEM, "out of memory");
+		return -2;
+	}
+	return found;
+}
+
 /* Repairs the carry plus in[0..n) into fix.out; what cannot be decided yet
  * becomes the new carry. *out_n is the repaired length. */
 static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool eof, size_t *out_n)
@@ -914,6 +1037,8 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 	struct fix *f = &r->fix;
 	size_t total = f->ncarry + n;
 	*out_n = 0;
+	f->nadj = 0;
+	f->shift = 0;
 	if (!total)
 		return 0;
 	if (total > f->work_cap) {
@@ -935,58 +1060,84 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 	if (n)
 		memcpy(f->work + f->ncarry, in, n);
 	f->ncarry = 0;
-	f->nins = 0;
 	const char *p = f->work, *e = f->work + total;
 	size_t o = 0;
 	while (p < e) {
 		char ch = *p;
 		if (f->in_str) {
-			/* Copy the run that needs no decision. */
-			const char *run = p;
-			if (!f->esc)
-				while (p < e && !str_special[(unsigned char)*p])
+			if (!f->skip && f->slen >= TR_STRING_MAX && !f->esc && !f->uhex &&
+			    ((unsigned char)ch & 0xc0) != 0x80)
+				f->skip = true; /* at a character boundary, outside an escape */
+			if (f->skip) {
+				int d = fix_skip(r, &p, e, eof, o);
+				if (d < -1)
+					return r->status;
+				if (d < 0)
+					break;
+				if (d) {
+					f->out[o++] = '"';
 					p++;
+					fix_end_string(f);
+				}
+				continue;
+			}
+			/* Copy the run that needs no decision, up to the limit. */
+			const char *run = p;
+			if (!f->esc) {
+				const char *lim = e;
+				uint64_t room = f->slen < TR_STRING_MAX ? TR_STRING_MAX - f->slen : 0;
+				if ((uint64_t)(e - p) > room)
+					lim = p + room;
+				while (p < lim && !str_special[(unsigned char)*p])
+					p++;
+			}
 			memcpy(f->out + o, run, (size_t)(p - run));
 			o += (size_t)(p - run);
+			fix_string_bytes(f, run, (size_t)(p - run));
 			if (p == e)
 				break;
 			ch = *p;
 			if (f->esc) {
 				f->esc = false;
 				f->out[o++] = ch;
+				fix_string_bytes(f, p, 1);
+				if (ch == 'u')
+					f->uhex = 4;
 				p++;
 			} else if (ch == '\\') {
 				f->esc = true;
 				f->out[o++] = ch;
+				fix_string_bytes(f, p, 1);
 				p++;
 			} else if ((unsigned char)ch < 0x20) {
-				if (!fix_room(r, 5))
-					return fail(r, -ENOMEM, "out of memory");
 				static const char hex[] = "0123456789abcdef";
+				const char esc[6] = {'\\', 'u', '0', '0', hex[(unsigned char)ch >> 4], hex[ch & 15]};
 				f->out[o++] = '\\';
-				fix_insert(r, &o, 'u');
-				fix_insert(r, &o, '0');
-				fix_insert(r, &o, '0');
-				fix_insert(r, &o, hex[(unsigned char)ch >> 4]);
-				fix_insert(r, &o, hex[ch & 15]);
+				for (int i = 1; i < 6; i++)
+					if (!fix_insert(r, &o, esc[i]))
+						return fail(r, -ENOMEM, "out of memory");
+				fix_string_bytes(f, esc, 6);
 				r->stats->repaired++;
 				p++;
-			} else {
+			} else if (ch == '"') {
 				int d = closes_string(f, p, e, eof);
 				if (d < 0)
 					break;
 				if (d) {
-					f->in_str = false;
-					if (!f->str_is_key)
-						f->expect_key = false;
 					f->out[o++] = '"';
+					fix_end_string(f);
 				} else {
-					if (!fix_room(r, 1))
+					if (!fix_insert(r, &o, '\\'))
 						return fail(r, -ENOMEM, "out of memory");
-					fix_insert(r, &o, '\\');
 					f->out[o++] = '"';
+					fix_string_bytes(f, "\\\"", 2);
 					r->stats->repaired++;
 				}
+				p++;
+			} else {
+				/* At the limit, inside a character or an escape: one more byte. */
+				f->out[o++] = ch;
+				fix_string_bytes(f, p, 1);
 				p++;
 			}
 			continue;
@@ -994,16 +1145,25 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 		if (!fix_special[(unsigned char)ch]) {
 			/* Digits, blanks and the like: copy the run. */
 			const char *run = p;
-			while (p < e && !fix_special[(unsigned char)*p])
-				p++;
+			for (; p < e && !fix_special[(unsigned char)*p]; p++)
+				f->word = (*p >= '0' && *p <= '9') || *p == '.' ? f->word + 1 : 0;
 			memcpy(f->out + o, run, (size_t)(p - run));
 			o += (size_t)(p - run);
+			if (f->word > TR_WORD_MAX)
+				goto long_word;
 			continue;
 		}
+		if (!word_char(ch))
+			f->word = 0;
 		switch (ch) {
 		case '"':
 			f->in_str = true;
 			f->str_is_key = fix_top(f) == '{' && f->expect_key;
+			f->skip = false;
+			f->uhex = 0;
+			f->slen = 0;
+			if (!f->str_is_key)
+				f->key_args = false;
 			break;
 		case '{':
 		case '[':
@@ -1011,15 +1171,22 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 				f->stack[f->depth] = ch;
 			f->depth++;
 			f->expect_key = ch == '{';
+			if (f->key_args && ch == '{' && !f->args_depth)
+				f->args_depth = f->depth;
+			f->key_args = false;
 			break;
 		case '}':
 		case ']':
+			if (f->depth == f->args_depth)
+				f->args_depth = 0;
 			if (f->depth > 0)
 				f->depth--;
 			f->expect_key = false;
+			f->key_args = false;
 			break;
 		case ',':
 			f->expect_key = fix_top(f) == '{';
+			f->key_args = false;
 			break;
 		case ':':
 			f->expect_key = false;
@@ -1027,6 +1194,7 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 		default:
 			if (word_char(ch) && !(ch >= '0' && ch <= '9')) {
 				const char *w = p;
+				f->key_args = false;
 				while (p < e && p - w < 64 && word_char(*p))
 					p++;
 				if (p == e && !eof && p - w < 64) {
@@ -1034,19 +1202,22 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 					goto carry;
 				}
 				size_t wl = (size_t)(p - w);
-				if (non_finite(w, wl)) {
+				f->word += wl;
+				if (non_finite(w, wl) && f->word == wl) {
 					/* No JSON number says it: keep it as the string "nan". */
-					if (!fix_room(r, 2))
+					if (!fix_insert(r, &o, '"'))
 						return fail(r, -ENOMEM, "out of memory");
-					fix_insert(r, &o, '"');
 					memcpy(f->out + o, w, wl);
 					o += wl;
-					fix_insert(r, &o, '"');
+					if (!fix_insert(r, &o, '"'))
+						return fail(r, -ENOMEM, "out of memory");
 					r->stats->repaired++;
 				} else {
 					memcpy(f->out + o, w, wl);
 					o += wl;
 				}
+				if (f->word > TR_WORD_MAX)
+					goto long_word;
 				continue;
 			}
 			break;
@@ -1063,6 +1234,10 @@ carry:
 	memcpy(f->carry, p, f->ncarry);
 	*out_n = o;
 	return 0;
+long_word:
+	/* yajl would buffer it whole, reading it again for every chunk. */
+	return fail(r, -EBADMSG, "malformed JSON at byte %llu: a number or bare word longer than %u bytes",
+	            (unsigned long long)(r->json_base + (uint64_t)(p - f->work) - f->word), TR_WORD_MAX);
 }
 
 static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bool eof)
@@ -1077,8 +1252,9 @@ static int parse_repaired(struct reader *r, const unsigned char *p, size_t n, bo
 	yajl_status st = yajl_parse(r->yh, (const unsigned char *)r->fix.out, m);
 	if (st != yajl_status_ok)
 		return parse_failure(r, st, (const unsigned char *)r->fix.out, m, false);
-	r->json_base += m - r->fix.nins;
-	r->fix.nins = 0;
+	r->json_base += (uint64_t)((int64_t)m - r->fix.shift);
+	r->fix.nadj = 0;
+	r->fix.shift = 0;
 	r->chunk_len = 0;
 	return 0;
 }
@@ -1192,7 +1368,7 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 	free(r->fix.carry);
 	free(r->fix.work);
 	free(r->fix.out);
-	free(r->fix.ins);
+	free(r->fix.adj);
 	return rc;
 }
 

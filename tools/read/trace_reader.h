@@ -10,9 +10,12 @@
  * limit, and what does not fit is cut and counted rather than kept.
  *
  * libkineto's known defects are repaired on the way (and counted in
- * tr_stats.repaired): quotes inside args strings written unescaped (a quote
- * ends a string only where the JSON can go on after it: a colon after a
- * key, a comma and the next key or a closing brace after a value), control
+ * tr_stats.repaired): quotes written unescaped inside strings of an "args"
+ * object or of a top-level member, where libkineto does not escape them (a
+ * quote there ends a string only where the JSON can go on after it: a colon
+ * after a key, a comma and the next key or a closing brace after a value;
+ * anywhere else a quote ends a string as written, so garbled JSON is an
+ * error naming its byte), control
  * bytes inside strings, and non-finite numbers written bare (nan, inf,
  * -inf, NaN, Infinity), which become the strings "nan", "inf", ... Valid
  * JSON is never changed, and byte offsets in messages count the file's own
@@ -39,6 +42,8 @@
 #define TR_ARGS_MAX   128        /* args kept per event; the rest are dropped and counted */
 #define TR_EXTRA_MAX  8          /* other event members kept ("s", "bp", "id2", ...) */
 #define TR_MEMBER_MAX (1u << 20) /* a top-level member's JSON text */
+#define TR_STRING_MAX TR_MEMBER_MAX /* one JSON string, as read: the rest is never kept anywhere */
+#define TR_WORD_MAX   4096u      /* a number or bare word; longer is malformed JSON */
 
 enum tr_compression { TR_PLAIN, TR_GZIP, TR_ZSTD };
 
@@ -113,6 +118,7 @@ struct tr_stats {
 	uint64_t dropped;    /* args and event members beyond the per-event limits */
 	uint64_t bad_times;  /* ts or dur numbers that do not fit in int64 ns */
 	uint64_t repaired;   /* libkineto defects repaired: quotes inside strings, nan/inf, control bytes */
+	uint64_t negative_durs; /* "dur" values below 0 (kept as read) */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.
