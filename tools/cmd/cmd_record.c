@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -24,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/config.h"
 #include "common/fdguard.h"
@@ -56,8 +56,8 @@ static const char usage_text[] =
     "  --delay DUR           start tracing DUR after the program starts (default 0)\n"
     "  --duration DUR        trace for DUR, then write the trace; 0 (the default)\n"
     "                        traces until the program exits\n"
-    "                        DUR: a number with a unit: 500ms, 10s, 2m, 250us\n"
-    "                        (a bare number is seconds)\n"
+    "                        DUR: a number with a unit: ns, us, ms, s, m (minutes)\n"
+    "                        or h; a bare number is seconds\n"
     "  --activities LIST     activity types to record, comma-separated libkineto\n"
     "                        names (cpu_op,user_annotation,kernel,gpu_memcpy,\n"
     "                        gpu_memset,cuda_runtime,cuda_driver,...); default:\n"
@@ -84,37 +84,7 @@ static const char usage_text[] =
     "  strobe record --delay 10s --duration 5s --activities kernel,cuda_runtime -- python train.py\n"
     "  strobe record --set ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=512 -o run.json.zst -- ./bench\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "strobe: record: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: strobe record [options] -- PROGRAM [ARGS...] (see strobe record --help)\n");
-	return 2;
-}
-
-/* "500ms", "10s", "2m", "1.5s", "250us", "100ns", "1h"; a bare number is
- * seconds. */
-static bool parse_duration(const char *s, int64_t *ns)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
-		return false;
-	static const struct {
-		const char *unit;
-		double ns;
-	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit)) {
-			double x = v * units[i].ns;
-			if (x > 9e18)
-				return false;
-			*ns = (int64_t)llround(x);
-			return true;
-		}
-	return false;
-}
+static const struct cli cli = {"record", "strobe record [options] -- PROGRAM [ARGS...]"};
 
 struct text {
 	char *s;
@@ -473,19 +443,18 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){.follow = true};
-	int i = 1;
+	int i = 1, rc;
 	for (; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i], *v;
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
 		}
 		if (a[0] != '-')
 			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (cli_is_help(a)) {
 			fputs(usage_text, stdout);
-			return 1;
+			return -1;
 		}
 		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = true;
@@ -493,39 +462,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->follow = false;
 		} else if (!strcmp(a, "--strict")) {
 			o->strict = true;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--delay") ||
-			   !strcmp(a, "--duration") || !strcmp(a, "--activities") || !strcmp(a, "--config") ||
-			   !strcmp(a, "--set")) {
-			if (!v)
-				return usage_error("%s needs a value", a);
-			i++;
-			if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-				if (!*v)
-					return usage_error("%s", "the output path is empty");
-				o->output = v;
-			} else if (!strcmp(a, "--delay") || !strcmp(a, "--duration")) {
-				int64_t *d = !strcmp(a, "--delay") ? &o->delay_ns : &o->duration_ns;
-				if (!parse_duration(v, d)) {
-					fprintf(stderr, "strobe: record: bad %s '%s': expected a duration like 500ms, 10s, 2m\n",
-						a, v);
-					return 2;
-				}
-			} else if (!strcmp(a, "--activities")) {
-				o->activities = v;
-			} else if (!strcmp(a, "--config")) {
-				o->config_file = v;
-			} else {
-				if (!strchr(v, '='))
-					return usage_error("--set '%s': expected KEY=VALUE", v);
-				if (!text_add(&o->sets, v, strlen(v)))
-					return usage_error("%s", "out of memory");
-			}
+		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
+			if (v && !strcmp(v, "--"))
+				v = NULL; /* "-o -- prog": the file name is missing */
+			if ((rc = cli_text(&cli, "--output", v, "a file name", &o->output)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--delay", NULL, &v)) {
+			if ((rc = cli_duration(&cli, "--delay", v, &o->delay_ns)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--duration", NULL, &v)) {
+			if ((rc = cli_duration(&cli, "--duration", v, &o->duration_ns)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--activities", NULL, &v)) {
+			if ((rc = cli_text(&cli, "--activities", v, "a comma-separated list of activity types",
+					   &o->activities)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--config", NULL, &v)) {
+			if ((rc = cli_text(&cli, "--config", v, "a file name", &o->config_file)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--set", NULL, &v)) {
+			if (!v || !strchr(v, '='))
+				return cli_bad_value(&cli, "--set", v, "a config line KEY=VALUE");
+			if (!text_add(&o->sets, v, strlen(v)))
+				return cli_error(&cli, "out of memory");
 		} else {
-			return usage_error("unknown option '%s'", a);
+			return cli_usage(&cli, "unknown option '%s'", a);
 		}
 	}
 	if (i >= argc)
-		return usage_error("%s", "no program to run: put it after '--'");
+		return cli_usage(&cli, "no program to run: put it after '--'");
 	o->argv = argv + i;
 	return 0;
 }
@@ -578,7 +543,7 @@ int cmd_record(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (!rc)
 		rc = run(&o);
-	else if (rc == 1)
+	else if (rc == -1)
 		rc = 0; /* --help */
 	free(o.sets.s);
 	return rc;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/config.h"
 #include "common/ipc.h"
@@ -103,14 +104,7 @@ struct target {
 	char file[PATH_MAX];
 };
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "strobe: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: strobe trigger --pid PID[,PID...] | --job-id ID [options] "
-	                "(see strobe trigger --help)\n");
-	return 2;
-}
+static const struct cli cli = {"trigger", "strobe trigger --pid PID[,PID...] | --job-id ID [options]"};
 
 static int64_t mono_ms(void)
 {
@@ -136,36 +130,20 @@ static int parse_pids(struct opts *o, const char *list)
 {
 	char buf[1024];
 	if (strlen(list) >= sizeof(buf))
-		return usage_error("--pid list too long: '%s'", list);
+		return cli_usage(&cli, "--pid list too long: '%s'", list);
 	snprintf(buf, sizeof(buf), "%s", list);
 	char *save = NULL;
 	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
 		int64_t v;
 		if (!parse_i64(p, 1, INT32_MAX, &v))
-			return usage_error("--pid wants process ids (positive numbers), not '%s'", p);
+			return cli_bad_value(&cli, "--pid", p, "a process id (a positive number)");
 		if (o->npids == MAX_TARGETS)
-			return usage_error("%s", "at most 64 pids");
+			return cli_usage(&cli, "at most %d pids", MAX_TARGETS);
 		o->pids[o->npids++] = (int)v;
 	}
 	if (!o->npids)
-		return usage_error("--pid wants process ids, not '%s'", list);
+		return cli_bad_value(&cli, "--pid", list, "a list of process ids");
 	return 0;
-}
-
-/* Option value: "--opt=v" or "--opt v". */
-static const char *take_value(int argc, char **argv, int *i, const char *name)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (a[n] == '=')
-		return a + n + 1;
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
-static bool is_opt(const char *a, const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
 }
 
 struct num_opt {
@@ -194,9 +172,10 @@ static int parse_args(struct opts *o, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		int rc;
+		if (cli_is_help(a)) {
 			fputs(usage_text, stdout);
-			return 1;
+			return -1;
 		}
 		if (!strcmp(a, "--wait")) {
 			o->wait = true;
@@ -213,51 +192,41 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		bool done = false;
 		for (size_t k = 0; k < sizeof(num_opts) / sizeof(num_opts[0]) && !done; k++) {
 			const struct num_opt *n = &num_opts[k];
-			if (!is_opt(a, n->name))
+			if (!cli_opt(argc, argv, &i, n->name, NULL, &v))
 				continue;
-			v = take_value(argc, argv, &i, n->name);
-			int64_t *dst = (int64_t *)((char *)o + n->off);
-			if (!v)
-				return usage_error("%s needs a value", n->name);
-			if (!parse_i64(v, n->min, n->max, dst)) {
-				fprintf(stderr,
-				        "strobe: %s wants a number from %" PRId64 " to %" PRId64
-				        ", not '%s'\n",
-				        n->name, n->min, n->max, v);
-				return 2;
-			}
+			if ((rc = cli_int(&cli, n->name, v, n->min, n->max, (int64_t *)((char *)o + n->off))))
+				return rc;
 			if (!strcmp(n->name, "--job-id"))
 				o->have_job = true;
 			done = true;
 		}
 		if (done)
 			continue;
-		const char **str = is_opt(a, "--log-file")       ? &o->log_file
-		                   : is_opt(a, "--trace-id")     ? &o->trace_id
-		                   : is_opt(a, "--config")       ? &o->config_file
-		                   : is_opt(a, "--dynolog-host") ? &o->host
-		                                                 : NULL;
-		if (str || is_opt(a, "--pid")) {
-			const char *name = a;
-			char nbuf[32];
-			const char *eq = strchr(a, '=');
-			if (eq) {
-				snprintf(nbuf, sizeof(nbuf), "%.*s", (int)(eq - a), a);
-				name = nbuf;
-			}
-			v = take_value(argc, argv, &i, name);
-			if (!v || !*v)
-				return usage_error("%s needs a value", name);
-			if (!str) {
-				int rc = parse_pids(o, v);
-				if (rc)
-					return rc;
-			} else {
-				*str = v;
-			}
+		static const struct {
+			const char *name, *what;
+			size_t off;
+		} texts[] = {
+		    {"--log-file", "a file name", offsetof(struct opts, log_file)},
+		    {"--trace-id", "an id", offsetof(struct opts, trace_id)},
+		    {"--config", "a file name", offsetof(struct opts, config_file)},
+		    {"--dynolog-host", "a host name", offsetof(struct opts, host)},
+		};
+		for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]) && !done; k++) {
+			if (!cli_opt(argc, argv, &i, texts[k].name, NULL, &v))
+				continue;
+			if ((rc = cli_text(&cli, texts[k].name, v, texts[k].what,
+			                   (const char **)((char *)o + texts[k].off))))
+				return rc;
+			done = true;
+		}
+		if (done)
+			continue;
+		if (cli_opt(argc, argv, &i, "--pid", NULL, &v)) {
+			if ((rc = cli_text(&cli, "--pid", v, "a list of process ids", &v)) || (rc = parse_pids(o, v)))
+				return rc;
 			continue;
 		}
-		return usage_error("unknown option '%s'", a);
+		return cli_usage(&cli, "unknown option '%s'", a);
 	}
 	return 0;
 }
@@ -265,26 +234,26 @@ static int parse_args(struct opts *o, int argc, char **argv)
 static int check_args(struct opts *o)
 {
 	if (!o->npids && !o->have_job)
-		return usage_error("%s", "no target: give --pid PID[,PID...] or --job-id ID");
+		return cli_usage(&cli, "no target: give --pid PID[,PID...] or --job-id ID");
 	if (o->npids && o->have_job)
-		return usage_error("%s", "give --pid or --job-id, not both");
+		return cli_usage(&cli, "give --pid or --job-id, not both");
 	if (o->duration_ms >= 0 && o->iterations >= 0)
-		return usage_error("%s", "--duration-ms and --iterations exclude each other");
+		return cli_usage(&cli, "--duration-ms and --iterations exclude each other");
 	if (o->roundup >= 0 && o->iterations < 0)
-		return usage_error("%s", "--start-iteration-roundup needs --iterations");
+		return cli_usage(&cli, "--start-iteration-roundup needs --iterations");
 	if (o->use_signal) {
 		if (o->have_job)
-			return usage_error("%s", "--signal needs --pid");
+			return cli_usage(&cli, "--signal needs --pid");
 		if (o->duration_ms >= 0 || o->iterations >= 0 || o->log_file || o->start_time >= 0 ||
 		    o->warmup_secs >= 0 || o->trace_id || o->config_file)
-			return usage_error("%s",
-			                   "--signal carries no config: the process uses its base config "
-			                   "(STROBE_CONFIG); drop the trace options");
+			return cli_usage(&cli,
+			                 "--signal carries no config: the process uses its base config "
+			                 "(STROBE_CONFIG); drop the trace options");
 	}
 	if (o->log_file && strchr(o->log_file, '\n'))
-		return usage_error("%s", "--log-file must not contain a newline");
+		return cli_usage(&cli, "--log-file must not contain a newline");
 	if (o->trace_id && strpbrk(o->trace_id, "\n#"))
-		return usage_error("%s", "--trace-id must not contain a newline or '#'");
+		return cli_usage(&cli, "--trace-id must not contain a newline or '#'");
 	return 0;
 }
 
@@ -864,7 +833,7 @@ int cmd_trigger(int argc, char **argv)
 	                 .job_id = 0};
 	int rc = parse_args(&o, argc, argv);
 	if (rc)
-		return rc == 1 ? 0 : rc;
+		return rc == -1 ? 0 : rc; /* -1: --help */
 	rc = check_args(&o);
 	if (rc)
 		return rc;
