@@ -65,18 +65,18 @@ static char *default_output(const char *file)
 int cmd_report(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
-	const char *file = NULL, *out = NULL, *v;
+	const char *file = NULL, *out = NULL, *val;
 	for (int i = 1, rc; i < argc; i++) {
 		const char *arg = argv[i];
 		if (cli_is_help(arg)) {
 			fputs(usage_text, stdout);
 			return 0;
-		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
-			if ((rc = cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", v, "a file name", &out)))
+		} else if (cli_opt(argc, argv, &i, "--output", "-o", &val)) {
+			if ((rc = cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
 				return rc;
-		} else if (cli_opt(argc, argv, &i, "--top", NULL, &v)) {
+		} else if (cli_opt(argc, argv, &i, "--top", NULL, &val)) {
 			int64_t n;
-			if ((rc = cli_int(&cli, "--top", v, 0, 1000000, &n)))
+			if ((rc = cli_int(&cli, "--top", val, 0, 1000000, &n)))
 				return rc;
 			top = (size_t)n;
 		} else if ((rc = cli_file_arg(&cli, argc, argv, &i, &file))) {
