@@ -53,6 +53,8 @@ void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_lo
 	    {"traceEvents entries not objects", "skipped_elements", st->skipped},
 	    {"ts/dur values out of range", "bad_times", st->bad_times},
 	    {"dur values below 0 (taken as 0)", "negative_durs", st->negative_durs},
+	    {"Perfetto slices never ended", "unended_slices", st->unended},
+	    {"Perfetto slices past the open-slice limit", "cut_open_slices", st->open_cut},
 	};
 	memcpy(out, all, sizeof(all));
 }

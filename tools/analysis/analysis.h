@@ -303,7 +303,7 @@ struct an_loss {
 	const char *what, *key;
 	uint64_t n;
 };
-#define AN_LOSSES 8
+#define AN_LOSSES 10
 void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES]);
 
 #endif

@@ -134,6 +134,7 @@ struct open_slice {
 	uint64_t *flows_out, *flows_in;
 	size_t nout, nin;
 	uint64_t offset;
+	size_t bytes; /* counted against TR_PF_OPEN_BYTES */
 };
 
 struct track {
@@ -143,6 +144,9 @@ struct track {
 	char *name;
 	struct open_slice *open;
 	size_t nopen, open_cap;
+	/* Begins past the open-slice limits, above the kept ones: the next
+	 * ends are theirs, so they pair as written. */
+	uint64_t cut;
 };
 
 struct tr_pf {
@@ -170,6 +174,7 @@ struct tr_pf {
 
 	struct track *tracks;
 	size_t tracks_cap, ntracks;
+	size_t open_all, open_bytes; /* slices held open on all tracks, and their bytes */
 	int64_t next_tid;
 
 	bool have_base;
@@ -893,11 +898,18 @@ static void free_slice(struct open_slice *s)
 /* The slice on top of t's stack ends at ts: its "X" event and flows. */
 static int end_slice(struct tr_pf *p, struct track *t, int64_t ts)
 {
+	if (t->cut) {
+		t->cut--; /* the end of a begin past the limits, counted then */
+		return 0;
+	}
 	if (!t->nopen) {
 		p->st->skipped++; /* an end without a begin */
 		return 0;
 	}
 	struct open_slice s = t->open[--t->nopen];
+	p->open_all--;
+	p->open_bytes -= s.bytes;
+	p->st->negative_durs += ts < s.ts;
 	tr_event_reset(p->ev, s.offset);
 	strcpy(p->ev->ph, "X");
 	put_text(p, p->ev->cat, sizeof(p->ev->cat), s.cat ? s.cat : "");
@@ -1004,6 +1016,15 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 	const char *nm = own_name ? own_name : name ? name : "";
 	switch (type) {
 	case PF_TYPE_SLICE_BEGIN: {
+		size_t bytes = sizeof(struct open_slice) + strlen(nm) + 1 + cats.len + 1 + kv.len +
+			       (nout + nin) * sizeof(uint64_t);
+		if (t->cut || t->nopen >= TR_PF_OPEN_DEPTH || p->open_all >= TR_PF_OPEN_MAX ||
+		    p->open_bytes + bytes > TR_PF_OPEN_BYTES) {
+			/* Held no more: neither this begin nor, once it comes, its end. */
+			t->cut++;
+			p->st->open_cut++;
+			break;
+		}
 		if (t->nopen == t->open_cap) {
 			size_t cap = t->open_cap ? t->open_cap * 2 : 4;
 			struct open_slice *g = realloc(t->open, cap * sizeof(*g));
@@ -1015,7 +1036,8 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 			t->open_cap = cap;
 		}
 		struct open_slice *s = &t->open[t->nopen++];
-		*s = (struct open_slice){.ts = ts, .offset = p->pkt_offset, .nargs = nargs, .nout = nout, .nin = nin};
+		*s = (struct open_slice){
+		    .ts = ts, .offset = p->pkt_offset, .nargs = nargs, .nout = nout, .nin = nin, .bytes = bytes};
 		s->name = strdup(nm);
 		s->cat = strdup(cats.len ? cats.s : "");
 		s->args = kv.s;
@@ -1032,6 +1054,8 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 			memcpy(s->flows_out, out, nout * sizeof(uint64_t));
 		if (nin)
 			memcpy(s->flows_in, in, nin * sizeof(uint64_t));
+		p->open_all++;
+		p->open_bytes += bytes;
 		break;
 	}
 	case PF_TYPE_SLICE_END:
@@ -1257,9 +1281,10 @@ int tr_pf_finish(struct tr_pf *p)
 	if (p->stage)
 		return fail(p, -EBADMSG, "truncated: the file ends inside the packet at byte %" PRIu64,
 			    p->pkt_offset);
-	/* Slices never ended are not written; they count as dropped. */
+	/* Slices never ended are not written, and counted (those past the
+	 * limits were counted when they began). */
 	for (size_t i = 0; i < p->tracks_cap; i++)
-		p->st->dropped += p->tracks[i].nopen;
+		p->st->unended += p->tracks[i].nopen;
 	return 0;
 }
 

@@ -18,7 +18,10 @@
  *     baseTimeNanoseconds: the first timestamp, which every ts counts from.
  * Timestamps follow the clock snapshots to CLOCK_REALTIME when the trace
  * has one. Memory is bounded by the interning tables and the slices open
- * at once, not by the file.
+ * at once (TR_PF_OPEN_DEPTH per track, TR_PF_OPEN_MAX and TR_PF_OPEN_BYTES
+ * in all), not by the file: a slice begun past those limits is not written,
+ * nor its end, and counts in tr_stats.open_cut; one never ended counts in
+ * tr_stats.unended.
  */
 #ifndef STROBE_TOOLS_PERFETTO_READER_H
 #define STROBE_TOOLS_PERFETTO_READER_H

@@ -45,6 +45,13 @@
 #define TR_STRING_MAX TR_MEMBER_MAX /* one JSON string, as read: the rest is never kept anywhere */
 #define TR_WORD_MAX   4096u      /* a number or bare word; longer is malformed JSON */
 
+/* Perfetto slices begun and not yet ended that the reader holds: per track
+ * and in all, and the bytes of their names and args. A begin past a limit
+ * is counted in tr_stats.open_cut and not written, and so is its end. */
+#define TR_PF_OPEN_DEPTH 4096u
+#define TR_PF_OPEN_MAX   (1u << 18)
+#define TR_PF_OPEN_BYTES ((size_t)128 << 20)
+
 enum tr_compression { TR_PLAIN, TR_GZIP, TR_ZSTD };
 
 /* pid, tid and id are numbers in libkineto's traces, but strings too
@@ -118,7 +125,9 @@ struct tr_stats {
 	uint64_t dropped;    /* args and event members beyond the per-event limits */
 	uint64_t bad_times;  /* ts or dur numbers that do not fit in int64 ns */
 	uint64_t repaired;   /* libkineto defects repaired: quotes inside strings, nan/inf, control bytes */
-	uint64_t negative_durs; /* "dur" values below 0 (kept as read) */
+	uint64_t negative_durs; /* "dur" values below 0 (kept as read; a slice's end before its begin) */
+	uint64_t unended;    /* Perfetto slices begun and never ended: not written */
+	uint64_t open_cut;   /* Perfetto slices begun past the TR_PF_OPEN_* limits: not written */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.

@@ -1,0 +1,250 @@
+/* The Perfetto reader (tools/read/perfetto_reader.h) on its own, through
+ * tr_read_memory, with traces encoded here from common/pf_fields.h: slices
+ * open at once are bounded per track and in all, what is cut is counted,
+ * ends still pair with their own begins, and slices that end before they
+ * begin are counted. */
+#include "read_summary.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/pf_fields.h"
+#include "read/trace_reader.h"
+
+/* A growable buffer of protobuf bytes. */
+struct pbuf {
+	unsigned char *b;
+	size_t n, cap;
+};
+
+static void put(struct pbuf *p, const void *d, size_t n)
+{
+	if (p->n + n > p->cap) {
+		p->cap = (p->n + n) * 2 + 4096;
+		p->b = realloc(p->b, p->cap);
+		assert_non_null(p->b);
+	}
+	memcpy(p->b + p->n, d, n);
+	p->n += n;
+}
+
+static void varint(struct pbuf *p, uint64_t v)
+{
+	unsigned char c[10];
+	size_t k = 0;
+	for (; v >= 0x80; v >>= 7)
+		c[k++] = (unsigned char)(v | 0x80);
+	c[k++] = (unsigned char)v;
+	put(p, c, k);
+}
+
+static void field_varint(struct pbuf *p, unsigned num, uint64_t v)
+{
+	varint(p, (uint64_t)num << 3 | PF_WT_VARINT);
+	varint(p, v);
+}
+
+static void field_bytes(struct pbuf *p, unsigned num, const void *d, size_t n)
+{
+	varint(p, (uint64_t)num << 3 | PF_WT_LEN);
+	varint(p, n);
+	put(p, d, n);
+}
+
+static void field_msg(struct pbuf *p, unsigned num, struct pbuf *m)
+{
+	field_bytes(p, num, m->b, m->n);
+	free(m->b);
+	*m = (struct pbuf){0};
+}
+
+/* A thread track: uuid, pid and tid. */
+static void thread_track(struct pbuf *out, uint64_t uuid, int pid, int tid)
+{
+	struct pbuf pkt = {0}, td = {0}, thd = {0};
+	field_varint(&thd, PF_THD_PID, (uint64_t)pid);
+	field_varint(&thd, PF_THD_TID, (uint64_t)tid);
+	field_varint(&td, PF_TD_UUID, uuid);
+	field_msg(&td, PF_TD_THREAD, &thd);
+	field_msg(&pkt, PF_PKT_TRACK_DESCRIPTOR, &td);
+	field_msg(out, PF_TRACE_PACKET, &pkt);
+}
+
+/* A slice begin (name given) or end (name NULL) on track at ts, in
+ * CLOCK_REALTIME. */
+static void slice(struct pbuf *out, uint64_t track, uint64_t ts, const char *name)
+{
+	struct pbuf pkt = {0}, te = {0};
+	field_varint(&te, PF_TE_TYPE, name ? PF_TYPE_SLICE_BEGIN : PF_TYPE_SLICE_END);
+	field_varint(&te, PF_TE_TRACK, track);
+	if (name)
+		field_bytes(&te, PF_TE_NAME, name, strlen(name));
+	field_varint(&pkt, PF_PKT_TIMESTAMP, ts);
+	field_varint(&pkt, PF_PKT_CLOCK_ID, PF_CLOCK_REALTIME);
+	field_msg(&pkt, PF_PKT_TRACK_EVENT, &te);
+	field_msg(out, PF_TRACE_PACKET, &pkt);
+}
+
+/* The X events read back. */
+struct slices {
+	size_t n;
+	char name[64][32];
+	int64_t ts[64], dur[64];
+	size_t meta;
+};
+
+static int on_event(const struct tr_event *ev, void *arg)
+{
+	struct slices *s = arg;
+	if (!strcmp(ev->ph, "M")) {
+		s->meta++;
+		return 0;
+	}
+	assert_string_equal(ev->ph, "X");
+	if (s->n < 64) {
+		assert_true(strlen(ev->name) < sizeof(s->name[0]));
+		strcpy(s->name[s->n], ev->name);
+		s->ts[s->n] = ev->ts_ns;
+		s->dur[s->n] = ev->dur_ns;
+	}
+	s->n++;
+	return 0;
+}
+
+static int read_pf(const struct pbuf *p, struct slices *s, struct tr_stats *st)
+{
+	memset(s, 0, sizeof(*s));
+	struct tr_handler h = {on_event, NULL, s};
+	char err[256];
+	int rc = tr_read_memory(p->b, p->n, "t.pftrace", &h, st, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "%s\n", err);
+	assert_true(st->perfetto);
+	return rc;
+}
+
+/* Begins past the per-track depth are cut, and so are their ends: the ends
+ * that follow close what they opened, so every slice written has its own
+ * begin and end. */
+static void test_depth_limit_pairs_ends(void **state)
+{
+	(void)state;
+	const size_t extra = 10, n = TR_PF_OPEN_DEPTH + extra;
+	struct pbuf p = {0};
+	thread_track(&p, 1, 7, 8);
+	char name[32];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "k%zu", i);
+		slice(&p, 1, 1000 + i, name);
+	}
+	for (size_t i = 0; i < n; i++)
+		slice(&p, 1, 1000000 + i, NULL); /* the i-th end closes begin n-1-i */
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(st.open_cut, extra);
+	assert_int_equal(st.unended, 0);
+	assert_int_equal(s.n, TR_PF_OPEN_DEPTH);
+	/* The first written is the deepest kept one, closed by the end that
+	 * follows the cut ones' ends. */
+	snprintf(name, sizeof(name), "k%u", TR_PF_OPEN_DEPTH - 1);
+	assert_string_equal(s.name[0], name);
+	assert_int_equal(s.ts[0], 1000 + TR_PF_OPEN_DEPTH - 1);
+	assert_int_equal(s.dur[0], 1000000 + extra - (1000 + TR_PF_OPEN_DEPTH - 1));
+	free(p.b);
+}
+
+/* 20 M begins with no end used to be held until the end (2.97 GB for an
+ * 824 KB .pftrace.gz); now what is held is bounded, and counted. */
+static void test_unended_bounded(void **state)
+{
+	(void)state;
+	const size_t n = 200000;
+	struct pbuf p = {0};
+	thread_track(&p, 1, 7, 8);
+	for (size_t i = 0; i < n; i++)
+		slice(&p, 1, 1000 + i, "never ended");
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(st.unended, TR_PF_OPEN_DEPTH);
+	assert_int_equal(st.open_cut, n - TR_PF_OPEN_DEPTH);
+	assert_int_equal(st.dropped, 0);
+	free(p.b);
+}
+
+/* The limit in all, over many tracks: a track that reaches it cuts its
+ * later begins; the tracks before it keep theirs. */
+static void test_total_limit(void **state)
+{
+	(void)state;
+	const size_t per = TR_PF_OPEN_DEPTH, tracks = TR_PF_OPEN_MAX / TR_PF_OPEN_DEPTH + 2;
+	struct pbuf p = {0};
+	for (size_t t = 1; t <= tracks; t++)
+		thread_track(&p, t, 7, (int)t);
+	for (size_t t = 1; t <= tracks; t++)
+		for (size_t i = 0; i < per; i++)
+			slice(&p, t, 1000 + i, "s");
+	/* One slice on the first track, now ended: written. */
+	slice(&p, 1, 5000000, NULL);
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(st.open_cut, tracks * per - TR_PF_OPEN_MAX);
+	assert_int_equal(st.unended, TR_PF_OPEN_MAX - 1);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ts[0], 1000 + per - 1);
+	free(p.b);
+}
+
+/* An end before its begin: a zero-length slice, counted. */
+static void test_end_before_begin_counted(void **state)
+{
+	(void)state;
+	struct pbuf p = {0};
+	thread_track(&p, 1, 7, 8);
+	slice(&p, 1, 5000, "backwards");
+	slice(&p, 1, 4000, NULL);
+	slice(&p, 1, 6000, "forwards");
+	slice(&p, 1, 6500, NULL);
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.dur[0], 0);
+	assert_int_equal(s.dur[1], 500);
+	assert_int_equal(st.negative_durs, 1);
+	free(p.b);
+}
+
+/* What strobe summary says of a file with both kinds of cut slices. */
+static void test_summary_says_so(void **state)
+{
+	(void)state;
+	struct pbuf p = {0};
+	thread_track(&p, 1, 7, 8);
+	for (size_t i = 0; i < TR_PF_OPEN_DEPTH + 5; i++)
+		slice(&p, 1, 1000 + i, "open");
+	const struct rs_count want[] = {
+	    {"Perfetto slices never ended", "unended_slices", TR_PF_OPEN_DEPTH},
+	    {"Perfetto slices past the open-slice limit", "cut_open_slices", 5},
+	};
+	free(rs_summary(p.b, p.n, "t.pftrace", want, 2));
+	free(p.b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_depth_limit_pairs_ends),
+	    cmocka_unit_test(test_unended_bounded),
+	    cmocka_unit_test(test_total_limit),
+	    cmocka_unit_test(test_end_before_begin_counted),
+	    cmocka_unit_test(test_summary_says_so),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
