@@ -177,6 +177,13 @@ static struct state {
 	CUpti_CallbackFunc callback;
 	void *callback_arg;
 	bool cb_enabled[CUPTI_CB_DOMAIN_SIZE][MAX_CBIDS];
+
+	/* The CUDA driver and runtime (fake_cupti_cuda_init). */
+	int driver_version, runtime_version;
+	bool cuda_initialized;
+	struct fake_cuda_device devices[FAKE_CUDA_MAX_DEVICES];
+	char device_names[FAKE_CUDA_MAX_DEVICES][256];
+	int ndevices;
 } st;
 
 /* Nonzero while some function is armed, so unarmed calls skip the lock. */
@@ -189,6 +196,7 @@ static void reset_locked(void)
 	st.version = FAKE_CUPTI_DEFAULT_VERSION;
 	atomic_store(&sizes_version, st.version);
 	st.next_correlation = 1;
+	st.driver_version = st.runtime_version = FAKE_CUDA_DEFAULT_VERSION;
 	st.tid_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 	for (size_t i = 0; i < N_ATTRS; i++)
 		st.attr[i] = attr_info[i].def;
@@ -903,6 +911,196 @@ EXPORT CUptiResult cuptiFinalize(void)
 	queue_drop_head_locked(st.q_len);
 	unlock_state();
 	return CUPTI_SUCCESS;
+}
+
+/* --- the CUDA driver and runtime (fake_cupti.h) ------------------------------------- */
+
+EXPORT CUresult cuDriverGetVersion(int *driverVersion)
+{
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	lock_state();
+	int v = st.driver_version;
+	unlock_state();
+	if (!v)
+		return CUDA_ERROR_STUB_LIBRARY;
+	*driverVersion = v;
+	return CUDA_SUCCESS;
+}
+
+EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+	if (!runtimeVersion)
+		return cudaErrorInvalidValue;
+	lock_state();
+	int v = st.runtime_version;
+	unlock_state();
+	if (!v)
+		return cudaErrorStubLibrary;
+	*runtimeVersion = v;
+	return cudaSuccess;
+}
+
+/* The device an ordinal names, under the lock, or the driver's error. */
+static CUresult device_locked(CUdevice dev, const struct fake_cuda_device **out)
+{
+	if (!st.cuda_initialized)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (dev < 0 || dev >= st.ndevices)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = &st.devices[dev];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count)
+{
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	lock_state();
+	CUresult r = st.cuda_initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+	if (r == CUDA_SUCCESS)
+		*count = st.ndevices;
+	unlock_state();
+	return r;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fake_cuda_device *d;
+	lock_state();
+	CUresult r = device_locked(ordinal, &d);
+	if (r == CUDA_SUCCESS)
+		*device = ordinal;
+	unlock_state();
+	return r;
+}
+
+static bool attribute(const struct fake_cuda_device *d, CUdevice_attribute attrib, int *out)
+{
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *out = d->compute_major; return true;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *out = d->compute_minor; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *out = d->max_threads_per_block; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *out = d->max_threads_per_sm; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *out = d->regs_per_block; return true;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *out = d->warp_size; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *out = d->shared_mem_per_block; return true;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *out = d->sm_count; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *out = d->regs_per_sm; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *out = d->shared_mem_per_block_optin; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *out = d->shared_mem_per_sm; return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *out = d->max_blocks_per_sm; return true;
+	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *out = d->reserved_shared_mem_per_block; return true;
+	default: return false;
+	}
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fake_cuda_device *d;
+	lock_state();
+	CUresult r = device_locked(dev, &d);
+	if (r == CUDA_SUCCESS && !attribute(d, attrib, pi))
+		r = CUDA_ERROR_INVALID_VALUE;
+	unlock_state();
+	return r;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fake_cuda_device *d;
+	lock_state();
+	CUresult r = device_locked(dev, &d);
+	if (r == CUDA_SUCCESS)
+		snprintf(name, (size_t)len, "%s", d->name);
+	unlock_state();
+	return r;
+}
+
+/* cuda.h makes these names the _v2 symbols, as the real library exports. */
+EXPORT CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fake_cuda_device *d;
+	lock_state();
+	CUresult r = device_locked(dev, &d);
+	if (r == CUDA_SUCCESS)
+		*bytes = (size_t)d->total_global_mem;
+	unlock_state();
+	return r;
+}
+
+EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fake_cuda_device *d;
+	lock_state();
+	CUresult r = device_locked(dev, &d);
+	if (r == CUDA_SUCCESS)
+		memcpy(uuid->bytes, d->uuid, sizeof(uuid->bytes));
+	unlock_state();
+	return r;
+}
+
+/* The record CUPTI writes for a device at cuInit. */
+static CUpti_ActivityDevice5 device_record(const struct fake_cuda_device *d, uint32_t id)
+{
+	CUpti_ActivityDevice5 r;
+	memset(&r, 0, sizeof(r));
+	r.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	r.globalMemorySize = d->total_global_mem;
+	r.numThreadsPerWarp = (uint32_t)d->warp_size;
+	r.numMultiprocessors = (uint32_t)d->sm_count;
+	r.maxWarpsPerMultiprocessor = d->warp_size ? (uint32_t)(d->max_threads_per_sm / d->warp_size) : 0;
+	r.maxBlocksPerMultiprocessor = (uint32_t)d->max_blocks_per_sm;
+	r.maxSharedMemoryPerMultiprocessor = (uint32_t)d->shared_mem_per_sm;
+	r.maxRegistersPerMultiprocessor = (uint32_t)d->regs_per_sm;
+	r.maxRegistersPerBlock = (uint32_t)d->regs_per_block;
+	r.maxSharedMemoryPerBlock = (uint32_t)d->shared_mem_per_block;
+	r.maxThreadsPerBlock = (uint32_t)d->max_threads_per_block;
+	r.computeCapabilityMajor = (uint32_t)d->compute_major;
+	r.computeCapabilityMinor = (uint32_t)d->compute_minor;
+	r.id = id;
+	memcpy(r.uuid.bytes, d->uuid, sizeof(r.uuid.bytes));
+	r.name = d->name;
+	r.isCudaVisible = 1;
+	return r;
+}
+
+EXPORT void fake_cupti_set_cuda_versions(int driver, int runtime)
+{
+	lock_state();
+	st.driver_version = driver;
+	st.runtime_version = runtime;
+	unlock_state();
+}
+
+EXPORT size_t fake_cupti_cuda_init(const struct fake_cuda_device *devices, size_t n)
+{
+	size_t produced = 0;
+	lock_state();
+	st.ndevices = 0;
+	for (size_t i = 0; i < n && i < FAKE_CUDA_MAX_DEVICES; i++) {
+		st.devices[i] = devices[i];
+		snprintf(st.device_names[i], sizeof(st.device_names[i]), "%s", devices[i].name ? devices[i].name : "");
+		st.devices[i].name = st.device_names[i]; /* lives as long as the library */
+		st.ndevices++;
+		if (st.enabled[CUPTI_ACTIVITY_KIND_DEVICE]) {
+			CUpti_ActivityDevice5 r = device_record(&st.devices[i], (uint32_t)i);
+			produced += (size_t)produce_locked(&r, sizeof(r), false);
+		}
+	}
+	st.cuda_initialized = true;
+	unlock_state();
+	return produced;
 }
 
 /* --- control API (fake_cupti.h) ------------------------------------------------------ */

@@ -50,6 +50,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 
 #if defined(__GNUC__)
@@ -76,7 +78,60 @@ struct fake_cupti_kernel11 {
 	uint32_t padding;
 };
 
-/* Back to a freshly loaded library: no kind enabled, all runtime/driver cbids
+/* The CUDA driver and runtime around the library.
+ *
+ * libkineto reads trace metadata from the CUDA runtime (cudaDriverGetVersion,
+ * cudaRuntimeGetVersion, cudaGetDeviceProperties); a consumer that does not
+ * link CUDA reads the same through the driver API of the libcuda.so.1 the
+ * program loaded. So the fake also exports the CUDA calls of that kind, with
+ * the prototypes of the toolkit's cuda.h and cuda_runtime_api.h:
+ * cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, cuDeviceGetAttribute
+ * (the attributes below), cuDeviceGetName, cuDeviceTotalMem (_v2),
+ * cuDeviceGetUuid (_v2) and cudaRuntimeGetVersion. A test that links the
+ * fake has them in the global symbol scope, as a program linked with -lcuda
+ * and -lcudart has the real ones.
+ *
+ * Model: the versions answer at any time (CUDA_ERROR_STUB_LIBRARY /
+ * cudaErrorStubLibrary when set to 0: no driver installed). The device calls
+ * return CUDA_ERROR_NOT_INITIALIZED until fake_cupti_cuda_init, which is the
+ * program's first CUDA call (cuInit): it makes the devices visible and, as the
+ * real CUPTI does at that moment, produces one CUpti_ActivityDevice5 record
+ * per device if CUPTI_ACTIVITY_KIND_DEVICE is enabled then (never later: a
+ * consumer that enables the kind after CUDA initialised gets none). */
+#define FAKE_CUDA_DEFAULT_VERSION 13000 /* CUDA 13.0: driver and runtime */
+#define FAKE_CUDA_MAX_DEVICES 16
+
+/* One device, with the cudaDeviceProp names libkineto writes. */
+struct fake_cuda_device {
+	const char *name;            /* copied; at most 255 bytes are kept */
+	uint64_t total_global_mem;   /* cuDeviceTotalMem */
+	int compute_major, compute_minor;
+	int max_threads_per_block;   /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+	int max_threads_per_sm;      /* ..._MAX_THREADS_PER_MULTIPROCESSOR */
+	int regs_per_block;          /* ..._MAX_REGISTERS_PER_BLOCK */
+	int warp_size;               /* ..._WARP_SIZE */
+	int shared_mem_per_block;    /* ..._MAX_SHARED_MEMORY_PER_BLOCK */
+	int sm_count;                /* ..._MULTIPROCESSOR_COUNT */
+	int regs_per_sm;             /* ..._MAX_REGISTERS_PER_MULTIPROCESSOR */
+	int shared_mem_per_block_optin; /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	int shared_mem_per_sm;       /* ..._MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+	int max_blocks_per_sm;       /* ..._MAX_BLOCKS_PER_MULTIPROCESSOR */
+	int reserved_shared_mem_per_block; /* ..._RESERVED_SHARED_MEMORY_PER_BLOCK */
+	unsigned char uuid[16];      /* cuDeviceGetUuid */
+};
+
+/* What cuDriverGetVersion and cudaRuntimeGetVersion report (default
+ * FAKE_CUDA_DEFAULT_VERSION each; 0: that call fails). */
+FAKE_CUPTI_EXPORT void fake_cupti_set_cuda_versions(int driver, int runtime);
+
+/* CUDA initialises with these n devices (ordinals 0..n-1, n at most
+ * FAKE_CUDA_MAX_DEVICES; copied): the device calls answer from now on, and a
+ * DEVICE record per device is produced if that kind is enabled. Returns the
+ * number of DEVICE records produced. */
+FAKE_CUPTI_EXPORT size_t fake_cupti_cuda_init(const struct fake_cuda_device *devices, size_t n);
+
+/* Back to a freshly loaded library (and CUDA not initialised, no devices,
+ * versions FAKE_CUDA_DEFAULT_VERSION): no kind enabled, all runtime/driver cbids
  * on, nothing pending, dropped count and buffer counters zero, correlation ids
  * restart at 1, version FAKE_CUPTI_DEFAULT_VERSION, no buffer or timestamp
  * callbacks, thread id type DEFAULT, attributes at their defaults, subscriber

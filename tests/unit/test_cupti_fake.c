@@ -132,6 +132,81 @@ static CUpti_ActivityMemcpy6 memcpy_rec(uint32_t correlation, uint64_t bytes)
 	return m;
 }
 
+/* --- the CUDA driver and runtime ---------------------------------------------- */
+
+/* Versions answer before CUDA initialises; device calls wait for it; the
+ * DEVICE record comes at initialisation only, and only if its kind is on
+ * then, with the device's limits in CUPTI's layout. */
+static void test_cuda_driver_and_device_records(void **state)
+{
+	(void)state;
+	int v = 0;
+	assert_int_equal(cuDriverGetVersion(&v), CUDA_SUCCESS);
+	assert_int_equal(v, FAKE_CUDA_DEFAULT_VERSION);
+	assert_int_equal(cudaRuntimeGetVersion(&v), cudaSuccess);
+	assert_int_equal(v, FAKE_CUDA_DEFAULT_VERSION);
+	fake_cupti_set_cuda_versions(12080, 0);
+	assert_int_equal(cuDriverGetVersion(&v), CUDA_SUCCESS);
+	assert_int_equal(v, 12080);
+	assert_int_equal(cudaRuntimeGetVersion(&v), cudaErrorStubLibrary);
+	int n = -1;
+	CUdevice dev;
+	assert_int_equal(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	assert_int_equal(cuDeviceGet(&dev, 0), CUDA_ERROR_NOT_INITIALIZED);
+
+	register_consumer();
+	enable(CUPTI_ACTIVITY_KIND_DEVICE);
+	struct fake_cuda_device d = {
+	    .name = "Fake GPU",
+	    .total_global_mem = 80ull << 30,
+	    .compute_major = 9,
+	    .max_threads_per_sm = 2048,
+	    .warp_size = 32,
+	    .shared_mem_per_block = 49152,
+	    .sm_count = 132,
+	    .shared_mem_per_block_optin = 232448,
+	    .uuid = {1, 2, 3},
+	};
+	assert_int_equal(fake_cupti_cuda_init(&d, 1), 1);
+	assert_int_equal(cuDeviceGetCount(&n), CUDA_SUCCESS);
+	assert_int_equal(n, 1);
+	assert_int_equal(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
+	assert_int_equal(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	assert_int_equal(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+			 CUDA_SUCCESS);
+	assert_int_equal(n, 232448);
+	assert_int_equal(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev), CUDA_ERROR_INVALID_VALUE);
+	char name[4];
+	assert_int_equal(cuDeviceGetName(name, sizeof(name), dev), CUDA_SUCCESS);
+	assert_string_equal(name, "Fak"); /* cut to the buffer */
+	size_t mem = 0;
+	assert_int_equal(cuDeviceTotalMem(&mem, dev), CUDA_SUCCESS);
+	assert_int_equal(mem, 80ull << 30);
+	CUuuid u;
+	assert_int_equal(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
+	assert_int_equal(u.bytes[2], 3);
+
+	assert_int_equal(cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+	assert_int_equal(c.n_got, 1);
+	assert_int_equal(c.got[0].kind, CUPTI_ACTIVITY_KIND_DEVICE);
+	CUpti_ActivityDevice5 r;
+	memcpy(&r, c.got[0].u.bytes, sizeof(r));
+	assert_int_equal(r.id, 0);
+	assert_int_equal(r.numMultiprocessors, 132);
+	assert_int_equal(r.maxWarpsPerMultiprocessor, 64);
+	assert_int_equal(r.globalMemorySize, 80ull << 30);
+	assert_string_equal(r.name, "Fake GPU");
+	assert_int_equal(r.uuid.bytes[1], 2);
+
+	/* The kind turned on after CUDA initialised: no record, ever. */
+	fake_cupti_reset();
+	assert_int_equal(fake_cupti_cuda_init(&d, 1), 0);
+	register_consumer();
+	enable(CUPTI_ACTIVITY_KIND_DEVICE);
+	assert_int_equal(fake_cupti_pending(), 0);
+	assert_int_equal(cuDeviceGetCount(&n), CUDA_SUCCESS); /* the driver still answers */
+}
+
 /* --- sizes, kinds, version, strings ------------------------------------------ */
 
 static void test_record_sizes_are_the_cuda13_structs(void **state)
@@ -1155,6 +1230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_record_sizes_are_the_cuda13_structs, setup),
 	    cmocka_unit_test_setup(test_version, setup),
+	    cmocka_unit_test_setup(test_cuda_driver_and_device_records, setup),
 	    cmocka_unit_test_setup(test_result_strings, setup),
 	    cmocka_unit_test_setup(test_enable_and_disable_kinds, setup),
 	    cmocka_unit_test_setup(test_flush_delivers_enabled_kinds_in_order, setup),

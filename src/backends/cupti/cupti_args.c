@@ -150,9 +150,10 @@ const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, str
 		.partitionedGCConfig = PARTITIONED_GC_OFF,
 		.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
 		.maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
-		.numBlockBarriers = 1,
+		.numBlockBarriers = 0, /* as libkineto's (C++ default) attributes: no barrier limit */
 	};
-	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE};
+	/* C++'s default state; zero would be carveout 0, the least shared memory. */
+	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE, .carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT};
 	struct cudaOccResult r;
 	memset(&r, 0, sizeof(r));
 	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block, k->dynamicSharedMemory) !=
@@ -221,7 +222,7 @@ static void graph_and_channel(struct strb_cupti_argv *g, uint32_t graph, uint64_
 	strb_cupti_arg_u(g, "graph node id", node);
 	if (priority)
 		strb_cupti_arg_i(g, "priority", *priority);
-	strb_cupti_arg_i(g, "channel", channel == 0xffffffffu ? -1 : (int64_t)channel);
+	strb_cupti_arg_u(g, "channel", channel); /* libkineto: 4294967295 for none */
 	strb_cupti_arg_u(g, "channel_type", channel_type);
 }
 
@@ -248,10 +249,12 @@ static void kernel(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 
 	strb_cupti_arg_i(g, "registers per thread", k->registersPerThread);
 	strb_cupti_arg_i(g, "shared memory", (int64_t)k->staticSharedMemory + k->dynamicSharedMemory);
 	uint32_t dev = k->deviceId, sms = dev < STRB_CUPTI_MAX_DEVICES ? x->sm_count[dev] : 0;
-	double blocks = sms ? (double)k->gridX * k->gridY * k->gridZ / sms : 0;
+	/* In float, as libkineto computes them: the same scenario writes the
+	 * same numbers (128 blocks on 132 SMs: 0.9696969985961914). */
+	float blocks = sms ? (float)((uint64_t)k->gridX * k->gridY * k->gridZ) / (float)sms : 0;
 	if (sms) {
 		strb_cupti_arg_f(g, "blocks per SM", blocks);
-		strb_cupti_arg_f(g, "warps per SM", blocks * ((double)k->blockX * k->blockY * k->blockZ) / 32.0);
+		strb_cupti_arg_f(g, "warps per SM", blocks * (float)((uint64_t)k->blockX * k->blockY * k->blockZ) / 32.0f);
 	}
 	arg_dims(g, "grid", k->gridX, k->gridY, k->gridZ);
 	arg_dims(g, "block", k->blockX, k->blockY, k->blockZ);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cupti/cupti_args.h"
+#include "backends/cupti/cupti_cuda.h"
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
 #include "core/clock.h"
@@ -92,6 +93,7 @@ struct conv {
 	size_t nevents, events_cap;
 	/* Device limits and launch shapes, kept for rendering args. */
 	struct strb_cupti_args *x;
+	struct strb_cuda_device dev[MAX_DEVICES]; /* from DEVICE records, then the driver */
 	bool device_seen[MAX_DEVICES];
 	bool rendered; /* the buffer being walked has records the trace renders */
 
@@ -984,59 +986,117 @@ static void pass2(struct conv *c, const CUpti_Activity *rec)
 
 /* ---- device properties, rows --------------------------------------------------- */
 
+/* A DEVICE record: CUPTI writes one per device when CUDA initialises, if
+ * the kind is enabled by then. */
 static void add_device(struct conv *c, const CUpti_ActivityDevice5 *d)
 {
-	if (d->id < MAX_DEVICES) {
-		c->x->sm_count[d->id] = d->numMultiprocessors;
-		c->x->occ_prop[d->id] = (struct cudaOccDeviceProp){
-			.computeMajor = (int)d->computeCapabilityMajor,
-			.computeMinor = (int)d->computeCapabilityMinor,
-			.maxThreadsPerBlock = (int)d->maxThreadsPerBlock,
-			.maxThreadsPerMultiprocessor = (int)(d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp),
-			.regsPerBlock = (int)d->maxRegistersPerBlock,
-			.regsPerMultiprocessor = (int)d->maxRegistersPerMultiprocessor,
-			.warpSize = (int)d->numThreadsPerWarp,
-			.sharedMemPerBlock = d->maxSharedMemoryPerBlock,
-			.sharedMemPerMultiprocessor = d->maxSharedMemoryPerMultiprocessor,
-			.numSms = (int)d->numMultiprocessors,
-			.sharedMemPerBlockOptin = d->maxSharedMemoryPerBlock,
-		};
-		c->x->occ_known[d->id] = d->numThreadsPerWarp > 0 && d->maxWarpsPerMultiprocessor > 0;
-	}
-	struct strobe_trace *t = c->t;
-	char name[128];
+	if (d->id >= MAX_DEVICES)
+		return;
+	struct strb_cuda_device *v = &c->dev[d->id];
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", d->name ? d->name : "");
+	v->total_mem = d->globalMemorySize;
+	v->major = (int)d->computeCapabilityMajor;
+	v->minor = (int)d->computeCapabilityMinor;
+	v->threads_per_block = (int)d->maxThreadsPerBlock;
+	v->threads_per_sm = (int)(d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp);
+	v->regs_per_block = (int)d->maxRegistersPerBlock;
+	v->warp_size = (int)d->numThreadsPerWarp;
+	v->shared_per_block = (int)d->maxSharedMemoryPerBlock;
+	v->sm_count = (int)d->numMultiprocessors;
+	v->regs_per_sm = (int)d->maxRegistersPerMultiprocessor;
+	v->shared_per_sm = (int)d->maxSharedMemoryPerMultiprocessor;
+	memcpy(v->uuid, d->uuid.bytes, sizeof(v->uuid));
+	v->known = v->uuid_known = true;
+}
+
+/* One deviceProperties object, in libkineto's key order, then strobe's
+ * "uuid". */
+static int device_json(char *obj, size_t len, int id, const struct strb_cuda_device *v)
+{
+	char name[256];
 	size_t j = 0;
 	/* Device names are plain ASCII; keep them so and the fragment valid. */
-	for (const char *p = d->name ? d->name : ""; *p && j < sizeof(name) - 1; p++)
+	for (const char *p = v->name; *p && j < sizeof(name) - 1; p++)
 		name[j++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
 	name[j] = 0;
-	char obj[768];
-	const unsigned char *u = (const unsigned char *)d->uuid.bytes;
-	snprintf(obj, sizeof(obj),
-		 "{\"id\": %u, \"name\": \"%s\", \"totalGlobalMem\": %llu, \"computeMajor\": %u, "
-		 "\"computeMinor\": %u, \"maxThreadsPerBlock\": %u, \"maxThreadsPerMultiprocessor\": %u, "
-		 "\"regsPerBlock\": %u, \"warpSize\": %u, \"sharedMemPerBlock\": %u, \"numSms\": %u, "
-		 "\"regsPerMultiprocessor\": %u, \"sharedMemPerMultiprocessor\": %u, "
-		 "\"uuid\": \"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"}",
-		 d->id, name, (unsigned long long)d->globalMemorySize, d->computeCapabilityMajor,
-		 d->computeCapabilityMinor, d->maxThreadsPerBlock, d->maxWarpsPerMultiprocessor * d->numThreadsPerWarp,
-		 d->maxRegistersPerBlock, d->numThreadsPerWarp, d->maxSharedMemoryPerBlock, d->numMultiprocessors,
-		 d->maxRegistersPerMultiprocessor, d->maxSharedMemoryPerMultiprocessor, u[0], u[1], u[2], u[3], u[4],
-		 u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-	size_t old = strlen(t->device_properties), add = strlen(obj);
-	char *joined = strb_arena_alloc(&t->arena, old + add + 3);
-	if (!joined) {
-		c->rc = -ENOMEM;
-		return;
+	int n = snprintf(obj, len,
+			 "{\"id\": %d, \"name\": \"%s\", \"totalGlobalMem\": %llu, \"computeMajor\": %d, "
+			 "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, \"maxThreadsPerMultiprocessor\": %d, "
+			 "\"regsPerBlock\": %d, \"warpSize\": %d, \"sharedMemPerBlock\": %d, \"numSms\": %d, "
+			 "\"regsPerMultiprocessor\": %d",
+			 id, name, (unsigned long long)v->total_mem, v->major, v->minor, v->threads_per_block,
+			 v->threads_per_sm, v->regs_per_block, v->warp_size, v->shared_per_block, v->sm_count,
+			 v->regs_per_sm);
+	if (v->optin_known)
+		n += snprintf(obj + n, len - (size_t)n, ", \"sharedMemPerBlockOptin\": %d", v->shared_per_block_optin);
+	n += snprintf(obj + n, len - (size_t)n, ", \"sharedMemPerMultiprocessor\": %d", v->shared_per_sm);
+	if (v->uuid_known) {
+		const unsigned char *u = v->uuid;
+		n += snprintf(obj + n, len - (size_t)n,
+			      ", \"uuid\": \"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"",
+			      u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+			      u[14], u[15]);
 	}
-	memcpy(joined, t->device_properties, old);
-	size_t n = old;
-	if (old) {
-		memcpy(joined + n, ", ", 2);
-		n += 2;
+	n += snprintf(obj + n, len - (size_t)n, "}");
+	return n;
+}
+
+/* Every device the driver reports (as libkineto lists every visible
+ * device), else those CUPTI's DEVICE records described: the limits for
+ * blocks per SM and occupancy, and the trace's deviceProperties. */
+static void add_devices(struct conv *c)
+{
+	struct strb_cuda_device drv[MAX_DEVICES];
+	int n = strb_cuda_devices(drv, MAX_DEVICES);
+	for (int d = 0; d < n && d < MAX_DEVICES; d++) {
+		if (!drv[d].known)
+			continue;
+		if (!drv[d].uuid_known && c->dev[d].uuid_known) {
+			memcpy(drv[d].uuid, c->dev[d].uuid, sizeof(drv[d].uuid));
+			drv[d].uuid_known = true;
+		}
+		c->dev[d] = drv[d];
 	}
-	memcpy(joined + n, obj, add + 1);
-	t->device_properties = joined;
+	struct strobe_trace *t = c->t;
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		const struct strb_cuda_device *v = &c->dev[d];
+		if (!v->known)
+			continue;
+		c->x->sm_count[d] = (uint32_t)v->sm_count;
+		c->x->occ_prop[d] = (struct cudaOccDeviceProp){
+			.computeMajor = v->major,
+			.computeMinor = v->minor,
+			.maxThreadsPerBlock = v->threads_per_block,
+			.maxThreadsPerMultiprocessor = v->threads_per_sm,
+			.regsPerBlock = v->regs_per_block,
+			.regsPerMultiprocessor = v->regs_per_sm,
+			.warpSize = v->warp_size,
+			.sharedMemPerBlock = (size_t)v->shared_per_block,
+			.sharedMemPerMultiprocessor = (size_t)v->shared_per_sm,
+			.numSms = v->sm_count,
+			.sharedMemPerBlockOptin = (size_t)(v->optin_known ? v->shared_per_block_optin
+									 : v->shared_per_block),
+			.reservedSharedMemPerBlock = (size_t)v->reserved_shared_per_block,
+		};
+		c->x->occ_known[d] = v->warp_size > 0 && v->threads_per_sm > 0;
+		char obj[1024];
+		int add = device_json(obj, sizeof(obj), d, v);
+		size_t old = strlen(t->device_properties);
+		char *joined = strb_arena_alloc(&t->arena, old + (size_t)add + 3);
+		if (!joined) {
+			c->rc = -ENOMEM;
+			return;
+		}
+		memcpy(joined, t->device_properties, old);
+		size_t at = old;
+		if (old) {
+			memcpy(joined + at, ", ", 2);
+			at += 2;
+		}
+		memcpy(joined + at, obj, (size_t)add + 1);
+		t->device_properties = joined;
+	}
 }
 
 static void add_rows(struct conv *c)
@@ -1150,6 +1210,23 @@ static void mark_emitted(struct conv *c)
 	}
 }
 
+/* libkineto's version keys, as numbers: those of the loaded libcupti and of
+ * the CUDA driver and runtime the program loaded (absent when it has not). */
+static void add_versions(struct conv *c)
+{
+	int driver, runtime;
+	strb_cuda_versions(&driver, &runtime);
+	const struct {
+		const char *key;
+		int64_t value;
+	} v[] = {{"cuda_driver_version", driver}, {"cuda_runtime_version", runtime}, {"cupti_version", c->lib->version}};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct strobe_arg e = {.key = v[i].key, .kind = STROBE_ARG_I64, .value.i64 = v[i].value};
+		if (v[i].value > 0 && strb_trace_set_meta(c->t, &e))
+			c->rc = -ENOMEM;
+	}
+}
+
 int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_cupti_buffer *buffers)
 {
 	struct conv c = {.t = t, .w = w, .lib = strb_cupti.lib, .buffers = buffers, .st = &t->stats};
@@ -1172,6 +1249,9 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	}
 	strb_clock_cursor_init(&c.clock, w->map);
 	walk(&c, pass1, false);
+	add_versions(&c);
+	if (!c.rc)
+		add_devices(&c);
 	if (!c.rc)
 		build_table(&c);
 	if (!c.rc && c.nevents)
