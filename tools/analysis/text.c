@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/present.h"
@@ -66,9 +65,7 @@ static bool left(const struct an_column *c)
  * their own: the scalar ones together, each list on one line. */
 static void text_row(FILE *f, const struct an_view *v, const struct an_spec *t, const void *row)
 {
-	char *buf = malloc(TR_NAME_MAX + 2 * TR_SHORT_MAX);
-	if (!buf)
-		return;
+	char buf[TR_NAME_MAX + 2 * TR_SHORT_MAX];
 	fputs("  ", f);
 	bool first = true;
 	for (size_t i = 0; i < t->ncols; i++) {
@@ -77,7 +74,7 @@ static void text_row(FILE *f, const struct an_view *v, const struct an_spec *t, 
 			continue;
 		if (left(c) && !first)
 			fputs("  ", f);
-		cell(f, an_cell(v->a, t, i, row, buf, TR_NAME_MAX + 2 * TR_SHORT_MAX), c->width, !left(c));
+		cell(f, an_cell(v->a, t, i, row, buf, sizeof(buf)), c->width, !left(c));
 		first = false;
 	}
 	fputc('\n', f);
@@ -114,7 +111,6 @@ static void text_row(FILE *f, const struct an_view *v, const struct an_spec *t, 
 	}
 	if (col)
 		fputc('\n', f);
-	free(buf);
 }
 
 static void more_line(FILE *f, size_t total, size_t shown_n)
