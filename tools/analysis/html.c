@@ -47,7 +47,7 @@ static const char style[] =
     "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dce5}\n"
     "table{border-collapse:collapse;margin:6px 0;font-size:13px}\n"
     "th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #eceef3;vertical-align:top}\n"
-    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
     "td.name{max-width:560px;overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px}\n"
     ".warn{color:#a4262c;font-weight:600}.more,.note{color:#5b6475;font-size:12px}\n"
     "#errors{color:#a4262c;white-space:pre-wrap}\n"
