@@ -249,25 +249,16 @@ const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */
 
-static int64_t key_count(const void *item)
-{
-	return (int64_t)((const struct an_count *)item)->n;
-}
-
-static int64_t key_instant(const void *item)
-{
-	return (int64_t)((const struct an_instant *)item)->count;
-}
-
-static int64_t key_series(const void *item)
-{
-	return (int64_t)((const struct an_series *)item)->count;
-}
-
-static int64_t key_category(const void *item)
-{
-	return ((const struct an_category *)item)->total;
-}
+/* The sort key of a table's items: field f of T. */
+#define KEY(fn, T, f)                                                                                        \
+	static int64_t fn(const void *item)                                                                  \
+	{                                                                                                    \
+		return (int64_t)((const T *)item)->f;                                                        \
+	}
+KEY(key_count, struct an_count, n)
+KEY(key_instant, struct an_instant, count)
+KEY(key_series, struct an_series, count)
+KEY(key_category, struct an_category, total)
 
 /* A nonzero count in the "strobe" object that means something was lost;
  * sizes and versions do not stand out. */

@@ -152,29 +152,23 @@ static void json_categories(yajl_gen g, const struct an_view *v)
  * trace has none), then this reader's counts. */
 static void json_accounting(yajl_gen g, const struct an_view *v)
 {
-	const struct an_spec *t = &an_accounting;
-	struct an_rows rows = t->rows(v);
-	const struct an_column *count = &t->cols[t->ncols - 1];
-	gs(g, t->key);
+	bool meta = v->a->strobe_meta;
+	gs(g, an_accounting.key);
 	yajl_gen_map_open(g);
 	gs(g, "strobe");
-	if (v->a->strobe_meta)
+	if (meta)
 		yajl_gen_map_open(g);
 	else
 		yajl_gen_null(g);
-	bool in_meta = v->a->strobe_meta;
-	struct an_value val;
-	for (size_t i = 0; i < rows.n; i++) {
-		const struct an_acct *r = &v->acct[i];
-		if (in_meta && !r->meta) {
+	for (size_t i = 0; i < v->nacct; i++) {
+		if (meta && !v->acct[i].meta) {
 			yajl_gen_map_close(g);
-			in_meta = false;
+			meta = false;
 		}
-		gs(g, r->key);
-		an_get(v->a, count, r, &val);
-		json_value(g, count, &val);
+		gs(g, v->acct[i].key);
+		yajl_gen_number(g, v->acct[i].raw, strlen(v->acct[i].raw));
 	}
-	if (in_meta)
+	if (meta)
 		yajl_gen_map_close(g);
 	yajl_gen_map_close(g);
 }
