@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ static int closefds(double seconds)
 
 static int wait_ready(const char *ready, int ignore)
 {
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core); /* SIGQUIT ends it without a core file */
 	if (ignore) {
 		signal(SIGINT, SIG_IGN);
 		signal(SIGTERM, SIG_IGN);
