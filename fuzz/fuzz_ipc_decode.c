@@ -1,11 +1,16 @@
-/* libFuzzer target for the ipcfabric decoder: any bytes, read as a whole
- * datagram, must decode or be refused with a reason, never read past the
- * end; whatever decodes must encode back to the same bytes. The wire code
- * depends on libc only. Not built by CMake; from the repository root:
+/* libFuzzer target for the ipcfabric decoder (src/common/ipc_wire.c): any
+ * bytes, read as a whole datagram, must decode or be refused with a reason,
+ * never read past the end; whatever decodes must encode back to the same
+ * bytes. The wire code depends on libc only. Built with the project (clang
+ * only):
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -Isrc \
- *     fuzz/fuzz_ipc_decode.c src/common/ipc_wire.c -o fuzz_ipc_decode
- *   ./fuzz_ipc_decode -max_len=70000 -max_total_time=60
+ *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSTROBE_BUILD_FUZZ=ON
+ *   cmake --build build-fuzz --target fuzz_ipc_decode
+ *   ctest --test-dir build-fuzz -L fuzz          # replays fuzz/corpus/fuzz_ipc_decode
+ *   build-fuzz/fuzz/fuzz_ipc_decode -max_len=70000 -max_total_time=60 NEW_DIR fuzz/corpus/fuzz_ipc_decode
+ *
+ * New inputs go to NEW_DIR (first); add those worth keeping, and any
+ * crash-* file once fixed, to fuzz/corpus/fuzz_ipc_decode.
  */
 #include <stdlib.h>
 #include <string.h>

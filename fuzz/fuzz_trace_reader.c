@@ -1,16 +1,23 @@
-/* libFuzzer target for the trace reader: any bytes, plain or compressed,
- * must give events or a clean error, never a crash or a leak. Not built by
- * CMake; from the repository root:
+/* libFuzzer target for the trace reader (tools/read/trace_reader.h): any
+ * bytes, plain or compressed, JSON or Perfetto, must give events or a clean
+ * error with a message, never a crash, a leak or a string without its NUL.
+ * Built with the project (clang only):
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Itools \
- *     fuzz/fuzz_trace_reader.c tools/read/trace_reader.c tools/read/perfetto_reader.c -lyajl -lz -lzstd -o fuzz_trace_reader
- *   ./fuzz_trace_reader -max_len=65536 tests/data
+ *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSTROBE_BUILD_FUZZ=ON
+ *   cmake --build build-fuzz --target fuzz_trace_reader
+ *   ctest --test-dir build-fuzz -L fuzz          # replays fuzz/corpus/fuzz_trace_reader
+ *   build-fuzz/fuzz/fuzz_trace_reader -max_len=65536 -max_total_time=60 \
+ *     -dict=fuzz/trace_reader.dict NEW_DIR fuzz/corpus/fuzz_trace_reader
+ *
+ * New inputs go to NEW_DIR (first); add those worth keeping, and any
+ * crash-* file once fixed, to fuzz/corpus/fuzz_trace_reader.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "trace_reader.h"
+#include "read/trace_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,7 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tr_handler h = {on_event, on_member, &sum};
 	struct tr_stats st;
 	char err[256];
-	tr_read_memory(data, size, "fuzz", &h, &st, err, sizeof(err));
+	err[0] = 1;
+	int rc = tr_read_memory(data, size, "fuzz", &h, &st, err, sizeof(err));
+	/* A failure says why; a success leaves the message empty. */
+	if (!memchr(err, 0, sizeof(err)) || (rc && !err[0]) || (!rc && err[0]))
+		abort();
 	/* The number parser sees the raw input too. */
 	int64_t ns;
 	tr_parse_us((const char *)data, size < 64 ? size : 64, &ns);

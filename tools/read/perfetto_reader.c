@@ -1260,7 +1260,8 @@ int tr_pf_feed(struct tr_pf *p, const unsigned char *data, size_t n)
 			i += take;
 			if (p->pkt_have == p->pkt_len) {
 				p->stage = 0;
-				int rc = packet(p, p->pkt, p->pkt_len);
+				/* An empty packet before any other has no buffer yet. */
+				int rc = packet(p, p->pkt ? p->pkt : (const unsigned char *)"", p->pkt_len);
 				if (rc)
 					return rc;
 			}
