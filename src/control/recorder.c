@@ -17,6 +17,7 @@
 
 #include "common/config.h"
 #include "common/fdguard.h"
+#include "common/record_path.h"
 #include "control/controller.h"
 #include "core/clock.h"
 #include "common/error.h"
@@ -108,27 +109,6 @@ static bool env_i64(const char *name, int64_t *out)
 	}
 	*out = x;
 	return true;
-}
-
-/* Files of processes other than the first get ".PID" before the format's
- * suffix: trace.json.gz -> trace.1234.json.gz. */
-static void path_for(pid_t pid, const char *out, char *path, size_t len)
-{
-	static const char *const suffixes[] = {".json.gz", ".json.zst", ".json", ".pftrace", ".perfetto-trace",
-					       ".gz", ".zst"};
-	if (pid == rs.root) {
-		snprintf(path, len, "%s", out);
-		return;
-	}
-	size_t n = strlen(out), cut = n;
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		size_t s = strlen(suffixes[i]);
-		if (n > s && !strcmp(out + n - s, suffixes[i])) {
-			cut = n - s;
-			break;
-		}
-	}
-	snprintf(path, len, "%.*s.%d%s", (int)cut, out, (int)pid, out + cut);
 }
 
 static char path[PATH_MAX];
@@ -379,7 +359,7 @@ static void start_thread(void)
 /* The window of this process: now (or after the delay). */
 static void open_window(void)
 {
-	path_for(getpid(), rs.out, path, sizeof(path));
+	strb_record_path(rs.out, getpid(), rs.root, path, sizeof(path));
 	boot_ns = strb_mono_ns_raw();
 	window = W_WAITING;
 	tell("hello %d", (int)getpid());

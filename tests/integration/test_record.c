@@ -426,7 +426,33 @@ static void program_closes_inherited_fds(void **state)
 	if (cpu > 0.5 * wall)
 		fail_msg("%.2f s of CPU in %.2f s:\n%s", cpu, wall, out);
 	yajl_val t = tu_load_trace(trace);
-	assert_true(tu_events(t)->u.array.len > 0);
+	assert_true(tu_count(t, "X", NULL, "probe-send") > 0);
+	yajl_tree_free(t);
+	free(out);
+
+	/* The same program started by another (a child process, which writes
+	 * closer2.PID.json): its file is found too. */
+	char script[1400];
+	snprintf(trace, sizeof(trace), "%s/closer2.json", dir);
+	snprintf(script, sizeof(script), "%s closefds 0.5; exit $?", PROBE);
+	const char *argv2[] = {"-o", trace, "--", "sh", "-c", script, NULL};
+	status = record_rusage(argv2, err, &cpu, &wall);
+	out = tu_read_file(err, NULL);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !strstr(out, "its trace was found on disk"))
+		fail_msg("status %d, output:\n%s", status, out);
+	/* "strobe: trace of pid N: PATH", the child's PATH not the -o one. */
+	int child = 0;
+	for (const char *p = out; (p = strstr(p, "strobe: trace of pid ")); p++) {
+		int pid;
+		char path[1400];
+		if (sscanf(p, "strobe: trace of pid %d: %1399s", &pid, path) == 2 && strcmp(path, trace))
+			child = pid;
+	}
+	assert_true(child > 0);
+	char child_trace[1400];
+	snprintf(child_trace, sizeof(child_trace), "%s/closer2.%d.json", dir, child);
+	t = tu_load_trace(child_trace);
+	assert_true(tu_count(t, "X", NULL, "probe-send") > 0);
 	yajl_tree_free(t);
 	free(out);
 }

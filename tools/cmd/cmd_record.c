@@ -27,6 +27,7 @@
 #include "cmd/commands.h"
 #include "common/config.h"
 #include "common/fdguard.h"
+#include "common/record_path.h"
 #include "common/monotonic.h"
 #include "analysis/record_summary.h"
 #include "strobe/strobe.h"
@@ -372,8 +373,8 @@ static void on_signal(struct run *r, const struct signalfd_siginfo *si)
 	}
 }
 
-/* The first process's trace, when its report never came (it closed the
- * socket it inherited): written since the run began, it is there. */
+/* A process's trace, when its report never came (it closed the socket it
+ * inherited): written since the run began, it is there. */
 static bool trace_on_disk(const char *path, const struct timespec *since)
 {
 	struct stat st;
@@ -674,13 +675,16 @@ static int run(struct opts *op)
 	}
 	const char *root_trace = NULL;
 	size_t written = 0, nothing = 0, failed = 0;
-	struct proc *root = proc_of(r, child);
-	if (root && root->state == P_RUNNING && trace_on_disk(o.output, &since)) {
-		root->state = P_WROTE;
-		root->detail = strdup(o.output);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct proc *p = &r->procs[i];
+		char path[PATH_MAX];
+		strb_record_path(o.output, p->pid, child, path, sizeof(path));
+		if (p->state != P_RUNNING || !trace_on_disk(path, &since) || !(p->detail = strdup(path)))
+			continue;
+		p->state = P_WROTE;
 		if (!o.quiet)
 			fprintf(stderr, "strobe: pid %d closed the socket it reports on; its trace was found on disk\n",
-				(int)child);
+				(int)p->pid);
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = &r->procs[i];
