@@ -10,7 +10,6 @@
 #include "core/clock.h"
 #include "common/error.h"
 #include "core/tbuf.h"
-#include "process/process.h"
 
 static _Atomic uint64_t next_op_block = 1;
 #define OP_BLOCK 4096

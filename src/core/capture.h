@@ -90,6 +90,10 @@ void strb_capture_async_end(uint64_t id);
  * so strobe_now_ns agrees with the trace's time base. */
 extern _Atomic int64_t strb_epoch_anchor;
 
+/* Ids for ops and ranges: unique per process, below 2^53. Takes n of them
+ * at once (a per-thread block) with one relaxed atomic add. */
+uint64_t strb_ids_take_block(uint64_t n);
+
 /* Sets the calling thread's display name (strobe_thread_set_name). */
 int strb_thread_name_set(const char *name);
 

@@ -135,7 +135,7 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 		 ", \"unmatched_pops\": %" PRIu64 ", \"non_finite_counters\": %" PRIu64
 		 ", \"out_of_window\": %" PRIu64 ", \"rejected_activities\": %" PRIu64
 		 ", \"threads\": %" PRIu64 ", \"cpu_buffer_bytes\": %" PRIu64 "}",
-		 strobe_version(), strb_clock_name(), s->dropped_events, s->truncated_names, s->unfinished_ranges,
+		 STROBE_VERSION_STRING, strb_clock_name(), s->dropped_events, s->truncated_names, s->unfinished_ranges,
 		 s->unmatched_pops, s->non_finite_counters, s->out_of_window, s->rejected_activities, s->threads,
 		 s->buffer_bytes);
 	if (s->gpu) {

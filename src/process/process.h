@@ -48,7 +48,4 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 /* libkineto's name for this process: argv[0]'s basename. */
 void strb_process_name(char *out, size_t len);
 
-/* Ids for ops and ranges: unique per process, below 2^53. */
-uint64_t strb_ids_take_block(uint64_t n);
-
 #endif
