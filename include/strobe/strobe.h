@@ -296,7 +296,9 @@ STROBE_API int strobe_set_trace_callback(strobe_trace_written_cb cb, void *user_
  * ".perfetto-trace" Perfetto protobuf (docs/output-format.md); other
  * suffixes write plain JSON. Files are written to a temporary name and renamed, so a
  * failure (unwritable directory, full disk) leaves no partial file and
- * returns STROBE_E_IO with the reason. Errors: -EINVAL, STROBE_E_NO_WRITER,
+ * returns STROBE_E_IO with the reason; a replaced file keeps its owner and
+ * mode, symlinks are followed, and devices, FIFOs, /dev/stdout and hard-linked
+ * files are written in place (docs/output-format.md). Errors: -EINVAL, STROBE_E_NO_WRITER,
  * STROBE_E_IO. Thread-safe for concurrent saves of the same trace. */
 STROBE_API int strobe_trace_save(const strobe_trace *trace, const char *url);
 

@@ -1,8 +1,13 @@
 #define LOG_TAG "output"
 #include "common/sink.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/random.h>
@@ -23,7 +28,7 @@
 
 struct strb_sink {
 	int fd;
-	int dirfd;      /* the directory both names live in */
+	int dirfd;      /* the directory both names live in; -1 when written in place */
 	bool exclusive; /* never replace an existing file */
 	enum strb_compress compress;
 	z_stream z;
@@ -69,7 +74,13 @@ static int fail(struct strb_sink *s, const char *what, int errnum)
 	return s->err;
 }
 
-/* A temporary name beside the target that nobody else can predict. */
+#define TEMP_TAG ".strobe."
+#define TEMP_END ".tmp"
+#define STALE_AGE_S 60
+
+/* A temporary name beside the target that nobody else can predict, with
+ * the writer's pid in it so a later save can tell a left-over one:
+ * ".NAME.strobe.PID.RANDOM.tmp". */
 static void temp_name(char *out, size_t len, const char *name)
 {
 	unsigned char r[6];
@@ -78,7 +89,57 @@ static void temp_name(char *out, size_t len, const char *name)
 		memcpy(r, &x, sizeof(r));
 	}
 	/* Keep within NAME_MAX however long the final name is. */
-	snprintf(out, len, ".%.200s.tmp.%02x%02x%02x%02x%02x%02x", name, r[0], r[1], r[2], r[3], r[4], r[5]);
+	snprintf(out, len, ".%.200s" TEMP_TAG "%ld.%02x%02x%02x%02x%02x%02x" TEMP_END, name, (long)getpid(), r[0],
+		 r[1], r[2], r[3], r[4], r[5]);
+}
+
+/* The pid in a temporary name temp_name made, or 0 when it is not one. */
+static pid_t temp_owner(const char *e)
+{
+	size_t n = strlen(e), tag = strlen(TEMP_TAG), endl = strlen(TEMP_END);
+	if (e[0] != '.' || n < 1 + tag + 2 + 12 + endl || strcmp(e + n - endl, TEMP_END))
+		return 0;
+	const char *hex = e + n - endl - 12;
+	for (int i = 0; i < 12; i++)
+		if (!isxdigit((unsigned char)hex[i]))
+			return 0;
+	if (hex[-1] != '.')
+		return 0;
+	const char *digits = hex - 1;
+	while (digits > e && isdigit((unsigned char)digits[-1]))
+		digits--;
+	if (digits == hex - 1 || hex - 1 - digits > 9 || digits - e < (ptrdiff_t)(1 + tag) ||
+	    strncmp(digits - tag, TEMP_TAG, tag))
+		return 0;
+	return (pid_t)strtol(digits, NULL, 10);
+}
+
+/* Removes temporary files an earlier save to this folder left behind when
+ * it was killed: its pid is gone and the file has not changed for a while
+ * (a writer in another pid namespace keeps writing, so stays fresh). */
+static void remove_stale_temps(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	time_t now = time(NULL);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		pid_t pid = temp_owner(e->d_name);
+		if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+		    now - st.st_mtime < STALE_AGE_S)
+			continue;
+		if (unlinkat(dirfd, e->d_name, 0) == 0)
+			LOGI("removed %s, left by strobe process %ld that is gone", e->d_name, (long)pid);
+	}
+	closedir(d);
 }
 
 static int start_compression(struct strb_sink *s, enum strb_compress c, int level)
@@ -97,46 +158,63 @@ static int start_compression(struct strb_sink *s, enum strb_compress c, int leve
 	return 0;
 }
 
-int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
-		      enum strb_compress c, int level, mode_t mode, bool exclusive)
+/* A sink for display with nothing open yet. */
+static struct strb_sink *sink_new(const char *display, enum strb_compress c)
 {
-	*out = NULL;
 	struct strb_sink *s = calloc(1, sizeof(*s));
-	if (!s) {
-		close(dirfd);
-		return strb_error(-ENOMEM, "out of memory opening %s", display);
-	}
+	if (!s)
+		return NULL;
 	s->fd = -1;
-	s->dirfd = dirfd;
-	s->exclusive = exclusive;
+	s->dirfd = -1;
 	s->compress = c;
 	s->path = strdup(display);
+	if (!s->path) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Creates the temporary file for `name` in s->dirfd. When like is given,
+ * the file gets its owner and permission bits (a file being replaced);
+ * returns 1 when that owner cannot be given, so the caller may write in
+ * place instead. */
+static int create_temp(struct strb_sink *s, const char *name, mode_t mode, const struct stat *like)
+{
 	s->name = strdup(name);
-	s->tmp = malloc(strlen(name) + 32);
-	if (!s->path || !s->name || !s->tmp) {
-		strb_sink_abort(s);
-		return strb_error(-ENOMEM, "out of memory opening %s", display);
-	}
-	if (exclusive && faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		int rc = strb_error(STROBE_E_IO, "%s already exists; on-demand traces never replace a file", display);
-		free(s->tmp);
-		s->tmp = NULL;
-		strb_sink_abort(s);
-		return rc;
-	}
+	s->tmp = malloc(strlen(name) + 64);
+	if (!s->name || !s->tmp)
+		return strb_error(-ENOMEM, "out of memory opening %s", s->path);
+	remove_stale_temps(s->dirfd);
 	/* A fresh unpredictable name per save: concurrent saves to one path
 	 * cannot collide, and the last rename wins with a whole file. */
-	temp_name(s->tmp, strlen(name) + 32, name);
-	s->fd = openat(dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	temp_name(s->tmp, strlen(name) + 64, name);
+	/* Replacing a file: born private, opened up to the old file's bits
+	 * once it has the old file's owner. */
+	s->fd = openat(s->dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, like ? 0600 : mode);
 	if (s->fd < 0) {
 		int e = errno;
-		int rc = strb_error(STROBE_E_IO, "cannot create a file beside %s: %s", display, strerror(e));
 		free(s->tmp);
 		s->tmp = NULL; /* nothing to remove */
-		strb_sink_abort(s);
-		return rc;
+		return strb_error(STROBE_E_IO, "cannot create a file beside %s: %s", s->path, strerror(e));
 	}
-	int rc = start_compression(s, c, level);
+	if (!like)
+		return 0;
+	struct stat mine;
+	if (fstat(s->fd, &mine) == 0 && (mine.st_uid != like->st_uid || mine.st_gid != like->st_gid) &&
+	    fchown(s->fd, like->st_uid, like->st_gid) != 0)
+		return 1;
+	if (fchmod(s->fd, like->st_mode & 0777) != 0)
+		return strb_error(STROBE_E_IO, "cannot set the mode of a file beside %s: %s", s->path, strerror(errno));
+	return 0;
+}
+
+/* Hands out s once its file is open (rc 0) and compression started;
+ * else frees it. */
+static int opened(struct strb_sink **out, struct strb_sink *s, int rc, int level)
+{
+	if (!rc)
+		rc = start_compression(s, s->compress, level);
 	if (rc) {
 		strb_sink_abort(s);
 		return rc;
@@ -145,22 +223,198 @@ int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const
 	return 0;
 }
 
+int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
+		      enum strb_compress c, int level, mode_t mode, bool exclusive)
+{
+	*out = NULL;
+	struct strb_sink *s = sink_new(display, c);
+	if (!s) {
+		close(dirfd);
+		return strb_error(-ENOMEM, "out of memory opening %s", display);
+	}
+	s->dirfd = dirfd;
+	s->exclusive = exclusive;
+	if (exclusive && faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		int rc = strb_error(STROBE_E_IO, "%s already exists; on-demand traces never replace a file", display);
+		strb_sink_abort(s);
+		return rc;
+	}
+	return opened(out, s, create_temp(s, name, mode, NULL), level);
+}
+
+/* The descriptor a path names by number (/dev/stdout, /dev/fd/N,
+ * /proc/self/fd/N), or -1. */
+static int fd_alias(const char *path)
+{
+	if (!strcmp(path, "/dev/stdout"))
+		return 1;
+	if (!strcmp(path, "/dev/stderr"))
+		return 2;
+	const char *num = NULL;
+	if (!strncmp(path, "/dev/fd/", 8))
+		num = path + 8;
+	else if (!strncmp(path, "/proc/self/fd/", 14))
+		num = path + 14;
+	if (!num || !isdigit((unsigned char)*num))
+		return -1;
+	char *end;
+	long n = strtol(num, &end, 10);
+	return *end || n > INT32_MAX ? -1 : (int)n;
+}
+
+/* The kernel's fs.protected_symlinks rule, kept when strobe follows links
+ * itself: a link in a sticky world-writable folder is followed only when
+ * its owner is the folder's owner or the one following it. */
+static bool link_trusted(const char *dir, const struct stat *link)
+{
+	struct stat d;
+	if (stat(dir, &d) != 0)
+		return false;
+	bool shared = (d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH);
+	return !shared || link->st_uid == d.st_uid || link->st_uid == geteuid();
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	return strndup(path, (size_t)(slash - path) + (slash == path));
+}
+
+/* Follows the symlinks of path's last component: the file a save writes.
+ * *fd >= 0 instead when a link leads to a descriptor alias; *magic when
+ * the file is a link of /proc's for the kernel to follow. */
+static int resolve(const char *display, const char *path, char **final, int *fd, bool *magic)
+{
+	char *cur = strdup(path);
+	*fd = -1;
+	*magic = false;
+	for (int hops = 0; cur; hops++) {
+		int n = fd_alias(cur);
+		struct stat st;
+		if (n >= 0) {
+			*fd = n;
+			free(cur);
+			return 0;
+		}
+		/* /proc's links lead to open files, pipes and sockets, which may
+		 * have no name to follow: the kernel opens them. */
+		bool exists = lstat(cur, &st) == 0;
+		if (!exists || !S_ISLNK(st.st_mode) || !strncmp(cur, "/proc/", 6)) {
+			*final = cur;
+			*magic = exists && S_ISLNK(st.st_mode);
+			return 0;
+		}
+		char *dir = dir_of(cur);
+		char target[PATH_MAX];
+		ssize_t len = readlink(cur, target, sizeof(target) - 1);
+		int e = errno;
+		if (!dir || len < 0 || hops >= 40 || !link_trusted(dir, &st)) {
+			int rc = !dir ? strb_error(-ENOMEM, "out of memory opening %s", display)
+				 : len < 0 ? strb_error(STROBE_E_IO, "cannot read the link %s: %s", cur, strerror(e))
+				 : hops >= 40 ? strb_error(STROBE_E_IO, "cannot write %s: %s", display, strerror(ELOOP))
+					     : strb_error(STROBE_E_IO,
+							  "cannot write %s: the link %s is in a shared sticky folder and "
+							  "belongs to someone else; not followed",
+							  display, cur);
+			free(dir);
+			free(cur);
+			return rc;
+		}
+		target[len] = 0;
+		free(cur);
+		cur = NULL;
+		if (target[0] == '/')
+			cur = strdup(target);
+		else if (asprintf(&cur, "%s/%s", dir, target) < 0)
+			cur = NULL;
+		free(dir);
+	}
+	return strb_error(-ENOMEM, "out of memory opening %s", display);
+}
+
+/* Opens what the save writes into directly: a descriptor alias, a device,
+ * a FIFO or a file with more than one name. */
+static int open_in_place(struct strb_sink *s, const char *file, int alias, bool truncate)
+{
+	if (alias >= 0)
+		s->fd = fcntl(alias, F_DUPFD_CLOEXEC, 3);
+	else
+		s->fd = open(file, O_WRONLY | O_NOCTTY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
+	if (s->fd < 0)
+		return strb_error(STROBE_E_IO, "cannot write %s: %s", s->path, strerror(errno));
+	return 0;
+}
+
+static int open_target(struct strb_sink *s, const char *path)
+{
+	char *file = NULL;
+	int alias;
+	bool magic;
+	int rc = resolve(path, path, &file, &alias, &magic);
+	if (rc || alias >= 0)
+		return rc ? rc : open_in_place(s, NULL, alias, false);
+	if (magic) {
+		rc = open_in_place(s, file, -1, true);
+		free(file);
+		return rc;
+	}
+	const char *slash = strrchr(file, '/');
+	const char *name = slash ? slash + 1 : file;
+	struct stat st;
+	bool exists = lstat(file, &st) == 0;
+	int e = errno;
+	if (!*name)
+		rc = strb_error(-EINVAL, "%s names a directory, not a file", path);
+	else if (!exists && e != ENOENT)
+		rc = strb_error(STROBE_E_IO, "cannot write %s: %s", path, strerror(e));
+	else if (exists && S_ISDIR(st.st_mode))
+		rc = strb_error(-EINVAL, "%s is a directory, not a file", path);
+	else if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		rc = open_in_place(s, file, -1, false);
+	else if (exists && !S_ISREG(st.st_mode))
+		rc = strb_error(-EINVAL, "%s is a %s; strobe writes files, character devices and FIFOs", path,
+				S_ISBLK(st.st_mode) ? "block device" : "socket");
+	else if (exists && st.st_nlink > 1)
+		rc = open_in_place(s, file, -1, true); /* every name keeps seeing the new trace */
+	else if (exists && faccessat(AT_FDCWD, file, W_OK, AT_EACCESS) != 0)
+		rc = strb_error(STROBE_E_IO, "cannot write %s: %s", path, strerror(errno));
+	if (rc || s->fd >= 0) {
+		free(file);
+		return rc;
+	}
+	char *dir = dir_of(file);
+	s->dirfd = dir ? open(dir, O_DIRECTORY | O_CLOEXEC) : -1;
+	e = errno;
+	free(dir);
+	if (s->dirfd < 0)
+		rc = strb_error(STROBE_E_IO, "cannot write %s: %s", path, strerror(e));
+	else
+		rc = create_temp(s, name, 0666, exists ? &st : NULL);
+	if (rc == 1) {
+		/* Another user's file we may write but not give away: write into it,
+		 * as any program would. */
+		unlinkat(s->dirfd, s->tmp, 0);
+		close(s->fd);
+		s->fd = -1;
+		free(s->tmp);
+		s->tmp = NULL;
+		close(s->dirfd);
+		s->dirfd = -1;
+		rc = open_in_place(s, file, -1, true);
+	}
+	free(file);
+	return rc;
+}
+
 int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress c, int level)
 {
 	*out = NULL;
-	const char *slash = strrchr(path, '/');
-	const char *name = slash ? slash + 1 : path;
-	if (!*name)
-		return strb_error(-EINVAL, "%s names a directory, not a file", path);
-	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-	if (!dir)
+	struct strb_sink *s = sink_new(path, c);
+	if (!s)
 		return strb_error(-ENOMEM, "out of memory opening %s", path);
-	int dirfd = open(dir, O_DIRECTORY | O_CLOEXEC);
-	int e = errno;
-	free(dir);
-	if (dirfd < 0)
-		return strb_error(STROBE_E_IO, "cannot write %s: %s", path, strerror(e));
-	return strb_sink_open_at(out, dirfd, name, path, c, level, 0644, false);
+	return opened(out, s, open_target(s, path), level);
 }
 
 static int write_all(struct strb_sink *s, const unsigned char *p, size_t n)
@@ -240,12 +494,15 @@ int strb_sink_commit(struct strb_sink *s)
 		else if (s->compress == STRB_COMPRESS_ZSTD)
 			zstd_some(s, NULL, 0, ZSTD_e_end);
 	}
-	if (!s->err && fsync(s->fd) != 0 && errno != EINVAL)
+	/* Devices and pipes cannot be flushed to disk (EINVAL, EROFS). */
+	if (!s->err && fsync(s->fd) != 0 && errno != EINVAL && errno != EROFS)
 		fail(s, "cannot flush", errno);
 	if (close(s->fd) != 0 && !s->err)
 		fail(s, "cannot close", errno);
 	s->fd = -1;
-	if (!s->err && s->exclusive) {
+	if (!s->err && !s->tmp) {
+		/* Written in place: nothing to rename. */
+	} else if (!s->err && s->exclusive) {
 		/* link fails if the name appeared meanwhile: never replace a file. */
 		if (linkat(s->dirfd, s->tmp, s->dirfd, s->name, 0) != 0)
 			fail(s, "cannot create", errno);
