@@ -27,8 +27,11 @@ static inline __attribute__((always_inline)) void copy_name(uint8_t *dst, const 
 		dst[i] = (uint8_t)src[i];
 }
 
+/* Pushes go on stack k (STRB_STACKS: not a push). */
+#define NOT_A_PUSH STRB_STACKS
+
 static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint8_t kind, uint32_t aux,
-							 const char *name, size_t payload)
+							 const char *name, size_t payload, unsigned k)
 {
 	uint64_t now = strb_clock_ticks();
 	size_t len = 0;
@@ -40,7 +43,7 @@ static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint
 		}
 	}
 	size_t total = sizeof(struct strb_rec) + payload + ((len + 7) & ~(size_t)7);
-	struct strb_rec *r = strb_tbuf_reserve(b, total);
+	struct strb_rec *r = k == NOT_A_PUSH ? strb_tbuf_reserve(b, total) : strb_tbuf_reserve_push(b, total, k);
 	if (__builtin_expect(!r, 0))
 		return NULL;
 	r->ticks = now;
@@ -52,33 +55,51 @@ static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint
 	return r + 1;
 }
 
-static inline __attribute__((always_inline)) void put_simple(uint8_t kind, const char *name)
+static inline __attribute__((always_inline)) void put_simple(uint8_t kind, const char *name, unsigned k)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return;
-	if (put(b, kind, 0, name, 0))
+	if (put(b, kind, 0, name, 0, k))
 		strb_tbuf_publish(b);
+}
+
+/* The pop of stack k: dropped with its push, so it never closes another. */
+static inline __attribute__((always_inline)) void put_pop(uint8_t kind, uint32_t aux, unsigned k)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	uint64_t now = strb_clock_ticks();
+	struct strb_rec *r = strb_tbuf_reserve_pop(b, k);
+	if (!r)
+		return;
+	r->ticks = now;
+	r->kind = kind;
+	r->reserved = 0;
+	r->name_len = 0;
+	r->aux = aux;
+	strb_tbuf_publish(b);
 }
 
 void strobe_range_push(const char *name)
 {
-	put_simple(STRB_REC_RANGE_PUSH, name);
+	put_simple(STRB_REC_RANGE_PUSH, name, 0);
 }
 
 void strobe_range_pop(void)
 {
-	put_simple(STRB_REC_RANGE_POP, NULL);
+	put_pop(STRB_REC_RANGE_POP, 0, 0);
 }
 
 void strobe_instant(const char *name)
 {
-	put_simple(STRB_REC_INSTANT, name);
+	put_simple(STRB_REC_INSTANT, name, NOT_A_PUSH);
 }
 
 void strobe_op_pop(void)
 {
-	put_simple(STRB_REC_OP_POP, NULL);
+	put_pop(STRB_REC_OP_POP, 0, STRB_STACK_OPS);
 }
 
 uint64_t strb_ids_take_block(uint64_t n)
@@ -107,7 +128,7 @@ uint64_t strobe_op_push(const char *name)
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return 0;
-	uint64_t *id = put(b, STRB_REC_OP_PUSH, 0, name, sizeof(uint64_t));
+	uint64_t *id = put(b, STRB_REC_OP_PUSH, 0, name, sizeof(uint64_t), STRB_STACK_OPS);
 	if (!id)
 		return 0;
 	*id = take_op_id(b);
@@ -115,13 +136,14 @@ uint64_t strobe_op_push(const char *name)
 	return *id;
 }
 
-static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
+static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name, const struct strb_rec_attrs *attrs,
+			     unsigned k)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return;
 	uint32_t aux = domain | (attrs ? STRB_AUX_ATTRS : 0);
-	struct strb_rec_attrs *p = put(b, kind, aux, name, attrs ? sizeof(*attrs) : 0);
+	struct strb_rec_attrs *p = put(b, kind, aux, name, attrs ? sizeof(*attrs) : 0, k);
 	if (!p)
 		return;
 	if (attrs)
@@ -131,17 +153,17 @@ static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name, co
 
 void strb_capture_push(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
 {
-	put_attrs(STRB_REC_RANGE_PUSH, domain, name, attrs);
+	put_attrs(STRB_REC_RANGE_PUSH, domain, name, attrs, STRB_RANGE_STACK(domain));
 }
 
 void strb_capture_pop(uint32_t domain)
 {
-	put_attrs(STRB_REC_RANGE_POP, domain, NULL, NULL);
+	put_pop(STRB_REC_RANGE_POP, domain, STRB_RANGE_STACK(domain));
 }
 
 void strb_capture_mark(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
 {
-	put_attrs(STRB_REC_INSTANT, domain, name, attrs);
+	put_attrs(STRB_REC_INSTANT, domain, name, attrs, NOT_A_PUSH);
 }
 
 /* Ids of ranges that may end elsewhere come in per-thread blocks, so
@@ -155,7 +177,8 @@ uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struc
 	if (!b)
 		return id;
 	uint32_t aux = domain | (attrs ? STRB_AUX_ATTRS : 0);
-	uint64_t *p = put(b, STRB_REC_ASYNC_START, aux, name, sizeof(uint64_t) + (attrs ? sizeof(*attrs) : 0));
+	uint64_t *p = put(b, STRB_REC_ASYNC_START, aux, name, sizeof(uint64_t) + (attrs ? sizeof(*attrs) : 0),
+			  NOT_A_PUSH);
 	if (!p)
 		return id;
 	*p = id;
@@ -170,7 +193,7 @@ void strb_capture_async_end(uint64_t id)
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return;
-	uint64_t *p = put(b, STRB_REC_ASYNC_END, 0, NULL, sizeof(uint64_t));
+	uint64_t *p = put(b, STRB_REC_ASYNC_END, 0, NULL, sizeof(uint64_t), NOT_A_PUSH);
 	if (!p)
 		return;
 	*p = id;
@@ -182,7 +205,7 @@ void strobe_counter(const char *name, double value)
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return;
-	double *v = put(b, STRB_REC_COUNTER, 0, name, sizeof(double));
+	double *v = put(b, STRB_REC_COUNTER, 0, name, sizeof(double), NOT_A_PUSH);
 	if (!v)
 		return;
 	*v = value;
@@ -197,7 +220,7 @@ static void corr(uint8_t kind, uint32_t which, const uint64_t *id)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (b) {
-		uint64_t *p = put(b, kind, which, NULL, id ? sizeof(uint64_t) : 0);
+		uint64_t *p = put(b, kind, which, NULL, id ? sizeof(uint64_t) : 0, NOT_A_PUSH);
 		if (p) {
 			if (id)
 				*p = *id;

@@ -108,6 +108,9 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->head = 0;
 	b->limit = 0;
 	b->exhausted = false;
+	b->pop_room = 0;
+	memset(b->open, 0, sizeof(b->open));
+	memset(b->skip, 0, sizeof(b->skip));
 	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->truncated, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->published, 0, memory_order_relaxed);
@@ -130,16 +133,17 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	return b;
 }
 
-void *strb_tbuf_grow(struct strb_tbuf *b, size_t n)
+void *strb_tbuf_grow(struct strb_tbuf *b, size_t n, size_t keep)
 {
-	size_t claim = round_up(n, CLAIM_BYTES);
-	if (b->base && !b->exhausted && b->head + n <= b->reserve) {
+	size_t need = b->head + n + keep + b->pop_room;
+	if (b->base && !b->exhausted && need <= b->reserve) {
+		size_t claim = round_up(need - b->limit, CLAIM_BYTES);
 		if (b->limit + claim > b->reserve)
 			claim = b->reserve - b->limit;
 		int64_t prev = atomic_fetch_sub_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
 		if (prev >= (int64_t)claim) {
 			b->limit += claim;
-			if (b->head + n <= b->limit) {
+			if (need <= b->limit) {
 				void *p = b->base + b->head;
 				b->head += n;
 				return p;
@@ -223,7 +227,9 @@ void strb_tbuf_atfork_child(void)
 	if (mine) {
 		mine->next = NULL;
 		mine->session = 0;
-		mine->head = mine->limit = 0;
+		mine->head = mine->limit = mine->pop_room = 0;
+		memset(mine->open, 0, sizeof(mine->open));
+		memset(mine->skip, 0, sizeof(mine->skip));
 		atomic_store(&mine->published, 0);
 		mine->tid = (pid_t)syscall(SYS_gettid);
 	}

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/names.h"
 #include "strobe/strobe.h"
 
 #define STRB_NAME_MAX 1023   /* longer names are truncated and counted */
@@ -56,6 +57,14 @@ struct strb_rec {
 	uint32_t aux;
 };
 
+/* Pushes and pops pair on stacks, as processing pairs them: one per range
+ * domain (domain 0 and numbers past STRB_DOMAINS_MAX share the first) and
+ * one for ops. */
+#define STRB_STACK_OPS     STRB_DOMAINS_MAX
+#define STRB_STACKS        (STRB_DOMAINS_MAX + 1)
+#define STRB_POP_BYTES     sizeof(struct strb_rec)
+#define STRB_RANGE_STACK(domain) (STRB_AUX_DOMAIN(domain) < STRB_DOMAINS_MAX ? STRB_AUX_DOMAIN(domain) : 0u)
+
 struct strb_tbuf {
 	/* Written by the owner only. */
 	uint8_t *base;
@@ -65,6 +74,12 @@ struct strb_tbuf {
 	uint32_t session;
 	bool exhausted; /* the budget ran out this session: drop without asking again */
 	uint64_t next_op_id, op_id_end;
+	/* A pop must close its own push: every recorded push keeps room for its
+	 * pop within the claimed budget (pop_room), and a dropped push drops
+	 * its pop too (skip), per stack. */
+	size_t pop_room;
+	uint32_t open[STRB_STACKS]; /* recorded pushes whose pop is to come */
+	uint32_t skip[STRB_STACKS]; /* dropped pushes whose pop is to come */
 	/* Written by the owner only, read by processing while the owner may
 	 * still record: atomics, bumped with strb_tbuf_count (no RMW). */
 	_Atomic uint64_t dropped;   /* events that did not fit the budget */
@@ -85,9 +100,10 @@ extern __thread struct strb_tbuf *strb_tls_buf;
 /* Slow path: attach or reset the calling thread's buffer for session s.
  * NULL when memory cannot be had (the event is then dropped). */
 struct strb_tbuf *strb_tbuf_attach(uint32_t session);
-/* Slow path: claims more budget; returns where n bytes may be written, or
- * NULL (the caller counts a drop). */
-void *strb_tbuf_grow(struct strb_tbuf *b, size_t n);
+/* Slow path: claims more budget; returns where n bytes may be written with
+ * keep bytes (and the pops' room) still free after them, or NULL (a drop,
+ * counted). */
+void *strb_tbuf_grow(struct strb_tbuf *b, size_t n, size_t keep);
 
 /* Sets the budget for the next session, in bytes. */
 void strb_tbuf_set_budget(int64_t bytes);
@@ -107,19 +123,59 @@ static inline struct strb_tbuf *strb_tbuf_current(void)
 	return b;
 }
 
-static inline void *strb_tbuf_reserve(struct strb_tbuf *b, size_t n)
+/* Where n bytes may be written, keeping `keep` more and the room of the
+ * pops to come free; NULL when the budget does not allow (counted). */
+static inline void *strb_tbuf_reserve_keep(struct strb_tbuf *b, size_t n, size_t keep)
 {
-	if (__builtin_expect(b->head + n > b->limit, 0))
-		return strb_tbuf_grow(b, n);
+	if (__builtin_expect(b->head + n + keep + b->pop_room > b->limit, 0))
+		return strb_tbuf_grow(b, n, keep);
 	void *p = b->base + b->head;
 	b->head += n;
 	return p;
+}
+
+static inline void *strb_tbuf_reserve(struct strb_tbuf *b, size_t n)
+{
+	return strb_tbuf_reserve_keep(b, n, 0);
 }
 
 /* Owner-only counter bump: a relaxed load and store, no locked instruction. */
 static inline void strb_tbuf_count(_Atomic uint64_t *c)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+/* A push of n bytes on stack k: its pop's room is kept with it. NULL when
+ * dropped; its pop is then dropped too. */
+static inline void *strb_tbuf_reserve_push(struct strb_tbuf *b, size_t n, unsigned k)
+{
+	void *p = strb_tbuf_reserve_keep(b, n, STRB_POP_BYTES);
+	if (__builtin_expect(!p, 0)) {
+		b->skip[k]++;
+		return NULL;
+	}
+	b->open[k]++;
+	b->pop_room += STRB_POP_BYTES;
+	return p;
+}
+
+/* A pop on stack k: always room when it closes a recorded push; NULL when
+ * its push was dropped (counted) or, closing nothing recorded, it does
+ * not fit. */
+static inline void *strb_tbuf_reserve_pop(struct strb_tbuf *b, unsigned k)
+{
+	if (__builtin_expect(b->skip[k] != 0, 0)) {
+		b->skip[k]--;
+		strb_tbuf_count(&b->dropped);
+		return NULL;
+	}
+	if (__builtin_expect(!b->open[k], 0))
+		return strb_tbuf_reserve(b, STRB_POP_BYTES);
+	b->open[k]--;
+	b->pop_room -= STRB_POP_BYTES;
+	void *p = b->base + b->head;
+	b->head += STRB_POP_BYTES;
+	return p;
 }
 
 static inline void strb_tbuf_publish(struct strb_tbuf *b)
