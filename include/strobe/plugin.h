@@ -28,7 +28,8 @@ enum strobe_resource_kind {
 	STROBE_RESOURCE_ROW = 3,     /* any other named row */
 };
 
-/* A named row or process in the timeline. */
+/* A named row or process in the timeline. Handed out by the library with
+ * its own size: check it before reading a field newer than your header. */
 struct strobe_resource {
 	size_t size;
 	enum strobe_resource_kind kind;
@@ -39,8 +40,10 @@ struct strobe_resource {
 	int64_t sort_index;
 };
 
+/* One process or row; one metadata entry (key and typed value). Both run on
+ * the thread that called the walking function, may block, and return 0 to
+ * go on or anything else to stop the walk, as strobe_activity_cb. */
 typedef int (*strobe_resource_cb)(const struct strobe_resource *resource, void *user_arg);
-/* One metadata entry: key and typed value. */
 typedef int (*strobe_metadata_cb)(const struct strobe_arg *entry, void *user_arg);
 
 /* Walks the processes and rows named in the trace. Same return rules as

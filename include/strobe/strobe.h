@@ -15,8 +15,20 @@
  *  - Threads: every function may be called from any thread unless its
  *    comment says otherwise. Control functions (prepare/start/stop, init,
  *    shutdown, registrations) are serialised internally.
- *  - Growable input structs start with `size_t size`; set it to
- *    sizeof(struct ...). The library reads only the fields that size covers.
+ *  - Sized structs: strobe_init_opts, strobe_activity, strobe_resource,
+ *    strobe_output_ops and strobe_profiler_ops start with `size_t size` and
+ *    may grow at their end in later versions. Fill one with STROBE_OPTS
+ *    (below), which sets size to sizeof(struct ...) and zeroes every field
+ *    not named; zero is each field's default. The library reads only the
+ *    fields the caller's size covers and takes the default for the rest, so
+ *    a program built against an older header keeps working; structs the
+ *    library hands out carry its own size, to check before reading a field
+ *    newer than the program's header. Structs without a size field cannot
+ *    grow and are fixed for this major version: struct strobe_arg (and its
+ *    value union). strobe_trace is opaque.
+ *  - Callbacks (types ending in _cb) take a user_arg passed back unchanged;
+ *    each one's comment says on which thread it runs and whether it may
+ *    block.
  *  - The library never exits, aborts, or writes to stdout. Diagnostics go to
  *    stderr at the level set by STROBE_LOG_LEVEL (or KINETO_LOG_LEVEL) and
  *    to log observers.
@@ -39,6 +51,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Initialises a sized struct: size = sizeof(struct type), the fields named
+ * by the designated initialisers that follow, every other field zero (its
+ * default). For a variable or a compound literal, in C and C++ (C++ needs
+ * the designators in declaration order, as C++20 does):
+ *
+ *	struct strobe_init_opts opts = STROBE_OPTS(strobe_init_opts, .config_path = "my.conf");
+ *	strobe_init(&opts);
+ *	static const struct strobe_output_ops ops = STROBE_OPTS(strobe_output_ops, .write = my_write);
+ *
+ * (g++ 12 warns under -Wextra, in C++ only, that the fields left out
+ * are not initialised; they are, to zero.) */
+#define STROBE_OPTS(type, ...) {.size = sizeof(struct type), __VA_ARGS__}
 
 #define STROBE_VERSION_MAJOR 0
 #define STROBE_VERSION_MINOR 1
@@ -75,13 +100,18 @@ STROBE_API const char *strobe_last_error(void);
  * Lifecycle
  * ------------------------------------------------------------------------ */
 
+/* strobe_init_opts.log_threshold for a fixed threshold (an enum
+ * strobe_log_level): the level plus one, so that 0 stays the default. */
+#define STROBE_INIT_LOG_LEVEL(level) ((int)(level) + 1)
+
 struct strobe_init_opts {
-	size_t size; /* sizeof(struct strobe_init_opts) */
-	/* Log threshold (enum strobe_log_level); -1 = from the environment
-	 * (STROBE_LOG_LEVEL, else KINETO_LOG_LEVEL, else WARNING). */
-	int log_level;
-	/* Base config file; NULL = $STROBE_CONFIG, $KINETO_CONFIG, then
-	 * /etc/libkineto.conf. */
+	size_t size; /* sizeof(struct strobe_init_opts); STROBE_OPTS sets it */
+	/* 0 (default): the log threshold comes from the environment
+	 * (STROBE_LOG_LEVEL, else KINETO_LOG_LEVEL, else WARNING);
+	 * STROBE_INIT_LOG_LEVEL(STROBE_LOG_INFO) sets it instead. */
+	int log_threshold;
+	/* Base config file; NULL (default) = $STROBE_CONFIG, $KINETO_CONFIG,
+	 * then /etc/libkineto.conf. */
 	const char *config_path;
 };
 
@@ -165,7 +195,7 @@ enum strobe_arg_kind {
 	STROBE_ARG_JSON = 5,   /* written verbatim; must be valid JSON */
 };
 
-/* One typed key/value pair. */
+/* One typed key/value pair. Has no size field: it cannot grow. */
 struct strobe_arg {
 	const char *key;
 	enum strobe_arg_kind kind;
@@ -215,7 +245,10 @@ struct strobe_activity {
 };
 
 /* Called once per activity. Return 0 to go on, anything else to stop the
- * walk (the value is returned by the walking function). */
+ * walk (the value is returned by the walking function). Runs on the thread
+ * that called strobe_trace_foreach (or, as a profiler's emit, on the thread
+ * that called collect); it may block, and may call any strobe function but
+ * strobe_trace_destroy on the trace being walked. */
 typedef int (*strobe_activity_cb)(const struct strobe_activity *activity, void *user_arg);
 
 /* ------------------------------------------------------------------------
@@ -280,7 +313,9 @@ STROBE_API void strobe_step(void);
 
 /* Hears where each finished on-demand trace was written (path; status 0
  * or the error), e.g. to upload it. Called on strobe's service thread; it
- * may block briefly. NULL removes it. Returns 0. */
+ * may block briefly (the service thread does nothing else meanwhile) and
+ * must not call strobe_shutdown, which waits for that thread. NULL removes
+ * it. Returns 0. */
 typedef void (*strobe_trace_written_cb)(const char *path, int status, void *user_arg);
 STROBE_API int strobe_set_trace_callback(strobe_trace_written_cb cb, void *user_arg);
 
@@ -378,7 +413,9 @@ STROBE_API void strobe_user_correlation_pop(void);
  * ------------------------------------------------------------------------ */
 
 /* Implementation detail of the fast path: the running session, 0 when
- * idle. Read only with relaxed atomic loads; never write it. */
+ * idle. Read only with relaxed atomic loads; never write it. Programs built
+ * with the macros below reference it, so it is part of the ABI (in the
+ * public version node of libstrobe.map) despite its name. */
 extern STROBE_API uint32_t strobe_internal_session;
 
 #if !defined(STROBE_NO_INLINE_FAST_PATH) && !defined(STROBE_BUILDING_LIBRARY) && defined(__GNUC__)

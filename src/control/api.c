@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "core/metadata.h"
 #include "core/names.h"
 #include "core/tbuf.h"
@@ -68,12 +69,13 @@ int strobe_init(const struct strobe_init_opts *opts)
 		return 0;
 	}
 	strb_log_init_from_env();
-	if (opts && opts->size >= offsetof(struct strobe_init_opts, log_level) + sizeof(int) && opts->log_level >= 0)
-		strobe_log_set_level((enum strobe_log_level)opts->log_level);
+	int threshold = STRB_OPTS_GET(opts, log_threshold, 0);
+	if (threshold > STROBE_LOG_VERBOSE && threshold <= STROBE_LOG_ERROR + 1)
+		strobe_log_set_level((enum strobe_log_level)(threshold - 1));
+	const char *config_path = STRB_OPTS_GET(opts, config_path, NULL);
 	base_config_path[0] = 0;
-	if (opts && opts->size >= offsetof(struct strobe_init_opts, config_path) + sizeof(char *) &&
-	    opts->config_path)
-		snprintf(base_config_path, sizeof(base_config_path), "%s", opts->config_path);
+	if (config_path)
+		snprintf(base_config_path, sizeof(base_config_path), "%s", config_path);
 	strb_clock_init();
 	pthread_once(&atfork_once, register_atfork);
 	atomic_store(&initialized, true);

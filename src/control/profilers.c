@@ -8,17 +8,18 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/opts.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct strb_profiler_ref registry[STRB_MAX_PROFILERS];
 static int registry_count;
 
-/* True when the caller's struct is big enough to hold member `m`. */
-#define HAS(ops, m) ((ops)->size >= offsetof(struct strobe_profiler_ops, m) + sizeof((ops)->m) && (ops)->m)
+/* True when the caller's struct has callback or member `m` and it is set. */
+#define HAS(ops, m) (STRB_OPTS_GET(ops, m, NULL) != NULL)
 
 int strobe_register_profiler(const struct strobe_profiler_ops *ops, void *user_arg)
 {
-	if (!ops || ops->size < offsetof(struct strobe_profiler_ops, activity_mask) + sizeof(ops->activity_mask))
+	if (!STRB_OPTS_HAS(ops, activity_mask))
 		return strb_error(-EINVAL, "strobe_register_profiler: ops is NULL or its size field is too small");
 	int rc = 0;
 	pthread_mutex_lock(&lock);

@@ -5,6 +5,7 @@
 
 #include "core/capture.h"
 #include "common/error.h"
+#include "common/opts.h"
 #include "core/json_check.h"
 #include "core/tbuf.h"
 
@@ -16,12 +17,12 @@ static size_t pad8(size_t n)
 /* The caller's category, when its struct has the field. */
 static const char *category_of(const struct strobe_activity *a)
 {
-	return a->size >= offsetof(struct strobe_activity, category) + sizeof(a->category) ? a->category : NULL;
+	return STRB_OPTS_GET(a, category, NULL);
 }
 
 static int check(const struct strobe_activity *a, size_t *args_bytes)
 {
-	if (!a || a->size < offsetof(struct strobe_activity, args))
+	if (!STRB_OPTS_HAS(a, flow_kind))
 		return strb_error(-EINVAL, "strobe_record: activity is NULL or its size field is too small");
 	if (!strobe_activity_type_name(a->type))
 		return strb_error(-EINVAL, "strobe_record: unknown activity type %d", (int)a->type);
@@ -31,7 +32,7 @@ static int check(const struct strobe_activity *a, size_t *args_bytes)
 	const char *cat = category_of(a);
 	if (cat && strb_category_len(cat) < 0)
 		return strb_error(-EINVAL, "strobe_record: category is empty or longer than %d bytes", STRB_CATEGORY_MAX);
-	size_t count = a->size >= offsetof(struct strobe_activity, arg_count) + sizeof(size_t) ? a->arg_count : 0;
+	size_t count = STRB_OPTS_GET(a, arg_count, 0);
 	if (count && !a->args)
 		return strb_error(-EINVAL, "strobe_record: arg_count is %zu but args is NULL", count);
 	if (count > 4096)
@@ -98,7 +99,7 @@ int strobe_record(const struct strobe_activity *a)
 	r->aux = (uint32_t)payload;
 
 	struct strb_rec_activity *ra = (struct strb_rec_activity *)(r + 1);
-	size_t count = a->size >= offsetof(struct strobe_activity, arg_count) + sizeof(size_t) ? a->arg_count : 0;
+	size_t count = STRB_OPTS_GET(a, arg_count, 0);
 	*ra = (struct strb_rec_activity){
 		.start_ns = a->start_ns,
 		.end_ns = a->end_ns,

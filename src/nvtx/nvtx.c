@@ -34,6 +34,7 @@
 
 #include "core/capture.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "core/names.h"
 #include "core/tbuf.h"
 
@@ -91,7 +92,7 @@ static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *
 {
 	*msg = NULL;
 	memset(at, 0, sizeof(*at));
-	if (!ea || ea->size < offsetof(nvtxEventAttributes_t, payload))
+	if (!STRB_OPTS_HAS(ea, color))
 		return false;
 	if (ea->colorType == NVTX_COLOR_ARGB) {
 		at->has |= STRB_ATTR_COLOR;
@@ -101,7 +102,7 @@ static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *
 		at->has |= STRB_ATTR_CATEGORY;
 		at->category = ea->category;
 	}
-	if (ea->size >= offsetof(nvtxEventAttributes_t, messageType)) {
+	if (STRB_OPTS_HAS(ea, payload)) {
 		switch (ea->payloadType) {
 		case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
 			at->payload_kind = STRB_PAYLOAD_U64;
@@ -131,7 +132,7 @@ static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *
 			break;
 		}
 	}
-	if (ea->size >= offsetof(nvtxEventAttributes_t, message) + sizeof(ea->message)) {
+	if (STRB_OPTS_HAS(ea, message)) {
 		switch (ea->messageType) {
 		case NVTX_MESSAGE_TYPE_ASCII:
 			*msg = ea->message.ascii;

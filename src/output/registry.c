@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/sink.h"
 #include "output/output.h"
 
@@ -60,7 +61,7 @@ int strobe_register_output(const char *protocol, const struct strobe_output_ops 
 	if (!protocol || !normalise(protocol, strlen(protocol), name))
 		return strb_error(-EINVAL, "strobe_register_output: \"%s\" is not a valid protocol name",
 				  protocol ? protocol : "(null)");
-	if (!ops || ops->size < offsetof(struct strobe_output_ops, write) + sizeof(ops->write) || !ops->write)
+	if (!STRB_OPTS_GET(ops, write, NULL))
 		return strb_error(-EINVAL, "strobe_register_output: ops is NULL, too small or has no write");
 	int rc = 0;
 	pthread_mutex_lock(&lock);

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/json_check.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "core/metadata.h"
 #include "core/rank.h"
 #include "core/capture.h"
@@ -23,7 +24,7 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
 	/* Only what the caller's size covers is read; the rest stays zero. */
 	struct strobe_activity copy;
 	memset(&copy, 0, sizeof(copy));
-	if (!a || a->size < offsetof(struct strobe_activity, args)) {
+	if (!STRB_OPTS_HAS(a, flow_kind)) {
 		t->stats.rejected_activities++;
 		return 0;
 	}

@@ -93,7 +93,7 @@ static void test_not_initialised(void **state)
 static void test_init_idempotent(void **state)
 {
 	(void)state;
-	struct strobe_init_opts opts = {.size = sizeof(opts), .log_level = -1, .config_path = NULL};
+	struct strobe_init_opts opts = STROBE_OPTS(strobe_init_opts, .config_path = NULL);
 	assert_int_equal(strobe_init(&opts), 0);
 	assert_int_equal(strobe_init(NULL), 0);
 	assert_int_equal(strobe_init(&opts), 0);
