@@ -240,6 +240,25 @@ static void test_nul_in_strings(void **state)
 	assert_int_equal(st.truncated, 0);
 }
 
+/* convert writes such a name whole, as valid JSON. */
+static void test_convert_keeps_nul_names(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp();
+	char in[1100], out[1100], args[2300];
+	snprintf(in, sizeof(in), "%s/in.json", dir);
+	snprintf(out, sizeof(out), "%s/out.json", dir);
+	assert_int_equal(tu_write_file(in, "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\u0000b\", \"pid\": 1, "
+					   "\"tid\": 1, \"ts\": 1, \"dur\": 1}]}"),
+			 0);
+	snprintf(args, sizeof(args), "'%s' '%s'", in, out);
+	assert_int_equal(tu_strobe("convert", args, 1, NULL), 0);
+	yajl_val o = tu_load_trace(out);
+	assert_non_null(tu_find(o, "X", NULL, "a\xef\xbf\xbd" "b"));
+	yajl_tree_free(o);
+	tu_rmrf(dir);
+}
+
 /* A NUL replacement that would not fit is cut before it, never inside. */
 static void test_nul_at_the_limit(void **state)
 {
@@ -335,6 +354,7 @@ int main(void)
 	    cmocka_unit_test(test_long_member_and_error_offset),
 	    cmocka_unit_test(test_long_number_refused),
 	    cmocka_unit_test(test_nul_in_strings),
+	    cmocka_unit_test(test_convert_keeps_nul_names),
 	    cmocka_unit_test(test_nul_at_the_limit),
 	    cmocka_unit_test(test_garbled_refused),
 	    cmocka_unit_test(test_negative_dur_counted),

@@ -651,21 +651,22 @@ static uint64_t json_offset(const struct reader *r)
 	return r->json_base + (uint64_t)((int64_t)at - shift);
 }
 
+/* The kind of a value, with its article. */
 static const char *tok_kind(enum tok t)
 {
 	switch (t) {
 	case T_NULL:
 		return "null";
 	case T_BOOL:
-		return "boolean";
+		return "a boolean";
 	case T_NUMBER:
-		return "number";
+		return "a number";
 	case T_STRING:
-		return "string";
+		return "a string";
 	case T_START_MAP:
-		return "object";
+		return "an object";
 	default:
-		return "array";
+		return "an array";
 	}
 }
 
@@ -674,7 +675,7 @@ static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
 	int ed = r->events_depth;
 	if (!r->root) {
 		if (t != T_START_MAP && t != T_START_ARRAY) {
-			fail(r, -EBADMSG, "not a trace: the top-level JSON value is a %s, not an object",
+			fail(r, -EBADMSG, "not a trace: the top-level JSON value is %s, not an object",
 			     tok_kind(t));
 			return 0;
 		}
@@ -705,7 +706,7 @@ static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
 		if (strcmp(r->key, "traceEvents"))
 			return cap_begin(r, CAP_MEMBER, NULL) ? 0 : cap_token(r, t, s, len);
 		if (t != T_START_ARRAY) {
-			fail(r, -EBADMSG, "not a trace: traceEvents is a %s, not an array (byte %llu)",
+			fail(r, -EBADMSG, "not a trace: traceEvents is %s, not an array (byte %llu)",
 			     tok_kind(t), (unsigned long long)json_offset(r));
 			return 0;
 		}
