@@ -20,6 +20,28 @@
 #define SPAN_SORT_INDEX 536870912
 #define SPAN_NAME "strobe"
 
+/* Time differences of any two int64_t ns fit 65 bits. */
+__extension__ typedef __int128 strb_i128;
+
+/* ns as µs with exactly three decimals, negative ones with a minus
+ * (|ns| <= 2^64 + 1 here). */
+static void us(struct strb_jbuf *b, strb_i128 ns)
+{
+	if (ns < 0)
+		strb_jbuf_raw(b, "-", 1);
+	strb_i128 m = ns < 0 ? -ns : ns;
+	strb_jbuf_u64(b, (uint64_t)(m / 1000));
+	unsigned f = (unsigned)(m % 1000);
+	char frac[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
+	strb_jbuf_raw(b, frac, sizeof(frac));
+}
+
+/* `to - from` in µs, however far apart. */
+static void us_since(struct strb_jbuf *b, int64_t to, int64_t from)
+{
+	us(b, (strb_i128)to - from);
+}
+
 struct writer {
 	struct strb_jbuf *b;
 	const struct strobe_trace *t;
@@ -84,7 +106,7 @@ bool strb_output_is_counter(enum strobe_activity_type type)
 }
 
 /* The event's common head: {"ph": "X", "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ... */
-static void head(struct writer *w, const char *ph, const struct strobe_activity *a, int64_t ts)
+static void head(struct writer *w, const char *ph, const struct strobe_activity *a, strb_i128 ts)
 {
 	struct strb_jbuf *b = w->b;
 	strb_jbuf_lit(b, "{\"ph\": \"");
@@ -106,7 +128,7 @@ static void head(struct writer *w, const char *ph, const struct strobe_activity 
 	strb_jbuf_lit(b, ", \"tid\": ");
 	strb_jbuf_i64(b, a->resource < 0 ? (a->resource == INT64_MIN ? 0 : -a->resource) : a->resource);
 	strb_jbuf_lit(b, ", \"ts\": ");
-	strb_jbuf_us(b, ts - w->base);
+	us(b, ts - w->base);
 }
 
 uint64_t strb_output_external_id(const struct strobe_activity *a)
@@ -158,7 +180,7 @@ static void flow(struct writer *w, const struct strobe_activity *a)
 	strb_jbuf_lit(b, ", \"tid\": ");
 	strb_jbuf_i64(b, a->resource < 0 ? (a->resource == INT64_MIN ? 0 : -a->resource) : a->resource);
 	strb_jbuf_lit(b, ", \"ts\": ");
-	strb_jbuf_us(b, a->start_ns - w->base);
+	us_since(b, a->start_ns, w->base);
 	strb_jbuf_lit(b, ", \"cat\": \"");
 	strb_jbuf_lit(b, cat);
 	strb_jbuf_lit(b, "\", \"name\": \"");
@@ -186,7 +208,7 @@ static void activity(struct writer *w, size_t idx)
 		}
 		strb_jbuf_raw(b, "}", 1);
 	} else {
-		int64_t start = a->start_ns, dur = a->end_ns - a->start_ns;
+		strb_i128 start = a->start_ns, dur = (strb_i128)a->end_ns - a->start_ns;
 		if (a->type == STROBE_ACTIVITY_GPU_USER_ANNOTATION) {
 			/* Widened by 1 ns each side so viewers show it enclosing its GPU work. */
 			start -= 1;
@@ -194,7 +216,7 @@ static void activity(struct writer *w, size_t idx)
 		}
 		head(w, "X", a, start);
 		strb_jbuf_lit(b, ", \"dur\": ");
-		strb_jbuf_us(b, dur);
+		us(b, dur);
 		args(w, a, av, an, true);
 	}
 	strb_jbuf_raw(b, "},\n", 3);
@@ -208,7 +230,7 @@ static void meta_head(struct writer *w, const char *what, int64_t pid, int64_t t
 	strb_jbuf_lit(b, "{\"ph\": \"M\", \"name\": \"");
 	strb_jbuf_lit(b, what);
 	strb_jbuf_lit(b, "\", \"ts\": ");
-	strb_jbuf_us(b, w->t->start_ns - w->base);
+	us_since(b, w->t->start_ns, w->base);
 	strb_jbuf_lit(b, ", \"pid\": ");
 	strb_jbuf_i64(b, pid);
 	strb_jbuf_lit(b, ", \"tid\": ");
@@ -269,18 +291,18 @@ static void span(struct writer *w)
 		ops += t->acts[i].type == STROBE_ACTIVITY_CPU_OP;
 	strb_jbuf_lit(b, "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"" SPAN_NAME " (0)\", \"pid\": \"Spans\", "
 			 "\"tid\": \"" SPAN_NAME "\", \"ts\": ");
-	strb_jbuf_us(b, t->start_ns - w->base);
+	us_since(b, t->start_ns, w->base);
 	strb_jbuf_lit(b, ", \"dur\": ");
-	strb_jbuf_us(b, t->end_ns - t->start_ns);
+	us_since(b, t->end_ns, t->start_ns);
 	strb_jbuf_lit(b, ", \"args\": {\"Op count\": ");
 	strb_jbuf_u64(b, ops);
 	strb_jbuf_lit(b, "}},\n{\"ph\": \"M\", \"name\": \"process_sort_index\", \"ts\": ");
-	strb_jbuf_us(b, t->start_ns - w->base);
+	us_since(b, t->start_ns, w->base);
 	strb_jbuf_lit(b, ", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": ");
 	strb_jbuf_i64(b, SPAN_SORT_INDEX);
 	strb_jbuf_lit(b, "}},\n{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Iteration Start: " SPAN_NAME
 			 "\", \"pid\": \"Traces\", \"tid\": \"Trace " SPAN_NAME "\", \"ts\": ");
-	strb_jbuf_us(b, t->start_ns - w->base);
+	us_since(b, t->start_ns, w->base);
 	strb_jbuf_lit(b, "},\n");
 }
 
@@ -335,7 +357,7 @@ static void document(struct writer *w, const char *path)
 	span(w);
 	strb_jbuf_lit(b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
 			 "\"ts\": ");
-	strb_jbuf_us(b, t->end_ns - w->base);
+	us_since(b, t->end_ns, w->base);
 	strb_jbuf_lit(b, "}\n  ],\n  \"traceName\": ");
 	strb_jbuf_str(b, path);
 	strb_jbuf_lit(b, "\n}\n");

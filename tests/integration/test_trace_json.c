@@ -317,6 +317,55 @@ static void test_time_format(void **state)
 	yajl_tree_free(root);
 }
 
+/* The text of member key of the event named name (its number as written). */
+static const char *number_text(yajl_val root, const char *name, const char *key)
+{
+	yajl_val v = tu_get(must_find(root, NULL, NULL, name), key);
+	assert_true(v && YAJL_IS_NUMBER(v));
+	return YAJL_GET_NUMBER(v);
+}
+
+/* Times before the trace's base are negative, and no time overflows the
+ * writer however far apart (strobe_record takes any int64_t). */
+static void test_extreme_times(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	int64_t base = base_for_now();
+	tu_record_at("before_base", STROBE_ACTIVITY_CPU_OP, base - 5250, 2000, (struct strobe_activity){0});
+	struct strobe_activity a = {.size = sizeof(a),
+	                            .type = STROBE_ACTIVITY_CPU_OP,
+	                            .name = "all_of_time",
+	                            .start_ns = INT64_MIN,
+	                            .end_ns = INT64_MAX};
+	assert_int_equal(strobe_record(&a), 0);
+	a.type = STROBE_ACTIVITY_GPU_USER_ANNOTATION; /* widened by 1 ns each side */
+	a.name = "gpu_all_of_time";
+	assert_int_equal(strobe_record(&a), 0);
+	a.type = STROBE_ACTIVITY_CPU_INSTANT_EVENT;
+	a.name = "the_end";
+	a.start_ns = a.end_ns = INT64_MAX;
+	assert_int_equal(strobe_record(&a), 0);
+	yajl_val root = end_load("extreme.json");
+
+	assert_string_equal(number_text(root, "before_base", "ts"), "-5.250");
+	assert_int_equal(tu_get_ns(must_find(root, "X", NULL, "before_base"), "dur"), 2000);
+	/* 2^64 - 1 ns, exactly. */
+	assert_string_equal(number_text(root, "all_of_time", "dur"), "18446744073709551.615");
+	assert_string_equal(number_text(root, "gpu_all_of_time", "dur"), "18446744073709551.617");
+	char want[64];
+	__extension__ __int128 from = (__int128)INT64_MIN - base, gpu_from = from - 1, to = (__int128)INT64_MAX - base;
+	snprintf(want, sizeof(want), "-%llu.%03llu", (unsigned long long)(-from / 1000),
+		 (unsigned long long)(-from % 1000));
+	assert_string_equal(number_text(root, "all_of_time", "ts"), want);
+	snprintf(want, sizeof(want), "-%llu.%03llu", (unsigned long long)(-gpu_from / 1000),
+		 (unsigned long long)(-gpu_from % 1000));
+	assert_string_equal(number_text(root, "gpu_all_of_time", "ts"), want);
+	snprintf(want, sizeof(want), "%llu.%03llu", (unsigned long long)(to / 1000), (unsigned long long)(to % 1000));
+	assert_string_equal(number_text(root, "the_end", "ts"), want);
+	yajl_tree_free(root);
+}
+
 /* ---- process and thread rows ------------------------------------------------- */
 
 /* The "M" event `what` for (pid, tid), or NULL. */
@@ -1315,6 +1364,7 @@ int main(void)
 	    cmocka_unit_test(test_snippet),
 	    cmocka_unit_test(test_top_level),
 	    cmocka_unit_test(test_time_format),
+	    cmocka_unit_test(test_extreme_times),
 	    cmocka_unit_test(test_process_and_thread_rows),
 	    cmocka_unit_test(test_long_thread_name),
 	    cmocka_unit_test(test_metadata_types),
