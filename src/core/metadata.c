@@ -24,10 +24,21 @@ static void free_entry(struct entry *e)
 		free((char *)e->value.value.str);
 }
 
+/* Top-level keys the trace writes itself: a second one would make the
+ * file ambiguous (readers keep either). "distributedInfo" is not among
+ * them: the program's replaces the generated one, as in libkineto. */
+static const char *const reserved[] = {"schemaVersion",	      "deviceProperties", "displayTimeUnit",
+				       "baseTimeNanoseconds", "traceEvents",	  "traceName",
+				       "strobe"};
+
 static int set(const char *key, struct strobe_arg value)
 {
 	if (!key || !*key)
 		return strb_error(-EINVAL, "metadata key is NULL or empty");
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+		if (!strcmp(key, reserved[i]))
+			return strb_error(-EINVAL, "metadata key \"%s\" is one the trace writes itself; use another name",
+					  key);
 	char *k = strdup(key);
 	char *s = NULL;
 	if (value.kind == STROBE_ARG_STRING || value.kind == STROBE_ARG_JSON) {

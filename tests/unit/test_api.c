@@ -432,6 +432,49 @@ static void test_metadata_bad_arguments(void **state)
 	assert_int_equal(strobe_thread_set_name(NULL), -EINVAL);
 }
 
+/* The trace's own top-level keys cannot be set twice; distributedInfo may
+ * be replaced, as in libkineto. */
+static void test_metadata_reserved_keys(void **state)
+{
+	(void)state;
+	static const char *const own[] = {"traceEvents",	 "displayTimeUnit", "baseTimeNanoseconds",
+					  "deviceProperties", "traceName",	     "schemaVersion",
+					  "strobe"};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		assert_int_equal(strobe_metadata_set_string(own[i], "x"), -EINVAL);
+		tu_assert_contains(strobe_last_error(), own[i]);
+		tu_assert_contains(strobe_last_error(), "the trace writes itself");
+		assert_int_equal(strobe_metadata_set_int(own[i], 1), -EINVAL);
+		assert_int_equal(strobe_metadata_set_double(own[i], 1.0), -EINVAL);
+		assert_int_equal(strobe_metadata_set_json(own[i], "[]"), -EINVAL);
+		assert_int_equal(strobe_metadata_remove(own[i]), -ENOENT);
+	}
+	/* Each key appears once in the file, with strobe's value. */
+	trace_now(0, NULL);
+	strobe_trace *t = stop_trace();
+	char dir[1024], path[1100];
+	snprintf(dir, sizeof(dir), "%s", tu_mkdtemp());
+	snprintf(path, sizeof(path), "%s/reserved.json", dir);
+	assert_int_equal(strobe_trace_save(t, path), 0);
+	strobe_trace_destroy(t);
+	char *text = tu_read_file(path, NULL);
+	assert_non_null(text);
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		char quoted[64];
+		snprintf(quoted, sizeof(quoted), "\n  \"%s\": ", own[i]);
+		const char *at = strstr(text, quoted);
+		if (!at || strstr(at + 1, quoted))
+			fail_msg("%s is not in the trace exactly once", own[i]);
+	}
+	free(text);
+	tu_rmrf(dir);
+
+	assert_int_equal(strobe_metadata_set_json("distributedInfo", "{\"rank\": 2}"), 0);
+	assert_int_equal(strobe_metadata_remove("distributedInfo"), 0);
+	assert_int_equal(strobe_metadata_set_string("TraceEvents", "x"), 0); /* keys are case-sensitive */
+	assert_int_equal(strobe_metadata_remove("TraceEvents"), 0);
+}
+
 /* ---- strobe_record ----------------------------------------------------------- */
 
 static struct strobe_activity valid_activity(void)
@@ -649,6 +692,7 @@ int main(void)
 	    cmocka_unit_test(test_nothing_recorded_when_not_tracing),
 	    cmocka_unit_test(test_metadata_json_validated),
 	    cmocka_unit_test(test_metadata_bad_arguments),
+	    cmocka_unit_test(test_metadata_reserved_keys),
 	    cmocka_unit_test(test_record_validation),
 	    cmocka_unit_test(test_trace_errors),
 	    cmocka_unit_test(test_log_observers),
