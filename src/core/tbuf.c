@@ -109,6 +109,7 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->limit = 0;
 	b->exhausted = false;
 	b->pop_room = 0;
+	b->released = 0;
 	memset(b->open, 0, sizeof(b->open));
 	memset(b->skip, 0, sizeof(b->skip));
 	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
@@ -180,6 +181,17 @@ void strb_tbuf_foreach(uint32_t session, strb_tbuf_visit_fn fn, void *arg)
 		fn(b, published, arg);
 	}
 	pthread_mutex_unlock(&registry_lock);
+}
+
+void strb_tbuf_consumed(struct strb_tbuf *b, size_t upto)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t from = b->released > RETAIN_BYTES ? b->released : RETAIN_BYTES;
+	size_t to = upto / page * page; /* a late writer may still fill the page of `upto` */
+	if (!b->base || to <= from || to > b->reserve)
+		return;
+	madvise(b->base + from, to - from, MADV_DONTNEED);
+	b->released = to;
 }
 
 static void free_buf(struct strb_tbuf *b)

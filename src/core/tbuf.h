@@ -86,6 +86,7 @@ struct strb_tbuf {
 	_Atomic uint64_t truncated; /* names cut at STRB_NAME_MAX */
 
 	_Atomic size_t published; /* head, as the reader may see it */
+	size_t released;          /* processing gave back the pages below this */
 	atomic_bool dead;         /* the thread exited */
 	pid_t tid;
 	char name[STRB_THREAD_NAME_MAX]; /* empty = ask the kernel at processing */
@@ -186,6 +187,11 @@ static inline void strb_tbuf_publish(struct strb_tbuf *b)
 /* Walks every buffer of `session` (live and dead) under the registry lock. */
 typedef void (*strb_tbuf_visit_fn)(struct strb_tbuf *b, size_t published, void *arg);
 void strb_tbuf_foreach(uint32_t session, strb_tbuf_visit_fn fn, void *arg);
+/* Processing has read [0, upto) of b for good: gives those pages back to
+ * the kernel as it goes (all but the first ones, kept between traces), so
+ * the buffers shrink while the trace grows. From a strb_tbuf_foreach visit,
+ * with no session active. */
+void strb_tbuf_consumed(struct strb_tbuf *b, size_t upto);
 /* After processing: frees buffers of dead threads and returns the pages of
  * the others to the kernel. Only call when no session is active. */
 void strb_tbuf_release_all(void);

@@ -12,6 +12,8 @@
 #include "core/tbuf.h"
 #include "process/process.h"
 
+#define CONSUMED_STEP (8u << 20)
+
 struct open_range {
 	size_t act; /* index in t->acts, or SIZE_MAX when the type is not selected */
 };
@@ -434,8 +436,13 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 	struct strobe_trace *t = k->t;
 	const struct strb_window *w = k->w;
 	k->ranges.n = k->ops.n = 0;
-	size_t off = 0;
+	size_t off = 0, given_back = 0;
 	while (off + sizeof(struct strb_rec) <= published && !k->rc) {
+		if (off - given_back >= CONSUMED_STEP) {
+			/* Read for good: the buffer shrinks while the trace grows. */
+			strb_tbuf_consumed(b, off);
+			given_back = off;
+		}
 		const struct strb_rec *r = (const void *)(b->base + off);
 		off += record_size(r);
 		bool timed = r->kind != STRB_REC_ACTIVITY;
