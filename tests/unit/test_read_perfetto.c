@@ -73,9 +73,8 @@ static void thread_track(struct pbuf *out, uint64_t uuid, int pid, int tid)
 	field_msg(out, PF_TRACE_PACKET, &pkt);
 }
 
-/* A slice begin (name given) or end (name NULL) on track at ts, in
- * CLOCK_REALTIME. */
-static void slice(struct pbuf *out, uint64_t track, uint64_t ts, const char *name)
+/* A slice begin (name given) or end (name NULL) on track at ts of clock. */
+static void slice_at(struct pbuf *out, uint64_t track, uint64_t clock, uint64_t ts, const char *name)
 {
 	struct pbuf pkt = {0}, te = {0};
 	field_varint(&te, PF_TE_TYPE, name ? PF_TYPE_SLICE_BEGIN : PF_TYPE_SLICE_END);
@@ -83,8 +82,29 @@ static void slice(struct pbuf *out, uint64_t track, uint64_t ts, const char *nam
 	if (name)
 		field_bytes(&te, PF_TE_NAME, name, strlen(name));
 	field_varint(&pkt, PF_PKT_TIMESTAMP, ts);
-	field_varint(&pkt, PF_PKT_CLOCK_ID, PF_CLOCK_REALTIME);
+	field_varint(&pkt, PF_PKT_CLOCK_ID, clock);
 	field_msg(&pkt, PF_PKT_TRACK_EVENT, &te);
+	field_msg(out, PF_TRACE_PACKET, &pkt);
+}
+
+/* The same in CLOCK_REALTIME. */
+static void slice(struct pbuf *out, uint64_t track, uint64_t ts, const char *name)
+{
+	slice_at(out, track, PF_CLOCK_REALTIME, ts, name);
+}
+
+/* A clock snapshot: CLOCK_REALTIME at realtime when CLOCK_BOOTTIME was at
+ * boottime. */
+static void clock_snapshot(struct pbuf *out, uint64_t realtime, uint64_t boottime)
+{
+	struct pbuf pkt = {0}, snap = {0}, clock = {0};
+	field_varint(&clock, PF_CLOCK_ID, PF_CLOCK_REALTIME);
+	field_varint(&clock, PF_CLOCK_TS, realtime);
+	field_msg(&snap, PF_SNAP_CLOCKS, &clock);
+	field_varint(&clock, PF_CLOCK_ID, PF_CLOCK_BOOTTIME);
+	field_varint(&clock, PF_CLOCK_TS, boottime);
+	field_msg(&snap, PF_SNAP_CLOCKS, &clock);
+	field_msg(&pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
 	field_msg(out, PF_TRACE_PACKET, &pkt);
 }
 
@@ -221,6 +241,40 @@ static void test_end_before_begin_counted(void **state)
 	free(p.b);
 }
 
+/* Times that leave int64 through a clock's offset, or a duration that
+ * does not fit, are held at the end of the range and counted, never
+ * wrapped (they were signed overflows). */
+static void test_time_overflow_counted(void **state)
+{
+	(void)state;
+	const uint64_t big = UINT64_C(1000000000000000000);
+	struct pbuf p = {0};
+	thread_track(&p, 1, 7, 8);
+	clock_snapshot(&p, big, 0); /* boot time 0 is realtime 1e18 */
+	slice_at(&p, 1, PF_CLOCK_BOOTTIME, (uint64_t)INT64_MAX - 5, "late");
+	slice_at(&p, 1, PF_CLOCK_BOOTTIME, (uint64_t)INT64_MAX - 4, NULL);
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ts[0], INT64_MAX);
+	assert_int_equal(s.dur[0], 0);
+	assert_int_equal(st.bad_times, 2);
+	free(p.b);
+
+	p = (struct pbuf){0};
+	thread_track(&p, 1, 7, 8);
+	clock_snapshot(&p, 0, big); /* boot time 1e18 is realtime 0 */
+	slice_at(&p, 1, PF_CLOCK_BOOTTIME, 0, "long");
+	slice_at(&p, 1, PF_CLOCK_REALTIME, (uint64_t)INT64_MAX, NULL);
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ts[0], -(int64_t)big);
+	assert_int_equal(s.dur[0], INT64_MAX);
+	assert_int_equal(st.bad_times, 1);
+	free(p.b);
+}
+
 /* What strobe summary says of a file with both kinds of cut slices. */
 static void test_summary_says_so(void **state)
 {
@@ -244,6 +298,7 @@ int main(void)
 	    cmocka_unit_test(test_unended_bounded),
 	    cmocka_unit_test(test_total_limit),
 	    cmocka_unit_test(test_end_before_begin_counted),
+	    cmocka_unit_test(test_time_overflow_counted),
 	    cmocka_unit_test(test_summary_says_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

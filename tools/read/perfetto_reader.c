@@ -638,13 +638,21 @@ static bool annotation(const struct seq *sq, const struct field *f, struct sbuf 
 
 /* ---- packets ------------------------------------------------------------ */
 
+/* ts of clock in CLOCK_REALTIME ns. A time that does not fit in int64
+ * (a corrupt clock or timestamp) is held at the end of the range and
+ * counted in bad_times. */
 static int64_t to_realtime(struct tr_pf *p, const struct seq *sq, uint64_t clock, uint64_t ts)
 {
+	int64_t off = 0, t;
 	if (clock >= 64 && clock < 128 && sq->seq_known[clock - 64])
-		return (int64_t)ts + sq->seq_offset[clock - 64];
-	if (clock < 16 && p->global_known[clock])
-		return (int64_t)ts + p->global_offset[clock];
-	return (int64_t)ts;
+		off = sq->seq_offset[clock - 64];
+	else if (clock < 16 && p->global_known[clock])
+		off = p->global_offset[clock];
+	if (ts > INT64_MAX || __builtin_add_overflow((int64_t)ts, off, &t)) {
+		p->st->bad_times++;
+		return ts > INT64_MAX || off > 0 ? INT64_MAX : INT64_MIN;
+	}
+	return t;
 }
 
 static void clock_snapshot(struct tr_pf *p, struct seq *sq, const struct field *f, bool *bad)
@@ -917,7 +925,12 @@ static int end_slice(struct tr_pf *p, struct track *t, int64_t ts)
 	place(p, t);
 	p->ev->has_ts = p->ev->has_dur = true;
 	p->ev->ts_ns = s.ts - p->base;
-	p->ev->dur_ns = ts >= s.ts ? ts - s.ts : 0;
+	if (ts < s.ts)
+		p->ev->dur_ns = 0;
+	else if (__builtin_sub_overflow(ts, s.ts, &p->ev->dur_ns)) {
+		p->ev->dur_ns = INT64_MAX;
+		p->st->bad_times++;
+	}
 	fill_args(p, s.args ? s.args : "", s.nargs);
 	int rc = emit(p);
 	if (!rc)
