@@ -354,7 +354,7 @@ static int open_target(struct strb_sink *s, const char *path)
 	bool magic;
 	int rc = resolve(path, path, &file, &alias, &magic);
 	if (rc || alias >= 0)
-		return rc ? rc : open_in_place(s, NULL, alias, false);
+		return rc ? rc : open_in_place(s, path, alias, false);
 	if (magic) {
 		rc = open_in_place(s, file, -1, true);
 		free(file);
