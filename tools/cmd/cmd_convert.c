@@ -221,7 +221,7 @@ static FILE *rereadable_stdin(char *err, size_t errlen)
 	if (fd >= 0)
 		unlink(path);
 	if (!f) {
-		snprintf(err, errlen, "cannot save stdin to read it twice: %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot save stdin to read it twice: %.300s: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
