@@ -143,6 +143,12 @@ static void test_open_descriptor_written_into(void **state)
 			 0);
 	tu_assert_contains(out, "<!DOCTYPE html>");
 	free(out);
+
+	/* strobe record -o /dev/stdout: the trace on stdout, and no attempt to
+	 * read it back for the summary (that waited on the pipe forever). */
+	assert_int_equal(tu_run("timeout 20 " STROBE_CLI_PATH " record -o /dev/stdout -- /bin/true", 0, &out), 0);
+	tu_assert_contains(out, "\"traceEvents\"");
+	free(out);
 }
 
 static void test_symlink_followed(void **state)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis/analysis.h"
 #include "strobe/strobe.h"
@@ -140,6 +141,13 @@ static void dropped(const struct an_trace *a, FILE *out)
 
 int record_summary(const char *path, int64_t wall_ns, FILE *out)
 {
+	/* A device, FIFO or /dev/stdout took the trace: reading it back would
+	 * read someone else's data or wait forever. */
+	struct stat sb;
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		fprintf(out, "strobe: record: the trace went to %s, not a file: no summary\n", path);
+		return 0;
+	}
 	struct an_trace a;
 	memset(&a, 0, sizeof(a));
 	struct tr_stats st;
