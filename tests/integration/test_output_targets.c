@@ -234,6 +234,43 @@ static void test_owner_and_mode_kept(void **state)
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_trace_in(theirs);
 	unlink(theirs);
+
+	/* Not root: a file of someone else's that we may write cannot be given
+	 * back to them after a rename, so it is written in place and stays
+	 * theirs. */
+	char shared[PATH_LEN], root_file[PATH_LEN + 16];
+	assert_int_equal(mkdir(in_dir(shared, "shared"), 0777), 0);
+	assert_int_equal(chmod(shared, 0777), 0);
+	assert_int_equal(chmod(tu_dir, 0755), 0);
+	snprintf(root_file, sizeof(root_file), "%s/root.json", shared);
+	assert_int_equal(tu_write_file(root_file, "old"), 0);
+	assert_int_equal(chmod(root_file, 0666), 0);
+	assert_int_equal(stat(root_file, &st), 0);
+	ino_t ino = st.st_ino;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(setgid(nobody->pw_gid) || setuid(nobody->pw_uid) ? 2
+		      : access(shared, W_OK)				 ? 4 /* a private folder above */
+		      : strobe_trace_save(trace, root_file)		 ? 3
+									 : 0);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 4)
+		print_message("skipped: nobody cannot reach %s\n", shared);
+	else
+		assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(stat(root_file, &st), 0);
+	if (WEXITSTATUS(status) == 0) {
+		assert_int_equal(st.st_uid, 0);
+		assert_int_equal(st.st_ino, ino);
+		assert_int_equal(st.st_mode & 07777, 0666);
+		assert_trace_in(root_file);
+	}
+	chmod(tu_dir, 0700);
+	unlink(root_file);
+	rmdir(shared);
 }
 
 static void test_unwritable_kinds_refused(void **state)
