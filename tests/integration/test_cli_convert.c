@@ -337,9 +337,9 @@ static void test_merged_trace_to_perfetto(void **state)
 
 	/* Through a pipe, read twice from a saved copy: the same file. */
 	const char *piped = in_dir(1, "piped.pftrace");
-	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "cat '%s' | '%s' convert -q - '%s' && cmp '%s' '%s'", merged, STROBE_CLI_PATH,
-		 piped, piped, out);
+	char cmd[8192];
+	TU_FORMAT(cmd, "cat '%s' | '%s' convert -q - '%s' && cmp '%s' '%s'", merged, STROBE_CLI_PATH, piped, piped,
+		  out);
 	if (tu_run(cmd, 1, &msg))
 		fail_msg("%s: %s", cmd, msg);
 	free(msg);

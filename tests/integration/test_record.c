@@ -45,7 +45,7 @@ static int teardown(void **state)
 static int record(const char *args, char **out)
 {
 	char cmd[4096];
-	snprintf(cmd, sizeof(cmd), "cd %s && %s record %s", dir, STROBE_CLI_PATH, args);
+	TU_FORMAT(cmd, "cd %s && %s record %s", dir, STROBE_CLI_PATH, args);
 	return tu_run(cmd, 1, out);
 }
 

@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,15 @@ static inline uint64_t tu_xorshift(uint64_t *state)
 /* Fails the test, showing text (its first 6000 bytes), unless it holds
  * needle. text may be NULL. */
 void tu_assert_contains(const char *text, const char *needle);
+
+/* snprintf into an array that fails the test when the text does not fit,
+ * so a long TMPDIR or build path is an error, not a silently cut command. */
+#define TU_FORMAT(array, ...)                                                                                    \
+	do {                                                                                                     \
+		int tu_n_ = snprintf((array), sizeof(array), __VA_ARGS__);                                       \
+		if (tu_n_ < 0 || (size_t)tu_n_ >= sizeof(array))                                                \
+			fail_msg("%s:%d: text does not fit %s", __FILE__, __LINE__, #array);                     \
+	} while (0)
 /* The whole line of text that holds needle, malloc'd; fails the test when
  * there is none. */
 char *tu_line_with(const char *text, const char *needle);
