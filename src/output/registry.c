@@ -150,7 +150,7 @@ int strobe_trace_save(const strobe_trace *trace, const char *url)
 	}
 	if (!*location)
 		return strb_error(-EINVAL, "strobe_trace_save: URL \"%s\" names no location", url);
-	struct writer_entry w;
+	struct writer_entry w = {0}; /* gcc -Os cannot see that lookup fills it when it returns true */
 	if (!lookup(name, &w))
 		return strb_error(STROBE_E_NO_WRITER, "strobe_trace_save: no output writer for the %s protocol",
 				  name);
