@@ -174,7 +174,7 @@ static bool find_inject(char out[PATH_MAX])
 	if (!slash)
 		return false;
 	*slash = 0;
-	const char *const rel[] = {"", "/../" STROBE_INSTALL_LIBDIR, "/../lib"};
+	const char *const rel[] = {"", ("/../" STROBE_INSTALL_LIBDIR), "/../lib"};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		char cand[PATH_MAX + 64];
 		snprintf(cand, sizeof(cand), "%s%s/libstrobe_inject.so", self, rel[i]);
