@@ -201,13 +201,26 @@ static void short_lived_leave_no_poll_unanswered(void **state)
 		standin_turn(&d);
 	for (int i = 0; i < 20; i++)
 		standin_turn(&d); /* late ones */
-	int exited = 0;
-	for (int i = 0; i < N; i++) {
-		int st;
-		if (waitpid(pids[i], &st, WNOHANG) == pids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			exited++;
+	/* Each child exits once kicked; a sanitizer's exit can take seconds. */
+	int exited = 0, gone = 0;
+	bool done[N] = {false};
+	end = mono_ms() + 20000;
+	while (gone < N && mono_ms() < end) {
+		for (int i = 0; i < N; i++) {
+			int st;
+			if (done[i] || waitpid(pids[i], &st, WNOHANG) != pids[i])
+				continue;
+			done[i] = true;
+			gone++;
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+				exited++;
+		}
+		if (gone < N)
+			usleep(10 * 1000);
 	}
-	reap(pids, N);
+	for (int i = 0; i < N; i++)
+		if (!done[i])
+			kill(pids[i], SIGKILL), waitpid(pids[i], NULL, 0);
 	strb_ipc_close(d.ep);
 	if (d.refused)
 		fail_msg("%d of %d answers found no socket (dynolog would stall 10.2 s on each); %lld ms retrying",
