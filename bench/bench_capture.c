@@ -104,7 +104,7 @@ static double traced_run(int threads)
 	strobe_stop(&t);
 	if (strobe_trace_activity_count(t) < (size_t)pairs * (size_t)threads)
 		fprintf(stderr, "warning: %zu activities, expected %ld\n", strobe_trace_activity_count(t),
-			pairs * threads);
+		        pairs * threads);
 	strobe_trace_destroy(t);
 	double sum = 0;
 	for (int i = 0; i < threads; i++)
@@ -179,12 +179,15 @@ int main(int argc, char **argv)
 	workers_stop();
 
 	printf("%-44s %8.2f ns\n", "empty loop iteration", empty);
-	printf("%-44s %8.2f ns  (%.2f ns over the empty loop)\n", "push+pop pair, not tracing", off, off - empty);
+	printf("%-44s %8.2f ns  (%.2f ns over the empty loop)\n", "push+pop pair, not tracing", off,
+	       off - empty);
 	printf("%-44s %8.2f ns\n", "two clock reads", clock2);
-	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 1 thread", on1, on1 / clock2);
+	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 1 thread", on1,
+	       on1 / clock2);
 	printf("%-44s %8.2f ns  (%.2fx two clock reads)\n", "push+pop pair, tracing, 2 threads (each)", on2,
 	       on2 / clock2);
-	printf("%-44s %8.2f ns  (1 thread), %.2f ns (2 threads)\n", "first run on fresh buffer pages", cold1, cold2);
+	printf("%-44s %8.2f ns  (1 thread), %.2f ns (2 threads)\n", "first run on fresh buffer pages", cold1,
+	       cold2);
 	rss_per_event();
 	strobe_shutdown();
 	return 0;

@@ -2,9 +2,8 @@
  * counters, and launch/kernel pairs joined by ac2g flows) saved as JSON,
  * then converted by the strobe command to plain JSON (the baseline: the
  * reader and the plainest writer), Perfetto and JSON.zst, and the Perfetto
- * file back to JSON (the Perfetto reader). Each the median of repeated runs. Reports MB/s of input JSON and time against the
- * baseline.
- * Usage: bench_convert STROBE-BINARY [events] [runs] [dir]
+ * file back to JSON (the Perfetto reader). Each the median of repeated runs. Reports MB/s of input JSON and
+ * time against the baseline. Usage: bench_convert STROBE-BINARY [events] [runs] [dir]
  */
 #include <string.h>
 #include <sys/stat.h>
@@ -37,7 +36,7 @@ static double run(const char *const argv[])
 /* Converts from into to runs times; prints the median as a row (MB/s of
  * the mb input MB, time against base, or 1 when base is 0). Returns it. */
 static double convert_row(const char *strobe, const char *label, const char *from, const char *to, int runs,
-			  double mb, double base)
+                          double mb, double base)
 {
 	double *secs = calloc((size_t)runs, sizeof(double));
 	if (!secs)
@@ -50,7 +49,8 @@ static double convert_row(const char *strobe, const char *label, const char *fro
 	free(secs);
 	struct stat os = {0};
 	stat(to, &os);
-	printf("%-22s %9.2f %9.1f %10.1f %9.2f\n", label, s, mb / s, (double)os.st_size / 1e6, base ? s / base : 1.0);
+	printf("%-22s %9.2f %9.1f %10.1f %9.2f\n", label, s, mb / s, (double)os.st_size / 1e6,
+	       base ? s / base : 1.0);
 	return s;
 }
 
@@ -79,13 +79,21 @@ int main(int argc, char **argv)
 		strobe_op_pop();
 		strobe_instant("step");
 		strobe_counter("queue_depth", (double)(i & 7));
-		const struct strobe_arg args[] = {{.key = "correlation", .kind = STROBE_ARG_U64, .value.u64 = (uint64_t)i},
-						  {.key = "cbid", .kind = STROBE_ARG_I64, .value.i64 = 211}};
-		struct strobe_activity launch = {.size = sizeof(launch), .type = STROBE_ACTIVITY_CUDA_RUNTIME,
-						 .name = "cudaLaunchKernel", .start_ns = t + i * 100,
-						 .end_ns = t + i * 100 + 50, .id = (uint64_t)i + 1, .linked_id = op,
-						 .flow_id = (uint64_t)i + 1, .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
-						 .flags = STROBE_ACTIVITY_FLOW_START, .args = args, .arg_count = 2};
+		const struct strobe_arg args[] = {
+		    {.key = "correlation", .kind = STROBE_ARG_U64, .value.u64 = (uint64_t)i},
+		    {.key = "cbid", .kind = STROBE_ARG_I64, .value.i64 = 211}};
+		struct strobe_activity launch = {.size = sizeof(launch),
+		                                 .type = STROBE_ACTIVITY_CUDA_RUNTIME,
+		                                 .name = "cudaLaunchKernel",
+		                                 .start_ns = t + i * 100,
+		                                 .end_ns = t + i * 100 + 50,
+		                                 .id = (uint64_t)i + 1,
+		                                 .linked_id = op,
+		                                 .flow_id = (uint64_t)i + 1,
+		                                 .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
+		                                 .flags = STROBE_ACTIVITY_FLOW_START,
+		                                 .args = args,
+		                                 .arg_count = 2};
 		strobe_record(&launch);
 		struct strobe_activity kernel = launch;
 		kernel.type = STROBE_ACTIVITY_CONCURRENT_KERNEL;

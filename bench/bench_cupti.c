@@ -28,13 +28,13 @@
 #define MAX_RUNS 16
 
 static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePfi", "ampere_sgemm_128x64_tn",
-					   "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
+                                           "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
 
 struct run {
 	double flush_s, stop_s, save_s, floor_s;
 	double stop_cpu_s, save_cpu_s; /* CPU time of the process */
-	double stop_sys_s, save_sys_s;  /* the kernel's part of it: page faults, file writes */
-	double stop_steal, save_steal;  /* share of all CPUs' time stolen */
+	double stop_sys_s, save_sys_s; /* the kernel's part of it: page faults, file writes */
+	double stop_steal, save_steal; /* share of all CPUs' time stolen */
 	size_t activities;
 	long long bytes;
 	long rss;
@@ -62,8 +62,8 @@ static void cpu_jiffies(double *total, double *steal)
 	*total = *steal = 0;
 	if (!f)
 		return;
-	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-		   &v[7]) == 8) {
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+	           &v[6], &v[7]) == 8) {
 		for (int i = 0; i < 8; i++)
 			*total += (double)v[i];
 		*steal = (double)v[7];
@@ -91,18 +91,22 @@ static double stolen(struct mark a, struct mark b)
 static void queue_records(long n, uint64_t base)
 {
 	CUpti_ActivityAPI a = {
-		.kind = CUPTI_ACTIVITY_KIND_RUNTIME,
-		.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-		.processId = (uint32_t)getpid(),
-		.threadId = (uint32_t)syscall(SYS_gettid),
+	    .kind = CUPTI_ACTIVITY_KIND_RUNTIME,
+	    .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	    .processId = (uint32_t)getpid(),
+	    .threadId = (uint32_t)syscall(SYS_gettid),
 	};
 	CUpti_ActivityKernel10 k = {
-		.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		.gridX = 64, .gridY = 1, .gridZ = 1,
-		.blockX = 256, .blockY = 1, .blockZ = 1,
-		.registersPerThread = 32,
-		.contextId = 1,
-		.channelID = 0xffffffffu,
+	    .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    .gridX = 64,
+	    .gridY = 1,
+	    .gridZ = 1,
+	    .blockX = 256,
+	    .blockY = 1,
+	    .blockZ = 1,
+	    .registersPerThread = 32,
+	    .contextId = 1,
+	    .channelID = 0xffffffffu,
 	};
 	for (long i = 0; i < n; i++) {
 		uint64_t s = base + 2 * (uint64_t)i;
@@ -148,7 +152,7 @@ static int one_run(long n, const char *dir, struct run *r)
 {
 	fake_cupti_reset();
 	uint64_t mask = STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
-			STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME);
+	                STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME);
 	char cfg[96];
 	/* Room for every record: (40 + 216) bytes per pair, plus slack. */
 	snprintf(cfg, sizeof(cfg), "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB=%ld", n * 256 / (1 << 20) + 64);
@@ -228,10 +232,11 @@ int main(int argc, char **argv)
 		floor_s[i] = r.floor_s;
 		ratio[i] = r.stop_s / r.floor_s;
 		fprintf(stderr,
-			"run %d: flush %.3f s, stop %.3f s (cpu %.3f s of which sys %.3f s, %.0f%% stolen), save %.3f s "
-			"(cpu %.3f s of which sys %.3f s, %.0f%% stolen), floor %.3f s\n",
-			i + 1, r.flush_s, r.stop_s, r.stop_cpu_s, r.stop_sys_s, 100 * r.stop_steal, r.save_s, r.save_cpu_s,
-			r.save_sys_s, 100 * r.save_steal, r.floor_s);
+		        "run %d: flush %.3f s, stop %.3f s (cpu %.3f s of which sys %.3f s, %.0f%% stolen), "
+		        "save %.3f s "
+		        "(cpu %.3f s of which sys %.3f s, %.0f%% stolen), floor %.3f s\n",
+		        i + 1, r.flush_s, r.stop_s, r.stop_cpu_s, r.stop_sys_s, 100 * r.stop_steal, r.save_s,
+		        r.save_cpu_s, r.save_sys_s, 100 * r.save_steal, r.floor_s);
 	}
 	double records = 2.0 * (double)n;
 	double mf = bench_median(flush, runs), ms = bench_median(stop, runs), mv = bench_median(save, runs);
@@ -239,17 +244,21 @@ int main(int argc, char **argv)
 	double bs = stop[0], bv = save[0];
 	double mcs = bench_median(stop_cpu, runs), mcv = bench_median(save_cpu, runs);
 	double mfl = bench_median(floor_s, runs), mr = bench_median(ratio, runs);
-	printf("bench_cupti: %ld launches + %ld kernels = %.0f CUPTI records, %zu activities, median of %d run%s\n",
+	printf("bench_cupti: %ld launches + %ld kernels = %.0f CUPTI records, %zu activities, median of %d "
+	       "run%s\n",
 	       n, n, records, r.activities, runs, runs > 1 ? "s" : "");
 	printf("%-44s %10s %16s\n", "phase", "seconds", "rate");
-	printf("%-44s %10.3f %12.2f M rec/s\n", "flush into strobe buffers (FlushAll)", mf, records / mf / 1e6);
+	printf("%-44s %10.3f %12.2f M rec/s\n", "flush into strobe buffers (FlushAll)", mf,
+	       records / mf / 1e6);
 	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate (strobe_stop)", ms, records / ms / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "flush + decode + correlate", mf + ms, records / (mf + ms) / 1e6);
+	printf("%-44s %10.3f %12.2f M rec/s\n", "flush + decode + correlate", mf + ms,
+	       records / (mf + ms) / 1e6);
 	printf("%-44s %10.3f %12.2f M act/s (%.0f MB/s)\n", "write JSON (strobe_trace_save)", mv,
 	       (double)r.activities / mv / 1e6, (double)r.bytes / mv / 1e6);
 	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, best run", bs, records / bs / 1e6);
 	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, best run", bv, (double)r.activities / bv / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, CPU time (median)", mcs, records / mcs / 1e6);
+	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, CPU time (median)", mcs,
+	       records / mcs / 1e6);
 	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, CPU time (median)", mcv,
 	       (double)r.activities / mcv / 1e6);
 	printf("%-44s %10.3f %12.2f M act/s\n", "floor: first write of the activity array", mfl,

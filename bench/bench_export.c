@@ -42,8 +42,8 @@ int main(int argc, char **argv)
 	strobe_stop(&t);
 	size_t n = strobe_trace_activity_count(t);
 	printf("%zu events; median of %d saves\n", n, runs);
-	printf("%-8s %-10s %12s %10s %12s %10s %8s\n", "where", "format", "events/s", "MB/s", "file MB", "B/event",
-	       "vs json");
+	printf("%-8s %-10s %12s %10s %12s %10s %8s\n", "where", "format", "events/s", "MB/s", "file MB",
+	       "B/event", "vs json");
 	const char *dirs[] = {mem_dir, disk_dir};
 	const char *where[] = {"tmpfs", "disk"};
 	double json_bytes = 0;
@@ -66,9 +66,9 @@ int main(int argc, char **argv)
 			if (k == 0)
 				json_bytes = (double)st.st_size;
 			double s = bench_median(secs, runs);
-			printf("%-8s %-10s %12.0f %10.1f %12.1f %10.1f %8.3f\n", where[d], kinds[k], (double)n / s,
-			       json_bytes / s / 1e6, (double)st.st_size / 1e6, (double)st.st_size / (double)n,
-			       (double)st.st_size / json_bytes);
+			printf("%-8s %-10s %12.0f %10.1f %12.1f %10.1f %8.3f\n", where[d], kinds[k],
+			       (double)n / s, json_bytes / s / 1e6, (double)st.st_size / 1e6,
+			       (double)st.st_size / (double)n, (double)st.st_size / json_bytes);
 			unlink(path);
 			free(secs);
 		}

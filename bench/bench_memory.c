@@ -57,9 +57,10 @@ int main(int argc, char **argv)
 	strobe_shutdown();
 	if (rc)
 		fprintf(stderr, "bench_memory: save: %s\n", strobe_last_error());
-	printf("budget %d MiB, %zu activities (%s names): peak RSS after recording %ld MiB, after stop %ld MiB "
-	       "(%.2f s), after save %ld MiB (%.2f s); recording took %.2f s\n",
-	       budget, n, long_names ? "40-byte" : "7-byte", rec, stop, (double)(t2 - t1) / 1e9, save,
-	       (double)(t3 - t2) / 1e9, (double)(t1 - t0) / 1e9);
+	printf(
+	    "budget %d MiB, %zu activities (%s names): peak RSS after recording %ld MiB, after stop %ld MiB "
+	    "(%.2f s), after save %ld MiB (%.2f s); recording took %.2f s\n",
+	    budget, n, long_names ? "40-byte" : "7-byte", rec, stop, (double)(t2 - t1) / 1e9, save,
+	    (double)(t3 - t2) / 1e9, (double)(t1 - t0) / 1e9);
 	return rc ? 1 : 0;
 }

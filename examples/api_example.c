@@ -25,7 +25,8 @@ int main(int argc, char **argv)
 		strobe_trace_destroy(t);
 		return 1;
 	}
-	printf("op %llu; %zu activities written to %s\n", (unsigned long long)id, strobe_trace_activity_count(t), out);
+	printf("op %llu; %zu activities written to %s\n", (unsigned long long)id,
+	       strobe_trace_activity_count(t), out);
 	strobe_trace_destroy(t);
 	strobe_shutdown();
 	return 0;

@@ -38,9 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = 0;
-	const struct strb_config_parse_opts opts = {
-	    .on_demand = size && (data[0] & 1), .now_ms = INT64_C(1700000000000), .pid = 4242,
-	    .ondemand_dir = "/tmp/"};
+	const struct strb_config_parse_opts opts = {.on_demand = size && (data[0] & 1),
+	                                            .now_ms = INT64_C(1700000000000),
+	                                            .pid = 4242,
+	                                            .ondemand_dir = "/tmp/"};
 
 	static struct strb_config cfg, before, again;
 	strb_config_init(&cfg);

@@ -34,16 +34,16 @@ static int on_event(const struct tr_event *ev, void *arg)
 {
 	size_t *sum = arg;
 	*sum += touch(ev->ph, sizeof(ev->ph)) + touch(ev->cat, sizeof(ev->cat)) +
-		touch(ev->name, sizeof(ev->name)) + touch(ev->pid.text, sizeof(ev->pid.text)) +
-		touch(ev->tid.text, sizeof(ev->tid.text)) + touch(ev->id.text, sizeof(ev->id.text));
+	        touch(ev->name, sizeof(ev->name)) + touch(ev->pid.text, sizeof(ev->pid.text)) +
+	        touch(ev->tid.text, sizeof(ev->tid.text)) + touch(ev->id.text, sizeof(ev->id.text));
 	if (ev->nargs > TR_ARGS_MAX || ev->nextra > TR_EXTRA_MAX)
 		abort();
 	for (unsigned i = 0; i < ev->nargs; i++)
 		*sum += touch(ev->args[i].key, sizeof(ev->args[i].key)) +
-			touch(ev->args[i].value, sizeof(ev->args[i].value));
+		        touch(ev->args[i].value, sizeof(ev->args[i].value));
 	for (unsigned i = 0; i < ev->nextra; i++)
 		*sum += touch(ev->extra[i].key, sizeof(ev->extra[i].key)) +
-			touch(ev->extra[i].value, sizeof(ev->extra[i].value));
+		        touch(ev->extra[i].value, sizeof(ev->extra[i].value));
 	/* A slice's duration is never negative: an end before its begin is counted. */
 	if (!strcmp(ev->ph, "X") && (!ev->has_dur || ev->dur_ns < 0))
 		abort();

@@ -13,8 +13,8 @@
  * crash-* file once fixed, to fuzz/corpus/fuzz_trace_reader.
  */
 #include <stddef.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "read/trace_reader.h"

@@ -33,9 +33,9 @@ enum strobe_resource_kind {
 struct strobe_resource {
 	size_t size;
 	enum strobe_resource_kind kind;
-	int64_t device;   /* JSON pid */
-	int64_t resource; /* JSON tid; 0 for processes */
-	const char *name; /* thread name, stream name or process name */
+	int64_t device;    /* JSON pid */
+	int64_t resource;  /* JSON tid; 0 for processes */
+	const char *name;  /* thread name, stream name or process name */
 	const char *label; /* process label ("CPU", "GPU 0"), or NULL */
 	int64_t sort_index;
 };
@@ -48,12 +48,14 @@ typedef int (*strobe_metadata_cb)(const struct strobe_arg *entry, void *user_arg
 
 /* Walks the processes and rows named in the trace. Same return rules as
  * strobe_trace_foreach. */
-STROBE_API int strobe_trace_foreach_resource(const strobe_trace *trace, strobe_resource_cb cb, void *user_arg);
+STROBE_API int strobe_trace_foreach_resource(const strobe_trace *trace, strobe_resource_cb cb,
+                                             void *user_arg);
 
 /* Walks the trace metadata: what strobe_metadata_set_* set, the host and
  * job keys, and strobe's accounting (object "strobe": version, clock,
  * drops, truncations, unfinished ranges). */
-STROBE_API int strobe_trace_foreach_metadata(const strobe_trace *trace, strobe_metadata_cb cb, void *user_arg);
+STROBE_API int strobe_trace_foreach_metadata(const strobe_trace *trace, strobe_metadata_cb cb,
+                                             void *user_arg);
 
 /* The capture window in epoch ns. Returns -EINVAL for NULL. */
 STROBE_API int strobe_trace_window(const strobe_trace *trace, int64_t *start_ns, int64_t *end_ns);
@@ -74,7 +76,8 @@ struct strobe_output_ops {
  * regard to case; letters, digits, '+', '-', '.'). Registering a protocol
  * again replaces the writer, with a warning; built-in protocols ("file")
  * can be replaced too. Errors: -EINVAL. */
-STROBE_API int strobe_register_output(const char *protocol, const struct strobe_output_ops *ops, void *user_arg);
+STROBE_API int strobe_register_output(const char *protocol, const struct strobe_output_ops *ops,
+                                      void *user_arg);
 /* Removes a registered writer (a replaced built-in comes back).
  * Errors: -ENOENT. */
 STROBE_API int strobe_unregister_output(const char *protocol);

@@ -63,11 +63,14 @@ extern "C" {
  *
  * (g++ 12 warns under -Wextra, in C++ only, that the fields left out
  * are not initialised; they are, to zero.) */
-#define STROBE_OPTS(type, ...) {.size = sizeof(struct type), __VA_ARGS__}
+#define STROBE_OPTS(type, ...)                                                                               \
+	{                                                                                                    \
+		.size = sizeof(struct type), __VA_ARGS__                                                     \
+	}
 
-#define STROBE_VERSION_MAJOR 0
-#define STROBE_VERSION_MINOR 1
-#define STROBE_VERSION_PATCH 0
+#define STROBE_VERSION_MAJOR  0
+#define STROBE_VERSION_MINOR  1
+#define STROBE_VERSION_PATCH  0
 #define STROBE_VERSION_STRING "0.1.0"
 
 /* Version of the library actually loaded, as "MAJOR.MINOR.PATCH". */
@@ -80,12 +83,12 @@ STROBE_API const char *strobe_version(void);
 /* strobe's own status codes; everything else is a negative errno. */
 enum strobe_status {
 	STROBE_OK = 0,
-	STROBE_E_CONFIG = -4001,      /* config text refused (see strobe_last_error) */
-	STROBE_E_STATE = -4002,       /* call not valid in the current trace state */
-	STROBE_E_NOT_INIT = -4003,    /* strobe_init() has not been called */
-	STROBE_E_NO_WRITER = -4004,   /* no output registered for the URL */
-	STROBE_E_BAD_JSON = -4005,    /* text given as JSON does not parse */
-	STROBE_E_IO = -4006,          /* writing a trace file failed */
+	STROBE_E_CONFIG = -4001,    /* config text refused (see strobe_last_error) */
+	STROBE_E_STATE = -4002,     /* call not valid in the current trace state */
+	STROBE_E_NOT_INIT = -4003,  /* strobe_init() has not been called */
+	STROBE_E_NO_WRITER = -4004, /* no output registered for the URL */
+	STROBE_E_BAD_JSON = -4005,  /* text given as JSON does not parse */
+	STROBE_E_IO = -4006,        /* writing a trace file failed */
 };
 
 /* Name of a status: "OK", "Invalid argument", "config refused", ...
@@ -171,8 +174,7 @@ enum strobe_activity_type {
 
 /* libkineto's default set: types 0..17. strobe_prepare(0, ...) selects it,
  * plus strobe's CPU counters. */
-#define STROBE_ACTIVITY_DEFAULT_MASK \
-	(((1ull << 18) - 1) | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_COUNTER))
+#define STROBE_ACTIVITY_DEFAULT_MASK (((1ull << 18) - 1) | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_COUNTER))
 
 /* The type's name ("cpu_op", "kernel", ...) or NULL if the value is not a
  * known type. */
@@ -215,7 +217,7 @@ struct strobe_arg {
 /* Flow kinds (arrows between activities), libkineto's values. */
 enum strobe_flow_kind {
 	STROBE_FLOW_NONE = 0,
-	STROBE_FLOW_FWDBWD = 1,    /* "fwdbwd": forward op to its backward op */
+	STROBE_FLOW_FWDBWD = 1,        /* "fwdbwd": forward op to its backward op */
 	STROBE_FLOW_ASYNC_CPU_GPU = 2, /* "ac2g": launching call to GPU work */
 };
 
@@ -419,14 +421,15 @@ STROBE_API void strobe_user_correlation_pop(void);
 extern STROBE_API uint32_t strobe_internal_session;
 
 #if !defined(STROBE_NO_INLINE_FAST_PATH) && !defined(STROBE_BUILDING_LIBRARY) && defined(__GNUC__)
-#define STROBE_TRACING_() __builtin_expect(__atomic_load_n(&strobe_internal_session, __ATOMIC_RELAXED) != 0, 0)
-#define strobe_range_push(name) (STROBE_TRACING_() ? strobe_range_push(name) : (void)0)
-#define strobe_range_pop() (STROBE_TRACING_() ? strobe_range_pop() : (void)0)
-#define strobe_op_push(name) (STROBE_TRACING_() ? strobe_op_push(name) : (uint64_t)0)
-#define strobe_op_pop() (STROBE_TRACING_() ? strobe_op_pop() : (void)0)
-#define strobe_instant(name) (STROBE_TRACING_() ? strobe_instant(name) : (void)0)
-#define strobe_counter(name, value) (STROBE_TRACING_() ? strobe_counter(name, value) : (void)0)
-#define strobe_correlation_push(id) (STROBE_TRACING_() ? strobe_correlation_push(id) : (void)0)
+#define STROBE_TRACING_()                                                                                    \
+	__builtin_expect(__atomic_load_n(&strobe_internal_session, __ATOMIC_RELAXED) != 0, 0)
+#define strobe_range_push(name)          (STROBE_TRACING_() ? strobe_range_push(name) : (void)0)
+#define strobe_range_pop()               (STROBE_TRACING_() ? strobe_range_pop() : (void)0)
+#define strobe_op_push(name)             (STROBE_TRACING_() ? strobe_op_push(name) : (uint64_t)0)
+#define strobe_op_pop()                  (STROBE_TRACING_() ? strobe_op_pop() : (void)0)
+#define strobe_instant(name)             (STROBE_TRACING_() ? strobe_instant(name) : (void)0)
+#define strobe_counter(name, value)      (STROBE_TRACING_() ? strobe_counter(name, value) : (void)0)
+#define strobe_correlation_push(id)      (STROBE_TRACING_() ? strobe_correlation_push(id) : (void)0)
 #define strobe_user_correlation_push(id) (STROBE_TRACING_() ? strobe_user_correlation_push(id) : (void)0)
 /* The pops are always called: a push made during a trace must be popped
  * from the GPU library's stack even when the trace has ended since. */

@@ -6,7 +6,7 @@ extern const struct strb_backend strb_cupti_backend;
 
 const struct strb_backend *const strb_backends[] = {
 #ifdef STROBE_HAVE_CUPTI
-	&strb_cupti_backend,
+    &strb_cupti_backend,
 #endif
-	NULL,
+    NULL,
 };

@@ -770,8 +770,8 @@ char *strb_config_read_base(const char *path, const char **used_path)
 	return read_small_file(path, chosen);
 }
 
-int strb_config_build(struct strb_config *cfg, const char *base_path, const char *text, uint64_t mask, char *err,
-		      size_t errlen)
+int strb_config_build(struct strb_config *cfg, const char *base_path, const char *text, uint64_t mask,
+                      char *err, size_t errlen)
 {
 	strb_config_init(cfg);
 	const char *used = NULL;

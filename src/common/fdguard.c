@@ -9,7 +9,8 @@ int strb_fd_high_floor(void)
 {
 	struct rlimit rl;
 	long floor = 1000;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 24 < floor)
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur - 24 < floor)
 		floor = (long)rl.rlim_cur - 24;
 	return floor < 3 ? 3 : (int)floor;
 }

@@ -13,8 +13,8 @@
 
 #define STRB_IPC_HEADER_SIZE 40
 #define STRB_IPC_DAEMON_NAME "dynolog"
-#define STRB_IPC_MAX_PIDS 11
-#define STRB_IPC_MAX_CONFIG (64 * 1024) /* longest config text accepted */
+#define STRB_IPC_MAX_PIDS    11
+#define STRB_IPC_MAX_CONFIG  (64 * 1024) /* longest config text accepted */
 /* The largest datagram strobe sends or accepts: a reply with the longest
  * config. A receive buffer of this size never truncates a valid datagram. */
 #define STRB_IPC_MAX_DGRAM (STRB_IPC_HEADER_SIZE + STRB_IPC_MAX_CONFIG)
@@ -66,15 +66,16 @@ enum strb_ipc_kind {
  * payload length, known type. Returns the kind, or -EBADMSG with a reason
  * in why (static string). On success *payload / *payload_len point into dgram. */
 int strb_ipc_decode(const uint8_t *dgram, size_t len, const uint8_t **payload, size_t *payload_len,
-		    const char **why);
+                    const char **why);
 /* Decodes a "req" payload (n >= 1 and n <= STRB_IPC_MAX_PIDS, size 16 + 4n). */
-int strb_ipc_decode_request(const uint8_t *payload, size_t len, struct strb_ipc_request *out, const char **why);
+int strb_ipc_decode_request(const uint8_t *payload, size_t len, struct strb_ipc_request *out,
+                            const char **why);
 /* Decodes a reply payload (a "req" datagram from the daemon): the config
  * text, not NUL-terminated, at most STRB_IPC_MAX_CONFIG bytes and without a
  * NUL byte inside. len 0 is valid: nothing is pending. Returns 0 (with
  * *text = payload, *text_len = len) or -EBADMSG with a reason in why. */
 int strb_ipc_decode_reply(const uint8_t *payload, size_t len, const char **text, size_t *text_len,
-			  const char **why);
+                          const char **why);
 
 /* The reason strb_ipc_decode gives for a well-formed header whose type is
  * neither "req" nor "ctxt" (compare the pointer): the endpoint counts those
@@ -140,7 +141,7 @@ ssize_t strb_ipc_recv(struct strb_ipc_endpoint *ep, uint8_t *buf, size_t len, st
  * -ENOMSG (a well-formed "ctxt", which strobe does not serve) or another
  * negative errno. Never blocks. */
 int strb_ipc_recv_request(struct strb_ipc_endpoint *ep, struct strb_ipc_request *r,
-			  struct strb_ipc_peer *peer);
+                          struct strb_ipc_peer *peer);
 /* The traced process's side: receives one reply into buf (cap bytes; use
  * STRB_IPC_MAX_DGRAM) and leaves there the config text, NUL-terminated (""
  * when nothing is pending), its length in *config_len. Returns 1, 0 when
@@ -148,7 +149,7 @@ int strb_ipc_recv_request(struct strb_ipc_endpoint *ep, struct strb_ipc_request 
  * (untrusted sender: the text must not be used; counted), -EMSGSIZE or
  * another negative errno. Never blocks. */
 int strb_ipc_recv_reply(struct strb_ipc_endpoint *ep, char *buf, size_t cap, size_t *config_len,
-			struct strb_ipc_peer *peer);
+                        struct strb_ipc_peer *peer);
 
 /* True when the peer may configure us: same uid as ours (geteuid) or root. */
 bool strb_ipc_peer_trusted(const struct strb_ipc_peer *peer);
@@ -186,7 +187,8 @@ struct strb_rpc_result {
  * gives -EREMOTEIO with that text in err; a connection closed without a
  * reply (dynolog's answer to an unknown request) gives -ECONNRESET. Blocks
  * the calling thread; uses no global state, so any thread may call it. */
-int strb_rpc_trigger(const char *host, int port, const char *config, const int *pids, int npids, int64_t job_id,
-		     int process_limit, int timeout_ms, struct strb_rpc_result *out, char *err, size_t errlen);
+int strb_rpc_trigger(const char *host, int port, const char *config, const int *pids, int npids,
+                     int64_t job_id, int process_limit, int timeout_ms, struct strb_rpc_result *out,
+                     char *err, size_t errlen);
 
 #endif

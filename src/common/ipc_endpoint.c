@@ -13,15 +13,15 @@
 #include <unistd.h>
 
 #include "common/fdguard.h"
-#include "common/log.h"
 #include "common/ipc.h"
+#include "common/log.h"
 
 #define SUN_PATH_SIZE sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct strb_ipc_endpoint {
 	int fd;
 	struct strb_fd_id id; /* what fd named when it was opened */
-	pid_t owner; /* the process that bound a file, and so unlinks it */
+	pid_t owner;          /* the process that bound a file, and so unlinks it */
 	char name[SUN_PATH_SIZE];
 	char dir[SUN_PATH_SIZE]; /* "" in the abstract namespace */
 	struct strb_ipc_stats stats;
@@ -333,7 +333,7 @@ bool strb_ipc_peer_trusted(const struct strb_ipc_peer *peer)
 /* Receives one datagram of the expected kind from a trusted peer; the payload
  * stays in buf. Returns 1, 0 (nothing waiting) or a negative errno. */
 static int recv_kind(struct strb_ipc_endpoint *ep, uint8_t *buf, size_t cap, struct strb_ipc_peer *peer,
-		     const uint8_t **payload, size_t *payload_len, int *kind)
+                     const uint8_t **payload, size_t *payload_len, int *kind)
 {
 	ssize_t n = strb_ipc_recv(ep, buf, cap, peer);
 
@@ -346,7 +346,7 @@ static int recv_kind(struct strb_ipc_endpoint *ep, uint8_t *buf, size_t cap, str
 }
 
 int strb_ipc_recv_request(struct strb_ipc_endpoint *ep, struct strb_ipc_request *r,
-			  struct strb_ipc_peer *peer)
+                          struct strb_ipc_peer *peer)
 {
 	uint8_t buf[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	struct strb_ipc_peer local;
@@ -371,7 +371,7 @@ int strb_ipc_recv_request(struct strb_ipc_endpoint *ep, struct strb_ipc_request 
 }
 
 int strb_ipc_recv_reply(struct strb_ipc_endpoint *ep, char *buf, size_t cap, size_t *config_len,
-			struct strb_ipc_peer *peer)
+                        struct strb_ipc_peer *peer)
 {
 	struct strb_ipc_peer local;
 	const uint8_t *payload;

@@ -74,9 +74,9 @@ void strb_ipc_client_name(char *buf, size_t len)
 	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* version 4 */
 	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 	snprintf(buf, len,
-		 "dynoconfigclient%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-		 u[15]);
+	         "dynoconfigclient%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+	         u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+	         u[15]);
 }
 
 /* The 4th field of /proc/<pid>/stat; the 2nd (comm) may hold spaces and

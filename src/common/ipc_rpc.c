@@ -17,8 +17,8 @@
 
 #include <yajl/yajl_tree.h>
 
-#include "common/log.h"
 #include "common/ipc.h"
+#include "common/log.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
 
@@ -295,7 +295,7 @@ static int read_all(int fd, char *p, size_t n, int64_t deadline)
 }
 
 static int int_list(yajl_val root, const char *key, int *out, int *n, bool *truncated, char *err,
-		    size_t errlen)
+                    size_t errlen)
 {
 	const char *path[] = {key, NULL};
 	yajl_val v = yajl_tree_get(root, path, yajl_t_array);
@@ -342,7 +342,7 @@ static int parse_reply(char *text, struct strb_rpc_result *out, char *err, size_
 	rc = int_list(root, "processesMatched", out->matched, &out->nmatched, &out->truncated, err, errlen);
 	if (!rc)
 		rc = int_list(root, "activityProfilersTriggered", out->triggered, &out->ntriggered,
-			      &out->truncated, err, errlen);
+		              &out->truncated, err, errlen);
 	if (rc)
 		goto out;
 	v = yajl_tree_get(root, busy_path, yajl_t_any);
@@ -357,7 +357,7 @@ out:
 }
 
 static int build_request(struct sbuf *b, const char *config, const int *pids, int npids, int64_t job_id,
-			 int process_limit)
+                         int process_limit)
 {
 	uint32_t zero = 0;
 	int32_t len;
@@ -380,8 +380,8 @@ static int build_request(struct sbuf *b, const char *config, const int *pids, in
 }
 
 int strb_rpc_trigger(const char *host, int port, const char *config, const int *pids, int npids,
-		     int64_t job_id, int process_limit, int timeout_ms, struct strb_rpc_result *out,
-		     char *err, size_t errlen)
+                     int64_t job_id, int process_limit, int timeout_ms, struct strb_rpc_result *out,
+                     char *err, size_t errlen)
 {
 	struct sbuf req = {0};
 	char *reply = NULL;
@@ -401,7 +401,7 @@ int strb_rpc_trigger(const char *host, int port, const char *config, const int *
 	rc = build_request(&req, config, pids, npids, job_id, process_limit);
 	if (rc < 0) {
 		rc = fail(err, errlen, rc, "%s",
-			  rc == -EINVAL ? "config is not valid UTF-8" : "out of memory");
+		          rc == -EINVAL ? "config is not valid UTF-8" : "out of memory");
 		goto out;
 	}
 	rc = fd = connect_any(host, port, now_ms() + timeout_ms, err, errlen);

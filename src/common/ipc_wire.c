@@ -69,7 +69,7 @@ static int bad(const char **why, const char *reason)
 }
 
 int strb_ipc_decode(const uint8_t *dgram, size_t len, const uint8_t **payload, size_t *payload_len,
-		    const char **why)
+                    const char **why)
 {
 	uint64_t size;
 	const char *type;
@@ -81,7 +81,7 @@ int strb_ipc_decode(const uint8_t *dgram, size_t len, const uint8_t **payload, s
 	memcpy(&size, dgram, sizeof(size));
 	if (size != len - STRB_IPC_HEADER_SIZE)
 		return bad(why, size > len - STRB_IPC_HEADER_SIZE ? "size field larger than the payload"
-								  : "size field smaller than the payload");
+		                                                  : "size field smaller than the payload");
 	type = (const char *)dgram + 8;
 	tlen = strnlen(type, TYPE_SIZE);
 	if (tlen == TYPE_SIZE)
@@ -102,7 +102,7 @@ int strb_ipc_decode(const uint8_t *dgram, size_t len, const uint8_t **payload, s
 }
 
 int strb_ipc_decode_request(const uint8_t *payload, size_t len, struct strb_ipc_request *out,
-			    const char **why)
+                            const char **why)
 {
 	int32_t type, n;
 	int64_t job_id;
@@ -131,7 +131,7 @@ int strb_ipc_decode_request(const uint8_t *payload, size_t len, struct strb_ipc_
 }
 
 int strb_ipc_decode_reply(const uint8_t *payload, size_t len, const char **text, size_t *text_len,
-			  const char **why)
+                          const char **why)
 {
 	if (!payload && len)
 		return bad(why, "reply without a payload");

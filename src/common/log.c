@@ -109,8 +109,8 @@ void strb_log(enum strobe_log_level level, const char *tag, const char *fmt, ...
 	pthread_mutex_unlock(&log_lock);
 	/* One write per line so lines from several threads do not interleave. */
 	char line[1200];
-	int n = snprintf(line, sizeof(line), "strobe %s:%s %d:%ld %s] %s\n", level_name(level), stamp, (int)getpid(),
-			 (long)syscall(SYS_gettid), tag, msg);
+	int n = snprintf(line, sizeof(line), "strobe %s:%s %d:%ld %s] %s\n", level_name(level), stamp,
+	                 (int)getpid(), (long)syscall(SYS_gettid), tag, msg);
 	if (n > (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 1;
 	ssize_t w = write(STDERR_FILENO, line, (size_t)n);
@@ -141,7 +141,8 @@ int strobe_log_remove_observer(strobe_log_cb cb, void *user_arg)
 	pthread_mutex_lock(&log_lock);
 	for (int i = 0; i < observer_count; i++) {
 		if (observers[i].cb == cb && observers[i].user_arg == user_arg) {
-			memmove(&observers[i], &observers[i + 1], (size_t)(observer_count - i - 1) * sizeof(observers[0]));
+			memmove(&observers[i], &observers[i + 1],
+			        (size_t)(observer_count - i - 1) * sizeof(observers[0]));
 			observer_count--;
 			rc = 0;
 			break;

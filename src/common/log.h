@@ -10,7 +10,7 @@
 #endif
 
 void strb_log(enum strobe_log_level level, const char *tag, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* True when a message at this level would go anywhere. */
 bool strb_log_enabled(enum strobe_log_level level);
 /* Reads STROBE_LOG_LEVEL / KINETO_LOG_LEVEL; called by strobe_init. */

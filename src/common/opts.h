@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 /* True when opts is not NULL and its size covers the whole of `field`. */
-#define STRB_OPTS_HAS(opts, field)                                                                          \
-	((opts) != NULL &&                                                                                  \
+#define STRB_OPTS_HAS(opts, field)                                                                           \
+	((opts) != NULL &&                                                                                   \
 	 (size_t)(opts)->size >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
 
 /* The caller's `field` when its struct has it, else `fallback`. */

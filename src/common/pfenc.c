@@ -10,13 +10,13 @@
 #include "common/pf_fields.h"
 #include "common/sink.h"
 
-#define BUF_SIZE        (1u << 20)
-#define LEN_RESERVE     5           /* room for a message length below 2^35 */
-#define SEQ_ID          1
-#define SEQ_CLOCK       64          /* the sequence's own clock: ns since the origin */
-#define INTERN_MAX_LEN  8192        /* longer strings are written inline */
+#define BUF_SIZE         (1u << 20)
+#define LEN_RESERVE      5 /* room for a message length below 2^35 */
+#define SEQ_ID           1
+#define SEQ_CLOCK        64          /* the sequence's own clock: ns since the origin */
+#define INTERN_MAX_LEN   8192        /* longer strings are written inline */
 #define INTERN_MAX_BYTES (16u << 20) /* then incremental state starts over */
-#define PTR_CACHE       4096
+#define PTR_CACHE        4096
 
 enum { T_CATEGORY, T_NAME, T_KEY, TABLES };
 
@@ -376,7 +376,7 @@ static size_t slen(const char *s)
 
 /* TracePacket { track_descriptor { uuid, parent, name, ... */
 static size_t descriptor_begin(struct strb_pfenc *e, size_t bound, uint64_t uuid, uint64_t parent,
-			       const char *name, size_t *td)
+                               const char *name, size_t *td)
 {
 	if (!room(e, bound + 96))
 		return SIZE_MAX;
@@ -398,7 +398,7 @@ static void descriptor_end(struct strb_pfenc *e, size_t pkt, size_t td)
 }
 
 void strb_pfenc_process(struct strb_pfenc *e, uint64_t uuid, int64_t pid, const char *name, const char *label,
-			int64_t sort_index)
+                        int64_t sort_index)
 {
 	size_t td, pkt = descriptor_begin(e, 2 * slen(name) + slen(label), uuid, 0, NULL, &td);
 	if (pkt == SIZE_MAX)
@@ -415,7 +415,7 @@ void strb_pfenc_process(struct strb_pfenc *e, uint64_t uuid, int64_t pid, const 
 }
 
 void strb_pfenc_thread(struct strb_pfenc *e, uint64_t uuid, int64_t pid, int64_t tid, const char *name,
-		       int64_t sort_index)
+                       int64_t sort_index)
 {
 	size_t td, pkt = descriptor_begin(e, slen(name), uuid, 0, NULL, &td);
 	if (pkt == SIZE_MAX)
@@ -438,7 +438,7 @@ void strb_pfenc_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, cons
 }
 
 void strb_pfenc_counter_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, const char *name,
-			      const char *category)
+                              const char *category)
 {
 	size_t td, pkt = descriptor_begin(e, slen(name) + slen(category), uuid, parent, name, &td);
 	if (pkt == SIZE_MAX)
@@ -557,8 +557,12 @@ uint64_t strb_pfenc_metadata(struct strb_pfenc *e, int64_t ts, const struct stro
 {
 	uint64_t track = strb_pfenc_uuid(e);
 	strb_pfenc_track(e, track, 0, STRB_PERFETTO_METADATA_TRACK);
-	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = ts,
-				   .name = STRB_PERFETTO_METADATA_EVENT, .args = args, .nargs = nargs};
+	struct strb_pf_event ev = {.type = STRB_PF_INSTANT,
+	                           .track = track,
+	                           .ts_ns = ts,
+	                           .name = STRB_PERFETTO_METADATA_EVENT,
+	                           .args = args,
+	                           .nargs = nargs};
 	strb_pfenc_event(e, &ev);
 	return track;
 }

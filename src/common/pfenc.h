@@ -43,13 +43,13 @@ uint64_t strb_pfenc_uuid(struct strb_pfenc *e);
  * (e.g. when a name becomes known later); readers take the last one.
  * name and label may be NULL. */
 void strb_pfenc_process(struct strb_pfenc *e, uint64_t uuid, int64_t pid, const char *name, const char *label,
-			int64_t sort_index);
+                        int64_t sort_index);
 void strb_pfenc_thread(struct strb_pfenc *e, uint64_t uuid, int64_t pid, int64_t tid, const char *name,
-		       int64_t sort_index);
+                       int64_t sort_index);
 /* A named track under parent (0 = top level). */
 void strb_pfenc_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, const char *name);
 void strb_pfenc_counter_track(struct strb_pfenc *e, uint64_t uuid, uint64_t parent, const char *name,
-			      const char *category);
+                              const char *category);
 
 enum strb_pf_type {
 	STRB_PF_BEGIN = 1,
@@ -62,8 +62,8 @@ struct strb_pf_event {
 	enum strb_pf_type type;
 	uint64_t track;
 	int64_t ts_ns;
-	const char *name;     /* BEGIN, INSTANT */
-	const char *category; /* BEGIN, INSTANT; NULL for none */
+	const char *name;              /* BEGIN, INSTANT */
+	const char *category;          /* BEGIN, INSTANT; NULL for none */
 	const struct strobe_arg *args; /* debug annotations */
 	size_t nargs;
 	uint64_t flow_out; /* a flow that starts here, 0 for none */

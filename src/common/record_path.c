@@ -5,8 +5,8 @@
 
 void strb_record_path(const char *out, pid_t pid, pid_t root, char *path, size_t len)
 {
-	static const char *const suffixes[] = {".json.gz", ".json.zst", ".json", ".pftrace", ".perfetto-trace",
-					       ".gz", ".zst"};
+	static const char *const suffixes[] = {".json.gz",        ".json.zst", ".json", ".pftrace",
+	                                       ".perfetto-trace", ".gz",       ".zst"};
 	if (pid == root) {
 		snprintf(path, len, "%s", out);
 		return;

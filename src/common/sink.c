@@ -7,15 +7,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <sys/random.h>
-#include <time.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -33,7 +33,7 @@ struct strb_sink {
 	enum strb_compress compress;
 	z_stream z;
 	ZSTD_CCtx *zstd;
-	int err; /* first error status */
+	int err;                 /* first error status */
 	char *path, *name, *tmp; /* shown to users; final and temporary names in dirfd */
 	unsigned char out[OUT_CHUNK];
 };
@@ -74,8 +74,8 @@ static int fail(struct strb_sink *s, const char *what, int errnum)
 	return s->err;
 }
 
-#define TEMP_TAG ".strobe."
-#define TEMP_END ".tmp"
+#define TEMP_TAG    ".strobe."
+#define TEMP_END    ".tmp"
 #define STALE_AGE_S 60
 
 /* A temporary name beside the target that nobody else can predict, with
@@ -85,12 +85,13 @@ static void temp_name(char *out, size_t len, const char *name)
 {
 	unsigned char r[6];
 	if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)out ^ (uint64_t)time(NULL);
+		uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)out ^
+		             (uint64_t)time(NULL);
 		memcpy(r, &x, sizeof(r));
 	}
 	/* Keep within NAME_MAX however long the final name is. */
-	snprintf(out, len, ".%.200s" TEMP_TAG "%ld.%02x%02x%02x%02x%02x%02x" TEMP_END, name, (long)getpid(), r[0],
-		 r[1], r[2], r[3], r[4], r[5]);
+	snprintf(out, len, ".%.200s" TEMP_TAG "%ld.%02x%02x%02x%02x%02x%02x" TEMP_END, name, (long)getpid(),
+	         r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
 /* The pid in a temporary name temp_name made, or 0 when it is not one. */
@@ -191,7 +192,8 @@ static int create_temp(struct strb_sink *s, const char *name, mode_t mode, const
 	temp_name(s->tmp, strlen(name) + 64, name);
 	/* Replacing a file: born private, opened up to the old file's bits
 	 * once it has the old file's owner. */
-	s->fd = openat(s->dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, like ? 0600 : mode);
+	s->fd = openat(s->dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	               like ? 0600 : mode);
 	if (s->fd < 0) {
 		int e = errno;
 		free(s->tmp);
@@ -205,7 +207,8 @@ static int create_temp(struct strb_sink *s, const char *name, mode_t mode, const
 	    fchown(s->fd, like->st_uid, like->st_gid) != 0)
 		return 1;
 	if (fchmod(s->fd, like->st_mode & 0777) != 0)
-		return strb_error(STROBE_E_IO, "cannot set the mode of a file beside %s: %s", s->path, strerror(errno));
+		return strb_error(STROBE_E_IO, "cannot set the mode of a file beside %s: %s", s->path,
+		                  strerror(errno));
 	return 0;
 }
 
@@ -224,7 +227,7 @@ static int opened(struct strb_sink **out, struct strb_sink *s, int rc, int level
 }
 
 int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
-		      enum strb_compress c, int level, mode_t mode, bool exclusive)
+                      enum strb_compress c, int level, mode_t mode, bool exclusive)
 {
 	*out = NULL;
 	struct strb_sink *s = sink_new(display, c);
@@ -235,7 +238,8 @@ int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const
 	s->dirfd = dirfd;
 	s->exclusive = exclusive;
 	if (exclusive && faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		int rc = strb_error(STROBE_E_IO, "%s already exists; on-demand traces never replace a file", display);
+		int rc = strb_error(STROBE_E_IO, "%s already exists; on-demand traces never replace a file",
+		                    display);
 		strb_sink_abort(s);
 		return rc;
 	}
@@ -311,13 +315,16 @@ static int resolve(const char *display, const char *path, char **final, int *fd,
 		ssize_t len = readlink(cur, target, sizeof(target) - 1);
 		int e = errno;
 		if (!dir || len < 0 || hops >= 40 || !link_trusted(dir, &st)) {
-			int rc = !dir ? strb_error(-ENOMEM, "out of memory opening %s", display)
-				 : len < 0 ? strb_error(STROBE_E_IO, "cannot read the link %s: %s", cur, strerror(e))
-				 : hops >= 40 ? strb_error(STROBE_E_IO, "cannot write %s: %s", display, strerror(ELOOP))
-					     : strb_error(STROBE_E_IO,
-							  "cannot write %s: the link %s is in a shared sticky folder and "
-							  "belongs to someone else; not followed",
-							  display, cur);
+			int rc =
+			    !dir ? strb_error(-ENOMEM, "out of memory opening %s", display)
+			    : len < 0
+			        ? strb_error(STROBE_E_IO, "cannot read the link %s: %s", cur, strerror(e))
+			    : hops >= 40
+			        ? strb_error(STROBE_E_IO, "cannot write %s: %s", display, strerror(ELOOP))
+			        : strb_error(STROBE_E_IO,
+			                     "cannot write %s: the link %s is in a shared sticky folder and "
+			                     "belongs to someone else; not followed",
+			                     display, cur);
 			free(dir);
 			free(cur);
 			return rc;
@@ -375,7 +382,7 @@ static int open_target(struct strb_sink *s, const char *path)
 		rc = open_in_place(s, file, -1, false);
 	else if (exists && !S_ISREG(st.st_mode))
 		rc = strb_error(-EINVAL, "%s is a %s; strobe writes files, character devices and FIFOs", path,
-				S_ISBLK(st.st_mode) ? "block device" : "socket");
+		                S_ISBLK(st.st_mode) ? "block device" : "socket");
 	else if (exists && st.st_nlink > 1)
 		rc = open_in_place(s, file, -1, true); /* every name keeps seeing the new trace */
 	else if (exists && faccessat(AT_FDCWD, file, W_OK, AT_EACCESS) != 0)

@@ -36,7 +36,7 @@ int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress 
  * an existing file of that name is an error and is never replaced.
  * display names the file in messages. Symlinks are not followed. */
 int strb_sink_open_at(struct strb_sink **out, int dirfd, const char *name, const char *display,
-		      enum strb_compress c, int level, mode_t mode, bool exclusive);
+                      enum strb_compress c, int level, mode_t mode, bool exclusive);
 /* Returns 0 or STROBE_E_IO; after an error further writes do nothing. */
 int strb_sink_write(struct strb_sink *s, const void *data, size_t n);
 /* Flushes, closes and renames into place; frees s. On any error the

@@ -8,15 +8,15 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/opts.h"
 #include "control/controller.h"
 #include "control/ondemand.h"
 #include "control/profilers.h"
 #include "control/recorder.h"
 #include "control/service.h"
 #include "core/clock.h"
-#include "common/error.h"
-#include "common/log.h"
-#include "common/opts.h"
 #include "core/metadata.h"
 #include "core/names.h"
 #include "core/tbuf.h"
@@ -109,8 +109,8 @@ int strobe_prepare(uint64_t activity_mask, const char *config_text)
 	struct strb_config cfg;
 	char err[512];
 	/* The base file first, then the caller's text on top: explicit text wins. */
-	int rc = strb_config_build(&cfg, base_config_path[0] ? base_config_path : NULL, config_text, activity_mask, err,
-				   sizeof(err));
+	int rc = strb_config_build(&cfg, base_config_path[0] ? base_config_path : NULL, config_text,
+	                           activity_mask, err, sizeof(err));
 	if (rc == -ENOMEM)
 		return strb_error(-ENOMEM, "strobe_prepare: out of memory");
 	if (rc)

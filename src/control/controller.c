@@ -2,8 +2,8 @@
 #include "control/controller.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "control/profilers.h"
 #include "core/capture.h"
 #include "core/clock.h"
-#include "common/error.h"
-#include "common/log.h"
 #include "core/tbuf.h"
 #include "process/process.h"
 
@@ -37,8 +37,8 @@ static struct strb_profiler_set profilers;
 static bool backend_on[8];
 static char backend_off_reason[512];
 
-#define FOR_EACH_ACTIVE_BACKEND(i) \
-	for (int i = 0; strb_backends[i]; i++) \
+#define FOR_EACH_ACTIVE_BACKEND(i)                                                                           \
+	for (int i = 0; strb_backends[i]; i++)                                                               \
 		if (backend_on[i])
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -151,7 +151,7 @@ static void prepare_backends(const struct strb_config *cfg)
 		backend_on[i] = rc == 0;
 		if (rc < 0) {
 			snprintf(backend_off_reason, sizeof(backend_off_reason), "%s capture is off: %s",
-				 strb_backends[i]->name, why);
+			         strb_backends[i]->name, why);
 			if (strcmp(last_logged, backend_off_reason)) {
 				LOGW("%s", backend_off_reason);
 				snprintf(last_logged, sizeof(last_logged), "%s", backend_off_reason);
@@ -205,7 +205,8 @@ int strb_control_start(enum strb_owner who)
 	int rc = 0;
 	pthread_mutex_lock(&lock);
 	if (owner != who && state != STRB_IDLE) {
-		rc = strb_error(STROBE_E_STATE, "strobe_start: the prepared trace belongs to another request");
+		rc =
+		    strb_error(STROBE_E_STATE, "strobe_start: the prepared trace belongs to another request");
 		goto out;
 	}
 	if (state == STRB_RUNNING) {
@@ -213,7 +214,8 @@ int strb_control_start(enum strb_owner who)
 		goto out;
 	}
 	if (state != STRB_PREPARED) {
-		rc = strb_error(STROBE_E_STATE, "strobe_start: no trace is prepared (call strobe_prepare first)");
+		rc = strb_error(STROBE_E_STATE,
+		                "strobe_start: no trace is prepared (call strobe_prepare first)");
 		goto out;
 	}
 	if (++last_session == 0)
@@ -293,15 +295,15 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 	strb_clock_map_sample(&clock_map);
 
 	struct strb_window w = {
-		.session = session,
-		.start_ticks = start_ticks,
-		.stop_ticks = stop_ticks,
-		/* Both ends through the final map: converting the start at start
-		 * time, from a single sample, could put it after the first events. */
-		.start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks),
-		.stop_ns = strb_clock_map_to_epoch(&clock_map, stop_ticks),
-		.map = &clock_map,
-		.mask = config.activity_mask,
+	    .session = session,
+	    .start_ticks = start_ticks,
+	    .stop_ticks = stop_ticks,
+	    /* Both ends through the final map: converting the start at start
+	     * time, from a single sample, could put it after the first events. */
+	    .start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks),
+	    .stop_ns = strb_clock_map_to_epoch(&clock_map, stop_ticks),
+	    .map = &clock_map,
+	    .mask = config.activity_mask,
 	};
 	struct strobe_trace *t = strb_trace_new();
 	if (!t) {
@@ -317,7 +319,8 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 	if (!rc)
 		rc = strb_backends[i]->process(t, &w);
 	if (!rc && backend_off_reason[0]) {
-		struct strobe_arg e = {.key = "gpu_capture", .kind = STROBE_ARG_STRING, .value.str = backend_off_reason};
+		struct strobe_arg e = {
+		    .key = "gpu_capture", .kind = STROBE_ARG_STRING, .value.str = backend_off_reason};
 		rc = strb_trace_set_meta(t, &e);
 	}
 	struct child_emit ce = {t, &w};

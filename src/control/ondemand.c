@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control/controller.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/monotonic.h"
-#include "output/output.h"
 #include "common/sink.h"
+#include "control/controller.h"
+#include "output/output.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static enum strb_async_state state;
@@ -51,7 +51,7 @@ static bool iteration_based(const struct strb_config *c)
  * program's stderr. The rest are counted, and the count is logged with the
  * next refusal that is. */
 #define REFUSAL_WINDOW_MS 10000
-#define REFUSAL_BURST 5
+#define REFUSAL_BURST     5
 
 int strb_ratelimit_take(struct strb_ratelimit *rl, int64_t now_ms, uint64_t *suppressed)
 {
@@ -91,8 +91,9 @@ void strb_ondemand_log_refusal(const char *fmt, ...)
 		LOGW("on-demand request refused: %s (and %llu more refusals before it, not logged)", msg,
 		     (unsigned long long)before);
 	else if (take == 2)
-		LOGW("on-demand request refused: %s (further refusals in the next %d s are counted, not logged)", msg,
-		     REFUSAL_WINDOW_MS / 1000);
+		LOGW("on-demand request refused: %s (further refusals in the next %d s are counted, not "
+		     "logged)",
+		     msg, REFUSAL_WINDOW_MS / 1000);
 	else
 		LOGW("on-demand request refused: %s", msg);
 }
@@ -106,7 +107,8 @@ static int refuse(int status, const char *reason)
 int strb_ondemand_submit(const struct strb_config *cfg, enum strb_request_source source)
 {
 	if (cfg->profile_memory)
-		return refuse(-ENOTSUP, "memory snapshot requests (PROFILE_MEMORY) are not supported by strobe");
+		return refuse(-ENOTSUP,
+		              "memory snapshot requests (PROFILE_MEMORY) are not supported by strobe");
 	if (!cfg->activities_enabled && !cfg->on_demand_key_seen)
 		return refuse(-EINVAL, "the request has ACTIVITIES_ENABLED=false and no trigger");
 	struct strb_config c = *cfg;
@@ -122,18 +124,22 @@ int strb_ondemand_submit(const struct strb_config *cfg, enum strb_request_source
 		/* The application never called strobe_step(): an iteration
 		 * trigger would never fire. */
 		if (c.duration_ms > 0) {
-			LOGI("the application does not call strobe_step(); tracing for %d ms instead of %d iterations",
+			LOGI("the application does not call strobe_step(); tracing for %d ms instead of %d "
+			     "iterations",
 			     c.duration_ms, c.iterations);
 			c.profile_start_iteration = -1;
 		} else {
-			rc = refuse(-EINVAL, "iteration-based request, but the application does not call strobe_step()");
+			rc = refuse(
+			    -EINVAL,
+			    "iteration-based request, but the application does not call strobe_step()");
 		}
 	}
 	if (!rc) {
 		pending = c;
 		pending_source = source;
 		has_pending = true;
-		LOGI("on-demand request accepted (%s)", iteration_based(&c) ? "iteration-based" : "time-based");
+		LOGI("on-demand request accepted (%s)",
+		     iteration_based(&c) ? "iteration-based" : "time-based");
 	}
 	pthread_mutex_unlock(&lock);
 	if (!rc)
@@ -189,7 +195,8 @@ static void activate(int64_t now)
 			return;
 		}
 		if (c.profile_start_time_ms - now < (int64_t)c.warmup_secs * 1000 - 1000)
-			LOGW("on-demand trace: less time than the %d s warm-up before its start", c.warmup_secs);
+			LOGW("on-demand trace: less time than the %d s warm-up before its start",
+			     c.warmup_secs);
 	}
 	/* Checked first without waiting: activation may run on strobe_step(),
 	 * which must not queue behind a synchronous trace's processing. */
@@ -211,9 +218,11 @@ static void activate(int64_t now)
 	end_ms = start_ms + c.duration_ms;
 	state = STRB_ASYNC_WARMUP;
 	if (iter)
-		LOGI("on-demand trace: warm-up until iteration %lld, %d iterations", (long long)start_iter, c.iterations);
+		LOGI("on-demand trace: warm-up until iteration %lld, %d iterations", (long long)start_iter,
+		     c.iterations);
 	else
-		LOGI("on-demand trace: warm-up until %lld ms, %d ms long", (long long)start_ms, c.duration_ms);
+		LOGI("on-demand trace: warm-up until %lld ms, %d ms long", (long long)start_ms,
+		     c.duration_ms);
 }
 
 /* One transition at most, as libkineto's run loop. iter < 0: a time tick. */
@@ -282,7 +291,8 @@ static int write_restricted(const strobe_trace *t, const char *path)
 		}
 		if (!next) {
 			struct strb_sink *sink;
-			rc = strb_sink_open_at(&sink, dfd, comp, path, strb_compress_for_path(path), -1, 0600, true);
+			rc = strb_sink_open_at(&sink, dfd, comp, path, strb_compress_for_path(path), -1, 0600,
+			                       true);
 			dfd = -1; /* the sink owns it now */
 			if (!rc)
 				rc = strb_file_write_sink(t, sink, path);
@@ -291,8 +301,8 @@ static int write_restricted(const strobe_trace *t, const char *path)
 		int sub = openat(dfd, comp, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0) {
 			rc = strb_error(-EPERM, "%s: component \"%s\" is %s", path, comp,
-					errno == ELOOP || errno == ENOTDIR ? "a symlink or not a directory"
-									    : strerror(errno));
+			                errno == ELOOP || errno == ENOTDIR ? "a symlink or not a directory"
+			                                                   : strerror(errno));
 			break;
 		}
 		close(dfd);

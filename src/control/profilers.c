@@ -20,7 +20,8 @@ static int registry_count;
 int strobe_register_profiler(const struct strobe_profiler_ops *ops, void *user_arg)
 {
 	if (!STRB_OPTS_HAS(ops, activity_mask))
-		return strb_error(-EINVAL, "strobe_register_profiler: ops is NULL or its size field is too small");
+		return strb_error(-EINVAL,
+		                  "strobe_register_profiler: ops is NULL or its size field is too small");
 	int rc = 0;
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < registry_count; i++)
@@ -28,7 +29,7 @@ int strobe_register_profiler(const struct strobe_profiler_ops *ops, void *user_a
 			rc = strb_error(-EEXIST, "strobe_register_profiler: already registered");
 	if (!rc && registry_count == STRB_MAX_PROFILERS)
 		rc = strb_error(-ENOSPC, "strobe_register_profiler: %d profilers are registered already",
-				STRB_MAX_PROFILERS);
+		                STRB_MAX_PROFILERS);
 	if (!rc)
 		registry[registry_count++] = (struct strb_profiler_ref){ops, user_arg};
 	pthread_mutex_unlock(&lock);
@@ -41,7 +42,8 @@ int strobe_unregister_profiler(const struct strobe_profiler_ops *ops, void *user
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < registry_count; i++) {
 		if (registry[i].ops == ops && registry[i].user_arg == user_arg) {
-			memmove(&registry[i], &registry[i + 1], (size_t)(registry_count - i - 1) * sizeof(registry[0]));
+			memmove(&registry[i], &registry[i + 1],
+			        (size_t)(registry_count - i - 1) * sizeof(registry[0]));
 			registry_count--;
 			rc = 0;
 			break;

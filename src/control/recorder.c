@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/error.h"
 #include "common/fdguard.h"
+#include "common/log.h"
 #include "common/record_path.h"
 #include "control/controller.h"
 #include "core/clock.h"
-#include "common/error.h"
-#include "common/log.h"
 #include "nvtx/nvtx.h"
 
 /* How long an exiting process waits for a trace another thread of strobe's
@@ -66,8 +66,9 @@ static bool channel_ok(void)
 		return false;
 	if (strb_fd_id_ok(&rs.chan))
 		return true;
-	LOGI("strobe record: the program closed strobe's channel (fd %d); traces are written but not reported",
-	     rs.chan.fd);
+	LOGI(
+	    "strobe record: the program closed strobe's channel (fd %d); traces are written but not reported",
+	    rs.chan.fd);
 	rs.chan.fd = -1;
 	return false;
 }
@@ -296,7 +297,7 @@ static void *recorder_main(void *arg)
 		bool waking = strb_fd_id_ok(&wake_rd);
 		reading = reading && channel_ok();
 		struct pollfd p[2] = {{.fd = waking ? wake_rd.fd : -1, .events = POLLIN},
-				      {.fd = reading ? rs.chan.fd : -1, .events = POLLIN}};
+		                      {.fd = reading ? rs.chan.fd : -1, .events = POLLIN}};
 		int64_t left_ms = deadline < 0 ? RECHECK_MS : (deadline - now + 999999) / 1000000;
 		int timeout = left_ms > RECHECK_MS ? RECHECK_MS : (int)left_ms;
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
@@ -383,7 +384,8 @@ static bool is_channel(int fd, pid_t recorder)
 		return false;
 	len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid != recorder) {
-		LOGW("strobe record: fd %d is not its channel any more; traces are written, but not reported", fd);
+		LOGW("strobe record: fd %d is not its channel any more; traces are written, but not reported",
+		     fd);
 		return false;
 	}
 	return true;
@@ -416,9 +418,10 @@ static void boot(void)
 	}
 	snprintf(rs.out, sizeof(rs.out), "%s", out);
 	int64_t fd = -1, root = 0, follow = 1, recorder = 0;
-	if (!env_i64("STROBE_RECORD_DELAY_NS", &rs.delay_ns) || !env_i64("STROBE_RECORD_DURATION_NS", &rs.duration_ns) ||
-	    !env_i64("STROBE_RECORD_FD", &fd) || !env_i64("STROBE_RECORD_ROOT_PID", &root) ||
-	    !env_i64("STROBE_RECORD_FOLLOW", &follow) || !env_i64("STROBE_RECORD_PID", &recorder))
+	if (!env_i64("STROBE_RECORD_DELAY_NS", &rs.delay_ns) ||
+	    !env_i64("STROBE_RECORD_DURATION_NS", &rs.duration_ns) || !env_i64("STROBE_RECORD_FD", &fd) ||
+	    !env_i64("STROBE_RECORD_ROOT_PID", &root) || !env_i64("STROBE_RECORD_FOLLOW", &follow) ||
+	    !env_i64("STROBE_RECORD_PID", &recorder))
 		return;
 	rs.config = getenv("STROBE_RECORD_CONFIG");
 	rs.root = (pid_t)root;

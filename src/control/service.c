@@ -2,6 +2,7 @@
 #include "control/service.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -9,16 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/fdguard.h"
+#include "common/ipc.h"
+#include "common/log.h"
 #include "control/ondemand.h"
 #include "core/clock.h"
-#include "common/log.h"
-#include "common/ipc.h"
 
 #define BASE_RELOAD_MS (300 * 1000)
 /* The first poll comes FIRST_POLL_MS after the start, then up to
@@ -27,7 +27,7 @@
  * process that lives only a few milliseconds never polls. Later polls come
  * every interval, give or take a tenth, so phases keep drifting apart. */
 #define FIRST_POLL_MS 100
-#define SPREAD_MS 1000
+#define SPREAD_MS     1000
 /* A full daemon queue (EAGAIN: net.unix.max_dgram_qlen datagrams waiting)
  * is tried again after RETRY_MIN_MS, doubling up to RETRY_MAX_MS, each with
  * up to as much again at random; never by blocking the thread. */
@@ -95,7 +95,8 @@ static int64_t jitter(int64_t range)
 	if (range <= 0)
 		return 0;
 	if (!jitter_state)
-		jitter_state = ((uint64_t)getpid() << 32) ^ (uint64_t)strb_clock_real_ns() ^ (uint64_t)(uintptr_t)&range;
+		jitter_state =
+		    ((uint64_t)getpid() << 32) ^ (uint64_t)strb_clock_real_ns() ^ (uint64_t)(uintptr_t)&range;
 	jitter_state ^= jitter_state << 13;
 	jitter_state ^= jitter_state >> 7;
 	jitter_state ^= jitter_state << 17;
@@ -217,7 +218,7 @@ static void submit_text(const char *text, enum strb_request_source source)
 		const char *dir = strb_ondemand_allowed_dir();
 		size_t n = strlen(dir);
 		snprintf(cfg.log_url, sizeof(cfg.log_url), "file://%s%slibkineto_activities_%d.json", dir,
-			 n && dir[n - 1] == '/' ? "" : "/", (int)getpid());
+		         n && dir[n - 1] == '/' ? "" : "/", (int)getpid());
 	}
 	strb_ondemand_submit(&cfg, source);
 }
@@ -234,7 +235,8 @@ static void poll_daemon(struct service_state *s, int64_t now)
 	uint8_t dgram[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	ssize_t n = strb_ipc_encode_request(&req, dgram, sizeof(dgram));
 	const char *to = getenv("STROBE_DAEMON_NAME");
-	int rc = n > 0 ? strb_ipc_send(s->ep, to && *to ? to : STRB_IPC_DAEMON_NAME, dgram, (size_t)n) : (int)n;
+	int rc =
+	    n > 0 ? strb_ipc_send(s->ep, to && *to ? to : STRB_IPC_DAEMON_NAME, dgram, (size_t)n) : (int)n;
 	if (rc == -EAGAIN) {
 		/* The daemon's queue is full (many processes, one daemon). */
 		s->retry_ms = s->retry_ms ? s->retry_ms * 2 : RETRY_MIN_MS;
@@ -283,8 +285,8 @@ static void read_replies(struct service_state *s, bool discard)
 		if (n < 0)
 			continue; /* malformed or truncated: counted by the endpoint */
 		if (!strb_ipc_peer_trusted(&peer)) {
-			strb_ondemand_log_refusal("sent by uid %u (pid %d), not this user or root", (unsigned)peer.uid,
-						  (int)peer.pid);
+			strb_ondemand_log_refusal("sent by uid %u (pid %d), not this user or root",
+			                          (unsigned)peer.uid, (int)peer.pid);
 			continue;
 		}
 		const uint8_t *payload;
@@ -296,7 +298,8 @@ static void read_replies(struct service_state *s, bool discard)
 		if (!len)
 			continue;
 		if (discard) {
-			LOGW("on-demand config from %s (pid %d) ignored: strobe is stopping", peer.name, (int)peer.pid);
+			LOGW("on-demand config from %s (pid %d) ignored: strobe is stopping", peer.name,
+			     (int)peer.pid);
 			continue;
 		}
 		char *text = malloc(len + 1);
@@ -373,7 +376,8 @@ static void *service_main(void *arg)
 		int timeout = until <= now ? 0 : (int)(until - now > 60000 ? 60000 : until - now);
 		if (!strb_fd_id_ok(&wake_rd) && open_wake() < 0 && timeout > 1000)
 			timeout = 1000; /* no wake-ups: look again soon */
-		struct pollfd fds[2] = {{wake_rd.fd, POLLIN, 0}, {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
+		struct pollfd fds[2] = {{wake_rd.fd, POLLIN, 0},
+		                        {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
 		if (poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN) && strb_fd_id_ok(&wake_rd)) {
 			char buf[64];
 			if (read(wake_rd.fd, buf, sizeof(buf)) < 0) {

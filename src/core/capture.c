@@ -6,9 +6,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "core/capture.h"
 #include "core/clock.h"
-#include "common/error.h"
 #include "core/tbuf.h"
 
 static _Atomic uint64_t next_op_block = 1;
@@ -31,7 +31,7 @@ static inline __attribute__((always_inline)) void copy_name(uint8_t *dst, const 
 #define NOT_A_PUSH STRB_STACKS
 
 static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint8_t kind, uint32_t aux,
-							 const char *name, size_t payload, unsigned k)
+                                                       const char *name, size_t payload, unsigned k)
 {
 	uint64_t now = strb_clock_ticks();
 	size_t len = 0;
@@ -43,7 +43,8 @@ static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint
 		}
 	}
 	size_t total = sizeof(struct strb_rec) + payload + ((len + 7) & ~(size_t)7);
-	struct strb_rec *r = k == NOT_A_PUSH ? strb_tbuf_reserve(b, total) : strb_tbuf_reserve_push(b, total, k);
+	struct strb_rec *r =
+	    k == NOT_A_PUSH ? strb_tbuf_reserve(b, total) : strb_tbuf_reserve_push(b, total, k);
 	if (__builtin_expect(!r, 0))
 		return NULL;
 	r->ticks = now;
@@ -136,8 +137,8 @@ uint64_t strobe_op_push(const char *name)
 	return *id;
 }
 
-static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name, const struct strb_rec_attrs *attrs,
-			     unsigned k)
+static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name,
+                             const struct strb_rec_attrs *attrs, unsigned k)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
@@ -178,7 +179,7 @@ uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struc
 		return id;
 	uint32_t aux = domain | (attrs ? STRB_AUX_ATTRS : 0);
 	uint64_t *p = put(b, STRB_REC_ASYNC_START, aux, name, sizeof(uint64_t) + (attrs ? sizeof(*attrs) : 0),
-			  NOT_A_PUSH);
+	                  NOT_A_PUSH);
 	if (!p)
 		return id;
 	*p = id;

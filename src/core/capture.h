@@ -42,7 +42,7 @@ enum strb_payload_kind {
 	STRB_PAYLOAD_F64,
 };
 struct strb_rec_attrs {
-	uint32_t has; /* STRB_ATTR_* */
+	uint32_t has;   /* STRB_ATTR_* */
 	uint32_t color; /* ARGB */
 	uint32_t category;
 	uint32_t payload_kind; /* enum strb_payload_kind */

@@ -27,9 +27,9 @@ static void free_entry(struct entry *e)
 /* Top-level keys the trace writes itself: a second one would make the
  * file ambiguous (readers keep either). "distributedInfo" is not among
  * them: the program's replaces the generated one, as in libkineto. */
-static const char *const reserved[] = {"schemaVersion",	      "deviceProperties", "displayTimeUnit",
-				       "baseTimeNanoseconds", "traceEvents",	  "traceName",
-				       "strobe"};
+static const char *const reserved[] = {
+    "schemaVersion", "deviceProperties", "displayTimeUnit", "baseTimeNanoseconds",
+    "traceEvents",   "traceName",        "strobe"};
 
 static int set(const char *key, struct strobe_arg value)
 {
@@ -37,8 +37,9 @@ static int set(const char *key, struct strobe_arg value)
 		return strb_error(-EINVAL, "metadata key is NULL or empty");
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
 		if (!strcmp(key, reserved[i]))
-			return strb_error(-EINVAL, "metadata key \"%s\" is one the trace writes itself; use another name",
-					  key);
+			return strb_error(
+			    -EINVAL, "metadata key \"%s\" is one the trace writes itself; use another name",
+			    key);
 	char *k = strdup(key);
 	char *s = NULL;
 	if (value.kind == STROBE_ARG_STRING || value.kind == STROBE_ARG_JSON) {
@@ -101,7 +102,7 @@ int strobe_metadata_set_json(const char *key, const char *json)
 		return strb_error(-EINVAL, "metadata \"%s\": value is NULL", key ? key : "");
 	if (!strb_json_valid(json))
 		return strb_error(STROBE_E_BAD_JSON, "metadata \"%s\": value is not one valid JSON value",
-				  key ? key : "");
+		                  key ? key : "");
 	return set(key, (struct strobe_arg){.kind = STROBE_ARG_JSON, .value.str = json});
 }
 

@@ -23,7 +23,7 @@ struct table {
 };
 
 #define CATEGORIES_MAX 4096
-#define THREADS_MAX 65536
+#define THREADS_MAX    65536
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *domains[STRB_DOMAINS_MAX];
@@ -43,8 +43,8 @@ uint32_t strb_domain_register(const char *name)
 			goto out;
 		}
 	if (domain_count == STRB_DOMAINS_MAX) {
-		LOGW("more than %d annotation domains; '%s' is recorded in the default domain", STRB_DOMAINS_MAX - 1,
-		     name);
+		LOGW("more than %d annotation domains; '%s' is recorded in the default domain",
+		     STRB_DOMAINS_MAX - 1, name);
 		goto out;
 	}
 	domains[domain_count] = strdup(name);

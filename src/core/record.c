@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/capture.h"
 #include "common/error.h"
 #include "common/opts.h"
+#include "core/capture.h"
 #include "core/json_check.h"
 #include "core/tbuf.h"
 
@@ -27,11 +27,12 @@ static int check(const struct strobe_activity *a, size_t *args_bytes)
 	if (!strobe_activity_type_name(a->type))
 		return strb_error(-EINVAL, "strobe_record: unknown activity type %d", (int)a->type);
 	if (a->end_ns < a->start_ns)
-		return strb_error(-EINVAL, "strobe_record: end (%lld) is before start (%lld)", (long long)a->end_ns,
-				  (long long)a->start_ns);
+		return strb_error(-EINVAL, "strobe_record: end (%lld) is before start (%lld)",
+		                  (long long)a->end_ns, (long long)a->start_ns);
 	const char *cat = category_of(a);
 	if (cat && strb_category_len(cat) < 0)
-		return strb_error(-EINVAL, "strobe_record: category is empty or longer than %d bytes", STRB_CATEGORY_MAX);
+		return strb_error(-EINVAL, "strobe_record: category is empty or longer than %d bytes",
+		                  STRB_CATEGORY_MAX);
 	size_t count = STRB_OPTS_GET(a, arg_count, 0);
 	if (count && !a->args)
 		return strb_error(-EINVAL, "strobe_record: arg_count is %zu but args is NULL", count);
@@ -51,18 +52,19 @@ static int check(const struct strobe_activity *a, size_t *args_bytes)
 			break;
 		case STROBE_ARG_JSON:
 			if (!arg->value.str || !strb_json_valid(arg->value.str))
-				return strb_error(STROBE_E_BAD_JSON, "strobe_record: arg \"%s\" is not valid JSON",
-						  arg->key);
+				return strb_error(STROBE_E_BAD_JSON,
+				                  "strobe_record: arg \"%s\" is not valid JSON", arg->key);
 			/* fall through */
 		case STROBE_ARG_STRING:
 			if (!arg->value.str || strlen(arg->value.str) > (1u << 24))
-				return strb_error(-EINVAL, "strobe_record: arg \"%s\" has a NULL or over-long value",
-						  arg->key);
+				return strb_error(-EINVAL,
+				                  "strobe_record: arg \"%s\" has a NULL or over-long value",
+				                  arg->key);
 			bytes += pad8(strlen(arg->value.str));
 			break;
 		default:
 			return strb_error(-EINVAL, "strobe_record: arg \"%s\" has unknown kind %d", arg->key,
-					  (int)arg->kind);
+			                  (int)arg->kind);
 		}
 	}
 	*args_bytes = bytes;
@@ -101,18 +103,18 @@ int strobe_record(const struct strobe_activity *a)
 	struct strb_rec_activity *ra = (struct strb_rec_activity *)(r + 1);
 	size_t count = STRB_OPTS_GET(a, arg_count, 0);
 	*ra = (struct strb_rec_activity){
-		.start_ns = a->start_ns,
-		.end_ns = a->end_ns,
-		.device = a->device,
-		.resource = a->resource,
-		.id = a->id,
-		.linked_id = a->linked_id,
-		.flow_id = a->flow_id,
-		.type = (uint32_t)a->type,
-		.flags = a->flags,
-		.flow_kind = (uint32_t)a->flow_kind,
-		.arg_count = (uint32_t)count,
-		.category_len = (uint32_t)cat_len,
+	    .start_ns = a->start_ns,
+	    .end_ns = a->end_ns,
+	    .device = a->device,
+	    .resource = a->resource,
+	    .id = a->id,
+	    .linked_id = a->linked_id,
+	    .flow_id = a->flow_id,
+	    .type = (uint32_t)a->type,
+	    .flags = a->flags,
+	    .flow_kind = (uint32_t)a->flow_kind,
+	    .arg_count = (uint32_t)count,
+	    .category_len = (uint32_t)cat_len,
 	};
 	uint8_t *p = (uint8_t *)(ra + 1);
 	for (size_t i = 0; i < count; i++) {
@@ -121,8 +123,8 @@ int strobe_record(const struct strobe_activity *a)
 		size_t klen = strlen(arg->key);
 		bool is_str = arg->kind == STROBE_ARG_STRING || arg->kind == STROBE_ARG_JSON;
 		size_t slen = is_str ? strlen(arg->value.str) : 0;
-		*out = (struct strb_rec_arg){.kind = (uint32_t)arg->kind, .key_len = (uint16_t)klen,
-					     .str_len = (uint32_t)slen};
+		*out = (struct strb_rec_arg){
+		    .kind = (uint32_t)arg->kind, .key_len = (uint16_t)klen, .str_len = (uint32_t)slen};
 		switch (arg->kind) {
 		case STROBE_ARG_I64:
 			out->v.i64 = arg->value.i64;

@@ -10,11 +10,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/capture.h"
 #include "common/log.h"
+#include "core/capture.h"
 
-#define CLAIM_BYTES (64 * 1024)
-#define MIN_RESERVE (1 << 20)
+#define CLAIM_BYTES  (64 * 1024)
+#define MIN_RESERVE  (1 << 20)
 #define RETAIN_BYTES (16u << 20) /* per thread, between traces */
 
 uint32_t strobe_internal_session;
@@ -76,7 +76,8 @@ static bool map_reserve(struct strb_tbuf *b, size_t want)
 		return true;
 	if (b->base)
 		munmap(b->base, b->reserve);
-	void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p =
+	    mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED) {
 		b->base = NULL;
 		b->reserve = 0;

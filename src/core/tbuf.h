@@ -24,7 +24,7 @@
 #include "core/names.h"
 #include "strobe/strobe.h"
 
-#define STRB_NAME_MAX 1023   /* longer names are truncated and counted */
+#define STRB_NAME_MAX        1023 /* longer names are truncated and counted */
 #define STRB_THREAD_NAME_MAX 1024 /* with the NUL */
 
 enum strb_rec_kind {
@@ -33,19 +33,19 @@ enum strb_rec_kind {
 	STRB_REC_RANGE_POP,
 	STRB_REC_OP_POP,
 	STRB_REC_INSTANT,
-	STRB_REC_COUNTER,        /* double follows the header */
-	STRB_REC_CORR_PUSH,      /* aux = 0 plain / 1 user; u64 id follows */
-	STRB_REC_CORR_POP,       /* aux = 0 plain / 1 user */
-	STRB_REC_ACTIVITY,       /* a serialised strobe_activity; aux = total size */
-	STRB_REC_ASYNC_START,    /* a range that may end on another thread; u64 id follows */
-	STRB_REC_ASYNC_END,      /* its end; u64 id follows */
+	STRB_REC_COUNTER,     /* double follows the header */
+	STRB_REC_CORR_PUSH,   /* aux = 0 plain / 1 user; u64 id follows */
+	STRB_REC_CORR_POP,    /* aux = 0 plain / 1 user */
+	STRB_REC_ACTIVITY,    /* a serialised strobe_activity; aux = total size */
+	STRB_REC_ASYNC_START, /* a range that may end on another thread; u64 id follows */
+	STRB_REC_ASYNC_END,   /* its end; u64 id follows */
 };
 
 /* aux of RANGE_PUSH, RANGE_POP, INSTANT and the ASYNC kinds: the domain
  * (core/names.h) in the low bits, and STRB_AUX_ATTRS when a struct
  * strb_rec_attrs follows the fixed payload. */
-#define STRB_AUX_DOMAIN(aux) ((aux) & 0xffffu)
-#define STRB_AUX_ATTRS 0x80000000u
+#define STRB_AUX_DOMAIN(aux) ((aux)&0xffffu)
+#define STRB_AUX_ATTRS       0x80000000u
 
 /* 16 bytes, then the fixed payload, then the name (not NUL-terminated),
  * padded to 8 bytes. */
@@ -60,9 +60,9 @@ struct strb_rec {
 /* Pushes and pops pair on stacks, as processing pairs them: one per range
  * domain (domain 0 and numbers past STRB_DOMAINS_MAX share the first) and
  * one for ops. */
-#define STRB_STACK_OPS     STRB_DOMAINS_MAX
-#define STRB_STACKS        (STRB_DOMAINS_MAX + 1)
-#define STRB_POP_BYTES     sizeof(struct strb_rec)
+#define STRB_STACK_OPS           STRB_DOMAINS_MAX
+#define STRB_STACKS              (STRB_DOMAINS_MAX + 1)
+#define STRB_POP_BYTES           sizeof(struct strb_rec)
 #define STRB_RANGE_STACK(domain) (STRB_AUX_DOMAIN(domain) < STRB_DOMAINS_MAX ? STRB_AUX_DOMAIN(domain) : 0u)
 
 struct strb_tbuf {
@@ -90,8 +90,8 @@ struct strb_tbuf {
 	atomic_bool dead;         /* the thread exited */
 	pid_t tid;
 	char name[STRB_THREAD_NAME_MAX]; /* empty = ask the kernel at processing */
-	struct strb_tbuf *next;           /* registry list, under the registry lock */
-	bool registered;                  /* on the registry list */
+	struct strb_tbuf *next;          /* registry list, under the registry lock */
+	bool registered;                 /* on the registry list */
 };
 
 /* The active session (strobe_internal_session, exported for the header's

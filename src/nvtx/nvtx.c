@@ -32,9 +32,9 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
-#include "core/capture.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "core/capture.h"
 #include "core/names.h"
 #include "core/tbuf.h"
 
@@ -88,7 +88,8 @@ static const char *from_wide(const wchar_t *w, char *out)
 
 /* Reads the fields the caller's struct has (its size says which) into a
  * message and capture attributes; returns false when it has none. */
-static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *wide, struct strb_rec_attrs *at)
+static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *wide,
+                       struct strb_rec_attrs *at)
 {
 	*msg = NULL;
 	memset(at, 0, sizeof(*at));
@@ -385,43 +386,47 @@ struct slot {
 	NvtxFunctionPointer fn;
 };
 
-#define SLOT(id, fn) {id, (NvtxFunctionPointer)(void (*)(void))(fn)}
+#define SLOT(id, fn)                                                                                         \
+	{                                                                                                    \
+		id, (NvtxFunctionPointer)(void (*)(void))(fn)                                                \
+	}
 
 static const struct slot core_slots[] = {
-	SLOT(NVTX_CBID_CORE_MarkEx, h_mark_ex),
-	SLOT(NVTX_CBID_CORE_MarkA, h_mark_a),
-	SLOT(NVTX_CBID_CORE_MarkW, h_mark_w),
-	SLOT(NVTX_CBID_CORE_RangeStartEx, h_start_ex),
-	SLOT(NVTX_CBID_CORE_RangeStartA, h_start_a),
-	SLOT(NVTX_CBID_CORE_RangeStartW, h_start_w),
-	SLOT(NVTX_CBID_CORE_RangeEnd, h_end),
-	SLOT(NVTX_CBID_CORE_RangePushEx, h_push_ex),
-	SLOT(NVTX_CBID_CORE_RangePushA, h_push_a),
-	SLOT(NVTX_CBID_CORE_RangePushW, h_push_w),
-	SLOT(NVTX_CBID_CORE_RangePop, h_pop),
-	SLOT(NVTX_CBID_CORE_NameCategoryA, h_name_category_a),
-	SLOT(NVTX_CBID_CORE_NameCategoryW, h_name_category_w),
-	SLOT(NVTX_CBID_CORE_NameOsThreadA, h_name_thread_a),
-	SLOT(NVTX_CBID_CORE_NameOsThreadW, h_name_thread_w),
+    SLOT(NVTX_CBID_CORE_MarkEx, h_mark_ex),
+    SLOT(NVTX_CBID_CORE_MarkA, h_mark_a),
+    SLOT(NVTX_CBID_CORE_MarkW, h_mark_w),
+    SLOT(NVTX_CBID_CORE_RangeStartEx, h_start_ex),
+    SLOT(NVTX_CBID_CORE_RangeStartA, h_start_a),
+    SLOT(NVTX_CBID_CORE_RangeStartW, h_start_w),
+    SLOT(NVTX_CBID_CORE_RangeEnd, h_end),
+    SLOT(NVTX_CBID_CORE_RangePushEx, h_push_ex),
+    SLOT(NVTX_CBID_CORE_RangePushA, h_push_a),
+    SLOT(NVTX_CBID_CORE_RangePushW, h_push_w),
+    SLOT(NVTX_CBID_CORE_RangePop, h_pop),
+    SLOT(NVTX_CBID_CORE_NameCategoryA, h_name_category_a),
+    SLOT(NVTX_CBID_CORE_NameCategoryW, h_name_category_w),
+    SLOT(NVTX_CBID_CORE_NameOsThreadA, h_name_thread_a),
+    SLOT(NVTX_CBID_CORE_NameOsThreadW, h_name_thread_w),
 };
 
 static const struct slot core2_slots[] = {
-	SLOT(NVTX_CBID_CORE2_DomainMarkEx, h_dmark_ex),
-	SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, h_dstart_ex),
-	SLOT(NVTX_CBID_CORE2_DomainRangeEnd, h_dend),
-	SLOT(NVTX_CBID_CORE2_DomainRangePushEx, h_dpush_ex),
-	SLOT(NVTX_CBID_CORE2_DomainRangePop, h_dpop),
-	SLOT(NVTX_CBID_CORE2_DomainNameCategoryA, h_dname_category_a),
-	SLOT(NVTX_CBID_CORE2_DomainNameCategoryW, h_dname_category_w),
-	SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, h_dregister_a),
-	SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, h_dregister_w),
-	SLOT(NVTX_CBID_CORE2_DomainCreateA, h_dcreate_a),
-	SLOT(NVTX_CBID_CORE2_DomainCreateW, h_dcreate_w),
-	SLOT(NVTX_CBID_CORE2_DomainDestroy, h_ddestroy),
-	SLOT(NVTX_CBID_CORE2_Initialize, h_initialize),
+    SLOT(NVTX_CBID_CORE2_DomainMarkEx, h_dmark_ex),
+    SLOT(NVTX_CBID_CORE2_DomainRangeStartEx, h_dstart_ex),
+    SLOT(NVTX_CBID_CORE2_DomainRangeEnd, h_dend),
+    SLOT(NVTX_CBID_CORE2_DomainRangePushEx, h_dpush_ex),
+    SLOT(NVTX_CBID_CORE2_DomainRangePop, h_dpop),
+    SLOT(NVTX_CBID_CORE2_DomainNameCategoryA, h_dname_category_a),
+    SLOT(NVTX_CBID_CORE2_DomainNameCategoryW, h_dname_category_w),
+    SLOT(NVTX_CBID_CORE2_DomainRegisterStringA, h_dregister_a),
+    SLOT(NVTX_CBID_CORE2_DomainRegisterStringW, h_dregister_w),
+    SLOT(NVTX_CBID_CORE2_DomainCreateA, h_dcreate_a),
+    SLOT(NVTX_CBID_CORE2_DomainCreateW, h_dcreate_w),
+    SLOT(NVTX_CBID_CORE2_DomainDestroy, h_ddestroy),
+    SLOT(NVTX_CBID_CORE2_Initialize, h_initialize),
 };
 
-static bool fill(const NvtxExportTableCallbacks *cb, NvtxCallbackModule module, const struct slot *slots, size_t n)
+static bool fill(const NvtxExportTableCallbacks *cb, NvtxCallbackModule module, const struct slot *slots,
+                 size_t n)
 {
 	NvtxFunctionTable table = NULL;
 	unsigned int size = 0;
@@ -440,7 +445,8 @@ int strb_nvtx_inject(const void *get_export_table)
 	NvtxGetExportTableFunc_t get = (NvtxGetExportTableFunc_t)(uintptr_t)get_export_table;
 	const NvtxExportTableCallbacks *cb = get ? get(NVTX_ETID_CALLBACKS) : NULL;
 	if (!cb || cb->struct_size < sizeof(*cb) || !cb->GetModuleFunctionTable) {
-		LOGW("NVTX asked strobe to capture, but its export table is unusable; NVTX calls are not recorded");
+		LOGW("NVTX asked strobe to capture, but its export table is unusable; NVTX calls are not "
+		     "recorded");
 		return 0;
 	}
 	if (!fill(cb, NVTX_CB_MODULE_CORE, core_slots, sizeof(core_slots) / sizeof(core_slots[0]))) {

@@ -7,18 +7,18 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/log.h"
-#include "core/tbuf.h"
 #include "common/jbuf.h"
-#include "output/output.h"
+#include "common/log.h"
 #include "common/sink.h"
+#include "core/tbuf.h"
+#include "output/output.h"
 #include "process/trace.h"
 
 /* libkineto floors its base time to a multiple of this period, so traces
  * from many hosts share it. */
-#define BASE_PERIOD_NS (7889238ll * 1000000000ll)
+#define BASE_PERIOD_NS  (7889238ll * 1000000000ll)
 #define SPAN_SORT_INDEX 536870912
-#define SPAN_NAME "strobe"
+#define SPAN_NAME       "strobe"
 
 /* Time differences of any two int64_t ns fit 65 bits. */
 __extension__ typedef __int128 strb_i128;
@@ -137,7 +137,7 @@ uint64_t strb_output_external_id(const struct strobe_activity *a)
 }
 
 static void args(struct writer *w, const struct strobe_activity *a, const struct strobe_arg *av, size_t an,
-		 bool with_ids)
+                 bool with_ids)
 {
 	struct strb_jbuf *b = w->b;
 	uint64_t ext = with_ids ? strb_output_external_id(a) : 0;
@@ -167,8 +167,9 @@ static void flow(struct writer *w, const struct strobe_activity *a)
 {
 	if (!a->flow_id)
 		return;
-	const char *cat = a->flow_kind == STROBE_FLOW_FWDBWD ? "fwdbwd"
-			  : a->flow_kind == STROBE_FLOW_ASYNC_CPU_GPU ? "ac2g" : NULL;
+	const char *cat = a->flow_kind == STROBE_FLOW_FWDBWD          ? "fwdbwd"
+	                  : a->flow_kind == STROBE_FLOW_ASYNC_CPU_GPU ? "ac2g"
+	                                                              : NULL;
 	if (!cat)
 		return;
 	struct strb_jbuf *b = w->b;
@@ -241,7 +242,7 @@ static void meta_head(struct writer *w, const char *what, int64_t pid, int64_t t
 }
 
 static void meta_str(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key,
-		     const char *value)
+                     const char *value)
 {
 	meta_head(w, what, pid, tid, arg_key);
 	strb_jbuf_str(w->b, value);
@@ -249,7 +250,7 @@ static void meta_str(struct writer *w, const char *what, int64_t pid, int64_t ti
 }
 
 static void meta_int(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key,
-		     int64_t value)
+                     int64_t value)
 {
 	meta_head(w, what, pid, tid, arg_key);
 	strb_jbuf_i64(w->b, value);
@@ -289,8 +290,9 @@ static void span(struct writer *w)
 	size_t ops = 0;
 	for (size_t i = 0; i < t->count; i++)
 		ops += t->acts[i].type == STROBE_ACTIVITY_CPU_OP;
-	strb_jbuf_lit(b, "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"" SPAN_NAME " (0)\", \"pid\": \"Spans\", "
-			 "\"tid\": \"" SPAN_NAME "\", \"ts\": ");
+	strb_jbuf_lit(b, "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"" SPAN_NAME
+	                 " (0)\", \"pid\": \"Spans\", "
+	                 "\"tid\": \"" SPAN_NAME "\", \"ts\": ");
 	us_since(b, t->start_ns, w->base);
 	strb_jbuf_lit(b, ", \"dur\": ");
 	us_since(b, t->end_ns, t->start_ns);
@@ -301,7 +303,7 @@ static void span(struct writer *w)
 	strb_jbuf_lit(b, ", \"pid\": \"Spans\", \"tid\": 0, \"args\": {\"sort_index\": ");
 	strb_jbuf_i64(b, SPAN_SORT_INDEX);
 	strb_jbuf_lit(b, "}},\n{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Iteration Start: " SPAN_NAME
-			 "\", \"pid\": \"Traces\", \"tid\": \"Trace " SPAN_NAME "\", \"ts\": ");
+	                 "\", \"pid\": \"Traces\", \"tid\": \"Trace " SPAN_NAME "\", \"ts\": ");
 	us_since(b, t->start_ns, w->base);
 	strb_jbuf_lit(b, "},\n");
 }
@@ -355,8 +357,9 @@ static void document(struct writer *w, const char *path)
 	for (size_t i = 0; i < t->count; i++)
 		activity(w, i);
 	span(w);
-	strb_jbuf_lit(b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
-			 "\"ts\": ");
+	strb_jbuf_lit(
+	    b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
+	       "\"ts\": ");
 	us_since(b, t->end_ns, w->base);
 	strb_jbuf_lit(b, "}\n  ],\n  \"traceName\": ");
 	strb_jbuf_str(b, path);

@@ -10,10 +10,10 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "core/tbuf.h"
-#include "output/output.h"
 #include "common/pfenc.h"
 #include "common/sink.h"
+#include "core/tbuf.h"
+#include "output/output.h"
 #include "process/trace.h"
 
 #define SPAN_NAME "strobe"
@@ -134,7 +134,8 @@ static bool arg_number(const struct strobe_arg *a, double *v)
 
 /* One counter track per (process, counter, series); a series named like
  * its counter (strobe_counter's) is just the counter's name. */
-static void counter(struct pwriter *w, const struct strobe_activity *a, const struct strobe_arg *av, size_t an)
+static void counter(struct pwriter *w, const struct strobe_activity *a, const struct strobe_arg *av,
+                    size_t an)
 {
 	for (size_t i = 0; i < an; i++) {
 		const struct strobe_arg *arg = &av[i];
@@ -143,7 +144,7 @@ static void counter(struct pwriter *w, const struct strobe_activity *a, const st
 			continue;
 		const char *key = arg->key ? arg->key : "";
 		uint64_t ck = strb_pfmap_key(strb_pfmap_key((uint64_t)a->device, strb_pfmap_str(a->name)),
-					     strb_pfmap_str(key));
+		                             strb_pfmap_str(key));
 		uint64_t uuid = strb_pfmap_get(&w->counters, ck);
 		if (!uuid) {
 			uuid = strb_pfenc_uuid(w->e);
@@ -154,9 +155,10 @@ static void counter(struct pwriter *w, const struct strobe_activity *a, const st
 			else
 				snprintf(name, sizeof(name), "%s %s", a->name, key);
 			strb_pfenc_counter_track(w->e, uuid, process_track(w, a->device), name,
-						 strobe_activity_type_name(a->type));
+			                         strobe_activity_type_name(a->type));
 		}
-		struct strb_pf_event ev = {.type = STRB_PF_COUNTER, .track = uuid, .ts_ns = a->start_ns, .value = v};
+		struct strb_pf_event ev = {
+		    .type = STRB_PF_COUNTER, .track = uuid, .ts_ns = a->start_ns, .value = v};
 		strb_pfenc_event(w->e, &ev);
 	}
 }
@@ -193,12 +195,14 @@ static void activity(struct pwriter *w, size_t idx)
 			return;
 		n = 0;
 		if (ext)
-			all[n++] = (struct strobe_arg){.key = "External id", .kind = STROBE_ARG_U64, .value.u64 = ext};
+			all[n++] = (struct strobe_arg){
+			    .key = "External id", .kind = STROBE_ARG_U64, .value.u64 = ext};
 		if (an)
 			memcpy(all + n, av, an * sizeof(*all));
 		n += an;
 		if (unfinished)
-			all[n++] = (struct strobe_arg){.key = "finished", .kind = STROBE_ARG_BOOL, .value.b = false};
+			all[n++] =
+			    (struct strobe_arg){.key = "finished", .kind = STROBE_ARG_BOOL, .value.b = false};
 		args = all;
 	}
 	ev.type = STRB_PF_BEGIN;
@@ -218,7 +222,8 @@ static void activity(struct pwriter *w, size_t idx)
 		end += 1;
 	}
 	strb_pfenc_event(w->e, &ev);
-	struct strb_pf_event done = {.type = STRB_PF_END, .track = ev.track, .ts_ns = end < ev.ts_ns ? ev.ts_ns : end};
+	struct strb_pf_event done = {
+	    .type = STRB_PF_END, .track = ev.track, .ts_ns = end < ev.ts_ns ? ev.ts_ns : end};
 	strb_pfenc_event(w->e, &done);
 }
 
@@ -243,13 +248,14 @@ static void metadata(struct pwriter *w)
 			props[0] = '[';
 			memcpy(props + 1, t->device_properties, len);
 			memcpy(props + 1 + len, "]", 2);
-			args[n++] = (struct strobe_arg){.key = "deviceProperties", .kind = STROBE_ARG_JSON, .value.str = props};
+			args[n++] = (struct strobe_arg){
+			    .key = "deviceProperties", .kind = STROBE_ARG_JSON, .value.str = props};
 		}
 	}
 	uint64_t track = strb_pfenc_metadata(w->e, t->start_ns, args, n);
 	free(props);
-	struct strb_pf_event ev = {.type = STRB_PF_INSTANT, .track = track, .ts_ns = t->end_ns,
-				   .name = "Record Window End"};
+	struct strb_pf_event ev = {
+	    .type = STRB_PF_INSTANT, .track = track, .ts_ns = t->end_ns, .name = "Record Window End"};
 	strb_pfenc_event(w->e, &ev);
 
 	size_t ops = 0;
@@ -258,8 +264,13 @@ static void metadata(struct pwriter *w)
 	uint64_t spans = strb_pfenc_uuid(w->e);
 	strb_pfenc_track(w->e, spans, 0, "Spans");
 	struct strobe_arg op_count = {.key = "Op count", .kind = STROBE_ARG_U64, .value.u64 = ops};
-	ev = (struct strb_pf_event){.type = STRB_PF_BEGIN, .track = spans, .ts_ns = t->start_ns,
-				    .name = SPAN_NAME " (0)", .category = "Trace", .args = &op_count, .nargs = 1};
+	ev = (struct strb_pf_event){.type = STRB_PF_BEGIN,
+	                            .track = spans,
+	                            .ts_ns = t->start_ns,
+	                            .name = SPAN_NAME " (0)",
+	                            .category = "Trace",
+	                            .args = &op_count,
+	                            .nargs = 1};
 	strb_pfenc_event(w->e, &ev);
 	ev = (struct strb_pf_event){.type = STRB_PF_END, .track = spans, .ts_ns = t->end_ns};
 	strb_pfenc_event(w->e, &ev);

@@ -11,7 +11,7 @@
 #include "common/sink.h"
 #include "output/output.h"
 
-#define MAX_WRITERS 32
+#define MAX_WRITERS  32
 #define PROTOCOL_MAX 32
 
 struct writer_entry {
@@ -21,13 +21,14 @@ struct writer_entry {
 };
 
 static const struct strobe_output_ops file_ops = {.size = sizeof(file_ops), .write = strb_file_write};
-static const struct strobe_output_ops perfetto_ops = {.size = sizeof(perfetto_ops), .write = strb_perfetto_write};
+static const struct strobe_output_ops perfetto_ops = {.size = sizeof(perfetto_ops),
+                                                      .write = strb_perfetto_write};
 
 /* Built-ins are consulted after what programs registered, so replacing one
  * and unregistering the replacement brings it back. */
 static const struct writer_entry builtins[] = {
-	{"file", &file_ops, NULL},
-	{"perfetto", &perfetto_ops, NULL},
+    {"file", &file_ops, NULL},
+    {"perfetto", &perfetto_ops, NULL},
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,7 +61,7 @@ int strobe_register_output(const char *protocol, const struct strobe_output_ops 
 	char name[PROTOCOL_MAX];
 	if (!protocol || !normalise(protocol, strlen(protocol), name))
 		return strb_error(-EINVAL, "strobe_register_output: \"%s\" is not a valid protocol name",
-				  protocol ? protocol : "(null)");
+		                  protocol ? protocol : "(null)");
 	if (!STRB_OPTS_GET(ops, write, NULL))
 		return strb_error(-EINVAL, "strobe_register_output: ops is NULL, too small or has no write");
 	int rc = 0;
@@ -71,7 +72,8 @@ int strobe_register_output(const char *protocol, const struct strobe_output_ops 
 	if (i < registered_count) {
 		LOGW("replacing the output writer for protocol %s", name);
 	} else if (registered_count == MAX_WRITERS) {
-		rc = strb_error(-ENOSPC, "strobe_register_output: %d writers are registered already", MAX_WRITERS);
+		rc = strb_error(-ENOSPC, "strobe_register_output: %d writers are registered already",
+		                MAX_WRITERS);
 		goto out;
 	} else {
 		for (size_t j = 0; j < sizeof(builtins) / sizeof(builtins[0]); j++)
@@ -97,7 +99,7 @@ int strobe_unregister_output(const char *protocol)
 	for (int i = 0; i < registered_count; i++) {
 		if (!strcmp(registered[i].protocol, name)) {
 			memmove(&registered[i], &registered[i + 1],
-				(size_t)(registered_count - i - 1) * sizeof(registered[0]));
+			        (size_t)(registered_count - i - 1) * sizeof(registered[0]));
 			registered_count--;
 			rc = 0;
 			break;
@@ -145,14 +147,14 @@ int strobe_trace_save(const strobe_trace *trace, const char *url)
 	if (sep) {
 		if (!normalise(url, (size_t)(sep - url), name))
 			return strb_error(-EINVAL, "strobe_trace_save: \"%.*s\" is not a valid protocol",
-					  (int)(sep - url), url);
+			                  (int)(sep - url), url);
 		location = sep + 3;
 	}
 	if (!*location)
 		return strb_error(-EINVAL, "strobe_trace_save: URL \"%s\" names no location", url);
 	struct writer_entry w = {0}; /* gcc -Os cannot see that lookup fills it when it returns true */
 	if (!lookup(name, &w))
-		return strb_error(STROBE_E_NO_WRITER, "strobe_trace_save: no output writer for the %s protocol",
-				  name);
+		return strb_error(STROBE_E_NO_WRITER,
+		                  "strobe_trace_save: no output writer for the %s protocol", name);
 	return w.ops->write(trace, location, w.user_arg);
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/capture.h"
 #include "common/log.h"
+#include "core/capture.h"
 #include "core/names.h"
 #include "core/tbuf.h"
 #include "process/process.h"
@@ -118,7 +118,8 @@ static const char *domain_name(struct walk *k, uint32_t d)
 		return "";
 	if (!k->domain_names[d]) {
 		char buf[256];
-		k->domain_names[d] = strb_domain_name(d, buf, sizeof(buf)) ? strb_trace_intern(k->t, buf, strlen(buf)) : "";
+		k->domain_names[d] =
+		    strb_domain_name(d, buf, sizeof(buf)) ? strb_trace_intern(k->t, buf, strlen(buf)) : "";
 	}
 	return k->domain_names[d];
 }
@@ -143,20 +144,24 @@ static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, con
 	if (dn && *dn) {
 		/* Each domain is a category of its own, as NVTX tools show it. */
 		a->category = dn;
-		args[n++] = (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING, .value.str = a->category};
+		args[n++] =
+		    (struct strobe_arg){.key = "domain", .kind = STROBE_ARG_STRING, .value.str = a->category};
 	}
 	if (at && (at->has & STRB_ATTR_COLOR)) {
 		snprintf(buf, sizeof(buf), "#%06x", at->color & 0xffffffu);
-		args[n++] = (struct strobe_arg){.key = "color", .kind = STROBE_ARG_STRING,
-						 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+		args[n++] = (struct strobe_arg){.key = "color",
+		                                .kind = STROBE_ARG_STRING,
+		                                .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
 	}
 	if (at && (at->has & STRB_ATTR_CATEGORY)) {
 		if (strb_category_name(d, at->category, buf, sizeof(buf)))
-			args[n++] = (struct strobe_arg){.key = "category", .kind = STROBE_ARG_STRING,
-							 .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
+			args[n++] =
+			    (struct strobe_arg){.key = "category",
+			                        .kind = STROBE_ARG_STRING,
+			                        .value.str = strb_trace_intern(k->t, buf, strlen(buf))};
 		else
-			args[n++] = (struct strobe_arg){.key = "category", .kind = STROBE_ARG_U64,
-							 .value.u64 = at->category};
+			args[n++] = (struct strobe_arg){
+			    .key = "category", .kind = STROBE_ARG_U64, .value.u64 = at->category};
 	}
 	if (at && at->payload_kind != STRB_PAYLOAD_NONE) {
 		struct strobe_arg *p = &args[n++];
@@ -166,7 +171,9 @@ static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, con
 			if (p->kind == STROBE_ARG_F64)
 				p->value.f64 = at->payload.f64;
 			else
-				p->value.str = isnan(at->payload.f64) ? "nan" : at->payload.f64 > 0 ? "inf" : "-inf";
+				p->value.str = isnan(at->payload.f64) ? "nan"
+				               : at->payload.f64 > 0  ? "inf"
+				                                      : "-inf";
 		} else if (at->payload_kind == STRB_PAYLOAD_I64) {
 			p->kind = STROBE_ARG_I64;
 			p->value.i64 = at->payload.i64;
@@ -187,7 +194,7 @@ static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, con
 }
 
 static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct strb_rec *r, size_t payload,
-				    pid_t tid)
+                                    pid_t tid)
 {
 	const char *name = strb_trace_intern(k->t, (const char *)(r + 1) + payload, r->name_len);
 	struct strobe_activity *a = name ? strb_trace_push(k->t) : NULL;
@@ -341,21 +348,21 @@ static void recorded(struct walk *k, const struct strb_rec *r, pid_t tid)
 		p += (ra->category_len + 7u) & ~7u;
 	}
 	struct strobe_activity a = {
-		.size = sizeof(a),
-		.category = category,
-		.type = (enum strobe_activity_type)ra->type,
-		.flags = ra->flags,
-		.name = strb_trace_intern(k->t, (const char *)p, r->name_len),
-		.start_ns = ra->start_ns,
-		.end_ns = ra->end_ns,
-		.device = ra->device ? ra->device : k->t->pid,
-		.resource = ra->resource ? ra->resource : tid,
-		.id = ra->id,
-		.linked_id = ra->linked_id,
-		.flow_id = ra->flow_id,
-		.flow_kind = (enum strobe_flow_kind)ra->flow_kind,
-		.args = args,
-		.arg_count = ra->arg_count,
+	    .size = sizeof(a),
+	    .category = category,
+	    .type = (enum strobe_activity_type)ra->type,
+	    .flags = ra->flags,
+	    .name = strb_trace_intern(k->t, (const char *)p, r->name_len),
+	    .start_ns = ra->start_ns,
+	    .end_ns = ra->end_ns,
+	    .device = ra->device ? ra->device : k->t->pid,
+	    .resource = ra->resource ? ra->resource : tid,
+	    .id = ra->id,
+	    .linked_id = ra->linked_id,
+	    .flow_id = ra->flow_id,
+	    .flow_kind = (enum strobe_flow_kind)ra->flow_kind,
+	    .args = args,
+	    .arg_count = ra->arg_count,
 	};
 	if (strb_trace_add_copy(k->t, &a))
 		k->rc = -ENOMEM;
@@ -417,12 +424,12 @@ static void domain_rows(struct walk *k, pid_t tid, const char *thread)
 		else
 			snprintf(name, sizeof(name), "%s (thread %d)", dom, (int)tid);
 		struct strobe_resource res = {
-			.size = sizeof(res),
-			.kind = STROBE_RESOURCE_ROW,
-			.device = k->t->pid,
-			.resource = domain_row(tid, d),
-			.name = name,
-			.sort_index = tid,
+		    .size = sizeof(res),
+		    .kind = STROBE_RESOURCE_ROW,
+		    .device = k->t->pid,
+		    .resource = domain_row(tid, d),
+		    .name = name,
+		    .sort_index = tid,
 		};
 		if (strb_trace_add_resource(k->t, &res))
 			k->rc = -ENOMEM;
@@ -446,8 +453,8 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 		const struct strb_rec *r = (const void *)(b->base + off);
 		off += record_size(r);
 		bool timed = r->kind != STRB_REC_ACTIVITY;
-		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP && r->kind != STRB_REC_OP_POP &&
-		    r->kind != STRB_REC_ASYNC_END) {
+		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP &&
+		    r->kind != STRB_REC_OP_POP && r->kind != STRB_REC_ASYNC_END) {
 			t->stats.out_of_window++;
 			continue;
 		}
@@ -510,12 +517,12 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 	if (!label[0])
 		strb_thread_name_lookup(b->tid, label, sizeof(label));
 	struct strobe_resource res = {
-		.size = sizeof(res),
-		.kind = STROBE_RESOURCE_THREAD,
-		.device = t->pid,
-		.resource = b->tid,
-		.name = label,
-		.sort_index = b->tid,
+	    .size = sizeof(res),
+	    .kind = STROBE_RESOURCE_THREAD,
+	    .device = t->pid,
+	    .resource = b->tid,
+	    .name = label,
+	    .sort_index = b->tid,
 	};
 	if (strb_trace_add_resource(t, &res))
 		k->rc = -ENOMEM;
@@ -547,7 +554,8 @@ static void pair_async(struct walk *k)
 			e++;
 		}
 		struct strobe_activity *a = &t->acts[s->pos];
-		if (e < k->ends.n && k->ends.items[e].id == s->id && k->ends.items[e].pos <= k->w->stop_ticks) {
+		if (e < k->ends.n && k->ends.items[e].id == s->id &&
+		    k->ends.items[e].pos <= k->w->stop_ticks) {
 			int64_t end = strb_clock_map_to_epoch(k->w->map, k->ends.items[e].pos);
 			a->end_ns = end > a->start_ns ? end : a->start_ns;
 			a->flags &= ~STROBE_ACTIVITY_UNFINISHED;
@@ -607,12 +615,12 @@ static void async_lanes(struct walk *k)
 			if (l && n > 0 && (size_t)n < sizeof(name))
 				snprintf(name + n, sizeof(name) - (size_t)n, " (%u)", l + 1);
 			struct strobe_resource res = {
-				.size = sizeof(res),
-				.kind = STROBE_RESOURCE_ROW,
-				.device = t->pid,
-				.resource = async_row(d, l),
-				.name = name,
-				.sort_index = async_row(d, l),
+			    .size = sizeof(res),
+			    .kind = STROBE_RESOURCE_ROW,
+			    .device = t->pid,
+			    .resource = async_row(d, l),
+			    .name = name,
+			    .sort_index = async_row(d, l),
 			};
 			if (strb_trace_add_resource(t, &res))
 				k->rc = -ENOMEM;

@@ -10,16 +10,17 @@
 #include <unistd.h>
 
 #include "common/config.h"
-#include "core/clock.h"
-#include "core/json_check.h"
 #include "common/log.h"
 #include "common/opts.h"
+#include "core/capture.h"
+#include "core/clock.h"
+#include "core/json_check.h"
 #include "core/metadata.h"
 #include "core/rank.h"
-#include "core/capture.h"
 #include "process/process.h"
 
-int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w, const struct strobe_activity *a)
+int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w,
+                                const struct strobe_activity *a)
 {
 	/* Only what the caller's size covers is read; the rest stays zero. */
 	struct strobe_activity copy;
@@ -29,8 +30,8 @@ int strb_process_child_activity(struct strobe_trace *t, const struct strb_window
 		return 0;
 	}
 	memcpy(&copy, a, a->size < sizeof(copy) ? a->size : sizeof(copy));
-	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns || (copy.arg_count && !copy.args) ||
-	    (copy.category && strb_category_len(copy.category) < 0)) {
+	if (!strobe_activity_type_name(copy.type) || copy.end_ns < copy.start_ns ||
+	    (copy.arg_count && !copy.args) || (copy.category && strb_category_len(copy.category) < 0)) {
 		t->stats.rejected_activities++;
 		return 0;
 	}
@@ -91,18 +92,18 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 	char name[256];
 	strb_process_name(name, sizeof(name));
 	struct strobe_resource proc = {
-		.size = sizeof(proc),
-		.kind = STROBE_RESOURCE_PROCESS,
-		.device = t->pid,
-		.name = name,
-		.label = "CPU",
-		.sort_index = t->pid,
+	    .size = sizeof(proc),
+	    .kind = STROBE_RESOURCE_PROCESS,
+	    .device = t->pid,
+	    .name = name,
+	    .label = "CPU",
+	    .sort_index = t->pid,
 	};
 	rc |= strb_trace_add_resource(t, &proc);
 
 	/* Environment first, then what the program set: its keys win. */
 	static const char *const job_keys[] = {"PT_PROFILER_JOB_NAME", "PT_PROFILER_JOB_VERSION",
-					       "PT_PROFILER_JOB_ATTEMPT_INDEX"};
+	                                       "PT_PROFILER_JOB_ATTEMPT_INDEX"};
 	for (size_t i = 0; i < sizeof(job_keys) / sizeof(job_keys[0]); i++) {
 		const char *v = getenv(job_keys[i]);
 		if (v)
@@ -131,40 +132,43 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 	const struct strb_trace_stats *s = &t->stats;
 	char stats[2048];
 	snprintf(stats, sizeof(stats),
-		 "{\"version\": \"%s\", \"clock\": \"%s\", \"dropped_events\": %" PRIu64
-		 ", \"truncated_names\": %" PRIu64 ", \"unfinished_ranges\": %" PRIu64
-		 ", \"unmatched_pops\": %" PRIu64 ", \"non_finite_counters\": %" PRIu64
-		 ", \"out_of_window\": %" PRIu64 ", \"rejected_activities\": %" PRIu64
-		 ", \"threads\": %" PRIu64 ", \"cpu_buffer_bytes\": %" PRIu64 "}",
-		 STROBE_VERSION_STRING, strb_clock_name(), s->dropped_events, s->truncated_names, s->unfinished_ranges,
-		 s->unmatched_pops, s->non_finite_counters, s->out_of_window, s->rejected_activities, s->threads,
-		 s->buffer_bytes);
+	         "{\"version\": \"%s\", \"clock\": \"%s\", \"dropped_events\": %" PRIu64
+	         ", \"truncated_names\": %" PRIu64 ", \"unfinished_ranges\": %" PRIu64
+	         ", \"unmatched_pops\": %" PRIu64 ", \"non_finite_counters\": %" PRIu64
+	         ", \"out_of_window\": %" PRIu64 ", \"rejected_activities\": %" PRIu64
+	         ", \"threads\": %" PRIu64 ", \"cpu_buffer_bytes\": %" PRIu64 "}",
+	         STROBE_VERSION_STRING, strb_clock_name(), s->dropped_events, s->truncated_names,
+	         s->unfinished_ranges, s->unmatched_pops, s->non_finite_counters, s->out_of_window,
+	         s->rejected_activities, s->threads, s->buffer_bytes);
 	if (s->gpu) {
 		size_t n = strlen(stats) - 1; /* reopen the object */
 		snprintf(stats + n, sizeof(stats) - n,
-			 ", \"gpu_records\": %" PRIu64 ", \"gpu_out_of_window\": %" PRIu64
-			 ", \"gpu_dropped_records\": %" PRIu64 ", \"gpu_rejected_buffers\": %" PRIu64
-			 ", \"gpu_discarded_buffers\": %" PRIu64 ", \"gpu_warmup_records\": %" PRIu64
-			 ", \"gpu_blocklisted\": %" PRIu64 ", \"gpu_invalid_external_correlations\": %" PRIu64
-			 ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_out_of_order\": %" PRIu64
-			 ", \"gpu_unexpected_records\": %" PRIu64 ", \"gpu_incomplete_records\": %" PRIu64
-			 ", \"gpu_paused_records\": %" PRIu64 ", \"gpu_bad_buffers\": %" PRIu64
-			 ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64 "}",
-			 s->gpu_records, s->gpu_out_of_window, s->gpu_dropped_records, s->gpu_rejected_buffers,
-			 s->gpu_discarded_buffers, s->gpu_warmup_records, s->gpu_blocklisted,
-			 s->gpu_invalid_external_correlations, s->gpu_unmatched_correlations, s->gpu_out_of_order,
-			 s->gpu_unexpected_records, s->gpu_incomplete_records, s->gpu_paused_records,
-			 s->gpu_bad_buffers, s->gpu_launches, s->gpu_launches_without_kernel);
+		         ", \"gpu_records\": %" PRIu64 ", \"gpu_out_of_window\": %" PRIu64
+		         ", \"gpu_dropped_records\": %" PRIu64 ", \"gpu_rejected_buffers\": %" PRIu64
+		         ", \"gpu_discarded_buffers\": %" PRIu64 ", \"gpu_warmup_records\": %" PRIu64
+		         ", \"gpu_blocklisted\": %" PRIu64 ", \"gpu_invalid_external_correlations\": %" PRIu64
+		         ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_out_of_order\": %" PRIu64
+		         ", \"gpu_unexpected_records\": %" PRIu64 ", \"gpu_incomplete_records\": %" PRIu64
+		         ", \"gpu_paused_records\": %" PRIu64 ", \"gpu_bad_buffers\": %" PRIu64
+		         ", \"gpu_launches\": %" PRIu64 ", \"gpu_launches_without_kernel\": %" PRIu64 "}",
+		         s->gpu_records, s->gpu_out_of_window, s->gpu_dropped_records,
+		         s->gpu_rejected_buffers, s->gpu_discarded_buffers, s->gpu_warmup_records,
+		         s->gpu_blocklisted, s->gpu_invalid_external_correlations,
+		         s->gpu_unmatched_correlations, s->gpu_out_of_order, s->gpu_unexpected_records,
+		         s->gpu_incomplete_records, s->gpu_paused_records, s->gpu_bad_buffers,
+		         s->gpu_launches, s->gpu_launches_without_kernel);
 	}
 	if (s->gpu || s->gpu_overlap_moved) {
 		/* Last, also for device work from a child profiler alone. */
 		size_t n = strlen(stats) - 1;
-		snprintf(stats + n, sizeof(stats) - n, ", \"gpu_overlap_moved\": %" PRIu64 "}", s->gpu_overlap_moved);
+		snprintf(stats + n, sizeof(stats) - n, ", \"gpu_overlap_moved\": %" PRIu64 "}",
+		         s->gpu_overlap_moved);
 	}
 	struct strobe_arg e = {.key = "strobe", .kind = STROBE_ARG_JSON, .value.str = stats};
 	rc |= strb_trace_set_meta(t, &e);
 	if (s->dropped_events)
-		LOGW("%" PRIu64 " CPU events were dropped: the buffer budget (ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB) "
+		LOGW("%" PRIu64
+		     " CPU events were dropped: the buffer budget (ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB) "
 		     "was exhausted",
 		     s->dropped_events);
 	(void)w;

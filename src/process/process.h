@@ -24,7 +24,7 @@ int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w);
 /* Checks and copies an activity handed back by a child profiler: device 0
  * becomes this process; types outside the mask are skipped. */
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w,
-				const struct strobe_activity *a);
+                                const struct strobe_activity *a);
 
 /* Extra rows for GPU work that overlaps on one stream: a kernel, memcpy
  * or memset that starts before an earlier one on its (device, stream) row

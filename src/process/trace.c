@@ -50,7 +50,8 @@ void strb_arena_give(struct strb_arena *a, void *mem, size_t size)
 {
 	if (!mem)
 		return;
-	if (size < sizeof(struct strb_arena_chunk) + 4096 || (uintptr_t)mem % _Alignof(struct strb_arena_chunk)) {
+	if (size < sizeof(struct strb_arena_chunk) + 4096 ||
+	    (uintptr_t)mem % _Alignof(struct strb_arena_chunk)) {
 		free(mem);
 		return;
 	}
@@ -243,7 +244,7 @@ int strb_trace_render_args(struct strobe_trace *t, const void *rec)
 }
 
 size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
-		       const struct strobe_arg **out)
+                       const struct strobe_arg **out)
 {
 	if (t->recs && t->recs[i]) {
 		*out = s->args;
@@ -276,8 +277,9 @@ static int publish_args(struct strobe_trace *t)
 		for (size_t k = 0; k < n; k++) {
 			args[k] = s.args[k];
 			const char *v = s.args[k].value.str;
-			bool text = (s.args[k].kind == STROBE_ARG_STRING || s.args[k].kind == STROBE_ARG_JSON) &&
-				    v >= s.text && v < s.text + sizeof(s.text);
+			bool text =
+			    (s.args[k].kind == STROBE_ARG_STRING || s.args[k].kind == STROBE_ARG_JSON) &&
+			    v >= s.text && v < s.text + sizeof(s.text);
 			if (text && !(args[k].value.str = strb_trace_intern(t, v, strlen(v)))) {
 				rc = -ENOMEM;
 				break;

@@ -13,7 +13,7 @@
 struct strb_arena_chunk;
 struct strb_arena {
 	struct strb_arena_chunk *head;
-	size_t used, size; /* within head */
+	size_t used, size;              /* within head */
 	struct strb_arena_chunk *spare; /* handed over by strb_arena_give, not used yet */
 };
 
@@ -29,35 +29,35 @@ void strb_arena_free(struct strb_arena *a);
 
 /* Everything strobe counts so that nothing is lost silently. */
 struct strb_trace_stats {
-	uint64_t dropped_events;     /* over the CPU buffer budget */
-	uint64_t truncated_names;    /* names cut at 1023 bytes */
-	uint64_t unfinished_ranges;  /* still open at stop */
-	uint64_t unmatched_pops;     /* pops with no push in the window */
+	uint64_t dropped_events;      /* over the CPU buffer budget */
+	uint64_t truncated_names;     /* names cut at 1023 bytes */
+	uint64_t unfinished_ranges;   /* still open at stop */
+	uint64_t unmatched_pops;      /* pops with no push in the window */
 	uint64_t non_finite_counters; /* NaN/inf counter samples dropped */
-	uint64_t out_of_window;      /* events outside the capture window */
+	uint64_t out_of_window;       /* events outside the capture window */
 	uint64_t rejected_activities; /* child-profiler activities that were malformed */
-	uint64_t buffer_bytes;       /* CPU buffer bytes used */
-	uint64_t threads;            /* threads that recorded */
+	uint64_t buffer_bytes;        /* CPU buffer bytes used */
+	uint64_t threads;             /* threads that recorded */
 
 	/* Device backends (written only when one took part). */
 	bool gpu;
-	uint64_t gpu_records;            /* vendor records read */
-	uint64_t gpu_out_of_window;      /* GPU records not entirely inside the window */
-	uint64_t gpu_dropped_records;    /* the vendor library dropped them */
-	uint64_t gpu_rejected_buffers;   /* buffer requests refused: budget exhausted */
-	uint64_t gpu_discarded_buffers;  /* buffers thrown away after the budget ran out */
-	uint64_t gpu_warmup_records;     /* collected before the window, discarded */
-	uint64_t gpu_blocklisted;        /* noisy runtime calls dropped on purpose */
+	uint64_t gpu_records;           /* vendor records read */
+	uint64_t gpu_out_of_window;     /* GPU records not entirely inside the window */
+	uint64_t gpu_dropped_records;   /* the vendor library dropped them */
+	uint64_t gpu_rejected_buffers;  /* buffer requests refused: budget exhausted */
+	uint64_t gpu_discarded_buffers; /* buffers thrown away after the budget ran out */
+	uint64_t gpu_warmup_records;    /* collected before the window, discarded */
+	uint64_t gpu_blocklisted;       /* noisy runtime calls dropped on purpose */
 	uint64_t gpu_invalid_external_correlations;
-	uint64_t gpu_unmatched_correlations; /* GPU work whose launching call is missing */
-	uint64_t gpu_out_of_order;       /* a launch that starts after its GPU work */
-	uint64_t gpu_unexpected_records; /* record kinds strobe does not handle */
-	uint64_t gpu_incomplete_records; /* still in flight at stop (no timestamps) */
-	uint64_t gpu_paused_records;     /* inside a strobe_toggle_collection pause */
-	uint64_t gpu_bad_buffers;        /* a buffer walk stopped on an invalid record */
-	uint64_t gpu_launches;           /* kernel launch calls in the window */
+	uint64_t gpu_unmatched_correlations;  /* GPU work whose launching call is missing */
+	uint64_t gpu_out_of_order;            /* a launch that starts after its GPU work */
+	uint64_t gpu_unexpected_records;      /* record kinds strobe does not handle */
+	uint64_t gpu_incomplete_records;      /* still in flight at stop (no timestamps) */
+	uint64_t gpu_paused_records;          /* inside a strobe_toggle_collection pause */
+	uint64_t gpu_bad_buffers;             /* a buffer walk stopped on an invalid record */
+	uint64_t gpu_launches;                /* kernel launch calls in the window */
 	uint64_t gpu_launches_without_kernel; /* launches whose kernel never arrived */
-	uint64_t gpu_overlap_moved;      /* GPU work moved to a stream's overlap row */
+	uint64_t gpu_overlap_moved;           /* GPU work moved to a stream's overlap row */
 };
 
 /* Args rendered when they are read. A backend that keeps its vendor records
@@ -77,7 +77,8 @@ struct strb_arg_source {
 	/* Fills s with the args of a, made from rec; returns how many (at most
 	 * STRB_RENDER_MAX_ARGS, string values in s->text or living as long as
 	 * ctx). Called from any thread, concurrently: ctx is read-only by then. */
-	size_t (*render)(const void *ctx, const void *rec, const struct strobe_activity *a, struct strb_arg_scratch *s);
+	size_t (*render)(const void *ctx, const void *rec, const struct strobe_activity *a,
+	                 struct strb_arg_scratch *s);
 	void *ctx;
 	void (*release)(void *ctx); /* frees ctx and the records, with the trace */
 };
@@ -131,7 +132,7 @@ int strb_trace_set_arg_source(struct strobe_trace *t, const struct strb_arg_sour
 int strb_trace_render_args(struct strobe_trace *t, const void *rec);
 /* The args of t->acts[i]: its own, or rendered into s. */
 size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
-		       const struct strobe_arg **out);
+                       const struct strobe_arg **out);
 /* Deep copy of a caller's activity (name interned, args copied). */
 int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a);
 /* Deep copy of args into the arena. */

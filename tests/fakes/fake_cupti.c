@@ -71,8 +71,8 @@ union any_record {
 	struct fake_cupti_kernel11 KERNEL11;
 };
 _Static_assert(sizeof(struct fake_cupti_kernel11) == 224 &&
-		   offsetof(struct fake_cupti_kernel11, priority) == 216,
-	       "CUDA 13.1 kernel record layout");
+                   offsetof(struct fake_cupti_kernel11, priority) == 216,
+               "CUDA 13.1 kernel record layout");
 
 /* The reported version, read without the lock: record sizes depend on it and
  * the record walk takes no lock. */
@@ -980,20 +980,47 @@ EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 static bool attribute(const struct fake_cuda_device *d, CUdevice_attribute attrib, int *out)
 {
 	switch (attrib) {
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *out = d->compute_major; return true;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *out = d->compute_minor; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *out = d->max_threads_per_block; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *out = d->max_threads_per_sm; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *out = d->regs_per_block; return true;
-	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *out = d->warp_size; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *out = d->shared_mem_per_block; return true;
-	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *out = d->sm_count; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *out = d->regs_per_sm; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *out = d->shared_mem_per_block_optin; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *out = d->shared_mem_per_sm; return true;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *out = d->max_blocks_per_sm; return true;
-	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *out = d->reserved_shared_mem_per_block; return true;
-	default: return false;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		*out = d->compute_major;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+		*out = d->compute_minor;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*out = d->max_threads_per_block;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+		*out = d->max_threads_per_sm;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+		*out = d->regs_per_block;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+		*out = d->warp_size;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+		*out = d->shared_mem_per_block;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		*out = d->sm_count;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+		*out = d->regs_per_sm;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+		*out = d->shared_mem_per_block_optin;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+		*out = d->shared_mem_per_sm;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+		*out = d->max_blocks_per_sm;
+		return true;
+	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+		*out = d->reserved_shared_mem_per_block;
+		return true;
+	default:
+		return false;
 	}
 }
 
@@ -1090,7 +1117,8 @@ EXPORT size_t fake_cupti_cuda_init(const struct fake_cuda_device *devices, size_
 	st.ndevices = 0;
 	for (size_t i = 0; i < n && i < FAKE_CUDA_MAX_DEVICES; i++) {
 		st.devices[i] = devices[i];
-		snprintf(st.device_names[i], sizeof(st.device_names[i]), "%s", devices[i].name ? devices[i].name : "");
+		snprintf(st.device_names[i], sizeof(st.device_names[i]), "%s",
+		         devices[i].name ? devices[i].name : "");
 		st.devices[i].name = st.device_names[i]; /* lives as long as the library */
 		st.ndevices++;
 		if (st.enabled[CUPTI_ACTIVITY_KIND_DEVICE]) {

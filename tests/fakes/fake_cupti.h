@@ -99,25 +99,25 @@ struct fake_cupti_kernel11 {
  * per device if CUPTI_ACTIVITY_KIND_DEVICE is enabled then (never later: a
  * consumer that enables the kind after CUDA initialised gets none). */
 #define FAKE_CUDA_DEFAULT_VERSION 13000 /* CUDA 13.0: driver and runtime */
-#define FAKE_CUDA_MAX_DEVICES 16
+#define FAKE_CUDA_MAX_DEVICES     16
 
 /* One device, with the cudaDeviceProp names libkineto writes. */
 struct fake_cuda_device {
-	const char *name;            /* copied; at most 255 bytes are kept */
-	uint64_t total_global_mem;   /* cuDeviceTotalMem */
+	const char *name;          /* copied; at most 255 bytes are kept */
+	uint64_t total_global_mem; /* cuDeviceTotalMem */
 	int compute_major, compute_minor;
-	int max_threads_per_block;   /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
-	int max_threads_per_sm;      /* ..._MAX_THREADS_PER_MULTIPROCESSOR */
-	int regs_per_block;          /* ..._MAX_REGISTERS_PER_BLOCK */
-	int warp_size;               /* ..._WARP_SIZE */
-	int shared_mem_per_block;    /* ..._MAX_SHARED_MEMORY_PER_BLOCK */
-	int sm_count;                /* ..._MULTIPROCESSOR_COUNT */
-	int regs_per_sm;             /* ..._MAX_REGISTERS_PER_MULTIPROCESSOR */
-	int shared_mem_per_block_optin; /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
-	int shared_mem_per_sm;       /* ..._MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
-	int max_blocks_per_sm;       /* ..._MAX_BLOCKS_PER_MULTIPROCESSOR */
+	int max_threads_per_block;         /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+	int max_threads_per_sm;            /* ..._MAX_THREADS_PER_MULTIPROCESSOR */
+	int regs_per_block;                /* ..._MAX_REGISTERS_PER_BLOCK */
+	int warp_size;                     /* ..._WARP_SIZE */
+	int shared_mem_per_block;          /* ..._MAX_SHARED_MEMORY_PER_BLOCK */
+	int sm_count;                      /* ..._MULTIPROCESSOR_COUNT */
+	int regs_per_sm;                   /* ..._MAX_REGISTERS_PER_MULTIPROCESSOR */
+	int shared_mem_per_block_optin;    /* ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	int shared_mem_per_sm;             /* ..._MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+	int max_blocks_per_sm;             /* ..._MAX_BLOCKS_PER_MULTIPROCESSOR */
 	int reserved_shared_mem_per_block; /* ..._RESERVED_SHARED_MEMORY_PER_BLOCK */
-	unsigned char uuid[16];      /* cuDeviceGetUuid */
+	unsigned char uuid[16];            /* cuDeviceGetUuid */
 };
 
 /* What cuDriverGetVersion and cudaRuntimeGetVersion report (default

@@ -18,24 +18,25 @@
 /* Rank 0: host pid 1000, GPU pid 1001 with a compute (7), an NCCL (8) and
  * a copy stream (9); an idle gap 35-50 µs; an instant, a counter and the
  * accounting object. */
-static const char trace[] =
-    "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2}, \"traceEvents\": [\n" X(
-        "cpu_op", "aten::mm", 1000, 1000, 0, 40, "")
-        X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 10, 2, "\"correlation\": 1")
-            X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 12, 2, "\"correlation\": 2")
-                X("kernel", "gemm", 1001, 7, 15, 10, "\"correlation\": 1")
-                    X("kernel", "ncclDevKernel_AllReduce", 1001, 8, 20, 10, "\"correlation\": 2")
-                        X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1001, 9, 30, 5, "\"bytes\": 1000")
-                            X("kernel", "gemm", 1001, 7, 50, 10, "")
-    "{\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 1000, \"tid\": 1000, \"ts\": 5,"
-    " \"args\": {\"bytes\": 10}},\n"
-    "{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"cpu_instant_event\", \"name\": \"marker\", \"pid\": 1000,"
-    " \"tid\": 1000, \"ts\": 7},\n"
-    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1000, \"tid\": 0,"
-    " \"args\": {\"name\": \"rank 0 · hostA · pid 1\"}},\n"
-    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1001, \"tid\": 0,"
-    " \"args\": {\"name\": \"rank 0 · hostA · GPU 0\"}}\n"
-    "]}\n";
+static const char trace[] = "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2}, \"traceEvents\": [\n" X(
+    "cpu_op", "aten::mm", 1000, 1000, 0, 40, "")
+    X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 10, 2, "\"correlation\": 1")
+        X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 12, 2, "\"correlation\": 2")
+            X("kernel", "gemm", 1001, 7, 15, 10, "\"correlation\": 1")
+                X("kernel", "ncclDevKernel_AllReduce", 1001, 8, 20, 10, "\"correlation\": 2")
+                    X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1001, 9, 30, 5, "\"bytes\": 1000")
+                        X("kernel", "gemm", 1001, 7, 50, 10,
+                          "") "{\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 1000, "
+                              "\"tid\": 1000, \"ts\": 5,"
+                              " \"args\": {\"bytes\": 10}},\n"
+                              "{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"cpu_instant_event\", \"name\": "
+                              "\"marker\", \"pid\": 1000,"
+                              " \"tid\": 1000, \"ts\": 7},\n"
+                              "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1000, \"tid\": 0,"
+                              " \"args\": {\"name\": \"rank 0 · hostA · pid 1\"}},\n"
+                              "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1001, \"tid\": 0,"
+                              " \"args\": {\"name\": \"rank 0 · hostA · GPU 0\"}}\n"
+                              "]}\n";
 
 struct outputs {
 	struct an_trace a;
@@ -139,8 +140,8 @@ static void check_table(const struct outputs *o, const struct an_spec *t, struct
 	for (size_t i = 0; i < t->ncols; i++) {
 		const struct an_column *c = &t->cols[i];
 		if (an_cell_shown(v, t, c, true)) /* with an AN_PAREN column's head after it */
-			heads[nheads++] =
-			    strdup(i == 0 && t == &an_names ? "names by total time" : an_cell(a, t, i, NULL, buf, 64));
+			heads[nheads++] = strdup(i == 0 && t == &an_names ? "names by total time"
+			                                                  : an_cell(a, t, i, NULL, buf, 64));
 		if (c->flags & AN_LINE && c->unit != AN_ROWS) {
 			snprintf(buf, sizeof(buf), "%s ", c->head);
 			char *line = tu_line_with(o->text, buf);
@@ -152,7 +153,8 @@ static void check_table(const struct outputs *o, const struct an_spec *t, struct
 		struct an_value val;
 		an_get(a, c, first, &val);
 		if (c->unit == AN_ROWS && val.rows.n) {
-			char *line = tu_line_with(o->text, an_phrase(a, c->sub, val.rows.base, buf, sizeof(buf)));
+			char *line =
+			    tu_line_with(o->text, an_phrase(a, c->sub, val.rows.base, buf, sizeof(buf)));
 			if (*c->head)
 				tu_assert_contains(line, c->head);
 			free(line);
@@ -165,7 +167,8 @@ static void check_table(const struct outputs *o, const struct an_spec *t, struct
 			for (size_t k = 0; k < c->sub->ncols; k++) {
 				snprintf(buf, sizeof(buf), ">%s</th>", c->sub->cols[k].head);
 				tu_assert_contains(sub, buf);
-				char *e = html_escaped(an_cell(a, c->sub, k, val.rows.base, buf, sizeof(buf)));
+				char *e =
+				    html_escaped(an_cell(a, c->sub, k, val.rows.base, buf, sizeof(buf)));
 				tu_assert_contains(sub, e);
 				free(e);
 			}

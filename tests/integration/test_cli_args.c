@@ -7,7 +7,8 @@
 
 #include "testutil.h"
 
-static const char *const commands[] = {"config", "convert", "merge", "record", "report", "summary", "trigger"};
+static const char *const commands[] = {"config", "convert", "merge",  "record",
+                                       "report", "summary", "trigger"};
 
 static void test_help_of_one_command(void **state)
 {
@@ -41,26 +42,29 @@ static void test_duration_grammar(void **state)
 	char *dir = tu_mkdtemp(), in[1200], out[1200], args[4096];
 	snprintf(in, sizeof(in), "%s/in.json", dir);
 	snprintf(out, sizeof(out), "%s/out.json", dir);
-	assert_int_equal(tu_write_file(in, "{\"traceEvents\": ["
-					   "{\"ph\": \"X\", \"name\": \"four\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 4000000},"
-					   "{\"ph\": \"X\", \"name\": \"six\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 6000000}]}"),
-			 0);
+	assert_int_equal(
+	    tu_write_file(
+	        in,
+	        "{\"traceEvents\": ["
+	        "{\"ph\": \"X\", \"name\": \"four\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 4000000},"
+	        "{\"ph\": \"X\", \"name\": \"six\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 6000000}]}"),
+	    0);
 	static const struct {
 		const char *dur;
 		size_t kept; /* of the 4 s and 6 s events */
-	} kept[] = {{"5", 1}, {"5s", 1}, {"=5", 1}, {"5000ms", 1}, {"5000000us", 1}, {"5000000000ns", 1},
-		    {"4.5", 1}, {"5ms", 2}, {"0", 2}, {".2m", 0}, {"1h", 0}};
+	} kept[] = {{"5", 1},   {"5s", 1},  {"=5", 1}, {"5000ms", 1}, {"5000000us", 1}, {"5000000000ns", 1},
+	            {"4.5", 1}, {"5ms", 2}, {"0", 2},  {".2m", 0},    {"1h", 0}};
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
 		snprintf(args, sizeof(args), "-q --min-dur%s%s '%s' '%s'", kept[i].dur[0] == '=' ? "" : " ",
-			 kept[i].dur, in, out);
+		         kept[i].dur, in, out);
 		char *msg = NULL;
 		if (tu_strobe("convert", args, 1, &msg))
 			fail_msg("--min-dur %s: %s", kept[i].dur, msg);
 		free(msg);
 		yajl_val root = tu_load_trace(out);
 		if (tu_count(root, "X", NULL, NULL) != kept[i].kept)
-			fail_msg("--min-dur %s kept %zu events, not %zu", kept[i].dur, tu_count(root, "X", NULL, NULL),
-				 kept[i].kept);
+			fail_msg("--min-dur %s kept %zu events, not %zu", kept[i].dur,
+			         tu_count(root, "X", NULL, NULL), kept[i].kept);
 		yajl_tree_free(root);
 	}
 	static const char *const bad[] = {"5x", "-5", "1e3", "5 s", "s", ".", "0x10", "inf", "99999999999h"};
@@ -70,7 +74,8 @@ static void test_duration_grammar(void **state)
 		assert_int_equal(tu_strobe("convert", args, 1, &msg), 2);
 		snprintf(want, sizeof(want), "strobe: convert: --min-dur: '%s' is ", bad[i]);
 		tu_assert_contains(msg, want);
-		tu_assert_contains(msg, "\nusage: strobe convert [options] IN OUT (see strobe convert --help)\n");
+		tu_assert_contains(msg,
+		                   "\nusage: strobe convert [options] IN OUT (see strobe convert --help)\n");
 		free(msg);
 	}
 	tu_rmrf(dir);
@@ -84,7 +89,8 @@ static void test_usage_errors(void **state)
 	static const struct {
 		const char *cmd, *args, *says, *usage;
 	} cases[] = {
-	    {"summary", "--top x t.json", "strobe: summary: --top: 'x' is not a whole number from 0 to 1000000\n",
+	    {"summary", "--top x t.json",
+	     "strobe: summary: --top: 'x' is not a whole number from 0 to 1000000\n",
 	     "strobe summary [--top N] [--json] FILE"},
 	    {"summary", "t.json --top", "strobe: summary: --top needs a whole number from 0 to 1000000\n",
 	     "strobe summary [--top N] [--json] FILE"},
@@ -97,20 +103,23 @@ static void test_usage_errors(void **state)
 	    {"report", "--bogus t.json", "strobe: report: unknown option '--bogus'\n", "strobe report"},
 	    {"config", "check --bogus", "strobe: config check: unknown option '--bogus'\n",
 	     "strobe config check [--on-demand] [FILE|-]"},
-	    {"config", "check a b", "strobe: config check: one FILE at most ('b' is a second)\n", "strobe config check"},
+	    {"config", "check a b", "strobe: config check: one FILE at most ('b' is a second)\n",
+	     "strobe config check"},
 	    {"config", "frobnicate", "strobe: config: unknown subcommand 'frobnicate'\n", "strobe config"},
-	    {"merge", "x.json -o", "strobe: merge: -o needs a file name\n", "strobe merge [--quiet] [--progress] -o OUT IN..."},
-	    {"convert", "--categories= a.json b.json", "strobe: convert: --categories needs a comma-separated list",
-	     "strobe convert [options] IN OUT"},
+	    {"merge", "x.json -o", "strobe: merge: -o needs a file name\n",
+	     "strobe merge [--quiet] [--progress] -o OUT IN..."},
+	    {"convert", "--categories= a.json b.json",
+	     "strobe: convert: --categories needs a comma-separated list", "strobe convert [options] IN OUT"},
 	    {"convert", "--categories , a.json b.json",
-	     "strobe: convert: --categories: ',' is not a comma-separated list of categories\n", "strobe convert"},
+	     "strobe: convert: --categories: ',' is not a comma-separated list of categories\n",
+	     "strobe convert"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *out = NULL, usage[256];
 		int rc = tu_strobe(cases[i].cmd, cases[i].args, 1, &out);
 		if (rc != 2 || !strstr(out, cases[i].says))
-			fail_msg("strobe %s %s: exit %d, said:\n%s\n(wanted \"%s\")", cases[i].cmd, cases[i].args, rc, out,
-				 cases[i].says);
+			fail_msg("strobe %s %s: exit %d, said:\n%s\n(wanted \"%s\")", cases[i].cmd,
+			         cases[i].args, rc, out, cases[i].says);
 		snprintf(usage, sizeof(usage), "\nusage: %s", cases[i].usage);
 		tu_assert_contains(out, usage);
 		tu_assert_contains(out, " --help)\n");

@@ -16,7 +16,7 @@
 #include "pftext.h"
 #include "testutil.h"
 
-#define FIXTURE    STROBE_TEST_DATA_DIR "/libkineto-sample.json"
+#define FIXTURE     STROBE_TEST_DATA_DIR "/libkineto-sample.json"
 #define SAMPLE_BASE 1790857026000000000LL
 #define SEP         " \xc2\xb7 "
 
@@ -143,8 +143,8 @@ static void test_sample_to_json(void **state)
 		convert_ok(FIXTURE, out);
 		yajl_val o = tu_load_trace(out);
 		assert_int_equal(tu_events(o)->u.array.len, tu_events(in)->u.array.len);
-		const char *members[] = {"schemaVersion", "trace_id", "host_name", "baseTimeNanoseconds",
-					 "deviceProperties", "traceName"};
+		const char *members[] = {"schemaVersion",       "trace_id",         "host_name",
+		                         "baseTimeNanoseconds", "deviceProperties", "traceName"};
 		for (size_t m = 0; m < sizeof(members) / sizeof(members[0]); m++)
 			assert_non_null(tu_get(o, members[m]));
 		assert_string_equal(tu_get_str(o, "trace_id"), "abc123");
@@ -166,14 +166,15 @@ static void expect_error(const char *args, int status, const char *needle)
 	int rc = convert(args, &msg);
 	if (rc != status || !strstr(msg ? msg : "", needle))
 		fail_msg("convert %s: status %d (want %d), output:\n%s\n(wanted \"%s\")", args, rc, status,
-			 msg ? msg : "", needle);
+		         msg ? msg : "", needle);
 	free(msg);
 }
 
 /* ---- libkineto's exact layout, defects included (kineto-behaviour.md §7.12) */
 
 static const char kineto_trace[] =
-    "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\"id\": 0, \"name\": \"NVIDIA H100\"}\n  ],\n"
+    "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\"id\": 0, \"name\": \"NVIDIA H100\"}\n  "
+    "],\n"
     "  \"trace_id\": \"t1\",\n  \"host_name\": \"node7\",\n  \"displayTimeUnit\": \"ms\",\n"
     "  \"baseTimeNanoseconds\": 1790857026000000000,\n  \"traceEvents\": [\n"
     "  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::to\", \"pid\": 100, \"tid\": 100,\n"
@@ -182,8 +183,10 @@ static const char kineto_trace[] =
     "\"Input type\": \"vector<\"float\">\"\n    }\n  },\n"
     "  {\n    \"ph\": \"s\", \"id\": 9, \"pid\": 100, \"tid\": 100, \"ts\": 5166410272838.951,\n"
     "    \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\"\n  },\n"
-    "  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100,\n"
-    "    \"ts\": 5166410272850.000, \"dur\": 5.000,\n    \"args\": {\n      \"External id\": 3, \"cbid\": 211, "
+    "  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, "
+    "\"tid\": 100,\n"
+    "    \"ts\": 5166410272850.000, \"dur\": 5.000,\n    \"args\": {\n      \"External id\": 3, \"cbid\": "
+    "211, "
     "\"correlation\": 41\n    }\n  },\n"
     "  {\n    \"ph\": \"s\", \"id\": 41, \"pid\": 100, \"tid\": 100, \"ts\": 5166410272850.000,\n"
     "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  },\n"
@@ -192,19 +195,25 @@ static const char kineto_trace[] =
     "\"blocks per SM\": inf, \"stream\": 7, \"correlation\": 41\n    }\n  },\n"
     "  {\n    \"ph\": \"f\", \"id\": 41, \"pid\": 0, \"tid\": 7, \"ts\": 5166410272860.000,\n"
     "    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  },\n"
-    "  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::to_backward\", \"pid\": 100, \"tid\": 100,\n"
-    "    \"ts\": 5166410272950.000, \"dur\": 40.000,\n    \"args\": {\n      \"External id\": 4\n    }\n  },\n"
+    "  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::to_backward\", \"pid\": 100, \"tid\": "
+    "100,\n"
+    "    \"ts\": 5166410272950.000, \"dur\": 40.000,\n    \"args\": {\n      \"External id\": 4\n    }\n  "
+    "},\n"
     "  {\n    \"ph\": \"f\", \"id\": 9, \"pid\": 100, \"tid\": 100, \"ts\": 5166410272950.000,\n"
     "    \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\", \"bp\": \"e\"\n  },\n"
-    "  {\n    \"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"sm_util\", \"pid\": \"GPU 0 Counters\",\n"
+    "  {\n    \"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"sm_util\", \"pid\": \"GPU 0 "
+    "Counters\",\n"
     "    \"tid\": 0, \"ts\": 5166410272860.000, \"args\": {\"\": nan}\n  },\n"
-    "  {\n    \"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"sm_util\", \"pid\": \"GPU 0 Counters\",\n"
+    "  {\n    \"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"sm_util\", \"pid\": \"GPU 0 "
+    "Counters\",\n"
     "    \"tid\": 0, \"ts\": 5166410272870.000, \"args\": {\"\": 0.75}\n  },\n"
     "  {\n    \"ph\": \"M\", \"name\": \"thread_name\", \"ts\": 5166410272838.000, \"pid\": 0, \"tid\": 7,\n"
     "    \"args\": {\n      \"name\": \"stream 7 \"\n    }\n  },\n"
-    "  {\n    \"ph\": \"M\", \"name\": \"process_name\", \"ts\": 5166410272838.000, \"pid\": 100, \"tid\": 0,\n"
+    "  {\n    \"ph\": \"M\", \"name\": \"process_name\", \"ts\": 5166410272838.000, \"pid\": 100, \"tid\": "
+    "0,\n"
     "    \"args\": {\n      \"name\": \"python\"\n    }\n  },\n"
-    "  {\n    \"ph\": \"M\", \"name\": \"process_labels\", \"ts\": 5166410272838.000, \"pid\": 100, \"tid\": 0,\n"
+    "  {\n    \"ph\": \"M\", \"name\": \"process_labels\", \"ts\": 5166410272838.000, \"pid\": 100, \"tid\": "
+    "0,\n"
     "    \"args\": {\n      \"labels\": \"CPU\"\n    }\n  },\n"
     "  {\n    \"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\",\n"
     "    \"ts\": 5166410273837.951\n  }\n  ],\n"
@@ -231,7 +240,8 @@ static void test_kineto_defects_to_json(void **state)
 	/* Valid JSON now, with the text of the broken strings as libkineto meant it. */
 	yajl_val o = tu_load_trace(out);
 	yajl_val to = tu_find(o, "X", "cpu_op", "aten::to");
-	assert_string_equal(tu_get_str(tu_get(to, "args"), "Call stack"), "train.py(12): step \"main\", \"x\"");
+	assert_string_equal(tu_get_str(tu_get(to, "args"), "Call stack"),
+	                    "train.py(12): step \"main\", \"x\"");
 	assert_string_equal(tu_get_str(tu_get(to, "args"), "Input type"), "vector<\"float\">");
 	yajl_val k = tu_find(o, "X", "kernel", "gemm_kernel");
 	assert_string_equal(tu_get_str(tu_get(k, "args"), "blocks per SM"), "inf");
@@ -283,7 +293,7 @@ static void test_kineto_defects_to_perfetto(void **state)
 	bool named = false;
 	for (size_t i = 0; i < t.n; i++)
 		named |= t.p[i].is_process && t.p[i].pid == 100 && !strcmp(t.p[i].pname, "python") &&
-			 !strcmp(t.p[i].label, "CPU");
+		         !strcmp(t.p[i].label, "CPU");
 	assert_true(named);
 	const struct pf_packet *meta = NULL;
 	for (size_t i = 0; i < t.n; i++)
@@ -306,7 +316,7 @@ static void test_merged_trace_to_perfetto(void **state)
 	char args[4096], *msg = NULL;
 	/* The sample twice, by another path: ranks 0 and 1 by position. */
 	snprintf(args, sizeof(args), "-q -o '%s' '%s' '%s'", merged, FIXTURE,
-		 STROBE_TEST_DATA_DIR "/../data/libkineto-sample.json");
+	         STROBE_TEST_DATA_DIR "/../data/libkineto-sample.json");
 	assert_int_equal(tu_strobe("merge", args, 1, &msg), 0);
 	free(msg);
 	convert_ok(merged, out);
@@ -338,8 +348,8 @@ static void test_merged_trace_to_perfetto(void **state)
 	/* Through a pipe, read twice from a saved copy: the same file. */
 	const char *piped = in_dir(1, "piped.pftrace");
 	char cmd[8192];
-	TU_FORMAT(cmd, "cat '%s' | '%s' convert -q - '%s' && cmp '%s' '%s'", merged, STROBE_CLI_PATH, piped, piped,
-		  out);
+	TU_FORMAT(cmd, "cat '%s' | '%s' convert -q - '%s' && cmp '%s' '%s'", merged, STROBE_CLI_PATH, piped,
+	          piped, out);
 	if (tu_run(cmd, 1, &msg))
 		fail_msg("%s: %s", cmd, msg);
 	free(msg);
@@ -352,7 +362,8 @@ static void test_repair_leaves_valid_json(void **state)
 {
 	(void)state;
 	static const char tricky[] =
-	    "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"q\\\", \\\"r\", \"pid\": 1, \"tid\": 1, \"ts\": 1, "
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"q\\\", \\\"r\", \"pid\": 1, \"tid\": 1, \"ts\": "
+	    "1, "
 	    "\"dur\": 1, \"args\": {\"a\": \"x\\\": y\", \"nan\": \"inf\", \"list\": [\"p\", \"q\"], "
 	    "\"n\": -12, \"e\": 1.5e3, \"t\": true, \"z\": null}}]}";
 	const char *in = in_dir(1, "tricky.json");
@@ -375,9 +386,10 @@ static void test_repair_leaves_valid_json(void **state)
 	yajl_tree_free(o);
 
 	/* Two repaired quotes, then a real error just after the file's byte 56. */
-	assert_int_equal(tu_write_file(in, "{\"traceEvents\": [{\"ph\": \"X\", \"args\": {\"s\": \"a \"b\" c\"}}, "
-					   "nope]}"),
-			 0);
+	assert_int_equal(
+	    tu_write_file(in, "{\"traceEvents\": [{\"ph\": \"X\", \"args\": {\"s\": \"a \"b\" c\"}}, "
+	                      "nope]}"),
+	    0);
 	snprintf(args, sizeof(args), "'%s' '%s'", in, out);
 	expect_error(args, 1, "byte 57");
 }
@@ -390,9 +402,10 @@ static void test_long_args_kept(void **state)
 	size_t cap = 64 * 1024, n = 0;
 	char *text = malloc(cap);
 	assert_non_null(text);
-	n += (size_t)snprintf(text + n, cap - n,
-			      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::cat\", "
-			      "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5, \"args\": {\"Input Dims\": [");
+	n += (size_t)snprintf(
+	    text + n, cap - n,
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::cat\", "
+	    "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5, \"args\": {\"Input Dims\": [");
 	for (int i = 0; i < 1000; i++) /* [[1024, 768], ...]: 11-12 bytes each */
 		n += (size_t)snprintf(text + n, cap - n, "%s[1024, %d]", i ? ", " : "", 700 + i % 100);
 	n += (size_t)snprintf(text + n, cap - n, "]");
@@ -486,7 +499,7 @@ static void test_perfetto_input(void **state)
 	for (size_t i = 0; i < sizeof(phs) / sizeof(phs[0]); i++)
 		if (tu_count(in, phs[i], NULL, NULL) != tu_count(back, phs[i], NULL, NULL))
 			fail_msg("%s events: %zu in the sample, %zu after Perfetto and back", phs[i],
-				 tu_count(in, phs[i], NULL, NULL), tu_count(back, phs[i], NULL, NULL));
+			         tu_count(in, phs[i], NULL, NULL), tu_count(back, phs[i], NULL, NULL));
 	assert_true(tu_count(back, "X", "kernel", NULL) > 0);
 	yajl_tree_free(back);
 
@@ -515,8 +528,10 @@ static void test_perfetto_intern_budget(void **state)
 	for (unsigned seq = 1; seq <= 12; seq++) {
 		/* packet { trusted_packet_sequence_id: seq, interned_data { event_names
 		 * { iid: 4194303, name: "x" } } } */
-		const unsigned char pkt[] = {0x0a, 0x0e, 0x50, (unsigned char)seq, 0x62, 0x0a, 0x12, 0x08,
-					     0x08, 0xff, 0xff, 0xff, 0x01, 0x12, 0x01, 'x'};
+		const unsigned char pkt[] = {0x0a, 0x0e, 0x50, (unsigned char)seq,
+		                             0x62, 0x0a, 0x12, 0x08,
+		                             0x08, 0xff, 0xff, 0xff,
+		                             0x01, 0x12, 0x01, 'x'};
 		assert_int_equal(fwrite(pkt, 1, sizeof(pkt), f), sizeof(pkt));
 	}
 	fclose(f);
@@ -555,7 +570,8 @@ static void test_errors(void **state)
 	assert_int_equal(tu_write_file(bad, "{\"schemaVersion\": 1}"), 0);
 	expect_error(args, 1, "no traceEvents");
 
-	assert_int_equal(tu_write_file(bad, "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\"}, {\"ph\""), 0);
+	assert_int_equal(tu_write_file(bad, "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\"}, {\"ph\""),
+	                 0);
 	expect_error(args, 1, "truncated");
 	assert_int_equal(access(out, F_OK), -1);
 
@@ -630,8 +646,10 @@ static void test_interning_starts_over(void **state)
 	for (int i = 0; i < n; i++) {
 		snprintf(name, 16, "%08d", i);
 		name[8] = 'n';
-		fprintf(f, "%s{\"ph\": \"X\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1, \"ts\": %d, \"dur\": 1}\n",
-			i ? "," : "", name, i * 2);
+		fprintf(
+		    f,
+		    "%s{\"ph\": \"X\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1, \"ts\": %d, \"dur\": 1}\n",
+		    i ? "," : "", name, i * 2);
 	}
 	fprintf(f, "]}\n");
 	fclose(f);
@@ -671,9 +689,10 @@ static void test_several_new_strings_per_event(void **state)
 	pad[sizeof(pad) - 1] = 0;
 	const int n = 3000; /* 3 new strings of ~210 bytes each: the 64 KiB arena grows often */
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s{\"ph\": \"X\", \"name\": \"N%05d%s\", \"cat\": \"C%05d%s\", \"pid\": 1, "
-			   "\"tid\": 1, \"ts\": %d, \"dur\": 1, \"args\": {\"K%05d%s\": %d}}\n",
-			i ? "," : "", i, pad, i, pad, i * 2, i, pad, i);
+		fprintf(f,
+		        "%s{\"ph\": \"X\", \"name\": \"N%05d%s\", \"cat\": \"C%05d%s\", \"pid\": 1, "
+		        "\"tid\": 1, \"ts\": %d, \"dur\": 1, \"args\": {\"K%05d%s\": %d}}\n",
+		        i ? "," : "", i, pad, i, pad, i * 2, i, pad, i);
 	fprintf(f, "]}\n");
 	fclose(f);
 	const char *out = in_dir(0, "fresh.pftrace");
@@ -709,21 +728,25 @@ static void generate(int fd, size_t bytes)
 	FILE *f = fdopen(fd, "w");
 	if (!f)
 		_exit(1);
-	fprintf(f, "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 1790857026000000000, \"traceEvents\": [\n");
+	fprintf(f,
+	        "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 1790857026000000000, \"traceEvents\": [\n");
 	size_t written = 0;
 	for (unsigned long i = 0; written < bytes; i++) {
-		int n = fprintf(f,
-				"{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op_%lu\", \"pid\": 1, "
-				"\"tid\": %lu, \"ts\": %lu.%03lu, \"dur\": 1.500, \"args\": {\"External id\": %lu}},\n"
-				"{\"ph\": \"s\", \"id\": %lu, \"pid\": 1, \"tid\": %lu, \"ts\": %lu.%03lu, \"cat\": \"ac2g\", "
-				"\"name\": \"ac2g\"},\n",
-				i % 100000, i % 64, 5166410272838ul + i, i % 1000, i, i, i % 64, 5166410272838ul + i,
-				i % 1000);
+		int n = fprintf(
+		    f,
+		    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op_%lu\", \"pid\": 1, "
+		    "\"tid\": %lu, \"ts\": %lu.%03lu, \"dur\": 1.500, \"args\": {\"External id\": %lu}},\n"
+		    "{\"ph\": \"s\", \"id\": %lu, \"pid\": 1, \"tid\": %lu, \"ts\": %lu.%03lu, \"cat\": "
+		    "\"ac2g\", "
+		    "\"name\": \"ac2g\"},\n",
+		    i % 100000, i % 64, 5166410272838ul + i, i % 1000, i, i, i % 64, 5166410272838ul + i,
+		    i % 1000);
 		if (n < 0)
 			_exit(1);
 		written += (size_t)n;
 	}
-	fprintf(f, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"end\", \"pid\": \"\", \"tid\": \"\", \"ts\": 1}\n]}\n");
+	fprintf(f, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"end\", \"pid\": \"\", \"tid\": \"\", \"ts\": "
+	           "1}\n]}\n");
 	fclose(f);
 	_exit(0);
 }

@@ -28,17 +28,18 @@ static void write_input(const char *path, long long base, const char *events)
 	memset(big, 'x', BIG);
 	big[BIG] = 0;
 	snprintf(text, n,
-		 "{\"baseTimeNanoseconds\": %lld, \"traceEvents\": [%s,\n"
-		 "{\"ph\": \"X\", \"name\": \"long\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1, "
-		 "\"args\": {\"big\": \"%s\"}}]}",
-		 base, events, big);
+	         "{\"baseTimeNanoseconds\": %lld, \"traceEvents\": [%s,\n"
+	         "{\"ph\": \"X\", \"name\": \"long\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1, "
+	         "\"args\": {\"big\": \"%s\"}}]}",
+	         base, events, big);
 	assert_int_equal(tu_write_file(path, text), 0);
 	free(text);
 	free(big);
 }
 
 static const char events[] =
-    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\", \"pid\": 1, \"tid\": 1, \"ts\": -1.5, \"dur\": 2},\n"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\", \"pid\": 1, \"tid\": 1, \"ts\": -1.5, \"dur\": "
+    "2},\n"
     "{\"ph\": \"X\", \"name\": \"negdur\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": -3.25},\n"
     "{\"ph\": \"i\", \"name\": \"min\", \"pid\": 1, \"tid\": 1, \"ts\": -9223372036854775.808},\n"
     "{\"ph\": \"i\", \"name\": \"max\", \"pid\": 1, \"tid\": 1, \"ts\": 9223372036854775.807},\n"
@@ -103,15 +104,17 @@ static void test_convert_and_merge_agree(void **state)
 	/* Rank 1 starts a second later: its times move by +1 s, and the
 	 * largest saturates rather than wrapping round. */
 	const char *in1 = in_dir(2, "rank1.json");
-	write_input(in1, 2000000000,
-		    "{\"ph\": \"i\", \"name\": \"later\", \"pid\": 1, \"tid\": 1, \"ts\": 9223372036854775.807}");
+	write_input(
+	    in1, 2000000000,
+	    "{\"ph\": \"i\", \"name\": \"later\", \"pid\": 1, \"tid\": 1, \"ts\": 9223372036854775.807}");
 	const char *merged = in_dir(3, "merged.json");
 	snprintf(args, sizeof(args), "-q -o '%s' '%s' '%s'", merged, in, in1);
 	assert_int_equal(tu_strobe("merge", args, 1, &out), 0);
 	free(out);
 	check("merge", merged);
 	char *text = tu_read_file(merged, NULL);
-	tu_assert_contains(text, "\"name\": \"later\", \"pid\": 10001, \"tid\": 1, \"ts\": 9223372036854775.807}");
+	tu_assert_contains(text,
+	                   "\"name\": \"later\", \"pid\": 10001, \"tid\": 1, \"ts\": 9223372036854775.807}");
 	free(text);
 }
 

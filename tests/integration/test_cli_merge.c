@@ -380,9 +380,9 @@ static void test_bad_inputs_and_outputs(void **state)
 static void test_input_without_events(void **state)
 {
 	(void)state;
-	assert_int_equal(tu_write_file(in_dir(0, "empty_r0.json"),
-				       "{\"baseTimeNanoseconds\": 5, \"traceEvents\": []}"),
-			 0);
+	assert_int_equal(
+	    tu_write_file(in_dir(0, "empty_r0.json"), "{\"baseTimeNanoseconds\": 5, \"traceEvents\": []}"),
+	    0);
 	write_timed(in_dir(0, "full_r1.json"), "0", "h", "x");
 	merge_ok("-q -o with_empty.json empty_r0.json full_r1.json");
 	yajl_val root = tu_load_trace(in_dir(0, "with_empty.json"));

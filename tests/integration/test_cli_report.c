@@ -218,7 +218,7 @@ static void test_training_report_renders(void **state)
 
 	char *table = element(dom, "<table id=\"kernels\"", "</table>");
 	tu_assert_contains(table,
-	                "void at::native::elementwise_kernel&lt;128, 4, relu&lt;float&gt;&amp;&gt;(int)");
+	                   "void at::native::elementwise_kernel&lt;128, 4, relu&lt;float&gt;&amp;&gt;(int)");
 	tu_assert_contains(table, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
 	tu_assert_contains(table, "rank 1");
 	free(table);

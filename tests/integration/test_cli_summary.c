@@ -322,7 +322,7 @@ static void test_deep_nesting(void **state)
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 1, "
-		   "\"tid\": 1, \"ts\": 1, \"dur\": 2, \"args\": {\"nest\": ");
+	           "\"tid\": 1, \"ts\": 1, \"dur\": 2, \"args\": {\"nest\": ");
 	for (int i = 0; i < 5000; i++)
 		fputc('[', f);
 	fputs("\"a, \\\"b\\\"\"", f);

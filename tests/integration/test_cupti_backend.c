@@ -153,7 +153,7 @@ static uint32_t launch(uint32_t device, uint32_t stream, const char *name)
 
 /* A synchronisation record as CUPTI writes it for the call `corr`. */
 static CUpti_ActivitySynchronization2 sync_rec(CUpti_ActivitySynchronizationType type, uint32_t corr,
-					       uint32_t ctx, uint32_t stream, uint64_t start, uint64_t end)
+                                               uint32_t ctx, uint32_t stream, uint64_t start, uint64_t end)
 {
 	CUpti_ActivitySynchronization2 r = {.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, .type = type};
 	r.correlationId = corr, r.contextId = ctx, r.streamId = stream;
@@ -195,13 +195,14 @@ static bool has_arg(yajl_val ev, const char *key)
 /* Events with ph (NULL = any), cat (NULL = any), and, when set, numeric
  * member `key` equal to v. */
 static size_t count_where(yajl_val root, const char *ph, const char *cat, const char *key, double v,
-			  yajl_val *first)
+                          yajl_val *first)
 {
 	yajl_val evs = tu_events(root);
 	size_t n = 0;
 	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
 		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
-		if ((ph && !str_is(e, "ph", ph)) || (cat && !str_is(e, "cat", cat)) || (key && !num_is(e, key, v)))
+		if ((ph && !str_is(e, "ph", ph)) || (cat && !str_is(e, "cat", cat)) ||
+		    (key && !num_is(e, key, v)))
 			continue;
 		if (!n && first)
 			*first = e;
@@ -236,7 +237,8 @@ static yajl_val meta(yajl_val root, const char *what, double pid, double tid)
 	yajl_val evs = tu_events(root);
 	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
 		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
-		if (str_is(e, "ph", "M") && str_is(e, "name", what) && num_is(e, "pid", pid) && num_is(e, "tid", tid))
+		if (str_is(e, "ph", "M") && str_is(e, "name", what) && num_is(e, "pid", pid) &&
+		    num_is(e, "tid", tid))
 			return e;
 	}
 	return NULL;
@@ -297,21 +299,21 @@ static void test_device_and_occupancy(void **state)
 	(void)state;
 	begin(0, NULL);
 	CUpti_ActivityDevice5 d = {
-		.kind = CUPTI_ACTIVITY_KIND_DEVICE,
-		.globalMemorySize = 80ull << 30,
-		.numThreadsPerWarp = 32,
-		.numMultiprocessors = 132,
-		.maxWarpsPerMultiprocessor = 64,
-		.maxBlocksPerMultiprocessor = 32,
-		.maxSharedMemoryPerMultiprocessor = 233472,
-		.maxRegistersPerMultiprocessor = 65536,
-		.maxRegistersPerBlock = 65536,
-		.maxSharedMemoryPerBlock = 232448,
-		.maxThreadsPerBlock = 1024,
-		.computeCapabilityMajor = 9,
-		.computeCapabilityMinor = 0,
-		.id = 0,
-		.name = "Test GPU \"H\"",
+	    .kind = CUPTI_ACTIVITY_KIND_DEVICE,
+	    .globalMemorySize = 80ull << 30,
+	    .numThreadsPerWarp = 32,
+	    .numMultiprocessors = 132,
+	    .maxWarpsPerMultiprocessor = 64,
+	    .maxBlocksPerMultiprocessor = 32,
+	    .maxSharedMemoryPerMultiprocessor = 233472,
+	    .maxRegistersPerMultiprocessor = 65536,
+	    .maxRegistersPerBlock = 65536,
+	    .maxSharedMemoryPerBlock = 232448,
+	    .maxThreadsPerBlock = 1024,
+	    .computeCapabilityMajor = 9,
+	    .computeCapabilityMinor = 0,
+	    .id = 0,
+	    .name = "Test GPU \"H\"",
 	};
 	CT_QUEUE(d);
 	uint32_t corr = api_call(RUNTIME, LAUNCH);
@@ -345,8 +347,8 @@ static void test_device_and_occupancy(void **state)
 
 	yajl_val ev = tu_find(root, "X", "kernel", "occupancy_kernel");
 	assert_non_null(ev);
-	assert_true(arg_num(ev, "blocks per SM") == 2.0);      /* 264 blocks / 132 SMs */
-	assert_true(arg_num(ev, "warps per SM") == 16.0);      /* 2 x 256 / 32 */
+	assert_true(arg_num(ev, "blocks per SM") == 2.0); /* 264 blocks / 132 SMs */
+	assert_true(arg_num(ev, "warps per SM") == 16.0); /* 2 x 256 / 32 */
 	/* 32 registers x 256 threads: 8 blocks fit (64 warps / 8 per block);
 	 * the grid only gives 2 per SM: 2 x 8 warps of 64 = 25 %. */
 	assert_true(arg_num(ev, "est. achieved occupancy %") == 25);
@@ -412,12 +414,12 @@ static void test_foreach_shows_gpu_args(void **state)
 	uint32_t c2 = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
 	uint64_t s = stamp();
 	CUpti_ActivityMemcpy6 m = {.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
-				   .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
-				   .bytes = 65536,
-				   .start = s,
-				   .end = stamp(),
-				   .streamId = 7,
-				   .correlationId = c2};
+	                           .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+	                           .bytes = 65536,
+	                           .start = s,
+	                           .end = stamp(),
+	                           .streamId = 7,
+	                           .correlationId = c2};
 	CT_QUEUE(m);
 	strobe_trace *t = end_trace();
 	/* Written first: publishing for the walk must not change the file. */
@@ -464,8 +466,8 @@ static void test_foreach_shows_gpu_args(void **state)
 		size_t i = 0;
 		while (a[i] == b[i])
 			i++;
-		fail_msg("the second save differs at byte %zu: \"%.80s\" against \"%.80s\"", i, a + (i > 40 ? i - 40 : 0),
-			 b + (i > 40 ? i - 40 : 0));
+		fail_msg("the second save differs at byte %zu: \"%.80s\" against \"%.80s\"", i,
+		         a + (i > 40 ? i - 40 : 0), b + (i > 40 ? i - 40 : 0));
 	}
 	free(a);
 	free(b);
@@ -509,7 +511,7 @@ static void test_kernel_and_runtime_records(void **state)
 	assert_true(arg_num(ev, "graph id") == 0);
 	assert_true(has_arg(ev, "graph node id"));
 	assert_true(arg_num(ev, "channel") == 3);
-	assert_false(has_arg(ev, "priority")); /* CUDA 13.0 records have none */
+	assert_false(has_arg(ev, "priority"));    /* CUDA 13.0 records have none */
 	assert_false(has_arg(ev, "External id")); /* not linked to any op */
 
 	yajl_val rt = tu_find(root, "X", "cuda_runtime", "cudaLaunchKernel");
@@ -544,53 +546,53 @@ static void test_memcpy_memset_records(void **state)
 	uint32_t c1 = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
 	uint64_t s = stamp();
 	CUpti_ActivityMemcpy6 m = {
-		.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
-		.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-		.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-		.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-		.bytes = 1 << 20,
-		.start = s,
-		.end = stamp(),
-		.deviceId = 1,
-		.contextId = 11,
-		.streamId = 3,
-		.correlationId = c1,
-		.graphId = 5,
-		.graphNodeId = 6,
+	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+	    .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+	    .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+	    .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .bytes = 1 << 20,
+	    .start = s,
+	    .end = stamp(),
+	    .deviceId = 1,
+	    .contextId = 11,
+	    .streamId = 3,
+	    .correlationId = c1,
+	    .graphId = 5,
+	    .graphNodeId = 6,
 	};
 	CT_QUEUE(m);
 	uint32_t c2 = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
 	s = stamp();
 	CUpti_ActivityMemcpyPtoP4 p = {
-		.kind = CUPTI_ACTIVITY_KIND_MEMCPY2,
-		.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
-		.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-		.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-		.bytes = 4096,
-		.start = s,
-		.end = stamp(),
-		.deviceId = 1,
-		.contextId = 11,
-		.streamId = 3,
-		.srcDeviceId = 1,
-		.srcContextId = 11,
-		.dstDeviceId = 2,
-		.dstContextId = 12,
-		.correlationId = c2,
+	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY2,
+	    .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
+	    .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .bytes = 4096,
+	    .start = s,
+	    .end = stamp(),
+	    .deviceId = 1,
+	    .contextId = 11,
+	    .streamId = 3,
+	    .srcDeviceId = 1,
+	    .srcContextId = 11,
+	    .dstDeviceId = 2,
+	    .dstContextId = 12,
+	    .correlationId = c2,
 	};
 	CT_QUEUE(p);
 	uint32_t c3 = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020);
 	s = stamp();
 	CUpti_ActivityMemset4 z = {
-		.kind = CUPTI_ACTIVITY_KIND_MEMSET,
-		.bytes = 512,
-		.start = s,
-		.end = stamp(),
-		.deviceId = 1,
-		.contextId = 11,
-		.streamId = 4,
-		.correlationId = c3,
-		.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .kind = CUPTI_ACTIVITY_KIND_MEMSET,
+	    .bytes = 512,
+	    .start = s,
+	    .end = stamp(),
+	    .deviceId = 1,
+	    .contextId = 11,
+	    .streamId = 4,
+	    .correlationId = c3,
+	    .memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
 	};
 	CT_QUEUE(z);
 	yajl_val root = finish("memcpy");
@@ -661,19 +663,20 @@ static void test_sync_and_event_records(void **state)
 	(void)kc;
 	uint32_t rec_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020);
 	CUpti_ActivityCudaEvent2 ev = {
-		.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT,
-		.correlationId = rec_corr,
-		.contextId = 102,
-		.streamId = 9,
-		.eventId = 42,
-		.deviceId = 2,
-		.deviceTimestamp = stamp(),
+	    .kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+	    .correlationId = rec_corr,
+	    .contextId = 102,
+	    .streamId = 9,
+	    .eventId = 42,
+	    .deviceId = 2,
+	    .deviceTimestamp = stamp(),
 	};
 	CT_QUEUE(ev);
 	uint32_t sync_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020);
 	uint64_t s = stamp();
-	CUpti_ActivitySynchronization2 es = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sync_corr,
-						     102, CUPTI_SYNCHRONIZATION_INVALID_VALUE, s, stamp());
+	CUpti_ActivitySynchronization2 es =
+	    sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sync_corr, 102,
+	             CUPTI_SYNCHRONIZATION_INVALID_VALUE, s, stamp());
 	es.cudaEventId = 42;
 	CT_QUEUE(es);
 	uint32_t wait_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
@@ -733,14 +736,14 @@ static void test_wait_event_on_idle_stream_hidden(void **state)
 	uint32_t corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
 	uint64_t s = stamp();
 	CUpti_ActivitySynchronization2 we = {
-		.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-		.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
-		.start = s,
-		.end = stamp(),
-		.correlationId = corr,
-		.contextId = 100,
-		.streamId = 33,
-		.cudaEventId = 1,
+	    .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	    .type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
+	    .start = s,
+	    .end = stamp(),
+	    .correlationId = corr,
+	    .contextId = 100,
+	    .streamId = 33,
+	    .cudaEventId = 1,
 	};
 	CT_QUEUE(we);
 	yajl_val root = finish("wait_idle");
@@ -754,11 +757,11 @@ static void test_overhead_record(void **state)
 	begin(0, NULL);
 	uint64_t s = stamp();
 	CUpti_ActivityOverhead3 o = {
-		.kind = CUPTI_ACTIVITY_KIND_OVERHEAD,
-		.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH,
-		.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD,
-		.start = s,
-		.end = stamp(),
+	    .kind = CUPTI_ACTIVITY_KIND_OVERHEAD,
+	    .overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH,
+	    .objectKind = CUPTI_ACTIVITY_OBJECT_THREAD,
+	    .start = s,
+	    .end = stamp(),
 	};
 	CT_QUEUE(o);
 	yajl_val root = finish("overhead");
@@ -785,10 +788,10 @@ static void test_external_correlation(void **state)
 	uint32_t plain = launch(0, 7, "k");
 	/* A record of a kind strobe does not use. */
 	CUpti_ActivityExternalCorrelation bad = {
-		.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-		.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC,
-		.externalId = 99,
-		.correlationId = plain,
+	    .kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+	    .externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC,
+	    .externalId = 99,
+	    .correlationId = plain,
 	};
 	CT_QUEUE(bad);
 	yajl_val root = finish("extcorr");
@@ -815,10 +818,10 @@ static void test_sparse_correlation_ids(void **state)
 		CT_QUEUE(kernel_now(ids[i], 0, 7, "sparse"));
 	}
 	CUpti_ActivityExternalCorrelation ext = {
-		.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-		.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-		.externalId = 77,
-		.correlationId = 3000000019u,
+	    .kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+	    .externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+	    .externalId = 77,
+	    .correlationId = 3000000019u,
 	};
 	CT_QUEUE(ext);
 	yajl_val root = finish("sparse_ids");
@@ -855,8 +858,8 @@ static void test_correlation_pop_after_stop_does_not_leak(void **state)
 	yajl_tree_free(root);
 	if (stale)
 		fail_msg("kernel of the second trace linked to External id %g, pushed in the first trace and "
-			 "popped after it stopped (CUPTI CUSTOM0 stack depth now %d)",
-			 stale, fake_cupti_stack_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));
+		         "popped after it stopped (CUPTI CUSTOM0 stack depth now %d)",
+		         stale, fake_cupti_stack_depth(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0));
 }
 
 /* ---- rows, devices, flows ------------------------------------------------- */
@@ -982,14 +985,16 @@ static void test_gpu_span_leaves_out_syncs(void **state)
 	begin(0, NULL);
 	strobe_range_push("step");
 	stamp();
-	const CUpti_ActivitySynchronizationType stream_sync = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	const CUpti_ActivitySynchronizationType stream_sync =
+	    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
 	uint32_t ss_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
 	uint64_t ss_start = stamp();
 	uint32_t kc = launch(1, 4, "work");
 	CT_QUEUE(sync_rec(stream_sync, ss_corr, 101, 4, ss_start, stamp()));
 	uint32_t ws_corr = api_call(RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
 	uint64_t ws_start = stamp();
-	CT_QUEUE(sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, ws_corr, 101, 4, ws_start, stamp()));
+	CT_QUEUE(sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, ws_corr, 101, 4, ws_start,
+	                  stamp()));
 	stamp();
 	strobe_range_pop();
 	strobe_range_push("waits only");
@@ -1030,7 +1035,8 @@ static void test_out_of_order_and_split_buffers(void **state)
 	size_t n = KERNELS_PER_BUF + KERNELS_PER_BUF / 2;
 	uint64_t base = stamp();
 	for (size_t i = 0; i < n; i++)
-		CT_QUEUE(ct_kernel((uint32_t)(1000000 + i), 0, 8, base + 10 * i + 5, base + 10 * i + 9, "bulk"));
+		CT_QUEUE(
+		    ct_kernel((uint32_t)(1000000 + i), 0, 8, base + 10 * i + 5, base + 10 * i + 9, "bulk"));
 	for (size_t i = 0; i < n; i++)
 		CT_QUEUE(ct_api(RUNTIME, LAUNCH, (uint32_t)(1000000 + i), base + 10 * i, base + 10 * i + 2));
 	last_stamp = base + 10 * n;
@@ -1175,7 +1181,8 @@ static void assert_cpu_only(const char *name, const char *needle)
 	assert_non_null(tu_find(root, "X", "user_annotation", "cpu"));
 	const char *why = tu_get_str(root, "gpu_capture");
 	if (!why || !strstr(why, needle))
-		fail_msg("gpu_capture is \"%s\", expected it to mention \"%s\"", why ? why : "(none)", needle);
+		fail_msg("gpu_capture is \"%s\", expected it to mention \"%s\"", why ? why : "(none)",
+		         needle);
 	assert_int_equal(tu_count(root, "X", "kernel", NULL), 0);
 	yajl_tree_free(root);
 }
@@ -1215,7 +1222,8 @@ static void test_subscriber_held(void **state)
 static void test_cpu_only_mask(void **state)
 {
 	(void)state;
-	begin(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_OP) | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_USER_ANNOTATION),
+	begin(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_OP) |
+	          STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_USER_ANNOTATION),
 	      NULL);
 	for (int k = 1; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
 		if (fake_cupti_kind_enabled((CUpti_ActivityKind)k))
@@ -1274,7 +1282,7 @@ static void test_fork_child_has_no_gpu(void **state)
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status))
 		fail_msg("forked child: step %d failed (6: gpu_capture does not mention the fork)",
-			 WEXITSTATUS(status));
+		         WEXITSTATUS(status));
 	/* The parent keeps its GPU. */
 	begin(0, NULL);
 	launch(0, 7, "parent");
@@ -1288,32 +1296,32 @@ int main(void)
 {
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_kernel_and_runtime_records, setup),
-		cmocka_unit_test_setup(test_device_and_occupancy, setup),
-		cmocka_unit_test_setup(test_foreach_shows_gpu_args, setup),
-		cmocka_unit_test_setup(test_memcpy_memset_records, setup),
-		cmocka_unit_test_setup(test_driver_api_filtering, setup),
-		cmocka_unit_test_setup(test_sync_and_event_records, setup),
-		cmocka_unit_test_setup(test_wait_event_on_idle_stream_hidden, setup),
-		cmocka_unit_test_setup(test_overhead_record, setup),
-		cmocka_unit_test_setup(test_external_correlation, setup),
-		cmocka_unit_test_setup(test_sparse_correlation_ids, setup),
-		cmocka_unit_test_setup(test_correlation_pop_after_stop_does_not_leak, setup),
-		cmocka_unit_test_setup(test_devices_and_streams, setup),
-		cmocka_unit_test_setup(test_graph_launch_flows, setup),
-		cmocka_unit_test_setup(test_kernel_links_to_enclosing_op, setup),
-		cmocka_unit_test_setup(test_range_gives_gpu_user_annotation, setup),
-		cmocka_unit_test_setup(test_gpu_span_leaves_out_syncs, setup),
-		cmocka_unit_test_setup(test_out_of_order_and_split_buffers, setup),
-		cmocka_unit_test_setup(test_budget_exhaustion, setup),
-		cmocka_unit_test_setup(test_dropped_records_counted, setup),
-		cmocka_unit_test_setup(test_window_warmup_and_incomplete, setup),
-		cmocka_unit_test_setup(test_blocklisted_runtime_calls, setup),
-		cmocka_unit_test_setup(test_toggle_collection, setup),
-		cmocka_unit_test_setup(test_enable_failure, setup),
-		cmocka_unit_test_setup(test_subscriber_held, setup),
-		cmocka_unit_test_setup(test_cpu_only_mask, setup),
-		cmocka_unit_test_setup(test_fork_child_has_no_gpu, setup),
+	    cmocka_unit_test_setup(test_kernel_and_runtime_records, setup),
+	    cmocka_unit_test_setup(test_device_and_occupancy, setup),
+	    cmocka_unit_test_setup(test_foreach_shows_gpu_args, setup),
+	    cmocka_unit_test_setup(test_memcpy_memset_records, setup),
+	    cmocka_unit_test_setup(test_driver_api_filtering, setup),
+	    cmocka_unit_test_setup(test_sync_and_event_records, setup),
+	    cmocka_unit_test_setup(test_wait_event_on_idle_stream_hidden, setup),
+	    cmocka_unit_test_setup(test_overhead_record, setup),
+	    cmocka_unit_test_setup(test_external_correlation, setup),
+	    cmocka_unit_test_setup(test_sparse_correlation_ids, setup),
+	    cmocka_unit_test_setup(test_correlation_pop_after_stop_does_not_leak, setup),
+	    cmocka_unit_test_setup(test_devices_and_streams, setup),
+	    cmocka_unit_test_setup(test_graph_launch_flows, setup),
+	    cmocka_unit_test_setup(test_kernel_links_to_enclosing_op, setup),
+	    cmocka_unit_test_setup(test_range_gives_gpu_user_annotation, setup),
+	    cmocka_unit_test_setup(test_gpu_span_leaves_out_syncs, setup),
+	    cmocka_unit_test_setup(test_out_of_order_and_split_buffers, setup),
+	    cmocka_unit_test_setup(test_budget_exhaustion, setup),
+	    cmocka_unit_test_setup(test_dropped_records_counted, setup),
+	    cmocka_unit_test_setup(test_window_warmup_and_incomplete, setup),
+	    cmocka_unit_test_setup(test_blocklisted_runtime_calls, setup),
+	    cmocka_unit_test_setup(test_toggle_collection, setup),
+	    cmocka_unit_test_setup(test_enable_failure, setup),
+	    cmocka_unit_test_setup(test_subscriber_held, setup),
+	    cmocka_unit_test_setup(test_cpu_only_mask, setup),
+	    cmocka_unit_test_setup(test_fork_child_has_no_gpu, setup),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -35,50 +35,50 @@ static inline uint64_t ct_stamp_after(uint64_t after, uint64_t gap)
 	return t;
 }
 
-static inline CUpti_ActivityKernel10 ct_kernel(uint32_t corr, uint32_t device, uint32_t stream, uint64_t start,
-					       uint64_t end, const char *name)
+static inline CUpti_ActivityKernel10 ct_kernel(uint32_t corr, uint32_t device, uint32_t stream,
+                                               uint64_t start, uint64_t end, const char *name)
 {
 	CUpti_ActivityKernel10 k = {
-		.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		.start = start,
-		.end = end,
-		.deviceId = device,
-		.contextId = 100 + device,
-		.streamId = stream,
-		.gridX = 1,
-		.gridY = 1,
-		.gridZ = 1,
-		.blockX = 128,
-		.blockY = 1,
-		.blockZ = 1,
-		.correlationId = corr,
-		.name = name,
-		.channelID = 0xffffffffu,
+	    .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    .start = start,
+	    .end = end,
+	    .deviceId = device,
+	    .contextId = 100 + device,
+	    .streamId = stream,
+	    .gridX = 1,
+	    .gridY = 1,
+	    .gridZ = 1,
+	    .blockX = 128,
+	    .blockY = 1,
+	    .blockZ = 1,
+	    .correlationId = corr,
+	    .name = name,
+	    .channelID = 0xffffffffu,
 	};
 	return k;
 }
 
 /* A runtime or driver record as CUPTI writes it for a call on this thread. */
 static inline CUpti_ActivityAPI ct_api(CUpti_ActivityKind kind, CUpti_CallbackId cbid, uint32_t corr,
-				       uint64_t start, uint64_t end)
+                                       uint64_t start, uint64_t end)
 {
 	CUpti_ActivityAPI a = {
-		.kind = kind,
-		.cbid = cbid,
-		.start = start,
-		.end = end,
-		.processId = (uint32_t)getpid(),
-		.threadId = ct_tid(),
-		.correlationId = corr,
+	    .kind = kind,
+	    .cbid = cbid,
+	    .start = start,
+	    .end = end,
+	    .processId = (uint32_t)getpid(),
+	    .threadId = ct_tid(),
+	    .correlationId = corr,
 	};
 	return a;
 }
 
 /* Queues a record struct (by value); it must be taken. */
-#define CT_QUEUE(rec)                                                  \
-	do {                                                           \
-		__typeof__(rec) ct_rec_ = (rec);                       \
-		assert_int_equal(fake_cupti_queue(&ct_rec_, sizeof(ct_rec_)), 1); \
+#define CT_QUEUE(rec)                                                                                        \
+	do {                                                                                                 \
+		__typeof__(rec) ct_rec_ = (rec);                                                             \
+		assert_int_equal(fake_cupti_queue(&ct_rec_, sizeof(ct_rec_)), 1);                            \
 	} while (0)
 
 /* A member of the trace's "strobe" accounting object. */

@@ -27,7 +27,8 @@ static void *save_job(void *arg)
 	struct job *j = arg;
 	char path[1200];
 	for (int r = 0; r < ROUNDS && !j->rc; r++) {
-		snprintf(path, sizeof(path), "%s/s%d-%d.%s", tu_dir, j->id, r, j->id & 1 ? "pftrace" : "json");
+		snprintf(path, sizeof(path), "%s/s%d-%d.%s", tu_dir, j->id, r,
+		         j->id & 1 ? "pftrace" : "json");
 		j->rc = strobe_trace_save(j->t, path);
 	}
 	return NULL;
@@ -126,7 +127,8 @@ static void test_saves_and_walks_at_once(void **state)
 	assert_int_equal(strobe_trace_save(t, ref_pf), 0);
 	for (int i = 0; i < 4; i++) {
 		for (int r = 0; r < ROUNDS; r++) {
-			snprintf(path, sizeof(path), "%s/s%d-%d.%s", tu_dir, i, r, i & 1 ? "pftrace" : "json");
+			snprintf(path, sizeof(path), "%s/s%d-%d.%s", tu_dir, i, r,
+			         i & 1 ? "pftrace" : "json");
 			if (i & 1)
 				same_bytes(ref_pf, path, NULL);
 			else
@@ -139,7 +141,7 @@ static void test_saves_and_walks_at_once(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_saves_and_walks_at_once),
+	    cmocka_unit_test(test_saves_and_walks_at_once),
 	};
 	ct_use_fake();
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

@@ -16,9 +16,10 @@ static void injected_kernel_reaches_the_trace(void **state)
 	snprintf(trace, sizeof(trace), "%s/cuda.json", dir);
 	const char *asan = getenv("ASAN_OPTIONS");
 	snprintf(cmd, sizeof(cmd),
-		 "ASAN_OPTIONS=%s%sverify_asan_link_order=0 STROBE_CUPTI_PATH=%s %s record -o %s -- %s/cuda_driver",
-		 asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, trace,
-		 STROBE_TEST_PROGRAMS_DIR);
+	         "ASAN_OPTIONS=%s%sverify_asan_link_order=0 STROBE_CUPTI_PATH=%s %s record -o %s -- "
+	         "%s/cuda_driver",
+	         asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, trace,
+	         STROBE_TEST_PROGRAMS_DIR);
 	char *out = NULL;
 	int rc = tu_run(cmd, 1, &out);
 	if (rc != 0)
@@ -31,7 +32,8 @@ static void injected_kernel_reaches_the_trace(void **state)
 	assert_non_null(k);
 	yajl_val launch = tu_find(t, "X", "cuda_runtime", "cudaLaunchKernel");
 	assert_non_null(launch);
-	assert_true(tu_get_num(tu_get(k, "args"), "correlation") == tu_get_num(tu_get(launch, "args"), "correlation"));
+	assert_true(tu_get_num(tu_get(k, "args"), "correlation") ==
+	            tu_get_num(tu_get(launch, "args"), "correlation"));
 	assert_int_equal(tu_count(t, "s", "ac2g", NULL), 1);
 	assert_int_equal(tu_count(t, "f", "ac2g", NULL), 1);
 	/* GPU capture was on: no reason for it being off. */
@@ -44,7 +46,7 @@ static void injected_kernel_reaches_the_trace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(injected_kernel_reaches_the_trace),
+	    cmocka_unit_test(injected_kernel_reaches_the_trace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,27 +40,28 @@ static int group_setup(void **state)
 	if (!props || !YAJL_IS_ARRAY(props) || YAJL_GET_ARRAY(props)->len != 1)
 		return -1;
 	yajl_val p = YAJL_GET_ARRAY(props)->values[0];
-	yajl_val kargs = tu_get(tu_find(fixture, "X", "kernel", NULL), "args"), occ = tu_get(kargs, "occupancy");
+	yajl_val kargs = tu_get(tu_find(fixture, "X", "kernel", NULL), "args"),
+	         occ = tu_get(kargs, "occupancy");
 	device = (struct fake_cuda_device){
-		.name = tu_get_str(p, "name"),
-		.total_global_mem = (uint64_t)tu_get_num(p, "totalGlobalMem"),
-		.compute_major = fixture_int(p, "computeMajor"),
-		.compute_minor = fixture_int(p, "computeMinor"),
-		.max_threads_per_block = fixture_int(p, "maxThreadsPerBlock"),
-		.max_threads_per_sm = fixture_int(p, "maxThreadsPerMultiprocessor"),
-		.regs_per_block = fixture_int(p, "regsPerBlock"),
-		.warp_size = fixture_int(p, "warpSize"),
-		.shared_mem_per_block = fixture_int(p, "sharedMemPerBlock"),
-		.sm_count = fixture_int(p, "numSms"),
-		.regs_per_sm = fixture_int(p, "regsPerMultiprocessor"),
-		.shared_mem_per_block_optin = fixture_int(p, "sharedMemPerBlockOptin"),
-		.shared_mem_per_sm = fixture_int(p, "sharedMemPerMultiprocessor"),
-		.max_blocks_per_sm = 32,
-		/* Not in deviceProperties: what the fixture's occupancy shows, the
-		 * shared memory allocated per block beyond the kernel's own. */
-		.reserved_shared_mem_per_block = (int)(tu_get_num(occ, "allocatedSharedMemPerBlock") -
-						       tu_get_num(kargs, "shared memory")),
-		.uuid = {0x5a, 0x1c, 0x0e, 0x2f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+	    .name = tu_get_str(p, "name"),
+	    .total_global_mem = (uint64_t)tu_get_num(p, "totalGlobalMem"),
+	    .compute_major = fixture_int(p, "computeMajor"),
+	    .compute_minor = fixture_int(p, "computeMinor"),
+	    .max_threads_per_block = fixture_int(p, "maxThreadsPerBlock"),
+	    .max_threads_per_sm = fixture_int(p, "maxThreadsPerMultiprocessor"),
+	    .regs_per_block = fixture_int(p, "regsPerBlock"),
+	    .warp_size = fixture_int(p, "warpSize"),
+	    .shared_mem_per_block = fixture_int(p, "sharedMemPerBlock"),
+	    .sm_count = fixture_int(p, "numSms"),
+	    .regs_per_sm = fixture_int(p, "regsPerMultiprocessor"),
+	    .shared_mem_per_block_optin = fixture_int(p, "sharedMemPerBlockOptin"),
+	    .shared_mem_per_sm = fixture_int(p, "sharedMemPerMultiprocessor"),
+	    .max_blocks_per_sm = 32,
+	    /* Not in deviceProperties: what the fixture's occupancy shows, the
+	     * shared memory allocated per block beyond the kernel's own. */
+	    .reserved_shared_mem_per_block =
+	        (int)(tu_get_num(occ, "allocatedSharedMemPerBlock") - tu_get_num(kargs, "shared memory")),
+	    .uuid = {0x5a, 0x1c, 0x0e, 0x2f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
 	};
 	return tu_strobe_group_setup(state);
 }
@@ -103,15 +104,15 @@ static yajl_val run_scenario(const char *name)
 	CT_QUEUE(k);
 	uint32_t mc = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, MEMCPY, stamp(), stamp());
 	CUpti_ActivityMemcpy6 m = {
-		.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
-		.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-		.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-		.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-		.bytes = 65536,
-		.contextId = 1,
-		.streamId = 7,
-		.correlationId = mc,
-		.channelID = 0xffffffffu,
+	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+	    .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+	    .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+	    .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .bytes = 65536,
+	    .contextId = 1,
+	    .streamId = 7,
+	    .correlationId = mc,
+	    .channelID = 0xffffffffu,
 	};
 	m.start = stamp();
 	m.end = stamp();
@@ -147,11 +148,12 @@ static void assert_same_members(yajl_val want, yajl_val got, const char *what)
 		if (YAJL_IS_STRING(w)) {
 			const char *ws = YAJL_GET_STRING(w), *gs = YAJL_GET_STRING(g);
 			if (!ws || !gs || strcmp(ws, gs))
-				fail_msg("%s: \"%s\" is \"%s\", libkineto wrote \"%s\"", what, key, gs ? gs : "?", ws);
+				fail_msg("%s: \"%s\" is \"%s\", libkineto wrote \"%s\"", what, key,
+				         gs ? gs : "?", ws);
 		} else if (YAJL_IS_NUMBER(w)) {
 			if (!YAJL_IS_NUMBER(g) || YAJL_GET_DOUBLE(w) != YAJL_GET_DOUBLE(g))
 				fail_msg("%s: \"%s\" is %g, libkineto wrote %g", what, key,
-					 YAJL_IS_NUMBER(g) ? YAJL_GET_DOUBLE(g) : -1.0, YAJL_GET_DOUBLE(w));
+				         YAJL_IS_NUMBER(g) ? YAJL_GET_DOUBLE(g) : -1.0, YAJL_GET_DOUBLE(w));
 		} else if (YAJL_IS_OBJECT(w)) {
 			assert_same_members(w, g, key);
 		}
@@ -164,10 +166,12 @@ static void assert_like_fixture(yajl_val root)
 	if (!props || !YAJL_IS_ARRAY(props) || YAJL_GET_ARRAY(props)->len != 1)
 		fail_msg("deviceProperties does not list the one device");
 	yajl_val p = YAJL_GET_ARRAY(props)->values[0];
-	assert_same_members(YAJL_GET_ARRAY(tu_get(fixture, "deviceProperties"))->values[0], p, "deviceProperties[0]");
+	assert_same_members(YAJL_GET_ARRAY(tu_get(fixture, "deviceProperties"))->values[0], p,
+	                    "deviceProperties[0]");
 	assert_string_equal(tu_get_str(p, "uuid"), "GPU-5a1c0e2f-0102-0304-0506-0708090a0b0c");
 
-	static const char *const versions[] = {"cuda_driver_version", "cuda_runtime_version", "cupti_version"};
+	static const char *const versions[] = {"cuda_driver_version", "cuda_runtime_version",
+	                                       "cupti_version"};
 	for (size_t i = 0; i < 3; i++) {
 		yajl_val v = tu_get(root, versions[i]);
 		if (!v || !YAJL_IS_INTEGER(v))
@@ -176,21 +180,24 @@ static void assert_like_fixture(yajl_val root)
 	}
 
 	/* The kernel's SM-dependent args, from the same limits and shape. */
-	yajl_val fk = tu_get(fixture_event("kernel"), "args"), k = tu_get(tu_find(root, "X", "kernel", NULL), "args");
-	static const char *const sm_args[] = {"blocks per SM", "warps per SM", "est. achieved occupancy %", "channel",
-					      "channel_type"};
+	yajl_val fk = tu_get(fixture_event("kernel"), "args"),
+	         k = tu_get(tu_find(root, "X", "kernel", NULL), "args");
+	static const char *const sm_args[] = {"blocks per SM", "warps per SM", "est. achieved occupancy %",
+	                                      "channel", "channel_type"};
 	for (size_t i = 0; i < sizeof(sm_args) / sizeof(sm_args[0]); i++) {
 		yajl_val want = tu_get(fk, sm_args[i]), got = tu_get(k, sm_args[i]);
 		if (!got || YAJL_GET_DOUBLE(got) != YAJL_GET_DOUBLE(want))
 			fail_msg("kernel \"%s\" is %g, libkineto wrote %g", sm_args[i],
-				 got ? YAJL_GET_DOUBLE(got) : -1.0, YAJL_GET_DOUBLE(want));
+			         got ? YAJL_GET_DOUBLE(got) : -1.0, YAJL_GET_DOUBLE(want));
 	}
 	assert_same_members(tu_get(fk, "occupancy"), tu_get(k, "occupancy"), "kernel occupancy");
 
-	yajl_val fm = tu_get(fixture_event("gpu_memcpy"), "args"), m = tu_get(tu_find(root, "X", "gpu_memcpy", NULL), "args");
+	yajl_val fm = tu_get(fixture_event("gpu_memcpy"), "args"),
+	         m = tu_get(tu_find(root, "X", "gpu_memcpy", NULL), "args");
 	assert_non_null(m);
 	assert_int_equal(YAJL_GET_INTEGER(tu_get(m, "channel")), YAJL_GET_INTEGER(tu_get(fm, "channel")));
-	assert_int_equal(YAJL_GET_INTEGER(tu_get(m, "channel_type")), YAJL_GET_INTEGER(tu_get(fm, "channel_type")));
+	assert_int_equal(YAJL_GET_INTEGER(tu_get(m, "channel_type")),
+	                 YAJL_GET_INTEGER(tu_get(fm, "channel_type")));
 }
 
 /* The trace is on when CUDA initialises: CUPTI writes a DEVICE record. */
@@ -228,7 +235,8 @@ static void test_versions_unknown_left_out(void **state)
 	assert_null(tu_get(root, "cuda_runtime_version"));
 	assert_int_equal(YAJL_GET_INTEGER(tu_get(root, "cupti_version")), FAKE_CUPTI_DEFAULT_VERSION);
 	yajl_val props = tu_get(root, "deviceProperties");
-	assert_true(props && YAJL_IS_ARRAY(props) && YAJL_GET_ARRAY(props)->len == 0); /* CUDA never initialised */
+	assert_true(props && YAJL_IS_ARRAY(props) &&
+	            YAJL_GET_ARRAY(props)->len == 0); /* CUDA never initialised */
 	yajl_tree_free(root);
 }
 

@@ -37,15 +37,15 @@ static void make_trace(void)
 	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, MEMCPY, m0, m1);
 	uint64_t c0 = ct_stamp_after(m1, 200), c1 = ct_stamp_after(c0, 4000);
 	CUpti_ActivityMemcpy6 m = {.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
-				   .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-				   .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-				   .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-				   .bytes = 8 << 20,
-				   .start = c0,
-				   .end = c1,
-				   .streamId = 7,
-				   .contextId = 100,
-				   .correlationId = corr};
+	                           .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+	                           .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+	                           .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	                           .bytes = 8 << 20,
+	                           .start = c0,
+	                           .end = c1,
+	                           .streamId = 7,
+	                           .contextId = 100,
+	                           .correlationId = corr};
 	CT_QUEUE(m);
 	strobe_range_pop();
 	ct_stamp_after(c1, 1000);
@@ -100,9 +100,9 @@ static yajl_val summary_of(const char *path)
  * and has no "Iteration Start" instant (the JSON's libkineto marker). */
 static bool skipped(const char *key)
 {
-	static const char *const keys[] = {"file",   "format", "file_bytes",  "json_bytes",  "events",
-					   "by_ph",  "by_cat", "first_ts_ns", "last_end_ns", "at_ns",
-					   "longest", "instants", "instant_names"};
+	static const char *const keys[] = {"file",    "format",   "file_bytes",   "json_bytes",  "events",
+	                                   "by_ph",   "by_cat",   "first_ts_ns",  "last_end_ns", "at_ns",
+	                                   "longest", "instants", "instant_names"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!strcmp(key, keys[i]))
 			return true;
@@ -117,8 +117,8 @@ static void same_tree(yajl_val a, yajl_val b, const char *path)
 	switch (a->type) {
 	case yajl_t_object:
 		if (YAJL_GET_OBJECT(a)->len != YAJL_GET_OBJECT(b)->len)
-			fail_msg("%s: %zu members in JSON's summary, %zu in Perfetto's", path, YAJL_GET_OBJECT(a)->len,
-				 YAJL_GET_OBJECT(b)->len);
+			fail_msg("%s: %zu members in JSON's summary, %zu in Perfetto's", path,
+			         YAJL_GET_OBJECT(a)->len, YAJL_GET_OBJECT(b)->len);
 		for (size_t i = 0; i < YAJL_GET_OBJECT(a)->len; i++) {
 			const char *k = YAJL_GET_OBJECT(a)->keys[i];
 			if (skipped(k))
@@ -132,8 +132,8 @@ static void same_tree(yajl_val a, yajl_val b, const char *path)
 		break;
 	case yajl_t_array:
 		if (YAJL_GET_ARRAY(a)->len != YAJL_GET_ARRAY(b)->len)
-			fail_msg("%s: %zu items in JSON's summary, %zu in Perfetto's", path, YAJL_GET_ARRAY(a)->len,
-				 YAJL_GET_ARRAY(b)->len);
+			fail_msg("%s: %zu items in JSON's summary, %zu in Perfetto's", path,
+			         YAJL_GET_ARRAY(a)->len, YAJL_GET_ARRAY(b)->len);
 		for (size_t i = 0; i < YAJL_GET_ARRAY(a)->len; i++) {
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 			same_tree(YAJL_GET_ARRAY(a)->values[i], YAJL_GET_ARRAY(b)->values[i], sub);
@@ -148,7 +148,7 @@ static void same_tree(yajl_val a, yajl_val b, const char *path)
 	case yajl_t_number:
 		if (YAJL_GET_DOUBLE(a) != YAJL_GET_DOUBLE(b))
 			fail_msg("%s: %.17g in JSON's summary, %.17g in Perfetto's", path, YAJL_GET_DOUBLE(a),
-				 YAJL_GET_DOUBLE(b));
+			         YAJL_GET_DOUBLE(b));
 		break;
 	default:
 		break;
@@ -183,14 +183,14 @@ static void test_convert_back_to_json(void **state)
 	snprintf(args, sizeof(args), "'%s' '%s'", pf_path, out);
 	strobe_ok("convert", args);
 	yajl_val orig = tu_load_trace(json_path), back = tu_load_trace(out);
-	static const char *const cats[] = {"kernel", "gpu_memcpy", "cuda_runtime", "cpu_op", "user_annotation",
-					   "gpu_user_annotation"};
+	static const char *const cats[] = {"kernel", "gpu_memcpy",      "cuda_runtime",
+	                                   "cpu_op", "user_annotation", "gpu_user_annotation"};
 	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++) {
 		size_t n = tu_count(orig, "X", cats[i], NULL);
 		assert_true(n > 0);
 		if (tu_count(back, "X", cats[i], NULL) != n)
 			fail_msg("%s: %zu events in the JSON, %zu after Perfetto and back", cats[i], n,
-				 tu_count(back, "X", cats[i], NULL));
+			         tu_count(back, "X", cats[i], NULL));
 	}
 	assert_int_equal(tu_count(back, "s", "ac2g", NULL), tu_count(orig, "s", "ac2g", NULL));
 	assert_int_equal(tu_count(back, "f", "ac2g", NULL), tu_count(orig, "f", "ac2g", NULL));
@@ -290,10 +290,10 @@ static void test_damaged_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_summary_same_as_json),
-		cmocka_unit_test(test_convert_back_to_json),
-		cmocka_unit_test(test_merge_and_report),
-		cmocka_unit_test(test_damaged_files),
+	    cmocka_unit_test(test_summary_same_as_json),
+	    cmocka_unit_test(test_convert_back_to_json),
+	    cmocka_unit_test(test_merge_and_report),
+	    cmocka_unit_test(test_damaged_files),
 	};
 	ct_use_fake();
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

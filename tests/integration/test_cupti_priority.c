@@ -27,7 +27,8 @@ static uint32_t queue_kernel(int32_t priority, uint32_t stream, const char *name
 	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, LAUNCH, s, stamp());
 	assert_true(corr > 0);
 	s = stamp();
-	struct fake_cupti_kernel11 k = {.k = ct_kernel(corr, 0, stream, s, stamp(), name), .priority = priority};
+	struct fake_cupti_kernel11 k = {.k = ct_kernel(corr, 0, stream, s, stamp(), name),
+	                                .priority = priority};
 	k.k.graphNodeId = 9;
 	k.k.channelID = 2;
 	assert_int_equal(fake_cupti_record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), sizeof(k));
@@ -89,7 +90,8 @@ static void test_priority_arg(void **state)
 	assert_true(tu_get_num(tu_get(hi, "args"), "stream") == 7);
 	assert_true(tu_get_num(tu_get(lo, "args"), "stream") == 8);
 	/* libkineto's order: graph id, graph node id, priority, channel. */
-	int node = arg_index(hi, "graph node id"), prio = arg_index(hi, "priority"), chan = arg_index(hi, "channel");
+	int node = arg_index(hi, "graph node id"), prio = arg_index(hi, "priority"),
+	    chan = arg_index(hi, "channel");
 	assert_true(node >= 0 && prio == node + 1 && chan == prio + 1);
 	assert_true(tu_get_num(tu_get(hi, "args"), "graph node id") == 9);
 	assert_true(tu_get_num(tu_get(hi, "args"), "channel") == 2);
@@ -108,7 +110,7 @@ int main(void)
 	fake_cupti_reset();
 	fake_cupti_set_version(FAKE_CUPTI_VERSION_13_1 + 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_priority_arg),
+	    cmocka_unit_test(test_priority_arg),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

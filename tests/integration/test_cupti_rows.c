@@ -195,11 +195,11 @@ static void test_recorded_work_overlapping_cupti_row(void **state)
 	(void)state;
 	begin();
 	struct strobe_activity k = {.size = sizeof(k),
-				    .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
-				    .name = "recorded",
-				    .start_ns = (int64_t)strobe_now_ns(),
-				    .device = 1,
-				    .resource = 7};
+	                            .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
+	                            .name = "recorded",
+	                            .start_ns = (int64_t)strobe_now_ns(),
+	                            .device = 1,
+	                            .resource = 7};
 	uint32_t a = kernel_at(1, 7, 10, 20, "a");
 	uint32_t b = kernel_at(1, 7, 30, 40, "b");
 	ct_stamp_after(base, 45 * US);

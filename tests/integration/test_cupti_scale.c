@@ -34,7 +34,7 @@ static int count_cb(const struct strobe_activity *a, void *arg)
 		t->kernels++;
 		t->corr_sum += a->id;
 		t->kernel_flows += a->flow_id == a->id && a->flow_kind == STROBE_FLOW_ASYNC_CPU_GPU &&
-				   !(a->flags & STROBE_ACTIVITY_FLOW_START);
+		                   !(a->flags & STROBE_ACTIVITY_FLOW_START);
 	} else if (a->type == STROBE_ACTIVITY_CUDA_RUNTIME) {
 		t->launches++;
 		t->launch_flows += a->flow_id == a->id && (a->flags & STROBE_ACTIVITY_FLOW_START);
@@ -55,7 +55,7 @@ static void test_million_kernels(void **state)
 	assert_int_equal(strobe_init(NULL), 0);
 	fake_cupti_reset();
 	uint64_t mask = STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
-			STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME);
+	                STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME);
 	assert_int_equal(strobe_prepare(mask, "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB=512"), 0);
 	assert_int_equal(strobe_start(), 0);
 	double t0 = secs();
@@ -64,7 +64,7 @@ static void test_million_kernels(void **state)
 	for (uint32_t i = 0; i < N_KERNELS; i++) {
 		uint64_t s = base + 2ull * i;
 		CT_QUEUE(ct_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-				CORR_BASE + i, s, s + 1));
+		                CORR_BASE + i, s, s + 1));
 		CT_QUEUE(ct_kernel(CORR_BASE + i, 0, 7 + i % 4, s + 1, s + 2, "_Z6kernelPf"));
 	}
 	ct_stamp_after(base, 2ull * N_KERNELS + 1000);
@@ -85,7 +85,7 @@ static void test_million_kernels(void **state)
 	assert_int_equal(n.bad_args, 0);
 	assert_true(strobe_trace_activity_count(t) >= 2 * N_KERNELS);
 	print_message("queue %.2f s, stop (flush + convert) %.2f s for %u kernels + %u launches\n", t1 - t0,
-		      t2 - t1, N_KERNELS, N_KERNELS);
+	              t2 - t1, N_KERNELS, N_KERNELS);
 	strobe_trace_destroy(t);
 	strobe_shutdown();
 }
@@ -94,7 +94,7 @@ int main(void)
 {
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_million_kernels),
+	    cmocka_unit_test(test_million_kernels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

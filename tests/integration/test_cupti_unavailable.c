@@ -9,7 +9,6 @@
 
 #define MISSING "/nonexistent/strobe-test/libcupti.so.13"
 
-
 static void one_trace(int i)
 {
 	assert_int_equal(strobe_prepare(0, NULL), 0);
@@ -49,7 +48,7 @@ int main(void)
 {
 	setenv("STROBE_CUPTI_PATH", MISSING, 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_missing_library_gives_cpu_trace),
+	    cmocka_unit_test(test_missing_library_gives_cpu_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

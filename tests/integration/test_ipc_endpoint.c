@@ -342,7 +342,7 @@ static void raw_send(int fd, const void *p, size_t len)
 
 	memcpy(sa.sun_path + 1, daemon_name, strlen(daemon_name));
 	assert_int_equal(sendto(fd, p, len, 0, (struct sockaddr *)&sa, (socklen_t)(strlen(daemon_name) + 4)),
-			 (ssize_t)len);
+	                 (ssize_t)len);
 }
 
 static void test_malformed_counted(void **state)
@@ -560,7 +560,7 @@ static void test_rpc_verified_reply(void **state)
 	srv_start(&s, &t, SRV_VERIFIED);
 	/* host NULL: "localhost", whose ::1 (if any) refuses before 127.0.0.1. */
 	assert_int_equal(strb_rpc_trigger(NULL, s.port, config, pids, 2, 77, 3, 2000, &res, err, sizeof(err)),
-			 0);
+	                 0);
 	srv_stop(&s, t);
 
 	assert_int_equal(res.nmatched, 1);
@@ -652,8 +652,8 @@ static void test_rpc_nobody_listening(void **state)
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	assert_int_equal(strb_rpc_trigger("127.0.0.1", ntohs(sa.sin_port), "A=1", &pid, 1, 0, 3, 2000, &res,
-					  err, sizeof(err)),
-			 -ECONNREFUSED);
+	                                  err, sizeof(err)),
+	                 -ECONNREFUSED);
 	assert_true(err[0] != 0);
 	close(fd);
 	/* Not UTF-8: refused before connecting. */

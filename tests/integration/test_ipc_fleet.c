@@ -74,7 +74,7 @@ static void standin_open(struct standin *d)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(daemon_name, sizeof(daemon_name), "strobe-test-dynolog-%d-%lld", (int)getpid(),
-		 (long long)mono_ms());
+	         (long long)mono_ms());
 	assert_int_equal(strb_ipc_open(&d->ep, daemon_name), 0);
 }
 
@@ -223,8 +223,9 @@ static void short_lived_leave_no_poll_unanswered(void **state)
 			kill(pids[i], SIGKILL), waitpid(pids[i], NULL, 0);
 	strb_ipc_close(d.ep);
 	if (d.refused)
-		fail_msg("%d of %d answers found no socket (dynolog would stall 10.2 s on each); %lld ms retrying",
-			 d.refused, d.npids, (long long)d.stuck_ms);
+		fail_msg(
+		    "%d of %d answers found no socket (dynolog would stall 10.2 s on each); %lld ms retrying",
+		    d.refused, d.npids, (long long)d.stuck_ms);
 	assert_int_equal(d.npids, N);
 	assert_int_equal(exited, N);
 }
@@ -249,8 +250,8 @@ static void fleet_all_register(void **state)
 	int64_t took = (d.npids ? d.last_new : mono_ms()) - t0;
 	reap(pids, MAX_CHILDREN);
 	strb_ipc_close(d.ep);
-	print_message("%d of %d processes registered, the last %lld ms after they started\n", d.npids, MAX_CHILDREN,
-		      (long long)took);
+	print_message("%d of %d processes registered, the last %lld ms after they started\n", d.npids,
+	              MAX_CHILDREN, (long long)took);
 	assert_int_equal(d.npids, MAX_CHILDREN);
 	/* The first polls spread over 1.1 s; 64 polls take the daemon 0.64 s. */
 	assert_true(took < 4000);

@@ -75,7 +75,8 @@ static void test_stop_gives_buffers_back(void **state)
 	/* Holding the buffers too, growth is the activities and more; given
 	 * back, it stays below them by most of the buffers. */
 	if (growth > acts_mib - BUDGET_MIB / 3)
-		fail_msg("strobe_stop grew the peak RSS by %ld MiB for %ld MiB of activities", growth, acts_mib);
+		fail_msg("strobe_stop grew the peak RSS by %ld MiB for %ld MiB of activities", growth,
+		         acts_mib);
 }
 
 int main(void)

@@ -139,14 +139,15 @@ static void test_open_descriptor_written_into(void **state)
 
 	/* The command's -o /dev/stdout reaches its standard output. */
 	char *out = NULL;
-	assert_int_equal(tu_strobe("report", STROBE_TEST_DATA_DIR "/libkineto-sample.json -o /dev/stdout", 0, &out),
-			 0);
+	assert_int_equal(
+	    tu_strobe("report", STROBE_TEST_DATA_DIR "/libkineto-sample.json -o /dev/stdout", 0, &out), 0);
 	tu_assert_contains(out, "<!DOCTYPE html>");
 	free(out);
 
 	/* strobe record -o /dev/stdout: the trace on stdout, and no attempt to
 	 * read it back for the summary (that waited on the pipe forever). */
-	assert_int_equal(tu_run("timeout 20 " STROBE_CLI_PATH " record -o /dev/stdout -- /bin/true", 0, &out), 0);
+	assert_int_equal(tu_run("timeout 20 " STROBE_CLI_PATH " record -o /dev/stdout -- /bin/true", 0, &out),
+	                 0);
 	tu_assert_contains(out, "\"traceEvents\"");
 	free(out);
 }
@@ -251,9 +252,9 @@ static void test_owner_and_mode_kept(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(setgid(nobody->pw_gid) || setuid(nobody->pw_uid) ? 2
-		      : access(shared, W_OK)				 ? 4 /* a private folder above */
-		      : strobe_trace_save(trace, root_file)		 ? 3
-									 : 0);
+		      : access(shared, W_OK)                           ? 4 /* a private folder above */
+		      : strobe_trace_save(trace, root_file)            ? 3
+		                                                       : 0);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
@@ -305,7 +306,7 @@ static void test_stale_temporary_files_removed(void **state)
 	char stale[PATH_LEN], live[PATH_LEN], fresh[PATH_LEN], target[PATH_LEN];
 	make_temp(stale, "big.json", dead, 3600);
 	make_temp(live, "big.json", getppid(), 3600); /* its writer still runs */
-	make_temp(fresh, "other.json", dead, 0);       /* may be another namespace's, still writing */
+	make_temp(fresh, "other.json", dead, 0);      /* may be another namespace's, still writing */
 	assert_int_equal(strobe_trace_save(trace, in_dir(target, "next.json")), 0);
 	assert_int_equal(access(stale, F_OK), -1);
 	assert_int_equal(access(live, F_OK), 0);

@@ -55,18 +55,28 @@ static strobe_trace *make_trace(void)
 	    {.key = "j", .kind = STROBE_ARG_JSON, .value.str = "[1, {\"a\": null}]"},
 	};
 	tu_record_at("rec.fwd", STROBE_ACTIVITY_CPU_OP, s, 5000,
-		  (struct strobe_activity){.id = OP_ID, .flow_id = FWD, .flow_kind = STROBE_FLOW_FWDBWD,
-					   .flags = STROBE_ACTIVITY_FLOW_START, .args = kinds, .arg_count = 6});
+	             (struct strobe_activity){.id = OP_ID,
+	                                      .flow_id = FWD,
+	                                      .flow_kind = STROBE_FLOW_FWDBWD,
+	                                      .flags = STROBE_ACTIVITY_FLOW_START,
+	                                      .args = kinds,
+	                                      .arg_count = 6});
 	tu_record_at("cudaLaunchKernel", STROBE_ACTIVITY_CUDA_RUNTIME, s + 1000, 1000,
-		  (struct strobe_activity){.id = CORR, .linked_id = OP_ID, .flow_id = CORR,
-					   .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
-					   .flags = STROBE_ACTIVITY_FLOW_START});
+	             (struct strobe_activity){.id = CORR,
+	                                      .linked_id = OP_ID,
+	                                      .flow_id = CORR,
+	                                      .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
+	                                      .flags = STROBE_ACTIVITY_FLOW_START});
 	tu_record_at("my_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 3000, 1000,
-		  (struct strobe_activity){.device = 1, .resource = 7, .id = CORR, .linked_id = OP_ID,
-					   .flow_id = CORR, .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU});
+	             (struct strobe_activity){.device = 1,
+	                                      .resource = 7,
+	                                      .id = CORR,
+	                                      .linked_id = OP_ID,
+	                                      .flow_id = CORR,
+	                                      .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU});
 	/* Same id, other kind: a different arrow. */
 	tu_record_at("rec.bwd", STROBE_ACTIVITY_CPU_OP, s + 10000, 2000,
-		  (struct strobe_activity){.id = 1002, .flow_id = FWD, .flow_kind = STROBE_FLOW_FWDBWD});
+	             (struct strobe_activity){.id = 1002, .flow_id = FWD, .flow_kind = STROBE_FLOW_FWDBWD});
 	strobe_trace *t = NULL;
 	assert_int_equal(strobe_stop(&t), 0);
 	assert_non_null(t);
@@ -149,7 +159,8 @@ static void check_trace(const strobe_trace *trace, const char *path)
 	assert_string_equal(row->tname, "main-thread");
 	bool cpu_process = false;
 	for (size_t i = 0; i < t.n; i++)
-		if (t.p[i].is_process && t.p[i].pid == getpid() && *t.p[i].pname && !strcmp(t.p[i].label, "CPU"))
+		if (t.p[i].is_process && t.p[i].pid == getpid() && *t.p[i].pname &&
+		    !strcmp(t.p[i].label, "CPU"))
 			cpu_process = true;
 	assert_true(cpu_process);
 	const struct pf_packet *stream = pf_track(&t, kernel->track);

@@ -16,7 +16,7 @@
 
 #include "testutil.h"
 
-#define APP STROBE_TEST_PROGRAMS_DIR "/nvtx_app"
+#define APP   STROBE_TEST_PROGRAMS_DIR "/nvtx_app"
 #define PROBE STROBE_TEST_PROGRAMS_DIR "/record_probe"
 
 static char dir[1024];
@@ -28,7 +28,8 @@ static int setup(void **state)
 	/* Sanitizer builds: the injected library comes before the runtime. */
 	const char *asan = getenv("ASAN_OPTIONS");
 	char opts[512];
-	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", asan ? asan : "", asan && *asan ? ":" : "");
+	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0", asan ? asan : "",
+	         asan && *asan ? ":" : "");
 	setenv("ASAN_OPTIONS", opts, 1);
 	return 0;
 }
@@ -67,7 +68,8 @@ static const char *row_name(yajl_val root, yajl_val ev)
 		const char *ph = tu_get_str(e, "ph"), *name = tu_get_str(e, "name");
 		if (!ph || strcmp(ph, "M") || !name || strcmp(name, "thread_name"))
 			continue;
-		if (tu_get_num(e, "pid") == tu_get_num(ev, "pid") && tu_get_num(e, "tid") == tu_get_num(ev, "tid"))
+		if (tu_get_num(e, "pid") == tu_get_num(ev, "pid") &&
+		    tu_get_num(e, "tid") == tu_get_num(ev, "tid"))
 			return tu_get_str(tu_get(e, "args"), "name");
 	}
 	return NULL;
@@ -154,7 +156,8 @@ static void nested_ranges_on_threads(void **state)
 	yajl_val handed = range(t, "handed-over");
 	assert_string_equal(row_name(t, handed), "start/end ranges");
 	yajl_val w0 = range(t, "work-0");
-	assert_true(tu_get_ns(handed, "ts") + tu_get_ns(handed, "dur") >= tu_get_ns(w0, "ts") + tu_get_ns(w0, "dur"));
+	assert_true(tu_get_ns(handed, "ts") + tu_get_ns(handed, "dur") >=
+	            tu_get_ns(w0, "ts") + tu_get_ns(w0, "dur"));
 	yajl_val a = range(t, "overlap-a"), b = range(t, "overlap-b");
 	assert_true(tu_get_num(a, "tid") != tu_get_num(b, "tid"));
 	assert_string_not_equal(row_name(t, a), row_name(t, b));
@@ -252,8 +255,8 @@ static void sigint_writes_then_forwards(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "record", "-q", "-o", trace, "--", APP, "wait-signal", ready,
-		      (char *)NULL);
+		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "record", "-q", "-o", trace, "--", APP, "wait-signal",
+		      ready, (char *)NULL);
 		_exit(99);
 	}
 	struct stat st;
@@ -309,26 +312,28 @@ static void clear_errors(void **state)
 {
 	(void)state;
 	static const struct bad_case cases[] = {
-		{"-- ./no-such-program", 127, "cannot run './no-such-program': no such file"},
-		{"-- no-such-program-in-path", 127, "not found in PATH"},
-		{"-o /nonexistent-dir/t.json -- " APP " status 0", 2, "directory '/nonexistent-dir' does not exist"},
-		{"-o . -- " APP " status 0", 2, "is a directory"},
-		{"--delay 10x -- " APP " status 0", 2, "--delay: '10x' is not a duration"},
-		{"--duration -1s -- " APP " status 0", 2, "--duration: '-1s' is not a duration"},
-		{"--set NOEQUALS -- " APP " status 0", 2, "--set: 'NOEQUALS' is not a config line KEY=VALUE"},
-		{"-o -- " APP " status 0", 2, "--output needs a file name"},
-		{"--set ACTIVITIES_WARMUP_PERIOD_SECS=abc -- " APP " status 0", 2, "config refused"},
-		{"--activities kernel,nonsense -- " APP " status 0", 2, "config refused"},
-		{"--config /nonexistent.conf -- " APP " status 0", 2, "cannot read config file '/nonexistent.conf'"},
-		{"--frobnicate -- " APP " status 0", 2, "unknown option '--frobnicate'"},
-		{"-o t.json", 2, "no program to run"},
+	    {"-- ./no-such-program", 127, "cannot run './no-such-program': no such file"},
+	    {"-- no-such-program-in-path", 127, "not found in PATH"},
+	    {"-o /nonexistent-dir/t.json -- " APP " status 0", 2,
+	     "directory '/nonexistent-dir' does not exist"},
+	    {"-o . -- " APP " status 0", 2, "is a directory"},
+	    {"--delay 10x -- " APP " status 0", 2, "--delay: '10x' is not a duration"},
+	    {"--duration -1s -- " APP " status 0", 2, "--duration: '-1s' is not a duration"},
+	    {"--set NOEQUALS -- " APP " status 0", 2, "--set: 'NOEQUALS' is not a config line KEY=VALUE"},
+	    {"-o -- " APP " status 0", 2, "--output needs a file name"},
+	    {"--set ACTIVITIES_WARMUP_PERIOD_SECS=abc -- " APP " status 0", 2, "config refused"},
+	    {"--activities kernel,nonsense -- " APP " status 0", 2, "config refused"},
+	    {"--config /nonexistent.conf -- " APP " status 0", 2,
+	     "cannot read config file '/nonexistent.conf'"},
+	    {"--frobnicate -- " APP " status 0", 2, "unknown option '--frobnicate'"},
+	    {"-o t.json", 2, "no program to run"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *out = NULL;
 		int rc = record(cases[i].args, &out);
 		if (rc != cases[i].status || !strstr(out, cases[i].message))
-			fail_msg("strobe record %s: status %d, output:\n%s\nexpected %d and '%s'", cases[i].args, rc,
-				 out, cases[i].status, cases[i].message);
+			fail_msg("strobe record %s: status %d, output:\n%s\nexpected %d and '%s'",
+			         cases[i].args, rc, out, cases[i].status, cases[i].message);
 		free(out);
 	}
 	/* Nothing was run, so nothing was written. */
@@ -589,20 +594,20 @@ static void strict_fails_without_a_trace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nested_ranges_on_threads),
-		cmocka_unit_test(exit_status_is_the_programs),
-		cmocka_unit_test(exit_from_another_thread),
-		cmocka_unit_test(children_write_their_own_files),
-		cmocka_unit_test(sigint_writes_then_forwards),
-		cmocka_unit_test(window_by_delay_and_duration),
-		cmocka_unit_test(activities_select_types),
-		cmocka_unit_test(clear_errors),
-		cmocka_unit_test(one_strobe_in_a_program_that_links_it),
-		cmocka_unit_test(help_explains),
-		cmocka_unit_test(program_closes_inherited_fds),
-		cmocka_unit_test(hup_and_quit_forwarded),
-		cmocka_unit_test(repeated_signal_kills),
-		cmocka_unit_test(strict_fails_without_a_trace),
+	    cmocka_unit_test(nested_ranges_on_threads),
+	    cmocka_unit_test(exit_status_is_the_programs),
+	    cmocka_unit_test(exit_from_another_thread),
+	    cmocka_unit_test(children_write_their_own_files),
+	    cmocka_unit_test(sigint_writes_then_forwards),
+	    cmocka_unit_test(window_by_delay_and_duration),
+	    cmocka_unit_test(activities_select_types),
+	    cmocka_unit_test(clear_errors),
+	    cmocka_unit_test(one_strobe_in_a_program_that_links_it),
+	    cmocka_unit_test(help_explains),
+	    cmocka_unit_test(program_closes_inherited_fds),
+	    cmocka_unit_test(hup_and_quit_forwarded),
+	    cmocka_unit_test(repeated_signal_kills),
+	    cmocka_unit_test(strict_fails_without_a_trace),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,7 +38,6 @@
 #define CHILD_MAY_TRACE 1
 #endif
 
-
 /* ---- helpers ------------------------------------------------------------ */
 
 static pid_t my_tid(void)
@@ -376,8 +375,9 @@ static void budget_pairs(int threads, int pairs, int name_len)
 		/* Its own pop closed it, after the inner pairs and the sleep. */
 		int64_t dur = tu_get_ns(o, "dur");
 		if (dur < OUTER_SLEEP_NS)
-			fail_msg("%s lasted %lld ns, shorter than its %lld ns sleep (%d threads, names of %d)", outer,
-				 (long long)dur, OUTER_SLEEP_NS, threads, name_len);
+			fail_msg(
+			    "%s lasted %lld ns, shorter than its %lld ns sleep (%d threads, names of %d)",
+			    outer, (long long)dur, OUTER_SLEEP_NS, threads, name_len);
 		assert_null(tu_get(o, "args") ? tu_get(tu_get(o, "args"), "unfinished") : NULL);
 		int64_t recorded = 0, inner_end = tu_get_ns(o, "ts") + dur - OUTER_SLEEP_NS;
 		yajl_val ev = tu_events(root);

@@ -354,14 +354,16 @@ static void test_extreme_times(void **state)
 	assert_string_equal(number_text(root, "all_of_time", "dur"), "18446744073709551.615");
 	assert_string_equal(number_text(root, "gpu_all_of_time", "dur"), "18446744073709551.617");
 	char want[64];
-	__extension__ __int128 from = (__int128)INT64_MIN - base, gpu_from = from - 1, to = (__int128)INT64_MAX - base;
+	__extension__ __int128 from = (__int128)INT64_MIN - base, gpu_from = from - 1,
+	                       to = (__int128)INT64_MAX - base;
 	snprintf(want, sizeof(want), "-%llu.%03llu", (unsigned long long)(-from / 1000),
-		 (unsigned long long)(-from % 1000));
+	         (unsigned long long)(-from % 1000));
 	assert_string_equal(number_text(root, "all_of_time", "ts"), want);
 	snprintf(want, sizeof(want), "-%llu.%03llu", (unsigned long long)(-gpu_from / 1000),
-		 (unsigned long long)(-gpu_from % 1000));
+	         (unsigned long long)(-gpu_from % 1000));
 	assert_string_equal(number_text(root, "gpu_all_of_time", "ts"), want);
-	snprintf(want, sizeof(want), "%llu.%03llu", (unsigned long long)(to / 1000), (unsigned long long)(to % 1000));
+	snprintf(want, sizeof(want), "%llu.%03llu", (unsigned long long)(to / 1000),
+	         (unsigned long long)(to % 1000));
 	assert_string_equal(number_text(root, "the_end", "ts"), want);
 	yajl_tree_free(root);
 }
@@ -753,43 +755,43 @@ static void test_record_args_flows_ids(void **state)
 	    {.key = "j", .kind = STROBE_ARG_JSON, .value.str = "[1, {\"a\": null}]"},
 	};
 	tu_record_at("rec.fwd", STROBE_ACTIVITY_CPU_OP, s, 5000,
-	          (struct strobe_activity){.id = OP_ID,
-	                                   .flow_id = FLOW_FWDBWD,
-	                                   .flow_kind = STROBE_FLOW_FWDBWD,
-	                                   .flags = STROBE_ACTIVITY_FLOW_START,
-	                                   .args = all_kinds,
-	                                   .arg_count = sizeof(all_kinds) / sizeof(all_kinds[0])});
+	             (struct strobe_activity){.id = OP_ID,
+	                                      .flow_id = FLOW_FWDBWD,
+	                                      .flow_kind = STROBE_FLOW_FWDBWD,
+	                                      .flags = STROBE_ACTIVITY_FLOW_START,
+	                                      .args = all_kinds,
+	                                      .arg_count = sizeof(all_kinds) / sizeof(all_kinds[0])});
 	const struct strobe_arg launch_args[] = {
 	    {.key = "correlation", .kind = STROBE_ARG_U64, .value.u64 = CORR},
 	    {.key = "cbid", .kind = STROBE_ARG_I64, .value.i64 = 211}};
 	tu_record_at("cudaLaunchKernel", STROBE_ACTIVITY_CUDA_RUNTIME, s + 1000, 1000,
-	          (struct strobe_activity){.id = CORR,
-	                                   .linked_id = OP_ID,
-	                                   .flow_id = CORR,
-	                                   .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
-	                                   .flags = STROBE_ACTIVITY_FLOW_START,
-	                                   .args = launch_args,
-	                                   .arg_count = 2});
+	             (struct strobe_activity){.id = CORR,
+	                                      .linked_id = OP_ID,
+	                                      .flow_id = CORR,
+	                                      .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
+	                                      .flags = STROBE_ACTIVITY_FLOW_START,
+	                                      .args = launch_args,
+	                                      .arg_count = 2});
 	tu_record_at("my_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 3000, 1000,
-	          (struct strobe_activity){.device = 1,
-	                                   .resource = 7,
-	                                   .id = CORR,
-	                                   .linked_id = OP_ID,
-	                                   .flow_id = CORR,
-	                                   .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU});
+	             (struct strobe_activity){.device = 1,
+	                                      .resource = 7,
+	                                      .id = CORR,
+	                                      .linked_id = OP_ID,
+	                                      .flow_id = CORR,
+	                                      .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU});
 	tu_record_at("orphan_kernel", STROBE_ACTIVITY_CONCURRENT_KERNEL, s + 4500, 100,
-	          (struct strobe_activity){.device = 1, .resource = 7, .id = 600});
+	             (struct strobe_activity){.device = 1, .resource = 7, .id = 600});
 	tu_record_at("orphan_memcpy", STROBE_ACTIVITY_GPU_MEMCPY, s + 4700, 100,
-	          (struct strobe_activity){.device = 1, .resource = 8, .id = 700});
+	             (struct strobe_activity){.device = 1, .resource = 8, .id = 700});
 	tu_record_at("gpu_ann", STROBE_ACTIVITY_GPU_USER_ANNOTATION, s + 3000, 1000,
-	          (struct strobe_activity){.device = 1, .resource = 7, .id = 800});
+	             (struct strobe_activity){.device = 1, .resource = 7, .id = 800});
 	tu_record_at(
 	    "rec.bwd", STROBE_ACTIVITY_CPU_OP, s + 10000, 2000,
 	    (struct strobe_activity){.id = 1002, .flow_id = FLOW_FWDBWD, .flow_kind = STROBE_FLOW_FWDBWD});
 	tu_record_at("linked_op", STROBE_ACTIVITY_CPU_OP, s + 20000, 10,
-	          (struct strobe_activity){.id = 1003, .linked_id = OP_ID});
+	             (struct strobe_activity){.id = 1003, .linked_id = OP_ID});
 	tu_record_at("elsewhere", STROBE_ACTIVITY_USER_ANNOTATION, s + 30000, 10,
-	          (struct strobe_activity){.device = 5, .resource = -9, .id = 900});
+	             (struct strobe_activity){.device = 5, .resource = -9, .id = 900});
 	yajl_val root = end_load("record.json");
 
 	yajl_val fwd = must_find(root, "X", "cpu_op", "rec.fwd");
@@ -894,12 +896,17 @@ static void test_record_category(void **state)
 	int64_t s = (int64_t)strobe_now_ns();
 	tu_record_at("in-a-category", STROBE_ACTIVITY_USER_ANNOTATION, s, 100,
 	             (struct strobe_activity){.category = "my \"cat\""});
-	tu_record_at("no-category", STROBE_ACTIVITY_USER_ANNOTATION, s + 200, 100, (struct strobe_activity){0});
+	tu_record_at("no-category", STROBE_ACTIVITY_USER_ANNOTATION, s + 200, 100,
+	             (struct strobe_activity){0});
 	char longcat[300];
 	memset(longcat, 'c', sizeof(longcat) - 1);
 	longcat[sizeof(longcat) - 1] = 0;
-	struct strobe_activity bad = {.size = sizeof(bad), .type = STROBE_ACTIVITY_USER_ANNOTATION, .name = "x",
-	                              .start_ns = s, .end_ns = s + 1, .category = longcat};
+	struct strobe_activity bad = {.size = sizeof(bad),
+	                              .type = STROBE_ACTIVITY_USER_ANNOTATION,
+	                              .name = "x",
+	                              .start_ns = s,
+	                              .end_ns = s + 1,
+	                              .category = longcat};
 	assert_int_equal(strobe_record(&bad), -EINVAL);
 	bad.category = "";
 	assert_int_equal(strobe_record(&bad), -EINVAL);

@@ -18,8 +18,9 @@ static char path[1200];
 static int setup(void **state)
 {
 	(void)state;
-	static const char *const vars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-					   "PMI_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK"};
+	static const char *const vars[] = {
+	    "RANK",     "LOCAL_RANK",          "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
+	    "PMI_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 	strobe_metadata_remove("distributedInfo");
@@ -32,7 +33,8 @@ static int setup(void **state)
 static char *saved_trace(const char *name)
 {
 	strobe_trace *t = NULL;
-	if (strobe_prepare(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_OP), NULL) || strobe_start() || strobe_stop(&t))
+	if (strobe_prepare(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_OP), NULL) || strobe_start() ||
+	    strobe_stop(&t))
 		fail_msg("recording: %s", strobe_last_error());
 	snprintf(path, sizeof(path), "%s/%s.json", tu_dir, name);
 	if (strobe_trace_save(t, path))
@@ -76,14 +78,14 @@ static void test_strobe_rank_found(void **state)
 static void test_program_json_spaced(void **state)
 {
 	(void)state;
-	assert_int_equal(strobe_metadata_set_json("distributedInfo",
-						  "{\"backend\":\"nccl\",\"rank\":7,\"pg\":\"a:b,c\\\",d:\"}"),
-			 0);
+	assert_int_equal(strobe_metadata_set_json(
+	                     "distributedInfo", "{\"backend\":\"nccl\",\"rank\":7,\"pg\":\"a:b,c\\\",d:\"}"),
+	                 0);
 	assert_int_equal(strobe_metadata_set_json("compact", "[1,{\"k\":[2,3]},\"x,y:z\"]"), 0);
 	char *text = saved_trace("program");
 	assert_int_equal(hta_rank(text), 7);
 	assert_non_null(strstr(text, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 7, "
-				     "\"pg\": \"a:b,c\\\",d:\"}"));
+	                             "\"pg\": \"a:b,c\\\",d:\"}"));
 	assert_non_null(strstr(text, "\"compact\": [1, {\"k\": [2, 3]}, \"x,y:z\"]"));
 	free(text);
 	yajl_val root = tu_load_trace(path);

@@ -9,17 +9,17 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <sys/socket.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -267,8 +267,9 @@ static void test_job_id(void **state)
 	pid_t a = spawn_target(&mine), b = spawn_target(&mine), c = spawn_target(&other);
 	char *out = NULL;
 	int64_t t0 = mono_ms();
-	int rc = trigger(&out, "--no-dynolog --job-id 4242 --iterations 5 --log-file %s/job.json --timeout 10 "
-	                       "--process-limit 2 --trace-id jobtrace",
+	int rc = trigger(&out,
+	                 "--no-dynolog --job-id 4242 --iterations 5 --log-file %s/job.json --timeout 10 "
+	                 "--process-limit 2 --trace-id jobtrace",
 	                 dir);
 	assert_int_equal(rc, 0);
 	/* Done once two are triggered, not at the 10 s timeout (polls are 1 s apart). */
@@ -380,8 +381,9 @@ static void test_shutdown_writes_requested_trace(void **state)
 	char path[600];
 	snprintf(path, sizeof(path), "%s/shut_%d.json", dir, (int)p);
 	char *out = NULL;
-	int rc = trigger(&out, "--no-dynolog --pid %d --duration-ms 60000 --warmup-secs 0 --log-file %s/shut.json "
-	                       "--timeout 10",
+	int rc = trigger(&out,
+	                 "--no-dynolog --pid %d --duration-ms 60000 --warmup-secs 0 --log-file %s/shut.json "
+	                 "--timeout 10",
 	                 (int)p, dir);
 	assert_int_equal(rc, 0);
 	free(out);
@@ -467,7 +469,8 @@ static int trigger_as_nobody(char **out, const char *pid_arg, const char *mode)
 		dup2(pfd[1], 2);
 		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 			_exit(100);
-		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "trigger", mode, "--pid", pid_arg, "--timeout", "1", (char *)NULL);
+		execl(STROBE_CLI_PATH, STROBE_CLI_PATH, "trigger", mode, "--pid", pid_arg, "--timeout", "1",
+		      (char *)NULL);
 		_exit(101);
 	}
 	close(pfd[1]);
@@ -727,10 +730,10 @@ static void test_through_dynolog_rpc(void **state)
 {
 	(void)state;
 	static const char *const replies[] = {
-		"{\"activityProfilersBusy\":0,\"activityProfilersTriggered\":[%d],\"eventProfilersBusy\":0,"
-		"\"eventProfilersTriggered\":[],\"processesMatched\":[%1$d]}",
-		"{\"activityProfilersBusy\":1,\"activityProfilersTriggered\":[],\"eventProfilersBusy\":0,"
-		"\"eventProfilersTriggered\":[],\"processesMatched\":[%d]}",
+	    "{\"activityProfilersBusy\":0,\"activityProfilersTriggered\":[%d],\"eventProfilersBusy\":0,"
+	    "\"eventProfilersTriggered\":[],\"processesMatched\":[%1$d]}",
+	    "{\"activityProfilersBusy\":1,\"activityProfilersTriggered\":[],\"eventProfilersBusy\":0,"
+	    "\"eventProfilersTriggered\":[],\"processesMatched\":[%d]}",
 	};
 	struct child_opts o = {.allowed = dir};
 	pid_t p = spawn_target(&o);
@@ -740,9 +743,10 @@ static void test_through_dynolog_rpc(void **state)
 		pthread_t th;
 		assert_int_equal(pthread_create(&th, NULL, rpc_serve, &r), 0);
 		char *out = NULL;
-		int rc = trigger(&out, "--dynolog-host 127.0.0.1 --dynolog-port %d --pid %d --iterations 3 "
-				       "--log-file %s/rpc.json --timeout 5",
-				 port, (int)p, dir);
+		int rc = trigger(&out,
+		                 "--dynolog-host 127.0.0.1 --dynolog-port %d --pid %d --iterations 3 "
+		                 "--log-file %s/rpc.json --timeout 5",
+		                 port, (int)p, dir);
 		pthread_join(th, NULL);
 		close(r.fd);
 		assert_non_null(strstr(r.request, "\"fn\":\"setKinetOnDemandRequest\""));

@@ -9,9 +9,10 @@ static const struct strobe_profiler_ops quiet = STROBE_OPTS(strobe_profiler_ops,
 int main(int argc, char **argv)
 {
 	strobe_trace *t = NULL;
-	struct strobe_init_opts opts = STROBE_OPTS(strobe_init_opts, .log_threshold = STROBE_INIT_LOG_LEVEL(STROBE_LOG_ERROR));
-	if (argc < 2 || strobe_init(&opts) || strobe_register_profiler(&quiet, NULL) || strobe_prepare(0, NULL) ||
-	    strobe_start())
+	struct strobe_init_opts opts =
+	    STROBE_OPTS(strobe_init_opts, .log_threshold = STROBE_INIT_LOG_LEVEL(STROBE_LOG_ERROR));
+	if (argc < 2 || strobe_init(&opts) || strobe_register_profiler(&quiet, NULL) ||
+	    strobe_prepare(0, NULL) || strobe_start())
 		return 1;
 	strobe_op_push("forward");
 	strobe_op_pop();

@@ -15,25 +15,30 @@ int main(void)
 	void *h = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
 	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
 	if (!init) {
-		fprintf(stderr, "cuda_driver: no InitializeInjection in '%s': %s\n", path ? path : "(unset)", dlerror());
+		fprintf(stderr, "cuda_driver: no InitializeInjection in '%s': %s\n", path ? path : "(unset)",
+		        dlerror());
 		return 3;
 	}
 	int first = init(), second = init();
 	uint64_t s = fake_cupti_now();
-	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s,
-				       s + 2000);
+	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME,
+	                               CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s, s + 2000);
 	CUpti_ActivityKernel10 k = {
-		.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		.start = s + 5000,
-		.end = s + 25000,
-		.deviceId = 0,
-		.contextId = 1,
-		.streamId = 7,
-		.gridX = 1, .gridY = 1, .gridZ = 1,
-		.blockX = 128, .blockY = 1, .blockZ = 1,
-		.correlationId = corr,
-		.name = "_Z12injected_addPfS_",
-		.channelID = 0xffffffffu,
+	    .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    .start = s + 5000,
+	    .end = s + 25000,
+	    .deviceId = 0,
+	    .contextId = 1,
+	    .streamId = 7,
+	    .gridX = 1,
+	    .gridY = 1,
+	    .gridZ = 1,
+	    .blockX = 128,
+	    .blockY = 1,
+	    .blockZ = 1,
+	    .correlationId = corr,
+	    .name = "_Z12injected_addPfS_",
+	    .channelID = 0xffffffffu,
 	};
 	fake_cupti_queue(&k, fake_cupti_record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	/* cudaDeviceSynchronize: the kernel has ended before the program goes on. */

@@ -232,6 +232,7 @@ int main(int argc, char **argv)
 		return ticks(atol(argv[2]));
 	if (!strcmp(mode, "loop") && argc > 2)
 		return loop(atol(argv[2]));
-	fprintf(stderr, "usage: nvtx_app nested|exit-thread|fork|child|wait-signal FILE|status N|ticks N|loop N\n");
+	fprintf(stderr,
+	        "usage: nvtx_app nested|exit-thread|fork|child|wait-signal FILE|status N|ticks N|loop N\n");
 	return 2;
 }

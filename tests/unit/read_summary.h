@@ -21,7 +21,7 @@ struct rs_count {
  * summary on it, as text and with --json, and checks each count. Returns
  * the text output (the caller frees it). */
 static inline char *rs_summary(const void *data, size_t len, const char *name, const struct rs_count *want,
-			       size_t nwant)
+                               size_t nwant)
 {
 	char *dir = tu_mkdtemp();
 	char path[1100], args[1200], num[32];

@@ -437,9 +437,9 @@ static void test_metadata_bad_arguments(void **state)
 static void test_metadata_reserved_keys(void **state)
 {
 	(void)state;
-	static const char *const own[] = {"traceEvents",	 "displayTimeUnit", "baseTimeNanoseconds",
-					  "deviceProperties", "traceName",	     "schemaVersion",
-					  "strobe"};
+	static const char *const own[] = {
+	    "traceEvents",   "displayTimeUnit", "baseTimeNanoseconds", "deviceProperties", "traceName",
+	    "schemaVersion", "strobe"};
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
 		assert_int_equal(strobe_metadata_set_string(own[i], "x"), -EINVAL);
 		tu_assert_contains(strobe_last_error(), own[i]);

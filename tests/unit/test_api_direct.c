@@ -76,8 +76,8 @@ static void test_traced_calls_record(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_idle_calls_record_nothing),
-		cmocka_unit_test(test_traced_calls_record),
+	    cmocka_unit_test(test_idle_calls_record_nothing),
+	    cmocka_unit_test(test_traced_calls_record),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	strobe_shutdown();

@@ -952,18 +952,52 @@ static uint64_t fuzz_next(void)
 	return tu_xorshift(&fuzz_seed);
 }
 
-static const char *const fuzz_keys[] = {
-    "ACTIVITIES_ENABLED", "ACTIVITY_TYPES", "ACTIVITIES_DURATION_SECS", "ACTIVITIES_DURATION_MSECS",
-    "ACTIVITIES_ITERATIONS", "ACTIVITIES_WARMUP_PERIOD_SECS", "ACTIVITIES_WARMUP_ITERATIONS",
-    "ACTIVITIES_LOG_FILE", "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB", "ACTIVITIES_DISPLAY_CUDA_SYNC_WAIT_EVENTS",
-    "PROFILE_START_TIME", "PROFILE_START_ITERATION", "PROFILE_START_ITERATION_ROUNDUP", "REQUEST_TRACE_ID",
-    "VERBOSE_LOG_LEVEL", "VERBOSE_LOG_MODULES", "CUPTI_PM_SAMPLING_METRICS", "PROFILE_MEMORY",
-    "activities_enabled", "ACTIVITIES_ENABLE", "", " ACTIVITIES_ITERATIONS "};
+static const char *const fuzz_keys[] = {"ACTIVITIES_ENABLED",
+                                        "ACTIVITY_TYPES",
+                                        "ACTIVITIES_DURATION_SECS",
+                                        "ACTIVITIES_DURATION_MSECS",
+                                        "ACTIVITIES_ITERATIONS",
+                                        "ACTIVITIES_WARMUP_PERIOD_SECS",
+                                        "ACTIVITIES_WARMUP_ITERATIONS",
+                                        "ACTIVITIES_LOG_FILE",
+                                        "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB",
+                                        "ACTIVITIES_DISPLAY_CUDA_SYNC_WAIT_EVENTS",
+                                        "PROFILE_START_TIME",
+                                        "PROFILE_START_ITERATION",
+                                        "PROFILE_START_ITERATION_ROUNDUP",
+                                        "REQUEST_TRACE_ID",
+                                        "VERBOSE_LOG_LEVEL",
+                                        "VERBOSE_LOG_MODULES",
+                                        "CUPTI_PM_SAMPLING_METRICS",
+                                        "PROFILE_MEMORY",
+                                        "activities_enabled",
+                                        "ACTIVITIES_ENABLE",
+                                        "",
+                                        " ACTIVITIES_ITERATIONS "};
 
-static const char *const fuzz_values[] = {
-    "0", "1", "-1", "true", "false", "yes", "maybe", "9223372036854775807", "9223372036854775808",
-    "-9223372036854775808", "99999999999999999999", "1e3", "0x10", " 7 ", "", "kernel,cpu_op",
-    "kernel,,gpu_memcpy", "nope_type", "/tmp/x.json", "file:///tmp/y.json.gz", "a=b=c", "\xff\xfe", "2147483648"};
+static const char *const fuzz_values[] = {"0",
+                                          "1",
+                                          "-1",
+                                          "true",
+                                          "false",
+                                          "yes",
+                                          "maybe",
+                                          "9223372036854775807",
+                                          "9223372036854775808",
+                                          "-9223372036854775808",
+                                          "99999999999999999999",
+                                          "1e3",
+                                          "0x10",
+                                          " 7 ",
+                                          "",
+                                          "kernel,cpu_op",
+                                          "kernel,,gpu_memcpy",
+                                          "nope_type",
+                                          "/tmp/x.json",
+                                          "file:///tmp/y.json.gz",
+                                          "a=b=c",
+                                          "\xff\xfe",
+                                          "2147483648"};
 
 static void fuzz_text(char *buf, size_t len)
 {
@@ -975,9 +1009,11 @@ static void fuzz_text(char *buf, size_t len)
 			for (int k = (int)(fuzz_next() % 40); k > 0; k--)
 				buf[n++] = (char)(1 + fuzz_next() % 255);
 		} else {
-			n += (size_t)snprintf(buf + n, len - n, "%s%s%s", fuzz_keys[fuzz_next() % (sizeof(fuzz_keys) / sizeof(fuzz_keys[0]))],
-					      r % 17 ? "=" : " ",
-					      fuzz_values[fuzz_next() % (sizeof(fuzz_values) / sizeof(fuzz_values[0]))]);
+			n += (size_t)snprintf(
+			    buf + n, len - n, "%s%s%s",
+			    fuzz_keys[fuzz_next() % (sizeof(fuzz_keys) / sizeof(fuzz_keys[0]))],
+			    r % 17 ? "=" : " ",
+			    fuzz_values[fuzz_next() % (sizeof(fuzz_values) / sizeof(fuzz_values[0]))]);
 		}
 		buf[n++] = r % 7 ? '\n' : '\r';
 	}
@@ -1006,7 +1042,8 @@ static void test_random_texts(void **state)
 		strb_config_init(&b);
 		struct strb_config_parse_opts same = {.now_ms = NOW_MS, .pid = PID};
 		if (strb_config_parse(&b, out, &same, err, sizeof(err)))
-			fail_msg("printed config does not parse again: %s\n--- input:\n%s\n--- printed:\n%s", err, text, out);
+			fail_msg("printed config does not parse again: %s\n--- input:\n%s\n--- printed:\n%s",
+			         err, text, out);
 		assert_cfg_equal(&a, &b, true);
 		free(out);
 	}
@@ -1251,12 +1288,14 @@ static void test_bom_skipped(void **state)
 {
 	(void)state;
 	struct strb_config cfg;
-	assert_parses(&cfg, "\xEF\xBB\xBF" "ACTIVITIES_DURATION_MSECS=1234\nACTIVITIES_WARMUP_PERIOD_SECS=3\n");
+	assert_parses(&cfg, "\xEF\xBB\xBF"
+	                    "ACTIVITIES_DURATION_MSECS=1234\nACTIVITIES_WARMUP_PERIOD_SECS=3\n");
 	assert_int_equal(cfg.duration_ms, 1234);
 	assert_int_equal(cfg.warmup_secs, 3);
 	/* Only at the start: inside the text it is still an unknown byte. */
 	warnings = 0;
-	assert_parses(&cfg, "ACTIVITIES_WARMUP_PERIOD_SECS=3\n\xEF\xBB\xBF" "ACTIVITIES_DURATION_MSECS=77\n");
+	assert_parses(&cfg, "ACTIVITIES_WARMUP_PERIOD_SECS=3\n\xEF\xBB\xBF"
+	                    "ACTIVITIES_DURATION_MSECS=77\n");
 	assert_int_equal(cfg.duration_ms, 500);
 	assert_true(warnings >= 1);
 }

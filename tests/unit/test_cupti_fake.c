@@ -173,9 +173,10 @@ static void test_cuda_driver_and_device_records(void **state)
 	assert_int_equal(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
 	assert_int_equal(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
 	assert_int_equal(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
-			 CUDA_SUCCESS);
+	                 CUDA_SUCCESS);
 	assert_int_equal(n, 232448);
-	assert_int_equal(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev),
+	                 CUDA_ERROR_INVALID_VALUE);
 	char name[4];
 	assert_int_equal(cuDeviceGetName(name, sizeof(name), dev), CUDA_SUCCESS);
 	assert_string_equal(name, "Fak"); /* cut to the buffer */

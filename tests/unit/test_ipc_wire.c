@@ -30,7 +30,7 @@ static void put_i32le(uint8_t *p, int32_t v)
 
 /* A datagram with a given header and payload, built by hand. */
 static size_t raw(uint8_t *buf, uint64_t size, const char *type, size_t type_len, const void *payload,
-		  size_t plen)
+                  size_t plen)
 {
 	memset(buf, 0, STRB_IPC_HEADER_SIZE);
 	put_u64le(buf, size);
@@ -273,11 +273,11 @@ static void test_reply_limits(void **state)
 	memset(text, 'x', sizeof(text));
 	/* The longest config fits; one byte more is refused both ways. */
 	assert_int_equal(strb_ipc_encode_reply(text, STRB_IPC_MAX_CONFIG, buf, sizeof(buf)),
-			 STRB_IPC_MAX_DGRAM);
+	                 STRB_IPC_MAX_DGRAM);
 	assert_int_equal(strb_ipc_decode_reply(buf + 40, STRB_IPC_MAX_CONFIG, &t, &tl, &why), 0);
 	assert_int_equal(strb_ipc_encode_reply(text, STRB_IPC_MAX_CONFIG + 1, buf, sizeof(buf)), -EINVAL);
 	assert_int_equal(strb_ipc_decode_reply((const uint8_t *)text, STRB_IPC_MAX_CONFIG + 1, &t, &tl, &why),
-			 -EBADMSG);
+	                 -EBADMSG);
 	assert_non_null(strstr(why, "longer"));
 	/* A NUL inside the text would cut it short later: refused. */
 	assert_int_equal(strb_ipc_decode_reply((const uint8_t *)"A=1\0B=2", 7, &t, &tl, &why), -EBADMSG);

@@ -508,8 +508,9 @@ static void test_refusals_rate_limited(void **state)
 	assert_int_equal(strobe_log_add_observer(count_refusals, NULL), 0);
 	refusal_lines = 0;
 	for (int i = 0; i < 1000; i++)
-		assert_int_equal(submit_text("PROFILE_MEMORY=true\nACTIVITIES_DURATION_MSECS=100\n", STRB_SOURCE_DAEMON),
-				 -ENOTSUP);
+		assert_int_equal(
+		    submit_text("PROFILE_MEMORY=true\nACTIVITIES_DURATION_MSECS=100\n", STRB_SOURCE_DAEMON),
+		    -ENOTSUP);
 	strobe_log_remove_observer(count_refusals, NULL);
 	strobe_log_set_level(STROBE_LOG_ERROR);
 	/* Earlier refusals in this process may have used the window already. */

@@ -90,7 +90,8 @@ static bool init_logs_info(const struct strobe_init_opts *opts)
 static void test_init_log_threshold(void **state)
 {
 	(void)state;
-	struct strobe_init_opts opts = STROBE_OPTS(strobe_init_opts, .log_threshold = STROBE_INIT_LOG_LEVEL(STROBE_LOG_INFO));
+	struct strobe_init_opts opts =
+	    STROBE_OPTS(strobe_init_opts, .log_threshold = STROBE_INIT_LOG_LEVEL(STROBE_LOG_INFO));
 	assert_true(init_logs_info(&opts));
 	/* An older struct without the field: the environment's threshold. */
 	opts.size = offsetof(struct strobe_init_opts, log_threshold);
@@ -142,8 +143,8 @@ static struct strobe_activity full_activity(const char *name)
 {
 	int64_t now = (int64_t)strobe_now_ns();
 	struct strobe_activity a = STROBE_OPTS(strobe_activity, .type = STROBE_ACTIVITY_USER_ANNOTATION,
-					       .name = name, .start_ns = now, .end_ns = now + 1000,
-					       .args = &one_arg, .arg_count = 1, .category = "mycat");
+	                                       .name = name, .start_ns = now, .end_ns = now + 1000,
+	                                       .args = &one_arg, .arg_count = 1, .category = "mycat");
 	return a;
 }
 
@@ -217,8 +218,8 @@ static void toggle_twice(void *arg)
 static void test_profiler_sizes(void **state)
 {
 	(void)state;
-	struct strobe_profiler_ops ops = STROBE_OPTS(strobe_profiler_ops, .name = "sized", .collect = prof_collect,
-						     .toggle = prof_toggle);
+	struct strobe_profiler_ops ops =
+	    STROBE_OPTS(strobe_profiler_ops, .name = "sized", .collect = prof_collect, .toggle = prof_toggle);
 	assert_int_equal(strobe_register_profiler(&ops, NULL), 0);
 	toggles = collects = 0;
 	struct found f = traced(toggle_twice, NULL, "collected");
@@ -280,11 +281,9 @@ static void test_output_sizes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_activity_sizes),
-		cmocka_unit_test(test_profiler_sizes),
-		cmocka_unit_test(test_output_sizes),
-		cmocka_unit_test(test_init_log_threshold),
-		cmocka_unit_test(test_init_config_path),
+	    cmocka_unit_test(test_activity_sizes),   cmocka_unit_test(test_profiler_sizes),
+	    cmocka_unit_test(test_output_sizes),     cmocka_unit_test(test_init_log_threshold),
+	    cmocka_unit_test(test_init_config_path),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -123,11 +123,12 @@ static void check_declared(char *text, bool seen[NFACTS])
 		size_t len = strlen(line);
 		if (len >= 2 && line[len - 1] == '{') {
 			assert_true(depth < 32);
-			kind[depth] = !strncmp(line, "message_type", 12) || !strncmp(line, "nested_type", 11) ? F_MESSAGE
-				      : !strncmp(line, "enum_type", 9)				   ? F_ENUM
-				      : !strncmp(line, "field", 5)					   ? F_FIELD
-				      : !strncmp(line, "value", 5)					   ? F_VALUE
-													   : F_OTHER;
+			kind[depth] = !strncmp(line, "message_type", 12) || !strncmp(line, "nested_type", 11)
+			                  ? F_MESSAGE
+			              : !strncmp(line, "enum_type", 9) ? F_ENUM
+			              : !strncmp(line, "field", 5)     ? F_FIELD
+			              : !strncmp(line, "value", 5)     ? F_VALUE
+			                                               : F_OTHER;
 			name[depth][0] = 0;
 			number[depth] = -1;
 			depth++;
@@ -150,9 +151,11 @@ static void check_declared(char *text, bool seen[NFACTS])
 			for (f = 0; f < NFACTS && strcmp(upstream[f].name, full); f++)
 				;
 			if (f == NFACTS)
-				fail_msg("%s = %d is not in the table of upstream numbers", full, number[depth]);
+				fail_msg("%s = %d is not in the table of upstream numbers", full,
+				         number[depth]);
 			if (upstream[f].number != number[depth])
-				fail_msg("%s is %d in the subset, %d upstream", full, number[depth], upstream[f].number);
+				fail_msg("%s is %d in the subset, %d upstream", full, number[depth],
+				         upstream[f].number);
 			seen[f] = true;
 			continue;
 		}
@@ -175,10 +178,10 @@ static void test_field_numbers_match_upstream(void **state)
 	char *dir = tu_mkdtemp();
 	char cmd[8192];
 	snprintf(cmd, sizeof(cmd),
-		 "protoc --proto_path=%s --descriptor_set_out=%.3000s/set.pb strobe_perfetto.proto && "
-		 "protoc --proto_path=/usr/include --decode=google.protobuf.FileDescriptorSet "
-		 "google/protobuf/descriptor.proto < %.3000s/set.pb",
-		 PROTO_DIR, dir, dir);
+	         "protoc --proto_path=%s --descriptor_set_out=%.3000s/set.pb strobe_perfetto.proto && "
+	         "protoc --proto_path=/usr/include --decode=google.protobuf.FileDescriptorSet "
+	         "google/protobuf/descriptor.proto < %.3000s/set.pb",
+	         PROTO_DIR, dir, dir);
 	char *out = NULL;
 	int rc = tu_run(cmd, 1, &out);
 	if (rc)

@@ -123,8 +123,8 @@ static void each_number(char *text, void (*check)(const char *full, int number, 
 			assert_true(depth > 0);
 			depth--;
 		} else if (sscanf(line, "%127s %*s %127s = %d", word, name, &number) == 3 ||
-			   sscanf(line, "%127s %127s = %d", word, name, &number) == 3 ||
-			   sscanf(line, "%127s = %d", name, &number) == 2) {
+		           sscanf(line, "%127s %127s = %d", word, name, &number) == 3 ||
+		           sscanf(line, "%127s = %d", name, &number) == 2) {
 			char full[1024] = "";
 			for (int i = 0; i < depth; i++)
 				if (named[i]) {
@@ -149,7 +149,8 @@ static void check_one(const char *full, int number, void *arg)
 	for (size_t i = 0; i < NHEADER; i++)
 		if (!strcmp(header[i].schema, full)) {
 			if (header[i].number != number)
-				fail_msg("%s is %d in the schema, %d in pf_fields.h", full, number, header[i].number);
+				fail_msg("%s is %d in the schema, %d in pf_fields.h", full, number,
+				         header[i].number);
 			s->header[i] = named = true;
 		}
 	s->fields++;

@@ -22,7 +22,7 @@ static void test_parse_us_exact(void **state)
 		int64_t ns;
 	} cases[] = {
 	    {"5166410272838.951", 0, INT64_C(5166410272838951)},
-	    {"0.0005", 0, 1},  /* half a ns rounds away from zero */
+	    {"0.0005", 0, 1}, /* half a ns rounds away from zero */
 	    {"-0.0005", 0, -1},
 	    {"0.00049", 0, 0},
 	    {"1e3", 0, 1000000},
@@ -44,8 +44,8 @@ static void test_parse_us_exact(void **state)
 		int64_t ns = 0;
 		int rc = tr_parse_us(cases[i].text, strlen(cases[i].text), &ns);
 		if (rc != cases[i].rc || (!rc && ns != cases[i].ns))
-			fail_msg("%s: rc %d ns %lld, expected rc %d ns %lld", cases[i].text, rc, (long long)ns,
-				 cases[i].rc, (long long)cases[i].ns);
+			fail_msg("%s: rc %d ns %lld, expected rc %d ns %lld", cases[i].text, rc,
+			         (long long)ns, cases[i].rc, (long long)cases[i].ns);
 	}
 }
 
@@ -74,32 +74,34 @@ static int on_event(const struct tr_event *ev, void *arg)
 {
 	struct log *l = arg;
 	const struct tr_pair *id = tr_event_arg(ev, "External id");
-	l->len += (size_t)snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s %s pid=%s%s ts=%lld%s%s\n", ev->ph,
-				   ev->name, ev->pid.kind == TR_STRING ? "\"" : "", ev->pid.text,
-				   ev->has_ts ? (long long)ev->ts_ns : -1, id ? " " : "", id ? id->value : "");
+	l->len +=
+	    (size_t)snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s %s pid=%s%s ts=%lld%s%s\n",
+	                     ev->ph, ev->name, ev->pid.kind == TR_STRING ? "\"" : "", ev->pid.text,
+	                     ev->has_ts ? (long long)ev->ts_ns : -1, id ? " " : "", id ? id->value : "");
 	return ++l->events == (unsigned)l->stop_after ? 42 : 0;
 }
 
 static int on_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
 {
 	struct log *l = arg;
-	l->len += (size_t)snprintf(l->text + l->len, sizeof(l->text) - l->len, "member %s=%.*s%s\n", key, (int)len,
-				   json, truncated ? " (cut)" : "");
+	l->len += (size_t)snprintf(l->text + l->len, sizeof(l->text) - l->len, "member %s=%.*s%s\n", key,
+	                           (int)len, json, truncated ? " (cut)" : "");
 	return 0;
 }
 
-static int read_mem(const void *data, size_t len, struct log *l, struct tr_stats *st, char *err, size_t errlen)
+static int read_mem(const void *data, size_t len, struct log *l, struct tr_stats *st, char *err,
+                    size_t errlen)
 {
 	struct tr_handler h = {on_event, on_member, l};
 	return tr_read_memory(data, len, "t", &h, st, err, errlen);
 }
 
-static const char object_form[] =
-    "{\"schemaVersion\": 1, \"traceEvents\": [\n"
-    "  {\"ph\": \"X\", \"name\": \"mm\", \"pid\": 7, \"ts\": 1.5, \"dur\": 2, \"args\": {\"External id\": 9}},\n"
-    "  {\"ph\": \"i\", \"name\": \"mark\", \"pid\": \"Spans\", \"ts\": 3},\n"
-    "  42\n"
-    "], \"distributedInfo\": {\"rank\": 1}}";
+static const char object_form[] = "{\"schemaVersion\": 1, \"traceEvents\": [\n"
+                                  "  {\"ph\": \"X\", \"name\": \"mm\", \"pid\": 7, \"ts\": 1.5, \"dur\": 2, "
+                                  "\"args\": {\"External id\": 9}},\n"
+                                  "  {\"ph\": \"i\", \"name\": \"mark\", \"pid\": \"Spans\", \"ts\": 3},\n"
+                                  "  42\n"
+                                  "], \"distributedInfo\": {\"rank\": 1}}";
 
 static void test_object_and_array_forms(void **state)
 {
@@ -109,9 +111,9 @@ static void test_object_and_array_forms(void **state)
 	char err[256];
 	assert_int_equal(read_mem(object_form, strlen(object_form), &l, &st, err, sizeof(err)), 0);
 	assert_string_equal(l.text, "member schemaVersion=1\n"
-				    "X mm pid=7 ts=1500 9\n"
-				    "i mark pid=\"Spans ts=3000\n"
-				    "member distributedInfo={\"rank\":1}\n");
+	                            "X mm pid=7 ts=1500 9\n"
+	                            "i mark pid=\"Spans ts=3000\n"
+	                            "member distributedInfo={\"rank\":1}\n");
 	assert_int_equal(st.events, 2);
 	assert_int_equal(st.skipped, 1); /* the 42 */
 	assert_int_equal(st.compression, TR_PLAIN);
@@ -188,12 +190,14 @@ static void test_stop_and_failures(void **state)
 	    {"\"x\"", "t: not a trace: the top-level JSON value is a string, not an object"},
 	    {"{\"a\": 1}", "t: not a trace: the top-level object has no traceEvents array"},
 	    {"{\"traceEvents\": {}}", "t: not a trace: traceEvents is an object, not an array (byte 17)"},
-	    {"{\"traceEvents\": [{\"ph\": \"X\"}, ", "t: truncated: the JSON text ends at byte 30 inside traceEvents, "
-						    "after 1 events"},
+	    {"{\"traceEvents\": [{\"ph\": \"X\"}, ",
+	     "t: truncated: the JSON text ends at byte 30 inside traceEvents, "
+	     "after 1 events"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&l, 0, sizeof(l));
-		assert_int_equal(read_mem(bad[i].text, strlen(bad[i].text), &l, &st, err, sizeof(err)), -EBADMSG);
+		assert_int_equal(read_mem(bad[i].text, strlen(bad[i].text), &l, &st, err, sizeof(err)),
+		                 -EBADMSG);
 		tu_assert_contains(err, bad[i].message);
 	}
 

@@ -40,7 +40,8 @@ static int on_event(const struct tr_event *ev, void *arg)
 		strcpy(g->pid[g->n], ev->pid.text);
 		if (ev->nargs) {
 			/* key=value, cut to fit */
-			size_t k = strlen(ev->args[0].key), v = strlen(ev->args[0].value), room = sizeof(g->arg[0]) - 1;
+			size_t k = strlen(ev->args[0].key), v = strlen(ev->args[0].value),
+			       room = sizeof(g->arg[0]) - 1;
 			k = k < room ? k : room;
 			v = v < room - k - (k < room) ? v : room - k - (k < room);
 			memcpy(g->arg[g->n], ev->args[0].key, k);
@@ -69,7 +70,8 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 	return 0;
 }
 
-static int read_text(const char *text, size_t len, struct got *g, struct tr_stats *st, char *err, size_t errlen)
+static int read_text(const char *text, size_t len, struct got *g, struct tr_stats *st, char *err,
+                     size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
 	struct tr_handler h = {on_event, on_member, g};
@@ -83,8 +85,9 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-#define SECOND_EVENT                                                                                   \
-	"{\"ph\": \"X\", \"name\": \"next\", \"ts\": 5, \"dur\": 1, \"pid\": 2, \"tid\": 2, \"args\": {\"k\": \"v\"}}"
+#define SECOND_EVENT                                                                                         \
+	"{\"ph\": \"X\", \"name\": \"next\", \"ts\": 5, \"dur\": 1, \"pid\": 2, \"tid\": 2, \"args\": "      \
+	"{\"k\": \"v\"}}"
 
 /* A trace whose first event's name is n bytes of 'a' (with, past the
  * string limit, escapes and a quote that must not end it), then the event
@@ -208,8 +211,8 @@ static void test_long_number_refused(void **state)
 	assert_int_equal(read_text(t, o, &g, &st, err, sizeof(err)), -EBADMSG);
 	assert_true(now_s() - t0 < 3.0);
 	char want[128];
-	snprintf(want, sizeof(want), "malformed JSON at byte %zu: a number or bare word longer than 4096 bytes",
-		 start);
+	snprintf(want, sizeof(want),
+	         "malformed JSON at byte %zu: a number or bare word longer than 4096 bytes", start);
 	tu_assert_contains(err, want);
 	/* One just under the limit is a number like any other. */
 	o = (size_t)sprintf(t, "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1.");
@@ -226,14 +229,16 @@ static void test_long_number_refused(void **state)
 static void test_nul_in_strings(void **state)
 {
 	(void)state;
-	static const char text[] = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\u0000b\\u0000\", "
-				   "\"pid\": \"p\\u0000q\", \"ts\": 1, \"dur\": 1, \"args\": {\"k\\u0000\": \"v\\u0000w\"}}]}";
+	static const char text[] =
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\u0000b\\u0000\", "
+	    "\"pid\": \"p\\u0000q\", \"ts\": 1, \"dur\": 1, \"args\": {\"k\\u0000\": \"v\\u0000w\"}}]}";
 	struct got g;
 	struct tr_stats st;
 	char err[256];
 	assert_int_equal(read_text(text, sizeof(text) - 1, &g, &st, err, sizeof(err)), 0);
 	assert_int_equal(g.n, 1);
-	assert_string_equal(g.name[0], "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	assert_string_equal(g.name[0], "a\xef\xbf\xbd"
+	                               "b\xef\xbf\xbd");
 	assert_string_equal(g.pid[0], "p\xef\xbf\xbdq");
 	/* An arg value is JSON text: the NUL stays an escape there. */
 	assert_string_equal(g.arg[0], "k\xef\xbf\xbd=\"v\\u0000w\"");
@@ -248,13 +253,16 @@ static void test_convert_keeps_nul_names(void **state)
 	char in[1100], out[1100], args[2300];
 	snprintf(in, sizeof(in), "%s/in.json", dir);
 	snprintf(out, sizeof(out), "%s/out.json", dir);
-	assert_int_equal(tu_write_file(in, "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\u0000b\", \"pid\": 1, "
-					   "\"tid\": 1, \"ts\": 1, \"dur\": 1}]}"),
-			 0);
+	assert_int_equal(
+	    tu_write_file(in, "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\\u0000b\", \"pid\": 1, "
+	                      "\"tid\": 1, \"ts\": 1, \"dur\": 1}]}"),
+	    0);
 	snprintf(args, sizeof(args), "'%s' '%s'", in, out);
 	assert_int_equal(tu_strobe("convert", args, 1, NULL), 0);
 	yajl_val o = tu_load_trace(out);
-	assert_non_null(tu_find(o, "X", NULL, "a\xef\xbf\xbd" "b"));
+	assert_non_null(tu_find(o, "X", NULL,
+	                        "a\xef\xbf\xbd"
+	                        "b"));
 	yajl_tree_free(o);
 	tu_rmrf(dir);
 }
@@ -296,13 +304,14 @@ static void test_garbled_refused(void **state)
 	char want[64];
 	/* The second comma, counting from 1. */
 	snprintf(want, sizeof(want), "t.json: malformed JSON at byte %zu",
-		 (size_t)(strstr(garbled, ",,,") - garbled) + 2);
+	         (size_t)(strstr(garbled, ",,,") - garbled) + 2);
 	tu_assert_contains(err, want);
 
 	/* The same inside args, and in a top-level member: repaired, counted. */
-	static const char kineto[] = "{\"traceName\": \"/tmp/a \"b\".json\", \"traceEvents\": [{\"ph\": \"X\", "
-				     "\"name\": \"op\", \"args\": {\"Call stack\": \"f(\"x\"), g\"}}, "
-				     "{\"ph\": \"i\", \"name\": \"after\"}]}";
+	static const char kineto[] =
+	    "{\"traceName\": \"/tmp/a \"b\".json\", \"traceEvents\": [{\"ph\": \"X\", "
+	    "\"name\": \"op\", \"args\": {\"Call stack\": \"f(\"x\"), g\"}}, "
+	    "{\"ph\": \"i\", \"name\": \"after\"}]}";
 	assert_int_equal(read_text(kineto, sizeof(kineto) - 1, &g, &st, err, sizeof(err)), 0);
 	assert_int_equal(g.n, 2);
 	assert_string_equal(g.arg[0], "Call stack=\"f(\\\"x\\\"), g\"");
@@ -315,9 +324,10 @@ static void test_garbled_refused(void **state)
 static void test_negative_dur_counted(void **state)
 {
 	(void)state;
-	static const char text[] = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"neg\", \"ts\": 10, \"dur\": -5}, "
-				   "{\"ph\": \"X\", \"name\": \"zero\", \"ts\": 10, \"dur\": 0}, "
-				   "{\"ph\": \"X\", \"name\": \"tiny\", \"ts\": 10, \"dur\": -0.0001}]}";
+	static const char text[] =
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"neg\", \"ts\": 10, \"dur\": -5}, "
+	    "{\"ph\": \"X\", \"name\": \"zero\", \"ts\": 10, \"dur\": 0}, "
+	    "{\"ph\": \"X\", \"name\": \"tiny\", \"ts\": 10, \"dur\": -0.0001}]}";
 	struct got g;
 	struct tr_stats st;
 	char err[256];
@@ -335,8 +345,9 @@ static void test_summary_says_so(void **state)
 	(void)state;
 	size_t len, second;
 	/* The second event: a NUL in its name, a negative dur. */
-	char *t = long_name_trace((size_t)4 << 20, "{\"ph\": \"X\", \"name\": \"n\\u0000\", \"ts\": 5, \"dur\": -1}",
-				  &len, &second);
+	char *t =
+	    long_name_trace((size_t)4 << 20,
+	                    "{\"ph\": \"X\", \"name\": \"n\\u0000\", \"ts\": 5, \"dur\": -1}", &len, &second);
 	const struct rs_count want[] = {
 	    {"strings cut short by this reader", "truncated_strings", 1},
 	    {"dur values below 0 (taken as 0)", "negative_durs", 1},

@@ -14,8 +14,8 @@
 #include "testutil.h"
 
 #define PF_PROTO STROBE_TEST_DATA_DIR "/../../proto/strobe_perfetto.proto"
-#define PF_STR 512
-#define PF_ANN 40
+#define PF_STR   512
+#define PF_ANN   40
 
 struct pf_ann {
 	char key[PF_STR];
@@ -118,7 +118,8 @@ static void pf_resolve(struct pf_trace *t, struct pf_packet *p)
 			snprintf(p->cat, sizeof(p->cat), "%s", pf_lookup(t, 0, p->cat_iid));
 		for (unsigned i = 0; i < p->nann; i++)
 			if (p->ann[i].key_iid)
-				snprintf(p->ann[i].key, sizeof(p->ann[i].key), "%s", pf_lookup(t, 2, p->ann[i].key_iid));
+				snprintf(p->ann[i].key, sizeof(p->ann[i].key), "%s",
+				         pf_lookup(t, 2, p->ann[i].key_iid));
 	}
 }
 
@@ -127,8 +128,9 @@ static void pf_load(struct pf_trace *t, const char *path)
 {
 	memset(t, 0, sizeof(*t));
 	char cmd[8192];
-	snprintf(cmd, sizeof(cmd), "protoc --proto_path=%s/../../proto --decode=perfetto.protos.Trace %s < '%.4000s'",
-		 STROBE_TEST_DATA_DIR, PF_PROTO, path);
+	snprintf(cmd, sizeof(cmd),
+	         "protoc --proto_path=%s/../../proto --decode=perfetto.protos.Trace %s < '%.4000s'",
+	         STROBE_TEST_DATA_DIR, PF_PROTO, path);
 	char *out = NULL;
 	int rc = tu_run(cmd, 0, &out);
 	if (rc)
@@ -158,8 +160,11 @@ static void pf_load(struct pf_trace *t, const char *path)
 				p->has_clock = true;
 			} else if (p && depth == 3 && !strcmp(stack[1], "interned_data")) {
 				memset(&pending, 0, sizeof(pending));
-				pending.table = !strcmp(line, "event_categories") ? 0 : !strcmp(line, "event_names") ? 1 : 2;
-			} else if (p && depth == 3 && !strcmp(stack[1], "track_event") && !strcmp(line, "debug_annotations")) {
+				pending.table = !strcmp(line, "event_categories") ? 0
+				                : !strcmp(line, "event_names")    ? 1
+				                                                  : 2;
+			} else if (p && depth == 3 && !strcmp(stack[1], "track_event") &&
+			           !strcmp(line, "debug_annotations")) {
 				if (p->nann < PF_ANN)
 					memset(&p->ann[p->nann++], 0, sizeof(p->ann[0]));
 			} else if (p && depth == 3 && !strcmp(stack[1], "track_descriptor")) {
@@ -324,10 +329,11 @@ static void pf_check_described_once(const struct pf_trace *t)
 			const struct pf_packet *q = &t->p[j];
 			if (q->has_td && q->uuid == p->uuid)
 				fail_msg("track %llu is described twice (packets %zu and %zu)",
-					 (unsigned long long)p->uuid, j, i);
+				         (unsigned long long)p->uuid, j, i);
 			if (q->has_te && q->track == p->uuid)
-				fail_msg("track %llu has an event (packet %zu) before its descriptor (packet %zu)",
-					 (unsigned long long)p->uuid, j, i);
+				fail_msg(
+				    "track %llu has an event (packet %zu) before its descriptor (packet %zu)",
+				    (unsigned long long)p->uuid, j, i);
 		}
 	}
 }
@@ -366,8 +372,8 @@ static void pf_check_structure(const struct pf_trace *t, bool flows_paired)
 				outs += t->p[j].flow_out == p->flow_out;
 			}
 			if (ins != 1 || outs != 1)
-				fprintf(stderr, "flow %llu: %zu starts, %zu ends\n", (unsigned long long)p->flow_out, outs,
-					ins);
+				fprintf(stderr, "flow %llu: %zu starts, %zu ends\n",
+				        (unsigned long long)p->flow_out, outs, ins);
 			assert_int_equal(outs, 1);
 			assert_int_equal(ins, 1);
 		}

@@ -4,9 +4,9 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
@@ -50,11 +50,11 @@ void tu_assert_contains(const char *text, const char *needle);
 
 /* snprintf into an array that fails the test when the text does not fit,
  * so a long TMPDIR or build path is an error, not a silently cut command. */
-#define TU_FORMAT(array, ...)                                                                                    \
-	do {                                                                                                     \
-		int tu_n_ = snprintf((array), sizeof(array), __VA_ARGS__);                                       \
-		if (tu_n_ < 0 || (size_t)tu_n_ >= sizeof(array))                                                \
-			fail_msg("%s:%d: text does not fit %s", __FILE__, __LINE__, #array);                     \
+#define TU_FORMAT(array, ...)                                                                                \
+	do {                                                                                                 \
+		int tu_n_ = snprintf((array), sizeof(array), __VA_ARGS__);                                   \
+		if (tu_n_ < 0 || (size_t)tu_n_ >= sizeof(array))                                             \
+			fail_msg("%s:%d: text does not fit %s", __FILE__, __LINE__, #array);                 \
 	} while (0)
 /* The whole line of text that holds needle, malloc'd; fails the test when
  * there is none. */

@@ -228,7 +228,7 @@ struct an_trace {
 	uint64_t unfinished, unknown, untimed;
 	char *strobe_meta;
 	char *host_name;
-	char *gpu_capture; /* why GPU capture was off, when the trace says */
+	char *gpu_capture;  /* why GPU capture was off, when the trace says */
 	bool has_dist_rank; /* the trace's "distributedInfo" names its rank */
 	int64_t dist_rank;
 	char key[TR_NAME_MAX + 2 * TR_SHORT_MAX + 8];

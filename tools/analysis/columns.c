@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COLS(x)  .cols = x, .ncols = sizeof(x) / sizeof(x[0])
-#define F(T, f)  .off = offsetof(T, f), .size = sizeof(((T *)0)->f)
+#define COLS(x) .cols = x, .ncols = sizeof(x) / sizeof(x[0])
+#define F(T, f) .off = offsetof(T, f), .size = sizeof(((T *)0)->f)
 /* An accessor fn computing v from row r of type T (a: the trace). */
 #define GET(fn, T, ...)                                                                                      \
 	static void fn(const struct an_trace *a, const void *row, struct an_value *v)                        \
@@ -36,9 +36,12 @@ GET(name_mean, struct an_ref, v->i = NAME(r)->total / (int64_t)NAME(r)->count)
 GET(name_max, struct an_ref, v->i = NAME(r)->max)
 
 static const struct an_column names_cols[] = {
-    {"name", "name", AN_TEXT, 44, AN_NAME, .get = ref_name},  {"count", "count", AN_COUNT, 8, 0, .get = name_count},
-    {"total", "total_ns", AN_NS, 11, 0, .get = name_total},   {"self", "self_ns", AN_NS, 11, 0, .get = name_self},
-    {"mean", "mean_ns", AN_NS, 11, 0, .get = name_mean},      {"max", "max_ns", AN_NS, 11, 0, .get = name_max},
+    {"name", "name", AN_TEXT, 44, AN_NAME, .get = ref_name},
+    {"count", "count", AN_COUNT, 8, 0, .get = name_count},
+    {"total", "total_ns", AN_NS, 11, 0, .get = name_total},
+    {"self", "self_ns", AN_NS, 11, 0, .get = name_self},
+    {"mean", "mean_ns", AN_NS, 11, 0, .get = name_mean},
+    {"max", "max_ns", AN_NS, 11, 0, .get = name_max},
 };
 const struct an_spec an_names = {.key = "top_by_total", .id = "names", COLS(names_cols), .flags = AN_T_TOP};
 
@@ -49,14 +52,19 @@ GET(cat_total, struct an_ref, v->i = CAT(r)->total)
 GET(cat_self, struct an_ref, v->i = CAT(r)->self)
 
 static const struct an_column categories_cols[] = {
-    {"category", "cat", AN_TEXT, 44, 0, .get = ref_name},   {"events", "events", AN_COUNT, 8, 0, .get = cat_events},
-    {"names", "names", AN_COUNT, 8, 0, .get = cat_names},   {"total", "total_ns", AN_NS, 11, 0, .get = cat_total},
+    {"category", "cat", AN_TEXT, 44, 0, .get = ref_name},
+    {"events", "events", AN_COUNT, 8, 0, .get = cat_events},
+    {"names", "names", AN_COUNT, 8, 0, .get = cat_names},
+    {"total", "total_ns", AN_NS, 11, 0, .get = cat_total},
     {"self", "self_ns", AN_NS, 11, 0, .get = cat_self},
 };
 ROWS(categories_rows, v->xcats, v->a->xcats.n)
-const struct an_spec an_categories = {
-    .key = "categories", .id = "categories", .title = "complete events by category",
-    .heading = "Time by category", COLS(categories_cols), .rows = categories_rows};
+const struct an_spec an_categories = {.key = "categories",
+                                      .id = "categories",
+                                      .title = "complete events by category",
+                                      .heading = "Time by category",
+                                      COLS(categories_cols),
+                                      .rows = categories_rows};
 
 /* ---- GPU devices, their streams, idle gaps and overlap ---------------------- */
 
@@ -73,10 +81,13 @@ GET(stream_pct, struct an_stream, v->d = an_pct(r->busy, an_window(a)))
 
 #define STREAM(f) F(struct an_stream, f)
 static const struct an_column streams_cols[] = {
-    {"stream", "tid", AN_IDENT, 0, 0, .get = stream_tid},     {"busy %", "busy_pct", AN_PCT, 0, 0, .get = stream_pct},
-    {"busy", "busy_ns", AN_NS, STREAM(busy)},           {"events", "events", AN_COUNT, STREAM(events)},
+    {"stream", "tid", AN_IDENT, 0, 0, .get = stream_tid},
+    {"busy %", "busy_pct", AN_PCT, 0, 0, .get = stream_pct},
+    {"busy", "busy_ns", AN_NS, STREAM(busy)},
+    {"events", "events", AN_COUNT, STREAM(events)},
 };
-static const struct an_spec streams = {.key = "streams", .line = "{0} {1} ({2}, events {3})", COLS(streams_cols)};
+static const struct an_spec streams = {
+    .key = "streams", .line = "{0} {1} ({2}, events {3})", COLS(streams_cols)};
 
 GET(hidden_pct, struct an_device, v->d = an_pct(r->both, r->comm))
 
@@ -88,10 +99,13 @@ static const struct an_column overlap_cols[] = {
     {"hidden", "hidden_pct", AN_PCT, 0, 0, .get = hidden_pct},
 };
 static const struct an_spec overlap = {
-    .key = "comm_compute", .id = "overlap", .heading = "Communication and compute",
+    .key = "comm_compute",
+    .id = "overlap",
+    .heading = "Communication and compute",
     .note = "NCCL kernels against the other kernels on the same device: time both ran at once, and the "
             "share of communication it hid.",
-    .line = "NCCL {0}, compute {1}, both at once {2}: {3} of communication hidden", COLS(overlap_cols),
+    .line = "NCCL {0}, compute {1}, both at once {2}: {3} of communication hidden",
+    COLS(overlap_cols),
     .flags = AN_T_ONE};
 
 GET(dev_name, struct an_device, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
@@ -119,9 +133,13 @@ static const struct an_column devices_cols[] = {
 };
 ROWS(devices_rows, v->a->devices, v->a->ndevices)
 const struct an_spec an_devices = {
-    .key = "gpu_devices", .id = "devices",
+    .key = "gpu_devices",
+    .id = "devices",
     .title = "GPU devices: busy = union of kernels, copies and memsets (overlapping streams once)",
-    .heading = "GPU devices", COLS(devices_cols), .flags = AN_T_RANKED, .rows = devices_rows};
+    .heading = "GPU devices",
+    COLS(devices_cols),
+    .flags = AN_T_RANKED,
+    .rows = devices_rows};
 
 /* ---- kernels, copies, launch latency, CPU ops ------------------------------- */
 
@@ -132,26 +150,34 @@ GET(k_mean, struct an_kernel, v->i = r->total / (int64_t)r->count)
 static const struct an_column kernels_cols[] = {
     {"rank", "rank", AN_RANK, KERNEL(rank)},          {"name", "name", AN_TEXT, 35, AN_NAME, .get = k_name},
     {"count", "count", AN_COUNT, 8, KERNEL(count)},   {"total", "total_ns", AN_NS, 11, KERNEL(total)},
-    {"mean", "mean_ns", AN_NS, 11, 0, .get = k_mean},        {"p50", "p50_ns", AN_NS, 11, KERNEL(p50)},
+    {"mean", "mean_ns", AN_NS, 11, 0, .get = k_mean}, {"p50", "p50_ns", AN_NS, 11, KERNEL(p50)},
     {"p99", "p99_ns", AN_NS, 11, KERNEL(p99)},        {"max", "max_ns", AN_NS, 11, KERNEL(max)},
 };
 ROWS(kernels_rows, v->a->kernels, v->a->nkernel_stats)
-const struct an_spec an_kernels = {
-    .key = "kernels", .id = "kernels", .title = "kernels by total time", .heading = "Kernels",
-    COLS(kernels_cols), .flags = AN_T_TOP | AN_T_RANKED, .rows = kernels_rows};
+const struct an_spec an_kernels = {.key = "kernels",
+                                   .id = "kernels",
+                                   .title = "kernels by total time",
+                                   .heading = "Kernels",
+                                   COLS(kernels_cols),
+                                   .flags = AN_T_TOP | AN_T_RANKED,
+                                   .rows = kernels_rows};
 
 GET(copy_rate, struct an_copy_stat, v->d = r->total > 0 ? (double)r->bytes / (double)r->total : 0)
 
 #define COPY(f) F(struct an_copy_stat, f)
 static const struct an_column memcpy_cols[] = {
-    {"rank", "rank", AN_RANK, COPY(rank)},            {"kind", "kind", AN_TEXT, 36, COPY(dir)},
-    {"count", "count", AN_COUNT, 8, COPY(count)},     {"bytes", "bytes", AN_COUNT, 16, COPY(bytes)},
-    {"total", "total_ns", AN_NS, 11, COPY(total)},    {"GB/s", "gb_per_s", AN_RATE, 10, 0, .get = copy_rate},
+    {"rank", "rank", AN_RANK, COPY(rank)},         {"kind", "kind", AN_TEXT, 36, COPY(dir)},
+    {"count", "count", AN_COUNT, 8, COPY(count)},  {"bytes", "bytes", AN_COUNT, 16, COPY(bytes)},
+    {"total", "total_ns", AN_NS, 11, COPY(total)}, {"GB/s", "gb_per_s", AN_RATE, 10, 0, .get = copy_rate},
 };
 ROWS(memcpy_rows, v->a->copy_stats, v->a->ncopy_stats)
-const struct an_spec an_memcpy = {
-    .key = "memcpy", .id = "memcpy", .title = "memcpy by direction", .heading = "Memory copies",
-    COLS(memcpy_cols), .flags = AN_T_RANKED, .rows = memcpy_rows};
+const struct an_spec an_memcpy = {.key = "memcpy",
+                                  .id = "memcpy",
+                                  .title = "memcpy by direction",
+                                  .heading = "Memory copies",
+                                  COLS(memcpy_cols),
+                                  .flags = AN_T_RANKED,
+                                  .rows = memcpy_rows};
 
 /* Percentiles of no matched launch are no value, not 0. */
 GET(l_unmatched, struct an_latency, v->i = (int64_t)(r->kernels - r->matched))
@@ -162,33 +188,42 @@ GET(l_max, struct an_latency, v->i = r->max; v->none = !r->matched)
 
 #define LAT(f) F(struct an_latency, f)
 static const struct an_column latency_cols[] = {
-    {"rank", "rank", AN_RANK, 12, LAT(rank)},              {"kernels", "kernels", AN_COUNT, 8, LAT(kernels)},
-    {"matched", "matched", AN_COUNT, 8, LAT(matched)},     {"unmatched", "unmatched", AN_COUNT, 10, 0, .get = l_unmatched},
-    {"p50", "p50_ns", AN_NS, 11, 0, .get = l_p50},                {"p90", "p90_ns", AN_NS, 11, 0, .get = l_p90},
-    {"p99", "p99_ns", AN_NS, 11, 0, .get = l_p99},                {"max", "max_ns", AN_NS, 11, 0, .get = l_max},
+    {"rank", "rank", AN_RANK, 12, LAT(rank)},
+    {"kernels", "kernels", AN_COUNT, 8, LAT(kernels)},
+    {"matched", "matched", AN_COUNT, 8, LAT(matched)},
+    {"unmatched", "unmatched", AN_COUNT, 10, 0, .get = l_unmatched},
+    {"p50", "p50_ns", AN_NS, 11, 0, .get = l_p50},
+    {"p90", "p90_ns", AN_NS, 11, 0, .get = l_p90},
+    {"p99", "p99_ns", AN_NS, 11, 0, .get = l_p99},
+    {"max", "max_ns", AN_NS, 11, 0, .get = l_max},
 };
 ROWS(latency_rows, v->a->latency, v->a->nlatency)
 const struct an_spec an_latency = {
-    .key = "launch_latency", .id = "latency",
+    .key = "launch_latency",
+    .id = "latency",
     .title = "launch latency: kernel start - start of the runtime call that launched it",
     .heading = "Launch latency",
     .note = "Kernel start minus the start of the runtime or driver call that launched it (same "
             "correlation id).",
-    COLS(latency_cols), .rows = latency_rows};
+    COLS(latency_cols),
+    .rows = latency_rows};
 
 GET(op_name, struct an_cpu_op, v->s = an_name(a, r->name))
 
 #define OP(f) F(struct an_cpu_op, f)
 static const struct an_column cpu_ops_cols[] = {
-    {"rank", "rank", AN_RANK, OP(rank)},          {"name", "name", AN_TEXT, 44, AN_NAME, .get = op_name},
-    {"count", "count", AN_COUNT, 8, OP(count)},   {"total", "total_ns", AN_NS, 11, OP(total)},
+    {"rank", "rank", AN_RANK, OP(rank)},        {"name", "name", AN_TEXT, 44, AN_NAME, .get = op_name},
+    {"count", "count", AN_COUNT, 8, OP(count)}, {"total", "total_ns", AN_NS, 11, OP(total)},
     {"self", "self_ns", AN_NS, 11, OP(self)},
 };
 ROWS(cpu_ops_rows, v->a->cpu_ops, v->a->ncpu_ops)
-const struct an_spec an_cpu_ops = {
-    .key = "cpu_ops_by_self", .id = "cpu-ops", .title = "cpu_op by self time, per rank",
-    .heading = "CPU ops by self time", COLS(cpu_ops_cols), .flags = AN_T_TOP | AN_T_RANKED,
-    .rows = cpu_ops_rows};
+const struct an_spec an_cpu_ops = {.key = "cpu_ops_by_self",
+                                   .id = "cpu-ops",
+                                   .title = "cpu_op by self time, per rank",
+                                   .heading = "CPU ops by self time",
+                                   COLS(cpu_ops_cols),
+                                   .flags = AN_T_TOP | AN_T_RANKED,
+                                   .rows = cpu_ops_rows};
 
 /* ---- instants, counters, accounting --------------------------------------- */
 
@@ -204,9 +239,13 @@ static const struct an_column instants_cols[] = {
     {"category", "cat", AN_TEXT, 0, 0, .get = instant_cat},
 };
 ROWS(instants_rows, v->instants, v->a->instants.n)
-const struct an_spec an_instants = {
-    .key = "instants", .id = "instants", .title = "instants", .heading = "Instant events",
-    COLS(instants_cols), .flags = AN_T_TOP, .rows = instants_rows};
+const struct an_spec an_instants = {.key = "instants",
+                                    .id = "instants",
+                                    .title = "instants",
+                                    .heading = "Instant events",
+                                    COLS(instants_cols),
+                                    .flags = AN_T_TOP,
+                                    .rows = instants_rows};
 
 #define SERIES(r) ((const struct an_series *)an_table_item(&a->counters, (r)->id))
 GET(series_name, struct an_ref,
@@ -218,14 +257,21 @@ GET(series_max, struct an_ref, v->d = SERIES(r)->max)
 GET(series_last, struct an_ref, v->d = SERIES(r)->last)
 
 static const struct an_column counters_cols[] = {
-    {"name", "name", AN_TEXT, 44, AN_NAME, .get = series_name}, {"arg", "key", AN_TEXT, 0, AN_PAREN, .get = ref_name},
-    {"count", "count", AN_COUNT, 8, 0, .get = series_count},    {"min", "min", AN_REAL, 13, 0, .get = series_min},
-    {"max", "max", AN_REAL, 13, 0, .get = series_max},          {"last", "last", AN_REAL, 13, 0, .get = series_last},
+    {"name", "name", AN_TEXT, 44, AN_NAME, .get = series_name},
+    {"arg", "key", AN_TEXT, 0, AN_PAREN, .get = ref_name},
+    {"count", "count", AN_COUNT, 8, 0, .get = series_count},
+    {"min", "min", AN_REAL, 13, 0, .get = series_min},
+    {"max", "max", AN_REAL, 13, 0, .get = series_max},
+    {"last", "last", AN_REAL, 13, 0, .get = series_last},
 };
 ROWS(counters_rows, v->counters, v->a->counters.n)
-const struct an_spec an_counters = {
-    .key = "counters", .id = "counters", .title = "counters", .heading = "Counters", COLS(counters_cols),
-    .flags = AN_T_TOP, .rows = counters_rows};
+const struct an_spec an_counters = {.key = "counters",
+                                    .id = "counters",
+                                    .title = "counters",
+                                    .heading = "Counters",
+                                    COLS(counters_cols),
+                                    .flags = AN_T_TOP,
+                                    .rows = counters_rows};
 
 /* JSON: {"strobe": {KEY: count, ...} or null, KEY: count, ...} (json.c). */
 #define ACCT(f) F(struct an_acct, f)
@@ -238,12 +284,17 @@ static bool acct_warn(const void *row)
 {
 	return ((const struct an_acct *)row)->warn;
 }
-const struct an_spec an_accounting = {
-    .key = "accounting", .id = "accounting", .title = "accounting", .heading = "Drops and warnings",
-    COLS(accounting_cols), .flags = AN_T_MAP, .rows = accounting_rows, .warn = acct_warn};
+const struct an_spec an_accounting = {.key = "accounting",
+                                      .id = "accounting",
+                                      .title = "accounting",
+                                      .heading = "Drops and warnings",
+                                      COLS(accounting_cols),
+                                      .flags = AN_T_MAP,
+                                      .rows = accounting_rows,
+                                      .warn = acct_warn};
 
-const struct an_spec *const an_tables[] = {&an_categories, &an_names,   &an_devices, &an_kernels,
-                                           &an_memcpy,     &an_latency, &an_cpu_ops, &an_instants,
+const struct an_spec *const an_tables[] = {&an_categories, &an_names,     &an_devices, &an_kernels,
+                                           &an_memcpy,     &an_latency,   &an_cpu_ops, &an_instants,
                                            &an_counters,   &an_accounting};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
@@ -294,15 +345,17 @@ int an_view_init(struct an_view *v, const struct an_trace *a, const struct tr_st
 			v->names[i][self] = (struct an_rows){r, n, sizeof(*r)};
 		}
 	for (size_t i = 0; i < a->nmeta; i++)
-		v->acct[v->nacct++] = (struct an_acct){.what = a->meta[i].key, .key = a->meta[i].key,
-		                                       .raw = a->meta[i].raw, .meta = true,
+		v->acct[v->nacct++] = (struct an_acct){.what = a->meta[i].key,
+		                                       .key = a->meta[i].key,
+		                                       .raw = a->meta[i].raw,
+		                                       .meta = true,
 		                                       .warn = meta_loss(&a->meta[i])};
 	struct an_loss losses[AN_LOSSES];
 	an_losses(a, st, losses);
 	for (size_t i = 0; i < AN_LOSSES; i++) {
 		struct an_acct *r = &v->acct[v->nacct++];
-		*r = (struct an_acct){.what = losses[i].what, .key = losses[i].key, .raw = r->num,
-		                      .warn = losses[i].n > 0};
+		*r = (struct an_acct){
+		    .what = losses[i].what, .key = losses[i].key, .raw = r->num, .warn = losses[i].n > 0};
 		snprintf(r->num, sizeof(r->num), "%" PRIu64, losses[i].n);
 	}
 	return 0;
@@ -422,7 +475,8 @@ const char *an_cell(const struct an_trace *a, const struct an_spec *t, size_t i,
 	const struct an_column *c = &t->cols[i];
 	bool paren = i + 1 < t->ncols && c[1].flags & AN_PAREN;
 	if (!row) {
-		snprintf(buf, len, "%s%s%s%s", c->head, paren ? " (" : "", paren ? c[1].head : "", paren ? ")" : "");
+		snprintf(buf, len, "%s%s%s%s", c->head, paren ? " (" : "", paren ? c[1].head : "",
+		         paren ? ")" : "");
 		return buf;
 	}
 	an_get(a, c, row, &val);
@@ -435,7 +489,8 @@ const char *an_cell(const struct an_trace *a, const struct an_spec *t, size_t i,
 	return buf;
 }
 
-const char *an_phrase(const struct an_trace *a, const struct an_spec *t, const void *row, char *buf, size_t len)
+const char *an_phrase(const struct an_trace *a, const struct an_spec *t, const void *row, char *buf,
+                      size_t len)
 {
 	size_t n = 0;
 	for (const char *p = t->line; *p && n + 1 < len; p++) {

@@ -54,7 +54,7 @@ struct an_view;
 
 /* A column: a field of the row (off, size) or, when get is set, computed. */
 struct an_column {
-	const char *head, *key; /* header; JSON key ("a.b": b in object a) */
+	const char *head, *key;     /* header; JSON key ("a.b": b in object a) */
 	uint8_t unit, width, flags; /* width: text columns (0: as long as it is) */
 	void (*get)(const struct an_trace *a, const void *row, struct an_value *v);
 	const struct an_spec *sub;
@@ -62,10 +62,10 @@ struct an_column {
 };
 
 struct an_spec {
-	const char *key, *id;          /* JSON key of its rows; HTML table id */
-	const char *title, *heading;   /* text heading; HTML heading */
-	const char *note;              /* HTML note under the heading, or NULL */
-	const char *line;              /* sub table: a row as a phrase, "{0} at {1}" */
+	const char *key, *id;        /* JSON key of its rows; HTML table id */
+	const char *title, *heading; /* text heading; HTML heading */
+	const char *note;            /* HTML note under the heading, or NULL */
+	const char *line;            /* sub table: a row as a phrase, "{0} at {1}" */
 	const struct an_column *cols;
 	size_t ncols;
 	unsigned flags;
@@ -74,8 +74,8 @@ struct an_spec {
 };
 
 /* an_names has no rows of its own: a category's are in an_view.names. */
-extern const struct an_spec an_categories, an_names, an_devices, an_kernels, an_memcpy, an_latency, an_cpu_ops,
-    an_instants, an_counters, an_accounting;
+extern const struct an_spec an_categories, an_names, an_devices, an_kernels, an_memcpy, an_latency,
+    an_cpu_ops, an_instants, an_counters, an_accounting;
 /* Every table above, for tests. */
 extern const struct an_spec *const an_tables[];
 extern const size_t an_ntables;
@@ -124,7 +124,8 @@ const void *an_next(struct an_iter *it);
 void an_get(const struct an_trace *a, const struct an_column *c, const void *row, struct an_value *v);
 const char *an_text(const struct an_trace *a, const struct an_column *c, const struct an_value *v, char *buf,
                     size_t len);
-const char *an_phrase(const struct an_trace *a, const struct an_spec *t, const void *row, char *buf, size_t len);
+const char *an_phrase(const struct an_trace *a, const struct an_spec *t, const void *row, char *buf,
+                      size_t len);
 /* Column i of row as a cell shows it, with an AN_PAREN column after it in
  * parentheses; the header when row is NULL. */
 const char *an_cell(const struct an_trace *a, const struct an_spec *t, size_t i, const void *row, char *buf,

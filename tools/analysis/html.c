@@ -47,7 +47,8 @@ static const char style[] =
     "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dce5}\n"
     "table{border-collapse:collapse;margin:6px 0;font-size:13px}\n"
     "th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #eceef3;vertical-align:top}\n"
-    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;"
+    "white-space:nowrap}\n"
     "td.name{max-width:560px;overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px}\n"
     ".warn{color:#a4262c;font-weight:600}.more,.note{color:#5b6475;font-size:12px}\n"
     "#errors{color:#a4262c;white-space:pre-wrap}\n"
@@ -63,20 +64,22 @@ static void facts(FILE *p, const struct an_trace *a, const char *file, const str
 	cell_text(p, file);
 	if (st->perfetto)
 		fprintf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (Perfetto protobuf)</td></tr>\n",
-		     st->file_bytes);
+		        st->file_bytes);
 	else
-		fprintf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64 " bytes of JSON</td></tr>\n",
-		     st->file_bytes,
-		     st->compression == TR_GZIP   ? "gzip"
-		     : st->compression == TR_ZSTD ? "zstd"
-		                                  : "plain",
-		     st->json_bytes);
+		fprintf(p,
+		        "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64
+		        " bytes of JSON</td></tr>\n",
+		        st->file_bytes,
+		        st->compression == TR_GZIP   ? "gzip"
+		        : st->compression == TR_ZSTD ? "zstd"
+		                                     : "plain",
+		        st->json_bytes);
 	fprintf(p, "<tr><td>events</td><td>%" PRIu64 "</td></tr>\n", st->events);
 	if (a->timed)
 		fprintf(p,
-		     "<tr><td>window</td><td>%s, ts %" PRId64 " to %" PRId64
-		     " ns after baseTimeNanoseconds</td></tr>\n",
-		     an_fmt_dur(an_window(a), b1, sizeof(b1)), a->first_ts, a->last_end);
+		        "<tr><td>window</td><td>%s, ts %" PRId64 " to %" PRId64
+		        " ns after baseTimeNanoseconds</td></tr>\n",
+		        an_fmt_dur(an_window(a), b1, sizeof(b1)), a->first_ts, a->last_end);
 	else
 		fputs("<tr><td>window</td><td>none: no event has a timestamp</td></tr>\n", p);
 	if (a->host_name) {
@@ -134,13 +137,16 @@ static void cells(FILE *p, const struct an_view *v, const struct an_spec *t, con
 		if (!in_cell(v, t, c))
 			continue;
 		fprintf(p, "<%s%s>", tag,
-		        numeric(c) ? " class=\"n\"" : row && c->flags & AN_NAME ? " class=\"name\"" : "");
+		        numeric(c)                  ? " class=\"n\""
+		        : row && c->flags & AN_NAME ? " class=\"name\""
+		                                    : "");
 		if (row && c->unit == AN_ROWS) {
 			an_get(v->a, c, row, &val);
 			for (size_t k = 0; k < val.rows.n; k++) {
 				fputs(k ? "<br>" : "", p);
-				esc(p, an_phrase(v->a, c->sub, (const char *)val.rows.base + k * val.rows.stride, buf,
-				                 sizeof(buf)));
+				esc(p,
+				    an_phrase(v->a, c->sub, (const char *)val.rows.base + k * val.rows.stride,
+				              buf, sizeof(buf)));
 			}
 		} else {
 			esc(p, an_cell(v->a, t, i, row, buf, sizeof(buf)));
@@ -241,21 +247,22 @@ static void timelines(FILE *p, const struct an_trace *a)
 {
 	char label[TR_SHORT_MAX + 32];
 	fputs("<h2>GPU utilisation</h2>\n<p class=\"note\">Busy fraction of each device in 200 slices "
-	         "of the trace window (busy = the union of its kernels, copies and memsets).</p>\n", p);
+	      "of the trace window (busy = the union of its kernels, copies and memsets).</p>\n",
+	      p);
 	size_t drawn = a->ndevices < MAX_CHART_DEVICES ? a->ndevices : MAX_CHART_DEVICES;
 	for (size_t i = 0; i < drawn; i++) {
 		fprintf(p, "<div class=\"device\"><b>");
 		esc(p, an_device_label(a, a->devices[i].pid, label, sizeof(label)));
 		fprintf(p,
-		     "</b> busy %.1f%%<svg id=\"util-%zu\" class=\"util\" width=\"1000\" "
-		     "height=\"70\"></svg></div>\n",
-		     an_pct(a->devices[i].busy, an_window(a)), i);
+		        "</b> busy %.1f%%<svg id=\"util-%zu\" class=\"util\" width=\"1000\" "
+		        "height=\"70\"></svg></div>\n",
+		        an_pct(a->devices[i].busy, an_window(a)), i);
 	}
 	if (drawn < a->ndevices)
 		fprintf(p,
-		     "<p class=\"more\">%zu more devices not drawn here or in the stream chart; the table "
-		     "below lists them all.</p>\n",
-		     a->ndevices - drawn);
+		        "<p class=\"more\">%zu more devices not drawn here or in the stream chart; the table "
+		        "below lists them all.</p>\n",
+		        a->ndevices - drawn);
 }
 
 /* ---- chart data and the script that draws it -------------------------------- */
@@ -318,8 +325,9 @@ static int chart_data(FILE *p, const struct an_view *v)
 	for (const struct an_kernel *k; (k = an_next(&it));) {
 		yajl_gen_map_open(g);
 		gs(g, "name");
-		snprintf(label, sizeof(label), "%s%s%.200s", a->ranked ? an_rank_label(k->rank, buf, sizeof(buf)) : "",
-		         a->ranked ? ": " : "", an_name(a, k->name));
+		snprintf(label, sizeof(label), "%s%s%.200s",
+		         a->ranked ? an_rank_label(k->rank, buf, sizeof(buf)) : "", a->ranked ? ": " : "",
+		         an_name(a, k->name));
 		gs(g, label);
 		gnum(g, "total_ns", (double)k->total);
 		gnum(g, "count", (double)k->count);
@@ -423,16 +431,18 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 		return -ENOMEM;
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>strobe report: ", p);
 	esc(p, v->file);
-	fprintf(p,
-	     "</title>\n<style>\n%s</style>\n</head>\n<body data-rendered=\"no\">\n<h1>strobe report</h1>\n",
-	     style);
+	fprintf(
+	    p,
+	    "</title>\n<style>\n%s</style>\n</head>\n<body data-rendered=\"no\">\n<h1>strobe report</h1>\n",
+	    style);
 	fputs("<div id=\"errors\"></div>\n", p);
 	facts(p, a, v->file, v->st);
 	if (a->ndevices) {
 		timelines(p, a);
 		titled(p, v, &an_devices);
 		fputs("<h2>Stream occupancy</h2>\n<p class=\"note\">Busy % of the window per stream.</p>\n"
-		         "<svg id=\"stream-occupancy\" class=\"occ\" width=\"1000\" height=\"20\"></svg>\n", p);
+		      "<svg id=\"stream-occupancy\" class=\"occ\" width=\"1000\" height=\"20\"></svg>\n",
+		      p);
 	}
 	if (a->nkernel_stats) {
 		section(p, &an_kernels);
@@ -460,4 +470,3 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 		rc = -ENOMEM;
 	return rc;
 }
-

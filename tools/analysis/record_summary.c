@@ -18,14 +18,14 @@
 static const struct {
 	const char *key, *what, *hint;
 } losses[] = {
-	{"dropped_events", "CPU events dropped (buffer full)", "raise ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB"},
-	{"truncated_names", "names cut at 1023 bytes", NULL},
-	{"gpu_dropped_records", "GPU records dropped by CUPTI", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
-	{"gpu_rejected_buffers", "GPU buffer requests refused", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
-	{"gpu_discarded_buffers", "GPU buffers discarded", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
-	{"gpu_launches_without_kernel", "kernel launches without their kernel", NULL},
-	{"gpu_incomplete_records", "GPU records still in flight at the end", NULL},
-	{"unfinished_ranges", "ranges still open at the end (closed there)", NULL},
+    {"dropped_events", "CPU events dropped (buffer full)", "raise ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB"},
+    {"truncated_names", "names cut at 1023 bytes", NULL},
+    {"gpu_dropped_records", "GPU records dropped by CUPTI", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
+    {"gpu_rejected_buffers", "GPU buffer requests refused", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
+    {"gpu_discarded_buffers", "GPU buffers discarded", "raise ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB"},
+    {"gpu_launches_without_kernel", "kernel launches without their kernel", NULL},
+    {"gpu_incomplete_records", "GPU records still in flight at the end", NULL},
+    {"unfinished_ranges", "ranges still open at the end (closed there)", NULL},
 };
 
 static void top_kernels(const struct an_trace *a, FILE *out)
@@ -37,8 +37,8 @@ static void top_kernels(const struct an_trace *a, FILE *out)
 	for (size_t i = 0; i < n; i++) {
 		const struct an_kernel *k = &a->kernels[i];
 		char d[32];
-		fprintf(out, "    %10s  %7llu x  %s\n", an_fmt_dur(k->total, d, sizeof(d)), (unsigned long long)k->count,
-			an_name(a, k->name));
+		fprintf(out, "    %10s  %7llu x  %s\n", an_fmt_dur(k->total, d, sizeof(d)),
+		        (unsigned long long)k->count, an_name(a, k->name));
 	}
 }
 
@@ -101,8 +101,8 @@ static void top_ranges(const struct an_trace *a, FILE *out)
 			char d[32];
 			bool domain = strcmp(rows[i].cat, "user_annotation") != 0;
 			fprintf(out, "    %10s  %7llu x  %s%s%s%s\n", an_fmt_dur(rows[i].total, d, sizeof(d)),
-				(unsigned long long)rows[i].count, rows[i].name, domain ? " [" : "", domain ? rows[i].cat : "",
-				domain ? "]" : "");
+			        (unsigned long long)rows[i].count, rows[i].name, domain ? " [" : "",
+			        domain ? rows[i].cat : "", domain ? "]" : "");
 		}
 	}
 	free(rows);
@@ -117,8 +117,9 @@ static void gpu_busy(const struct an_trace *a, FILE *out)
 	for (size_t i = 0; i < a->ndevices; i++) {
 		const struct an_device *d = &a->devices[i];
 		char label[TR_SHORT_MAX + 64], busy[32];
-		fprintf(out, "    %-24s %10s  %5.1f%% of the trace\n", an_device_label(a, d->pid, label, sizeof(label)),
-			an_fmt_dur(d->busy, busy, sizeof(busy)), an_pct(d->busy, window));
+		fprintf(out, "    %-24s %10s  %5.1f%% of the trace\n",
+		        an_device_label(a, d->pid, label, sizeof(label)),
+		        an_fmt_dur(d->busy, busy, sizeof(busy)), an_pct(d->busy, window));
 	}
 }
 
@@ -132,8 +133,8 @@ static void dropped(const struct an_trace *a, FILE *out)
 			if (!any)
 				fprintf(out, "  lost or cut\n");
 			any = true;
-			fprintf(out, "    %s: %s%s%s\n", losses[j].what, a->meta[i].raw, losses[j].hint ? "; " : "",
-				losses[j].hint ? losses[j].hint : "");
+			fprintf(out, "    %s: %s%s%s\n", losses[j].what, a->meta[i].raw,
+			        losses[j].hint ? "; " : "", losses[j].hint ? losses[j].hint : "");
 		}
 	if (!any)
 		fprintf(out, "  nothing dropped\n");
@@ -160,8 +161,8 @@ int record_summary(const char *path, int64_t wall_ns, FILE *out)
 	}
 	char w[32], span[32];
 	fprintf(out, "strobe: summary of %s: %llu events over %s (program wall time %s)\n", path,
-		(unsigned long long)st.events, an_fmt_dur(an_window(&a), span, sizeof(span)),
-		an_fmt_dur(wall_ns, w, sizeof(w)));
+	        (unsigned long long)st.events, an_fmt_dur(an_window(&a), span, sizeof(span)),
+	        an_fmt_dur(wall_ns, w, sizeof(w)));
 	if (a.gpu_capture)
 		fprintf(out, "  %s\n", a.gpu_capture);
 	top_kernels(&a, out);

@@ -87,7 +87,8 @@ static void text_row(FILE *f, const struct an_view *v, const struct an_spec *t, 
 		an_get(v->a, c, row, &val);
 		if (c->unit != AN_ROWS) {
 			char tmp[64], item[TR_SHORT_MAX + 96];
-			snprintf(item, sizeof(item), "%s %s", c->head, an_text(v->a, c, &val, tmp, sizeof(tmp)));
+			snprintf(item, sizeof(item), "%s %s", c->head,
+			         an_text(v->a, c, &val, tmp, sizeof(tmp)));
 			col = col ? col + (size_t)fprintf(f, ",") : (size_t)fprintf(f, "   ");
 			list_item(f, &col, item);
 			continue;
@@ -187,7 +188,8 @@ int an_print_text(const struct an_view *v, FILE *f)
 	fprintf(f, "events    %" PRIu64 " (", st->events);
 	for (size_t i = 0; i < s->phs.n; i++) {
 		const struct an_count *c = an_table_item(&s->phs, v->phs[i].id);
-		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", *v->phs[i].name ? v->phs[i].name : "(no ph)", c->n);
+		fprintf(f, "%s%s %" PRIu64, i ? ", " : "", *v->phs[i].name ? v->phs[i].name : "(no ph)",
+		        c->n);
 	}
 	fprintf(f, ")\n");
 	if (s->timed)

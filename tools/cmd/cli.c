@@ -78,8 +78,8 @@ int cli_parse_duration(const char *s, int64_t *ns)
 	static const struct {
 		const char *unit;
 		double ns;
-	} units[] = {{"", 1e9}, {"s", 1e9},   {"ms", 1e6},    {"us", 1e3},    {"\xc2\xb5s", 1e3},
-		     {"ns", 1},  {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
+	} units[] = {{"", 1e9}, {"s", 1e9},  {"ms", 1e6},   {"us", 1e3},  {"\xc2\xb5s", 1e3},
+	             {"ns", 1}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
 	const char *p = s;
 	while (*p >= '0' && *p <= '9')
 		p++;
@@ -115,7 +115,8 @@ int cli_duration(const struct cli *c, const char *opt, const char *value, int64_
 
 int cli_int(const struct cli *c, const char *opt, const char *value, int64_t min, int64_t max, int64_t *out)
 {
-	if (value && ((*value >= '0' && *value <= '9') || (*value == '-' && value[1] >= '0' && value[1] <= '9'))) {
+	if (value &&
+	    ((*value >= '0' && *value <= '9') || (*value == '-' && value[1] >= '0' && value[1] <= '9'))) {
 		char *end;
 		errno = 0;
 		long long v = strtoll(value, &end, 10);
@@ -142,7 +143,8 @@ int cli_file_arg(const struct cli *c, int argc, char **argv, int *i, const char 
 	const char *a = argv[*i];
 	if (!strcmp(a, "--")) {
 		if (*i + 2 != argc || *file)
-			return cli_usage(c, "%s", *i + 1 < argc ? "give one trace file" : "no trace file given");
+			return cli_usage(c, "%s",
+			                 *i + 1 < argc ? "give one trace file" : "no trace file given");
 		*file = argv[++*i];
 		return 0;
 	}

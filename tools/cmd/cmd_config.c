@@ -34,7 +34,8 @@ static void usage(FILE *out)
 	             "Every key is described in docs/config.md.\n");
 }
 
-static const struct cli cli = {"config", "strobe config check [--on-demand] [FILE|-] | strobe config defaults"};
+static const struct cli cli = {"config",
+                               "strobe config check [--on-demand] [FILE|-] | strobe config defaults"};
 static const struct cli check_cli = {"config check", "strobe config check [--on-demand] [FILE|-]"};
 
 static int print_config(const struct strb_config *cfg)

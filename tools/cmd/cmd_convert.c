@@ -76,9 +76,9 @@ struct opts {
 
 struct conv {
 	const struct opts *o;
-	struct cj_writer cj; /* JSON out */
-	struct pfo *pf;      /* Perfetto out */
-	FILE *in;            /* IN when read from a stream twice, else NULL */
+	struct cj_writer cj;          /* JSON out */
+	struct pfo *pf;               /* Perfetto out */
+	FILE *in;                     /* IN when read from a stream twice, else NULL */
 	struct tr_stats st, names_st; /* of the pass that writes, and of the naming pass */
 	const struct tr_stats *cur;   /* the pass being read */
 	const char *pass;             /* its label in progress lines */
@@ -113,12 +113,12 @@ static void progress(struct conv *c, bool final)
 	const struct tr_stats *st = c->cur;
 	double mb = (double)st->file_bytes / 1e6;
 	if (c->in_total)
-		fprintf(stderr, "\rstrobe: convert: %s%.1f / %.1f MB read (%.0f%%), %llu events ", c->pass, mb,
-			(double)c->in_total / 1e6, 100.0 * (double)st->file_bytes / (double)c->in_total,
-			(unsigned long long)st->events);
+		fprintf(stderr, "\rstrobe: convert: %s%.1f / %.1f MB read (%.0f%%), %llu events ", c->pass,
+		        mb, (double)c->in_total / 1e6, 100.0 * (double)st->file_bytes / (double)c->in_total,
+		        (unsigned long long)st->events);
 	else
 		fprintf(stderr, "\rstrobe: convert: %s%.1f MB read, %llu events ", c->pass, mb,
-			(unsigned long long)st->events);
+		        (unsigned long long)st->events);
 	if (final)
 		fputc('\n', stderr);
 }
@@ -156,7 +156,7 @@ static int on_event(const struct tr_event *ev, void *arg)
 		/* A flow event binds to the complete event just before it on its row
 		 * (libkineto and strobe write it right after), and shares its fate. */
 		bound = c->last_x && c->last_row == row && ev->has_ts && ev->ts_ns >= c->last_ts &&
-			ev->ts_ns <= c->last_end;
+		        ev->ts_ns <= c->last_end;
 		keep = bound ? c->last_x_kept : category_kept(c, ev->cat);
 	} else {
 		keep = category_kept(c, ev->cat);
@@ -221,7 +221,8 @@ static FILE *rereadable_stdin(char *err, size_t errlen)
 	if (fd >= 0)
 		unlink(path);
 	if (!f) {
-		snprintf(err, errlen, "cannot save stdin to read it twice: %.300s: %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot save stdin to read it twice: %.300s: %s", path,
+		         strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -243,8 +244,8 @@ static FILE *rereadable_stdin(char *err, size_t errlen)
 	return f;
 }
 
-static int read_pass(struct conv *c, tr_event_cb ev, tr_member_cb member, struct tr_stats *st, const char *pass,
-		     char *err, size_t errlen)
+static int read_pass(struct conv *c, tr_event_cb ev, tr_member_cb member, struct tr_stats *st,
+                     const char *pass, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof(*st));
 	c->cur = st;
@@ -311,7 +312,8 @@ static int parse_args(int argc, char **argv, struct opts *o, bool *done)
 				return rc;
 			o->has_min_dur = true;
 		} else if (cli_opt(argc, argv, &i, "--categories", NULL, &v)) {
-			if ((rc = cli_text(&cli, "--categories", v, "a comma-separated list of categories", &v)) ||
+			if ((rc = cli_text(&cli, "--categories", v, "a comma-separated list of categories",
+			                   &v)) ||
 			    (rc = add_categories(o, v)))
 				return rc;
 		} else if (a[0] == '-' && a[1]) {
@@ -323,7 +325,8 @@ static int parse_args(int argc, char **argv, struct opts *o, bool *done)
 		}
 	}
 	if (nfiles < 2)
-		return cli_usage(&cli, "%s", nfiles ? "no output file given" : "no input or output file given");
+		return cli_usage(&cli, "%s",
+		                 nfiles ? "no output file given" : "no input or output file given");
 	o->in = files[0];
 	o->out = files[1];
 	return 0;
@@ -341,21 +344,23 @@ static void report(const struct conv *c)
 		members_dropped = ps->members_dropped;
 	}
 	fprintf(stderr, "strobe: wrote %s: %llu of %llu events", c->o->out, (unsigned long long)written,
-		(unsigned long long)c->st.events);
+	        (unsigned long long)c->st.events);
 	if (left_out)
 		fprintf(stderr, " (%llu left out)", (unsigned long long)left_out);
 	if (ps)
 		fprintf(stderr, ", %llu flows on their slices, %llu on instants of their own",
-			(unsigned long long)ps->flows_bound, (unsigned long long)ps->flows_unbound);
+		        (unsigned long long)ps->flows_bound, (unsigned long long)ps->flows_unbound);
 	fputc('\n', stderr);
 	uint64_t cut = c->st.truncated, dropped = c->st.dropped + members_dropped;
 	if (cut || dropped)
-		fprintf(stderr, "strobe: %s: %llu strings or values were cut at the reader's limits and %llu args or "
-				"members were dropped (docs/output-format.md)\n",
-			c->o->in, (unsigned long long)cut, (unsigned long long)dropped);
+		fprintf(stderr,
+		        "strobe: %s: %llu strings or values were cut at the reader's limits and %llu args or "
+		        "members were dropped (docs/output-format.md)\n",
+		        c->o->in, (unsigned long long)cut, (unsigned long long)dropped);
 	if (c->st.repaired)
-		fprintf(stderr, "strobe: %s: repaired %llu libkineto defects (unescaped quotes, nan/inf numbers)\n",
-			c->o->in, (unsigned long long)c->st.repaired);
+		fprintf(stderr,
+		        "strobe: %s: repaired %llu libkineto defects (unescaped quotes, nan/inf numbers)\n",
+		        c->o->in, (unsigned long long)c->st.repaired);
 }
 
 static int convert(struct conv *c)
@@ -365,9 +370,9 @@ static int convert(struct conv *c)
 	if (!perfetto && !ends_with(o->out, ".json") && !ends_with(o->out, ".json.gz") &&
 	    !ends_with(o->out, ".json.zst"))
 		return cli_usage(&cli,
-				 "%s: unknown output format; name it .json, .json.gz, .json.zst, .pftrace or "
-				 ".perfetto-trace",
-				 o->out);
+		                 "%s: unknown output format; name it .json, .json.gz, .json.zst, .pftrace or "
+		                 ".perfetto-trace",
+		                 o->out);
 	char err[512] = "";
 	if (perfetto && !strcmp(o->in, "-") && !(c->in = rereadable_stdin(err, sizeof(err))))
 		return cli_error(&cli, "%s", err);
@@ -390,7 +395,8 @@ static int convert(struct conv *c)
 		rc = rc ? (cj_abort(&c->cj), rc) : cj_finish(&c->cj);
 	}
 	if (rc)
-		return *err ? cli_error(&cli, "%s", err) : cli_error(&cli, "%s: %s", o->out, strobe_last_error());
+		return *err ? cli_error(&cli, "%s", err)
+		            : cli_error(&cli, "%s: %s", o->out, strobe_last_error());
 	report(c);
 	return 0;
 }

@@ -15,11 +15,11 @@
 
 #include "cmd/cli.h"
 #include "cmd/commands.h"
-#include "common/monotonic.h"
 #include "common/error.h"
 #include "common/jbuf.h"
-#include "strobe/strobe.h"
+#include "common/monotonic.h"
 #include "read/trace_reader.h"
+#include "strobe/strobe.h"
 #include "write/chrome_json.h"
 
 #define PID_STRIDE  10000 /* rank N's processes are N * PID_STRIDE + 1, + 2, ... */
@@ -92,7 +92,7 @@ struct input {
 	size_t last_proc; /* find_proc's last answer: events come in runs of one pid */
 	int64_t min_id, max_id;
 	bool has_id;
-	uint64_t id_shift; /* added to every integer id, modulo 2^64 */
+	uint64_t id_shift;  /* added to every integer id, modulo 2^64 */
 	char id_prefix[32]; /* "r<N>:", before ids that are not integers */
 	uint64_t json_bytes, events;
 };
@@ -535,8 +535,10 @@ static int write_merged(struct merge *m, const char *out)
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		m->cur = &m->in[i];
 		m->cur_index = i;
-		m->edit = (struct cj_edit){.set_pid = true, .ts_shift_ns = shift_of(m, m->cur),
-					   .id_shift = m->cur->id_shift, .id_prefix = m->cur->id_prefix};
+		m->edit = (struct cj_edit){.set_pid = true,
+		                           .ts_shift_ns = shift_of(m, m->cur),
+		                           .id_shift = m->cur->id_shift,
+		                           .id_prefix = m->cur->id_prefix};
 		snprintf(m->cur->id_prefix, sizeof(m->cur->id_prefix), "r%" PRId64 ":", m->cur->rank);
 		if (m->progress)
 			progress(m, NULL);
@@ -597,8 +599,9 @@ int cmd_merge(int argc, char **argv)
 		const char *a = argv[i], *v;
 		if (!strcmp(a, "-")) {
 			/* Each input is read twice (names and members first). */
-			rc = cli_usage(&cli, "'-' (stdin) cannot be an input: merge reads each file twice; save it "
-					     "to a file first");
+			rc = cli_usage(&cli,
+			               "'-' (stdin) cannot be an input: merge reads each file twice; save it "
+			               "to a file first");
 		} else if (opts_done || a[0] != '-') {
 			m.in[m.n++] = (struct input){.path = a, .world = -1};
 		} else if (cli_is_help(a)) {

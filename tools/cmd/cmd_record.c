@@ -23,20 +23,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/record_summary.h"
 #include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/config.h"
 #include "common/fdguard.h"
-#include "common/record_path.h"
 #include "common/monotonic.h"
-#include "analysis/record_summary.h"
+#include "common/record_path.h"
 #include "strobe/strobe.h"
 
 /* How long strobe record waits for traces after asking for them, and for
  * the reports of children still running after the first process ended. */
 #define FINISH_WAIT_MS 30000
-#define DRAIN_WAIT_MS 2000
-#define MAX_PROCS 4096
+#define DRAIN_WAIT_MS  2000
+#define MAX_PROCS      4096
 /* --strict: the exit status when the program succeeded but its trace (or
  * another process's) was not written. */
 #define STRICT_STATUS 3
@@ -222,8 +222,8 @@ struct proc {
 struct run {
 	struct proc procs[MAX_PROCS];
 	size_t nprocs;
-	int sock;  /* -1 once every process closed its end */
-	int sfd;   /* the signalfd */
+	int sock; /* -1 once every process closed its end */
+	int sfd;  /* the signalfd */
 	pid_t child;
 	bool quiet, exited, killed;
 	int status;
@@ -327,8 +327,8 @@ static void ask_finish(struct run *r)
 	for (size_t i = 0; i < n && r->sock >= 0; i++)
 		send(r->sock, "finish", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n && !r->quiet)
-		fprintf(stderr, "strobe: record: asking %zu process%s to write %s trace...\n", n, n == 1 ? "" : "es",
-			n == 1 ? "its" : "their");
+		fprintf(stderr, "strobe: record: asking %zu process%s to write %s trace...\n", n,
+		        n == 1 ? "" : "es", n == 1 ? "its" : "their");
 	wait_reports(r, FINISH_WAIT_MS);
 }
 
@@ -357,8 +357,8 @@ static void on_signal(struct run *r, const struct signalfd_siginfo *si)
 	if (r->exited)
 		return;
 	if (r->nsignals++) {
-		fprintf(stderr, "strobe: record: SIG%s again: killing %s (pid %d) with SIGKILL\n", sigabbrev_np(sig),
-			r->program, (int)r->child);
+		fprintf(stderr, "strobe: record: SIG%s again: killing %s (pid %d) with SIGKILL\n",
+		        sigabbrev_np(sig), r->program, (int)r->child);
 		kill(r->child, SIGKILL);
 		r->killed = true;
 		return;
@@ -368,8 +368,9 @@ static void on_signal(struct run *r, const struct signalfd_siginfo *si)
 	if (si->ssi_code != SI_KERNEL && !r->killed && !r->exited) {
 		kill(r->child, sig);
 		if (!r->quiet)
-			fprintf(stderr, "strobe: record: SIG%s passed on to %s (pid %d); send it again to kill it\n",
-				sigabbrev_np(sig), r->program, (int)r->child);
+			fprintf(stderr,
+			        "strobe: record: SIG%s passed on to %s (pid %d); send it again to kill it\n",
+			        sigabbrev_np(sig), r->program, (int)r->child);
 	}
 }
 
@@ -475,8 +476,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if ((rc = cli_duration(&cli, "--duration", v, &o->duration_ns)))
 				return rc;
 		} else if (cli_opt(argc, argv, &i, "--activities", NULL, &v)) {
-			if ((rc = cli_text(&cli, "--activities", v, "a comma-separated list of activity types",
-					   &o->activities)))
+			if ((rc = cli_text(&cli, "--activities", v,
+			                   "a comma-separated list of activity types", &o->activities)))
 				return rc;
 		} else if (cli_opt(argc, argv, &i, "--config", NULL, &v)) {
 			if ((rc = cli_text(&cli, "--config", v, "a file name", &o->config_file)))
@@ -502,7 +503,8 @@ static char *build_config(const struct opts *o)
 {
 	struct text t = {0};
 	if (o->config_file && !read_file(o->config_file, &t)) {
-		fprintf(stderr, "strobe: record: cannot read config file '%s': %s\n", o->config_file, strerror(errno));
+		fprintf(stderr, "strobe: record: cannot read config file '%s': %s\n", o->config_file,
+		        strerror(errno));
 		free(t.s);
 		return NULL;
 	}
@@ -558,8 +560,8 @@ static int run(struct opts *op)
 	int found = find_program(o.argv[0], prog, sizeof(prog));
 	if (found) {
 		fprintf(stderr, "strobe: record: cannot run '%s': %s\n", o.argv[0],
-			found == -ENOENT ? (strchr(o.argv[0], '/') ? "no such file" : "not found in PATH")
-					 : strerror(-found));
+		        found == -ENOENT ? (strchr(o.argv[0], '/') ? "no such file" : "not found in PATH")
+		                         : strerror(-found));
 		return found == -ENOENT ? 127 : 126;
 	}
 	char default_out[PATH_MAX];
@@ -589,8 +591,9 @@ static int run(struct opts *op)
 		return 2;
 	char inject[PATH_MAX];
 	if (!find_inject(inject)) {
-		fprintf(stderr, "strobe: record: libstrobe_inject.so not found next to this program or in its "
-				"library directory (set STROBE_INJECT_LIBRARY to its path)\n");
+		fprintf(stderr,
+		        "strobe: record: libstrobe_inject.so not found next to this program or in its "
+		        "library directory (set STROBE_INJECT_LIBRARY to its path)\n");
 		free(config);
 		return 2;
 	}
@@ -669,7 +672,8 @@ static int run(struct opts *op)
 	if (!o.quiet) {
 		fprintf(stderr, "strobe: %s ran %.3f s and ", o.argv[0], (double)wall_ms / 1000);
 		if (WIFSIGNALED(status))
-			fprintf(stderr, "was ended by signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+			fprintf(stderr, "was ended by signal %d (%s)\n", WTERMSIG(status),
+			        strsignal(WTERMSIG(status)));
 		else
 			fprintf(stderr, "exited with status %d\n", code);
 	}
@@ -683,8 +687,10 @@ static int run(struct opts *op)
 			continue;
 		p->state = P_WROTE;
 		if (!o.quiet)
-			fprintf(stderr, "strobe: pid %d closed the socket it reports on; its trace was found on disk\n",
-				(int)p->pid);
+			fprintf(
+			    stderr,
+			    "strobe: pid %d closed the socket it reports on; its trace was found on disk\n",
+			    (int)p->pid);
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = &r->procs[i];
@@ -696,28 +702,32 @@ static int run(struct opts *op)
 				fprintf(stderr, "strobe: trace of pid %d: %s\n", (int)p->pid, p->detail);
 		} else if (p->state == P_FAILED) {
 			failed++;
-			fprintf(stderr, "strobe: pid %d wrote no trace: %s\n", (int)p->pid, p->detail ? p->detail : "");
+			fprintf(stderr, "strobe: pid %d wrote no trace: %s\n", (int)p->pid,
+			        p->detail ? p->detail : "");
 		} else if (p->state == P_NOTHING) {
 			nothing++;
 		} else if (p->state == P_RUNNING) {
 			failed++;
-			fprintf(stderr, "strobe: pid %d has not written its trace (still running, or killed)\n",
-				(int)p->pid);
+			fprintf(stderr,
+			        "strobe: pid %d has not written its trace (still running, or killed)\n",
+			        (int)p->pid);
 		}
 	}
 	if (nothing && !o.quiet)
 		fprintf(stderr, "strobe: %zu other process%s recorded nothing and wrote no file\n", nothing,
-			nothing == 1 ? "" : "es");
+		        nothing == 1 ? "" : "es");
 	if (!r->nprocs)
-		fprintf(stderr, "strobe: record: the program never loaded strobe (statically linked, or it cleared "
-				"LD_PRELOAD?); no trace\n");
+		fprintf(stderr,
+		        "strobe: record: the program never loaded strobe (statically linked, or it cleared "
+		        "LD_PRELOAD?); no trace\n");
 	else if (!written)
 		fprintf(stderr, "strobe: record: no trace was written\n");
 	if (root_trace && !o.quiet)
 		record_summary(root_trace, wall_ms * 1000000, stderr);
 	if (o.strict && code == 0 && (!root_trace || failed)) {
 		fprintf(stderr, "strobe: record: --strict: %s; exit status %d\n",
-			!root_trace ? "the program's trace was not written" : "a trace was not written", STRICT_STATUS);
+		        !root_trace ? "the program's trace was not written" : "a trace was not written",
+		        STRICT_STATUS);
 		code = STRICT_STATUS;
 	}
 	for (size_t i = 0; i < r->nprocs; i++)

@@ -72,7 +72,8 @@ int cmd_report(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (cli_opt(argc, argv, &i, "--output", "-o", &val)) {
-			if ((rc = cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
+			if ((rc =
+			         cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
 				return rc;
 		} else if (cli_opt(argc, argv, &i, "--top", NULL, &val)) {
 			int64_t n;

@@ -222,7 +222,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		if (done)
 			continue;
 		if (cli_opt(argc, argv, &i, "--pid", NULL, &v)) {
-			if ((rc = cli_text(&cli, "--pid", v, "a list of process ids", &v)) || (rc = parse_pids(o, v)))
+			if ((rc = cli_text(&cli, "--pid", v, "a list of process ids", &v)) ||
+			    (rc = parse_pids(o, v)))
 				return rc;
 			continue;
 		}
@@ -246,9 +247,8 @@ static int check_args(struct opts *o)
 			return cli_usage(&cli, "--signal needs --pid");
 		if (o->duration_ms >= 0 || o->iterations >= 0 || o->log_file || o->start_time >= 0 ||
 		    o->warmup_secs >= 0 || o->trace_id || o->config_file)
-			return cli_usage(&cli,
-			                 "--signal carries no config: the process uses its base config "
-			                 "(STROBE_CONFIG); drop the trace options");
+			return cli_usage(&cli, "--signal carries no config: the process uses its base config "
+			                       "(STROBE_CONFIG); drop the trace options");
 	}
 	if (o->log_file && strchr(o->log_file, '\n'))
 		return cli_usage(&cli, "--log-file must not contain a newline");
@@ -402,12 +402,14 @@ static int unreachable_pid(int pid)
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &st) == 0)
 		fprintf(stderr,
-		        "strobe: pid %d exists but belongs to another user (uid %u); a process takes requests from "
+		        "strobe: pid %d exists but belongs to another user (uid %u); a process takes "
+		        "requests from "
 		        "its own user or root only\n",
 		        pid, (unsigned)st.st_uid);
 	else
 		fprintf(stderr,
-		        "strobe: pid %d exists but belongs to another user; a process takes requests from its own "
+		        "strobe: pid %d exists but belongs to another user; a process takes requests from "
+		        "its own "
 		        "user or root only\n",
 		        pid);
 	return 1;

@@ -12,29 +12,29 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
-	{"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
-	{"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
-	{"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
-	{"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
-	{"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
-	{"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
+    {"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
+    {"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
+    {"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
+    {"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
+    {"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
+    {"summary", cmd_summary, "summarise a trace file: top names, self time, counts, drops"},
+    {"trigger", cmd_trigger, "start an on-demand trace in running processes (daemon, direct or signal)"},
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: strobe <command> [options]\n"
-		     "       strobe help [<command>] | --version\n\n"
-		     "strobe is a low-overhead GPU and CPU timeline profiler. Commands:\n\n");
+	             "       strobe help [<command>] | --version\n\n"
+	             "strobe is a low-overhead GPU and CPU timeline profiler. Commands:\n\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'strobe help <command>' (or 'strobe <command> --help') for a command's options.\n"
-		     "Examples:\n"
-		     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
-		     "  strobe config check /etc/libkineto.conf\n"
-		     "  strobe summary trace.json.gz\n"
-		     "  strobe report trace.json -o report.html\n"
-		     "  strobe convert trace.json trace.pftrace\n");
+	             "Examples:\n"
+	             "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
+	             "  strobe config check /etc/libkineto.conf\n"
+	             "  strobe summary trace.json.gz\n"
+	             "  strobe report trace.json -o report.html\n"
+	             "  strobe convert trace.json trace.pftrace\n");
 }
 
 static const struct command *find(const char *name)

@@ -16,13 +16,13 @@
 
 #include "common/pf_fields.h"
 
-#define MAX_PACKET   (256u << 20) /* a longer packet is taken for a corrupt file */
-#define MAX_IID      (1u << 22)   /* interned ids are small and dense */
-#define MAX_SEQ      64           /* packet sequences with their own state */
-#define STREAM_LANE  (INT64_C(1) << 40) /* strobe's overlap rows: lane k of stream s is k * 2^40 + s */
-#define CUSTOM_TID   (INT64_C(1) << 50) /* tids given to tracks that have none */
+#define MAX_PACKET     (256u << 20)       /* a longer packet is taken for a corrupt file */
+#define MAX_IID        (1u << 22)         /* interned ids are small and dense */
+#define MAX_SEQ        64                 /* packet sequences with their own state */
+#define STREAM_LANE    (INT64_C(1) << 40) /* strobe's overlap rows: lane k of stream s is k * 2^40 + s */
+#define CUSTOM_TID     (INT64_C(1) << 50) /* tids given to tracks that have none */
 #define METADATA_TRACK "Trace metadata"
-#define PACKET_TAG   (PF_TRACE_PACKET << 3 | PF_WT_LEN) /* 0x0a */
+#define PACKET_TAG     (PF_TRACE_PACKET << 3 | PF_WT_LEN) /* 0x0a */
 
 /* ---- protobuf --------------------------------------------------------- */
 
@@ -168,7 +168,7 @@ struct tr_pf {
 	uint64_t pkt_offset; /* where the current packet starts */
 
 	struct seq seqs[MAX_SEQ];
-	size_t interned; /* bytes the interning tables hold (INTERN_BUDGET) */
+	size_t interned;           /* bytes the interning tables hold (INTERN_BUDGET) */
 	int64_t global_offset[16]; /* builtin clocks: CLOCK_REALTIME - clock */
 	bool global_known[16];
 
@@ -256,7 +256,8 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3fu);
 	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
 		return 0;
 	return len;
 }
@@ -474,7 +475,7 @@ static void put_ident(struct tr_ident *id, int64_t v)
 }
 
 static void add_pair(struct tr_pf *p, struct tr_pair *arr, unsigned *n, unsigned max, const char *key,
-		     const char *value)
+                     const char *value)
 {
 	if (*n >= max) {
 		p->st->dropped++;
@@ -521,7 +522,7 @@ static void place(struct tr_pf *p, const struct track *t)
 /* An "M" event, as strobe's JSON has them: what (process_name, ...) for
  * (pid, tid), with one arg whose value is JSON text. */
 static int meta_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, const char *arg_key,
-		      const char *json)
+                      const char *json)
 {
 	tr_event_reset(p->ev, p->pkt_offset);
 	strcpy(p->ev->ph, "M");
@@ -534,7 +535,7 @@ static int meta_event(struct tr_pf *p, const char *what, int64_t pid, int64_t ti
 
 /* A name event: the value as a JSON string. */
 static int name_event(struct tr_pf *p, const char *what, int64_t pid, int64_t tid, const char *arg_key,
-		      const char *value)
+                      const char *value)
 {
 	struct sbuf j = {0};
 	sb_json(&j, (const unsigned char *)value, strlen(value));
@@ -542,7 +543,6 @@ static int name_event(struct tr_pf *p, const char *what, int64_t pid, int64_t ti
 	free(j.s);
 	return rc;
 }
-
 
 /* A double as JSON: non-finite values as the strings the JSON reader
  * makes of libkineto's bare nan and inf. */
@@ -699,10 +699,10 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 	struct pb b = sub(f);
 	struct field x;
 	while (next_field(&b, &x, bad)) {
-		struct table *t = x.num == PF_ID_CATEGORIES       ? &sq->cats
-				 : x.num == PF_ID_NAMES           ? &sq->names
-				 : x.num == PF_ID_ANNOTATION_NAMES ? &sq->keys
-								   : NULL;
+		struct table *t = x.num == PF_ID_CATEGORIES         ? &sq->cats
+		                  : x.num == PF_ID_NAMES            ? &sq->names
+		                  : x.num == PF_ID_ANNOTATION_NAMES ? &sq->keys
+		                                                    : NULL;
 		if (!t || x.wt != PF_WT_LEN)
 			continue;
 		struct pb e = sub(&x);
@@ -718,8 +718,9 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 		}
 		int rc = name ? table_put(t, iid, name, len, &p->interned) : 0;
 		if (rc == -E2BIG)
-			return fail(p, -EBADMSG, "interned strings past %zu MiB at byte %" PRIu64 " (corrupt file?)",
-				    INTERN_BUDGET >> 20, p->pkt_offset);
+			return fail(p, -EBADMSG,
+			            "interned strings past %zu MiB at byte %" PRIu64 " (corrupt file?)",
+			            INTERN_BUDGET >> 20, p->pkt_offset);
 		if (rc)
 			return fail(p, -ENOMEM, "out of memory");
 	}
@@ -786,7 +787,8 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 					pname = y.at, pname_len = y.len;
 				else if (x.num == PF_TD_THREAD && y.num == PF_THD_NAME && y.wt == PF_WT_LEN)
 					tname = y.at, tname_len = y.len;
-				else if (x.num == PF_TD_PROCESS && y.num == PF_PD_LABELS && y.wt == PF_WT_LEN) {
+				else if (x.num == PF_TD_PROCESS && y.num == PF_PD_LABELS &&
+				         y.wt == PF_WT_LEN) {
 					if (labels.len)
 						sb_add(&labels, ",", 1);
 					sb_text(&labels, y.at, y.len);
@@ -815,8 +817,10 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	t->thread = thread;
 	t->counter = counter;
 	free(t->name);
-	t->name = name ? dup_n(name, name_len)
-		       : pname ? dup_n(pname, pname_len) : tname ? dup_n(tname, tname_len) : dup_n((const unsigned char *)"", 0);
+	t->name = name    ? dup_n(name, name_len)
+	          : pname ? dup_n(pname, pname_len)
+	          : tname ? dup_n(tname, tname_len)
+	                  : dup_n((const unsigned char *)"", 0);
 	t->named = true;
 	t->metadata = !parent && !process && !thread && t->name && !strcmp(t->name, METADATA_TRACK);
 	if (process || thread)
@@ -836,8 +840,8 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 	if (!rc && has_sort && (process || thread)) {
 		char num[32];
 		snprintf(num, sizeof(num), "%" PRId64, sort);
-		rc = meta_event(p, process ? "process_sort_index" : "thread_sort_index", pid, process ? 0 : tid,
-				"sort_index", num);
+		rc = meta_event(p, process ? "process_sort_index" : "thread_sort_index", pid,
+		                process ? 0 : tid, "sort_index", num);
 	}
 	if (!rc && !process && !counter && !t->metadata)
 		rc = name_event(p, "thread_name", track_pid(p, t), t->tid, "name", t->name);
@@ -876,7 +880,7 @@ static int flow_event(struct tr_pf *p, const struct track *t, int64_t ts, uint64
  * before the first event. */
 /* The flows that start (out) and end (in) on an event of t at ts. */
 static int flows(struct tr_pf *p, const struct track *t, int64_t ts, const uint64_t *out, size_t nout,
-		 const uint64_t *in, size_t nin)
+                 const uint64_t *in, size_t nin)
 {
 	int rc = 0;
 	for (size_t i = 0; i < nout && !rc; i++)
@@ -939,7 +943,8 @@ static int end_slice(struct tr_pf *p, struct track *t, int64_t ts)
 	return rc;
 }
 
-static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, bool has_ts, int64_t ts, bool *bad)
+static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, bool has_ts, int64_t ts,
+                       bool *bad)
 {
 	struct pb b = sub(f);
 	struct field x;
@@ -1030,7 +1035,7 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 	switch (type) {
 	case PF_TYPE_SLICE_BEGIN: {
 		size_t bytes = sizeof(struct open_slice) + strlen(nm) + 1 + cats.len + 1 + kv.len +
-			       (nout + nin) * sizeof(uint64_t);
+		               (nout + nin) * sizeof(uint64_t);
 		if (t->cut || t->nopen >= TR_PF_OPEN_DEPTH || p->open_all >= TR_PF_OPEN_MAX ||
 		    p->open_bytes + bytes > TR_PF_OPEN_BYTES) {
 			/* Held no more: neither this begin nor, once it comes, its end. */
@@ -1049,8 +1054,12 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 			t->open_cap = cap;
 		}
 		struct open_slice *s = &t->open[t->nopen++];
-		*s = (struct open_slice){
-		    .ts = ts, .offset = p->pkt_offset, .nargs = nargs, .nout = nout, .nin = nin, .bytes = bytes};
+		*s = (struct open_slice){.ts = ts,
+		                         .offset = p->pkt_offset,
+		                         .nargs = nargs,
+		                         .nout = nout,
+		                         .nin = nin,
+		                         .bytes = bytes};
 		s->name = strdup(nm);
 		s->cat = strdup(cats.len ? cats.s : "");
 		s->args = kv.s;
@@ -1215,13 +1224,13 @@ bool tr_pf_detect(const unsigned char *m, size_t n)
 	return tag && (k + len == n || m[k + len] == PACKET_TAG);
 }
 
-
-struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats, const char *label,
-			char *err, size_t errlen)
+struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats,
+                        const char *label, char *err, size_t errlen)
 {
 	struct tr_pf *p = calloc(1, sizeof(*p));
 	if (p)
-		*p = (struct tr_pf){.h = h, .ev = ev, .st = stats, .label = label, .err = err, .errlen = errlen};
+		*p = (struct tr_pf){
+		    .h = h, .ev = ev, .st = stats, .label = label, .err = err, .errlen = errlen};
 	return p;
 }
 
@@ -1233,7 +1242,8 @@ int tr_pf_feed(struct tr_pf *p, const unsigned char *data, size_t n)
 		case 0:
 			p->pkt_offset = p->offset + i;
 			if (data[i] != PACKET_TAG)
-				return fail(p, -EBADMSG, "not a Perfetto trace packet at byte %" PRIu64, p->pkt_offset);
+				return fail(p, -EBADMSG, "not a Perfetto trace packet at byte %" PRIu64,
+				            p->pkt_offset);
 			i++;
 			p->stage = 1;
 			p->len_acc = 0;
@@ -1245,12 +1255,15 @@ int tr_pf_feed(struct tr_pf *p, const unsigned char *data, size_t n)
 			p->len_shift += 7;
 			if (c & 0x80) {
 				if (p->len_shift >= 63)
-					return fail(p, -EBADMSG, "bad packet length at byte %" PRIu64, p->pkt_offset);
+					return fail(p, -EBADMSG, "bad packet length at byte %" PRIu64,
+					            p->pkt_offset);
 				break;
 			}
 			if (p->len_acc > MAX_PACKET)
-				return fail(p, -EBADMSG, "a packet of %" PRIu64 " bytes at byte %" PRIu64 " (corrupt file?)",
-					    p->len_acc, p->pkt_offset);
+				return fail(p, -EBADMSG,
+				            "a packet of %" PRIu64 " bytes at byte %" PRIu64
+				            " (corrupt file?)",
+				            p->len_acc, p->pkt_offset);
 			p->pkt_len = (size_t)p->len_acc;
 			p->pkt_have = 0;
 			if (p->pkt_len > p->pkt_cap) {
@@ -1294,7 +1307,7 @@ int tr_pf_finish(struct tr_pf *p)
 		return p->status;
 	if (p->stage)
 		return fail(p, -EBADMSG, "truncated: the file ends inside the packet at byte %" PRIu64,
-			    p->pkt_offset);
+		            p->pkt_offset);
 	/* Slices never ended are not written, and counted (those past the
 	 * limits were counted when they began). */
 	for (size_t i = 0; i < p->tracks_cap; i++)

@@ -39,8 +39,8 @@ bool tr_pf_detect(const unsigned char *m, size_t n);
 
 /* ev is the caller's event buffer, handed to h's callbacks; stats counts
  * events, cuts and drops; messages go to err, prefixed with label. */
-struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats, const char *label,
-			char *err, size_t errlen);
+struct tr_pf *tr_pf_new(const struct tr_handler *h, struct tr_event *ev, struct tr_stats *stats,
+                        const char *label, char *err, size_t errlen);
 /* The next n bytes of the file. Returns 0, a callback's nonzero value,
  * -EBADMSG for a malformed file or -ENOMEM, with err set for the last two. */
 int tr_pf_feed(struct tr_pf *p, const unsigned char *data, size_t n);

@@ -92,10 +92,10 @@ struct reader {
 	yajl_gen gen;
 	uint64_t json_base; /* JSON bytes before the chunk being parsed */
 	struct fix fix;
-	size_t chunk_len;   /* bytes of repaired text handed to yajl in this chunk */
-	int root;           /* 0 until the top-level value opens, then '{' or '[' */
-	int depth;          /* containers open, not counting captured values */
-	int events_depth;   /* depth inside traceEvents, 0 when outside */
+	size_t chunk_len; /* bytes of repaired text handed to yajl in this chunk */
+	int root;         /* 0 until the top-level value opens, then '{' or '[' */
+	int depth;        /* containers open, not counting captured values */
+	int events_depth; /* depth inside traceEvents, 0 when outside */
 	bool seen_events;
 	char key[TR_SHORT_MAX];
 	enum field field;
@@ -822,7 +822,8 @@ static int parse_failure(struct reader *r, yajl_status st, const unsigned char *
 	unsigned long long off = at_end ? r->json_base : json_offset(r);
 	unsigned char *raw = yajl_get_error(r->yh, 0, text, n);
 	char msg[256];
-	tr_copy_text(msg, sizeof(msg), raw ? (const char *)raw : "parse error", raw ? strlen((char *)raw) : 11);
+	tr_copy_text(msg, sizeof(msg), raw ? (const char *)raw : "parse error",
+	             raw ? strlen((char *)raw) : 11);
 	if (raw)
 		yajl_free_error(r->yh, raw);
 	size_t ml = strlen(msg);
@@ -946,13 +947,14 @@ static int closes_string(const struct fix *f, const char *p, const char *e, bool
 
 static bool word_char(char ch)
 {
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-	       ch == '+' || ch == '.';
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '+' || ch == '.';
 }
 
 static bool non_finite(const char *w, size_t n)
 {
-	static const char *const words[] = {"nan", "-nan", "NaN", "-NaN", "inf", "-inf", "Infinity", "-Infinity"};
+	static const char *const words[] = {"nan", "-nan", "NaN",      "-NaN",
+	                                    "inf", "-inf", "Infinity", "-Infinity"};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strlen(words[i]) == n && !memcmp(words[i], w, n))
 			return true;
@@ -962,14 +964,16 @@ static bool non_finite(const char *w, size_t n)
 /* Bytes outside strings that the repair must look at: structure, quotes
  * and the letters that start a bare word. */
 static const bool fix_special[256] = {
-    ['"'] = true, ['{'] = true, ['}'] = true, ['['] = true, [']'] = true, [','] = true, [':'] = true,
-    ['-'] = true, ['+'] = true, ['a' ... 'z'] = true, ['A' ... 'Z'] = true,
+    ['"'] = true, ['{'] = true, ['}'] = true, ['['] = true,         [']'] = true,         [','] = true,
+    [':'] = true, ['-'] = true, ['+'] = true, ['a' ... 'z'] = true, ['A' ... 'Z'] = true,
 };
 
 /* Bytes inside a string that need a decision: its end, an escape, and
  * control bytes JSON does not allow there. */
 static const bool str_special[256] = {
-    [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
+    [0 ... 0x1f] = true,
+    ['"'] = true,
+    ['\\'] = true,
 };
 
 /* The quote that ends the current string has been written. */
@@ -1112,7 +1116,8 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 				p++;
 			} else if ((unsigned char)ch < 0x20) {
 				static const char hex[] = "0123456789abcdef";
-				const char esc[6] = {'\\', 'u', '0', '0', hex[(unsigned char)ch >> 4], hex[ch & 15]};
+				const char esc[6] = {'\\',        'u', '0', '0', hex[(unsigned char)ch >> 4],
+				                     hex[ch & 15]};
 				f->out[o++] = '\\';
 				for (int i = 1; i < 6; i++)
 					if (!fix_insert(r, &o, esc[i]))

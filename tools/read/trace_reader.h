@@ -36,14 +36,14 @@
 /* Limits on what one event keeps. Longer strings are cut (at a UTF-8
  * character boundary) and counted in tr_stats.truncated; the names are
  * generous because demangled kernel names run to thousands of bytes. */
-#define TR_NAME_MAX   8192       /* name, with its NUL */
-#define TR_SHORT_MAX  256        /* ph, cat, pid/tid/id text, member keys */
-#define TR_VALUE_MAX  16384      /* one arg or extra member as compact JSON */
-#define TR_ARGS_MAX   128        /* args kept per event; the rest are dropped and counted */
-#define TR_EXTRA_MAX  8          /* other event members kept ("s", "bp", "id2", ...) */
-#define TR_MEMBER_MAX (1u << 20) /* a top-level member's JSON text */
+#define TR_NAME_MAX   8192          /* name, with its NUL */
+#define TR_SHORT_MAX  256           /* ph, cat, pid/tid/id text, member keys */
+#define TR_VALUE_MAX  16384         /* one arg or extra member as compact JSON */
+#define TR_ARGS_MAX   128           /* args kept per event; the rest are dropped and counted */
+#define TR_EXTRA_MAX  8             /* other event members kept ("s", "bp", "id2", ...) */
+#define TR_MEMBER_MAX (1u << 20)    /* a top-level member's JSON text */
 #define TR_STRING_MAX TR_MEMBER_MAX /* one JSON string, as read: the rest is never kept anywhere */
-#define TR_WORD_MAX   4096u      /* a number or bare word; longer is malformed JSON */
+#define TR_WORD_MAX   4096u         /* a number or bare word; longer is malformed JSON */
 
 /* Perfetto slices begun and not yet ended that the reader holds: per track
  * and in all, and the bytes of their names and args. A begin past a limit
@@ -126,8 +126,8 @@ struct tr_stats {
 	uint64_t bad_times;  /* ts or dur numbers that do not fit in int64 ns */
 	uint64_t repaired;   /* libkineto defects repaired: quotes inside strings, nan/inf, control bytes */
 	uint64_t negative_durs; /* "dur" values below 0 (kept as read; a slice's end before its begin) */
-	uint64_t unended;    /* Perfetto slices begun and never ended: not written */
-	uint64_t open_cut;   /* Perfetto slices begun past the TR_PF_OPEN_* limits: not written */
+	uint64_t unended;       /* Perfetto slices begun and never ended: not written */
+	uint64_t open_cut;      /* Perfetto slices begun past the TR_PF_OPEN_* limits: not written */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.

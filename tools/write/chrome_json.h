@@ -59,7 +59,8 @@ struct strb_jbuf *cj_member_begin(struct cj_writer *w, const char *key);
 void cj_event(struct cj_writer *w, const struct tr_event *ev, const struct cj_edit *edit);
 /* A metadata event {"ph": "M", "name": what, "ts": 0, "pid": pid, "tid": 0,
  * "args": {key: str}}, or {key: num} when str is NULL. */
-void cj_meta(struct cj_writer *w, const char *what, int64_t pid, const char *key, const char *str, int64_t num);
+void cj_meta(struct cj_writer *w, const char *what, int64_t pid, const char *key, const char *str,
+             int64_t num);
 
 /* A time member's value: ns as microseconds with three decimals, negative
  * ones too. */

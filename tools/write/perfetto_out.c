@@ -101,8 +101,10 @@ static unsigned hex4(const char *s)
 	unsigned v = 0;
 	for (int i = 0; i < 4; i++) {
 		char ch = s[i];
-		v = v * 16 + (unsigned)(ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-						 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : 0);
+		v = v * 16 + (unsigned)(ch >= '0' && ch <= '9'   ? ch - '0'
+		                        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+		                        : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+		                                                 : 0);
 	}
 	return v;
 }
@@ -163,8 +165,13 @@ static bool non_finite_word(const char *s, double *v)
 	static const struct {
 		const char *w;
 		double v;
-	} words[] = {{"nan", NAN}, {"-nan", NAN}, {"NaN", NAN}, {"inf", INFINITY}, {"Infinity", INFINITY},
-		     {"-inf", -INFINITY}, {"-Infinity", -INFINITY}};
+	} words[] = {{"nan", NAN},
+	             {"-nan", NAN},
+	             {"NaN", NAN},
+	             {"inf", INFINITY},
+	             {"Infinity", INFINITY},
+	             {"-inf", -INFINITY},
+	             {"-Infinity", -INFINITY}};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
 		if (!strcmp(s, words[i].w)) {
 			*v = words[i].v;
@@ -283,8 +290,8 @@ static uint64_t proc_track(struct pfo *c, int64_t pid)
 	struct row *p = row_of(c, false, pid, 0);
 	if (p && !p->uuid) {
 		p->uuid = strb_pfenc_uuid(c->pf);
-		strb_pfenc_process(c->pf, p->uuid, pid, p->name[0] ? p->name : NULL, p->label[0] ? p->label : NULL,
-				   p->sort);
+		strb_pfenc_process(c->pf, p->uuid, pid, p->name[0] ? p->name : NULL,
+		                   p->label[0] ? p->label : NULL, p->sort);
 	}
 	return p ? p->uuid : 0;
 }
@@ -315,7 +322,8 @@ static uint64_t pid_track(struct pfo *c, const struct tr_ident *pid)
 		uuid = strb_pfenc_uuid(c->pf);
 		if (strb_pfmap_put(&c->procs, key, uuid))
 			return oom(c), 0;
-		strb_pfenc_track(c->pf, uuid, 0, pid->kind == TR_ABSENT || !pid->text[0] ? "Global" : pid->text);
+		strb_pfenc_track(c->pf, uuid, 0,
+		                 pid->kind == TR_ABSENT || !pid->text[0] ? "Global" : pid->text);
 	}
 	return uuid;
 }
@@ -335,7 +343,9 @@ static uint64_t row_track(struct pfo *c, const struct tr_ident *pid, const struc
 		uuid = strb_pfenc_uuid(c->pf);
 		if (strb_pfmap_put(&c->rows, key, uuid))
 			return oom(c), 0;
-		const char *name = tid->text[0] ? tid->text : !numeric(pid) && pid->text[0] ? pid->text : "Global";
+		const char *name = tid->text[0]                    ? tid->text
+		                   : !numeric(pid) && pid->text[0] ? pid->text
+		                                                   : "Global";
 		strb_pfenc_track(c->pf, uuid, parent, name);
 	}
 	return uuid;
@@ -358,9 +368,15 @@ static void open_pf(struct pfo *c, int64_t first_ts)
 
 static void emit_slice(struct pfo *c, struct slice *s)
 {
-	struct strb_pf_event ev = {.type = STRB_PF_BEGIN, .track = s->track, .ts_ns = s->ts, .name = s->name,
-				   .category = s->cat, .args = s->args, .nargs = s->nargs,
-				   .flow_out = s->flow_out, .flow_in = s->flow_in};
+	struct strb_pf_event ev = {.type = STRB_PF_BEGIN,
+	                           .track = s->track,
+	                           .ts_ns = s->ts,
+	                           .name = s->name,
+	                           .category = s->cat,
+	                           .args = s->args,
+	                           .nargs = s->nargs,
+	                           .flow_out = s->flow_out,
+	                           .flow_in = s->flow_in};
 	strb_pfenc_event(c->pf, &ev);
 	struct strb_pf_event end = {.type = STRB_PF_END, .track = s->track, .ts_ns = s->end};
 	strb_pfenc_event(c->pf, &end);
@@ -396,7 +412,8 @@ static bool fill(struct pfo *c, struct slice *s, const struct tr_event *ev)
 
 static uint64_t flow_uuid(const struct tr_event *ev)
 {
-	uint64_t id = ev->id.kind == TR_NUMBER && ev->id.is_int ? (uint64_t)ev->id.num : strb_pfmap_str(ev->id.text);
+	uint64_t id =
+	    ev->id.kind == TR_NUMBER && ev->id.is_int ? (uint64_t)ev->id.num : strb_pfmap_str(ev->id.text);
 	if (!strcmp(ev->cat, "fwdbwd"))
 		return strb_output_flow_uuid(id, STROBE_FLOW_FWDBWD);
 	if (!strcmp(ev->cat, "ac2g"))
@@ -426,7 +443,7 @@ static void pf_counter(struct pfo *c, const struct tr_event *ev)
 				continue;
 		}
 		uint64_t key = strb_pfmap_key(strb_pfmap_key(ident_key(&ev->pid), strb_pfmap_str(ev->name)),
-					      strb_pfmap_str(p->key));
+		                              strb_pfmap_str(p->key));
 		uint64_t uuid = strb_pfmap_get(&c->counters, key);
 		if (!uuid) {
 			uuid = strb_pfenc_uuid(c->pf);
@@ -441,8 +458,8 @@ static void pf_counter(struct pfo *c, const struct tr_event *ev)
 				snprintf(name, sizeof(name), "%s %s", ev->name, p->key);
 			strb_pfenc_counter_track(c->pf, uuid, parent, name, ev->cat[0] ? ev->cat : NULL);
 		}
-		struct strb_pf_event ce = {.type = STRB_PF_COUNTER, .track = uuid, .ts_ns = add_sat(c->base, ev->ts_ns),
-					   .value = v};
+		struct strb_pf_event ce = {
+		    .type = STRB_PF_COUNTER, .track = uuid, .ts_ns = add_sat(c->base, ev->ts_ns), .value = v};
 		strb_pfenc_event(c->pf, &ce);
 	}
 	c->st.written++;
@@ -523,8 +540,11 @@ static void event(struct pfo *c, const struct tr_event *ev, bool bound)
 		}
 		/* Not right after its slice: an instant of its own carries it. */
 		flush_pending(c);
-		struct strb_pf_event in = {.type = STRB_PF_INSTANT, .track = row_track(c, &ev->pid, &ev->tid),
-					   .ts_ns = ts, .name = ev->name, .category = ev->cat};
+		struct strb_pf_event in = {.type = STRB_PF_INSTANT,
+		                           .track = row_track(c, &ev->pid, &ev->tid),
+		                           .ts_ns = ts,
+		                           .name = ev->name,
+		                           .category = ev->cat};
 		if (ph[0] == 'f')
 			in.flow_in = id;
 		else
@@ -622,7 +642,6 @@ static void pf_metadata(struct pfo *c)
 	free(args);
 }
 
-
 static int keep_member(struct pfo *c, const char *key, const char *json, size_t len, bool truncated)
 {
 	if (c->member_bytes + len > META_MAX_BYTES) {
@@ -650,7 +669,6 @@ static int keep_member(struct pfo *c, const char *key, const char *json, size_t 
 	c->member_bytes += len;
 	return 0;
 }
-
 
 /* ---- the interface ------------------------------------------------------------ */
 

@@ -12,19 +12,19 @@
 #include "backends/backend.h"
 #include "backends/cupti/cupti_state.h"
 #include "common/config.h"
+#include "common/log.h"
 #include "core/capture.h"
 #include "core/clock.h"
-#include "common/log.h"
 
-#define BUFFER_BYTES (4u << 20)
+#define BUFFER_BYTES       (4u << 20)
 #define STOP_FLUSH_WAIT_NS (100 * 1000000ll) /* normal flushes before the forced one */
 
 /* CUPTI does not follow a fork; neither does GPU capture. */
 static bool in_fork_child;
 
 struct strb_cupti_state strb_cupti = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.ready_tail = &strb_cupti.ready,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .ready_tail = &strb_cupti.ready,
 };
 
 /* CUPTI asks for ns: strobe's clock, scaled by its fixed nominal rate, so
@@ -42,7 +42,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	bool over = s->in_use >= s->max_buffers;
 	if (over && !s->stopped_early) {
 		s->stopped_early = true;
-		LOGW("GPU activity buffers exhausted (ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB); further records are dropped");
+		LOGW("GPU activity buffers exhausted (ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB); further records "
+		     "are dropped");
 	}
 	if (over && s->can_reject) {
 		s->counts.rejected_buffers++;
@@ -60,7 +61,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*size = *buffer ? BUFFER_BYTES : 0;
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid)
 {
 	(void)ctx;
 	(void)stream;
@@ -120,17 +122,19 @@ static bool correlation_hook(uint32_t which, const uint64_t *id)
 	/* The library stays loaded for good, so pops may come at any time. */
 	const struct strb_cupti_lib *lib = strb_cupti_load(NULL, 0);
 	CUpti_ExternalCorrelationKind kind =
-		which ? CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 : CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+	    which ? CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1 : CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 	if (!lib)
 		return false;
 	if (id)
-		return __atomic_load_n(&strb_cupti.active, __ATOMIC_ACQUIRE) && lib->cuptiActivityPushExternalCorrelationId(kind, *id) == CUPTI_SUCCESS;
+		return __atomic_load_n(&strb_cupti.active, __ATOMIC_ACQUIRE) &&
+		       lib->cuptiActivityPushExternalCorrelationId(kind, *id) == CUPTI_SUCCESS;
 	uint64_t last;
 	lib->cuptiActivityPopExternalCorrelationId(kind, &last);
 	return true;
 }
 
-static void CUPTIAPI subscriber_cb(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+static void CUPTIAPI subscriber_cb(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void *data)
 {
 	/* No domain is enabled: the subscription only holds CUPTI's one slot. */
 	(void)user;
@@ -149,10 +153,10 @@ static int take_subscriber_slot(char *why, size_t len)
 	char holder[256] = "";
 	if (lib->cuptiSubscribe_v2) {
 		CUpti_SubscriberParams p = {
-			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
-			.subscriberName = "strobe",
-			.oldSubscriberName = holder,
-			.oldSubscriberSize = sizeof(holder),
+		    .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+		    .subscriberName = "strobe",
+		    .oldSubscriberName = holder,
+		    .oldSubscriberSize = sizeof(holder),
 		};
 		r = lib->cuptiSubscribe_v2(&strb_cupti.subscriber, subscriber_cb, NULL, &p);
 	} else {
@@ -165,9 +169,11 @@ static int take_subscriber_slot(char *why, size_t len)
 	holder[sizeof(holder) - 1] = 0;
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		snprintf(why, len, "CUPTI is in use by %s",
-			 holder[0] ? holder : "another tool (Nsight Systems, Nsight Compute, a debugger or profiler)");
+		         holder[0] ? holder
+		                   : "another tool (Nsight Systems, Nsight Compute, a debugger or profiler)");
 	else
-		snprintf(why, len, "cuptiSubscribe failed: %s (no usable GPU or driver?)", strb_cupti_result(r));
+		snprintf(why, len, "cuptiSubscribe failed: %s (no usable GPU or driver?)",
+		         strb_cupti_result(r));
 	return -EBUSY;
 }
 
@@ -195,7 +201,8 @@ static void choose_kinds(uint64_t mask)
 		enable_kind(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 	if (mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_SYNC))
 		enable_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-	if (mask & (STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_EVENT) | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_SYNC)))
+	if (mask & (STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_EVENT) |
+	            STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_SYNC)))
 		enable_kind(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
 	if (mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME))
 		enable_kind(CUPTI_ACTIVITY_KIND_RUNTIME);
@@ -208,10 +215,11 @@ static void choose_kinds(uint64_t mask)
 static uint64_t gpu_types(void)
 {
 	static const enum strobe_activity_type types[] = {
-		STROBE_ACTIVITY_GPU_MEMCPY,   STROBE_ACTIVITY_GPU_MEMSET,   STROBE_ACTIVITY_CONCURRENT_KERNEL,
-		STROBE_ACTIVITY_CUDA_RUNTIME, STROBE_ACTIVITY_CUDA_DRIVER,  STROBE_ACTIVITY_CUDA_SYNC,
-		STROBE_ACTIVITY_CUDA_EVENT,   STROBE_ACTIVITY_OVERHEAD,     STROBE_ACTIVITY_EXTERNAL_CORRELATION,
-		STROBE_ACTIVITY_GPU_USER_ANNOTATION,
+	    STROBE_ACTIVITY_GPU_MEMCPY,           STROBE_ACTIVITY_GPU_MEMSET,
+	    STROBE_ACTIVITY_CONCURRENT_KERNEL,    STROBE_ACTIVITY_CUDA_RUNTIME,
+	    STROBE_ACTIVITY_CUDA_DRIVER,          STROBE_ACTIVITY_CUDA_SYNC,
+	    STROBE_ACTIVITY_CUDA_EVENT,           STROBE_ACTIVITY_OVERHEAD,
+	    STROBE_ACTIVITY_EXTERNAL_CORRELATION, STROBE_ACTIVITY_GPU_USER_ANNOTATION,
 	};
 	uint64_t m = 0;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
@@ -224,9 +232,10 @@ static void set_kinds(bool on)
 	const struct strb_cupti_lib *lib = strb_cupti.lib;
 	for (int i = 0; i < strb_cupti.kind_count; i++) {
 		CUptiResult r = on ? lib->cuptiActivityEnable(strb_cupti.kinds[i])
-				   : lib->cuptiActivityDisable(strb_cupti.kinds[i]);
+		                   : lib->cuptiActivityDisable(strb_cupti.kinds[i]);
 		if (r != CUPTI_SUCCESS && on)
-			LOGW("cuptiActivityEnable(kind %d) failed: %s", (int)strb_cupti.kinds[i], strb_cupti_result(r));
+			LOGW("cuptiActivityEnable(kind %d) failed: %s", (int)strb_cupti.kinds[i],
+			     strb_cupti_result(r));
 	}
 }
 
@@ -308,14 +317,16 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	 * large first-enable cost out of the trace. */
 	r = s->kind_count ? lib->cuptiActivityEnable(s->kinds[0]) : CUPTI_SUCCESS;
 	if (r != CUPTI_SUCCESS) {
-		snprintf(why, len, "cuptiActivityEnable failed: %s (no usable GPU or driver?)", strb_cupti_result(r));
+		snprintf(why, len, "cuptiActivityEnable failed: %s (no usable GPU or driver?)",
+		         strb_cupti_result(r));
 		s->kind_count = 0;
 		__atomic_store_n(&s->active, false, __ATOMIC_RELEASE);
 		release();
 		return -EIO;
 	}
 	set_kinds(true);
-	if ((mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_SYNC)) && lib->cuptiActivityEnableCudaEventDeviceTimestamps)
+	if ((mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_SYNC)) &&
+	    lib->cuptiActivityEnableCudaEventDeviceTimestamps)
 		lib->cuptiActivityEnableCudaEventDeviceTimestamps(1);
 	filter_noisy_apis();
 	strb_capture_set_correlation_hook(correlation_hook);
@@ -412,12 +423,12 @@ static void atfork_child(void)
 }
 
 const struct strb_backend strb_cupti_backend = {
-	.name = "CUDA (CUPTI)",
-	.prepare = prepare,
-	.start = start,
-	.stop = stop,
-	.toggle = toggle,
-	.process = process,
-	.release = release,
-	.atfork_child = atfork_child,
+    .name = "CUDA (CUPTI)",
+    .prepare = prepare,
+    .start = start,
+    .stop = stop,
+    .toggle = toggle,
+    .process = process,
+    .release = release,
+    .atfork_child = atfork_child,
 };

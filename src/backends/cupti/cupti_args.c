@@ -69,14 +69,16 @@ static uint32_t block_size(const CUpti_ActivityKernel9 *k)
 
 static bool same_shape(const struct strb_cupti_occ *e, const CUpti_ActivityKernel9 *k)
 {
-	return e->used && e->device == k->deviceId && e->regs == k->registersPerThread && e->block == block_size(k) &&
-	       e->static_smem == k->staticSharedMemory && e->dynamic_smem == k->dynamicSharedMemory;
+	return e->used && e->device == k->deviceId && e->regs == k->registersPerThread &&
+	       e->block == block_size(k) && e->static_smem == k->staticSharedMemory &&
+	       e->dynamic_smem == k->dynamicSharedMemory;
 }
 
-static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32_t static_smem, int32_t dynamic_smem)
+static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32_t static_smem,
+                           int32_t dynamic_smem)
 {
 	return strb_cupti_hash32(device * 31u + regs * 7919u + block * 104729u + (uint32_t)static_smem * 13u +
-				 (uint32_t)dynamic_smem);
+	                         (uint32_t)dynamic_smem);
 }
 
 /* The slot of k's shape in the table: its entry, or the empty slot where
@@ -84,8 +86,8 @@ static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32
 static struct strb_cupti_occ *occ_slot(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 *k)
 {
 	size_t j = shape_hash(k->deviceId, k->registersPerThread, block_size(k), k->staticSharedMemory,
-			      k->dynamicSharedMemory) &
-		   (x->occ_cap - 1);
+	                      k->dynamicSharedMemory) &
+	           (x->occ_cap - 1);
 	while (x->occ[j].used && !same_shape(&x->occ[j], k))
 		j = (j + 1) & (x->occ_cap - 1);
 	return &x->occ[j];
@@ -103,7 +105,8 @@ static bool occ_grow(struct strb_cupti_args *x)
 		const struct strb_cupti_occ *e = &x->occ[i];
 		if (!e->used)
 			continue;
-		size_t j = shape_hash(e->device, e->regs, e->block, e->static_smem, e->dynamic_smem) & (cap - 1);
+		size_t j =
+		    shape_hash(e->device, e->regs, e->block, e->static_smem, e->dynamic_smem) & (cap - 1);
 		while (n[j].used)
 			j = (j + 1) & (cap - 1);
 		n[j] = *e;
@@ -119,8 +122,11 @@ static void limiting_factors(char *out, size_t len, unsigned f)
 	static const struct {
 		unsigned bit;
 		const char *name;
-	} names[] = {{OCC_LIMIT_WARPS, "WARPS"}, {OCC_LIMIT_REGISTERS, "REGS"}, {OCC_LIMIT_SHARED_MEMORY, "SMEM"},
-		     {OCC_LIMIT_BLOCKS, "BLOCKS"}, {OCC_LIMIT_BARRIERS, "BARRIERS"}};
+	} names[] = {{OCC_LIMIT_WARPS, "WARPS"},
+	             {OCC_LIMIT_REGISTERS, "REGS"},
+	             {OCC_LIMIT_SHARED_MEMORY, "SMEM"},
+	             {OCC_LIMIT_BLOCKS, "BLOCKS"},
+	             {OCC_LIMIT_BARRIERS, "BARRIERS"}};
 	size_t n = 0;
 	out[0] = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -132,7 +138,7 @@ static void limiting_factors(char *out, size_t len, unsigned f)
 
 /* CUDA's own occupancy calculator (header-only) on the device's limits. */
 const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, struct strobe_trace *t,
-						 const CUpti_ActivityKernel9 *k)
+                                                  const CUpti_ActivityKernel9 *k)
 {
 	uint32_t dev = k->deviceId, block = block_size(k);
 	if (dev >= STRB_CUPTI_MAX_DEVICES || !x->occ_known[dev] || !block)
@@ -144,36 +150,45 @@ const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, str
 	}
 	const struct cudaOccDeviceProp *prop = &x->occ_prop[dev];
 	struct cudaOccFuncAttributes attr = {
-		.maxThreadsPerBlock = prop->maxThreadsPerBlock,
-		.numRegs = k->registersPerThread,
-		.sharedSizeBytes = k->staticSharedMemory,
-		.partitionedGCConfig = PARTITIONED_GC_OFF,
-		.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
-		.maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
-		.numBlockBarriers = 0, /* as libkineto's (C++ default) attributes: no barrier limit */
+	    .maxThreadsPerBlock = prop->maxThreadsPerBlock,
+	    .numRegs = k->registersPerThread,
+	    .sharedSizeBytes = k->staticSharedMemory,
+	    .partitionedGCConfig = PARTITIONED_GC_OFF,
+	    .shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
+	    .maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
+	    .numBlockBarriers = 0, /* as libkineto's (C++ default) attributes: no barrier limit */
 	};
 	/* C++'s default state; zero would be carveout 0, the least shared memory. */
-	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE, .carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT};
+	struct cudaOccDeviceState state = {.cacheConfig = CACHE_PREFER_NONE,
+	                                   .carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT};
 	struct cudaOccResult r;
 	memset(&r, 0, sizeof(r));
-	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block, k->dynamicSharedMemory) !=
-	    CUDA_OCC_SUCCESS)
+	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block,
+	                                            k->dynamicSharedMemory) != CUDA_OCC_SUCCESS)
 		return NULL;
 	char factors[64], json[512];
 	limiting_factors(factors, sizeof(factors), r.limitingFactors);
-	snprintf(json, sizeof(json),
-		 "{\"activeBlocksPerMultiprocessor\": %d, \"limitingFactors\": \"%s\", \"blockLimitRegs\": %d, "
-		 "\"blockLimitSharedMem\": %d, \"blockLimitWarps\": %d, \"blockLimitBlocks\": %d, "
-		 "\"blockLimitBarriers\": %d, \"allocatedRegistersPerBlock\": %d, "
-		 "\"allocatedSharedMemPerBlock\": %zu}",
-		 r.activeBlocksPerMultiprocessor, factors, r.blockLimitRegs, r.blockLimitSharedMem, r.blockLimitWarps,
-		 r.blockLimitBlocks, r.blockLimitBarriers, r.allocatedRegistersPerBlock, r.allocatedSharedMemPerBlock);
+	snprintf(
+	    json, sizeof(json),
+	    "{\"activeBlocksPerMultiprocessor\": %d, \"limitingFactors\": \"%s\", \"blockLimitRegs\": %d, "
+	    "\"blockLimitSharedMem\": %d, \"blockLimitWarps\": %d, \"blockLimitBlocks\": %d, "
+	    "\"blockLimitBarriers\": %d, \"allocatedRegistersPerBlock\": %d, "
+	    "\"allocatedSharedMemPerBlock\": %zu}",
+	    r.activeBlocksPerMultiprocessor, factors, r.blockLimitRegs, r.blockLimitSharedMem,
+	    r.blockLimitWarps, r.blockLimitBlocks, r.blockLimitBarriers, r.allocatedRegistersPerBlock,
+	    r.allocatedSharedMemPerBlock);
 	const char *interned = strb_trace_intern(t, json, strlen(json));
 	if (!interned || !occ_grow(x))
 		return NULL;
 	struct strb_cupti_occ *e = occ_slot(x, k);
-	*e = (struct strb_cupti_occ){true, dev, k->registersPerThread, block, k->staticSharedMemory,
-				     k->dynamicSharedMemory, r.activeBlocksPerMultiprocessor, interned};
+	*e = (struct strb_cupti_occ){true,
+	                             dev,
+	                             k->registersPerThread,
+	                             block,
+	                             k->staticSharedMemory,
+	                             k->dynamicSharedMemory,
+	                             r.activeBlocksPerMultiprocessor,
+	                             interned};
 	x->occ_used++;
 	return e;
 }
@@ -215,8 +230,8 @@ static void arg_dims(struct strb_cupti_argv *g, const char *key, int32_t x, int3
 
 /* The priority arg sits between them, as libkineto writes it (CUDA 13.1
  * kernels only: NULL elsewhere). */
-static void graph_and_channel(struct strb_cupti_argv *g, uint32_t graph, uint64_t node, const int32_t *priority,
-			      uint32_t channel, uint32_t channel_type)
+static void graph_and_channel(struct strb_cupti_argv *g, uint32_t graph, uint64_t node,
+                              const int32_t *priority, uint32_t channel, uint32_t channel_type)
 {
 	strb_cupti_arg_u(g, "graph id", graph);
 	strb_cupti_arg_u(g, "graph node id", node);
@@ -227,7 +242,7 @@ static void graph_and_channel(struct strb_cupti_argv *g, uint32_t graph, uint64_
 }
 
 void strb_cupti_placement(struct strb_cupti_argv *g, uint32_t device, uint32_t context, uint32_t stream,
-			  uint32_t corr)
+                          uint32_t corr)
 {
 	strb_cupti_arg_u(g, "device", device);
 	strb_cupti_arg_u(g, "context", context);
@@ -254,7 +269,8 @@ static void kernel(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 
 	float blocks = sms ? (float)((uint64_t)k->gridX * k->gridY * k->gridZ) / (float)sms : 0;
 	if (sms) {
 		strb_cupti_arg_f(g, "blocks per SM", blocks);
-		strb_cupti_arg_f(g, "warps per SM", blocks * (float)((uint64_t)k->blockX * k->blockY * k->blockZ) / 32.0f);
+		strb_cupti_arg_f(g, "warps per SM",
+		                 blocks * (float)((uint64_t)k->blockX * k->blockY * k->blockZ) / 32.0f);
 	}
 	arg_dims(g, "grid", k->gridX, k->gridY, k->gridZ);
 	arg_dims(g, "block", k->blockX, k->blockY, k->blockZ);
@@ -269,19 +285,21 @@ static void kernel(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 
 		double resident = blocks < occ->active ? blocks : occ->active;
 		double warps = ((double)occ->block + prop->warpSize - 1) / prop->warpSize;
 		double max_warps = (double)prop->maxThreadsPerMultiprocessor / prop->warpSize;
-		int64_t pct = max_warps > 0 ? (int64_t)(resident * (int64_t)warps / max_warps * 100 + 0.5) : 0;
+		int64_t pct =
+		    max_warps > 0 ? (int64_t)(resident * (int64_t)warps / max_warps * 100 + 0.5) : 0;
 		strb_cupti_arg_i(g, "est. achieved occupancy %", pct);
-		g->s->args[g->n++] = (struct strobe_arg){.key = "occupancy", .kind = STROBE_ARG_JSON, .value.str = occ->json};
+		g->s->args[g->n++] =
+		    (struct strobe_arg){.key = "occupancy", .kind = STROBE_ARG_JSON, .value.str = occ->json};
 	}
 	int32_t priority = 0;
 	if (x->has_priority)
 		memcpy(&priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(priority));
 	graph_and_channel(g, k->graphId, k->graphNodeId, x->has_priority ? &priority : NULL, k->channelID,
-			  k->channelType);
+	                  k->channelType);
 }
 
 size_t strb_cupti_render_args(const void *ctx, const void *rec, const struct strobe_activity *a,
-			      struct strb_arg_scratch *s)
+                              struct strb_arg_scratch *s)
 {
 	const struct strb_cupti_args *x = ctx;
 	struct strb_cupti_argv g = {s, 0, 0};

@@ -88,15 +88,15 @@ void strb_cupti_args_keep(struct strb_cupti_args *x, void *buffer);
  * shape's first launch; NULL when the device's limits are unknown or on
  * allocation failure. */
 const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, struct strobe_trace *t,
-						 const CUpti_ActivityKernel9 *k);
+                                                  const CUpti_ActivityKernel9 *k);
 
 /* Renders a kernel, copy, memset or runtime/driver record (an arg source's
  * render). */
 size_t strb_cupti_render_args(const void *x, const void *rec, const struct strobe_activity *a,
-			      struct strb_arg_scratch *s);
+                              struct strb_arg_scratch *s);
 
 /* The args every stream-bound record starts with. */
 void strb_cupti_placement(struct strb_cupti_argv *g, uint32_t device, uint32_t context, uint32_t stream,
-			  uint32_t corr);
+                          uint32_t corr);
 
 #endif

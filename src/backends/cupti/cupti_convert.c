@@ -17,15 +17,15 @@
 #include "backends/cupti/cupti_cuda.h"
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
-#include "core/clock.h"
 #include "common/log.h"
+#include "core/clock.h"
 #include "process/process.h"
 
-#define STREAM_SYNC_ROW_OFFSET 1000000 /* libkineto's virtual rows for "Stream Sync" */
-#define GPU_SORT_OFFSET 5000000        /* GPU rows sort below every CPU pid */
-#define OVERHEAD_PID (-1)
-#define OVERHEAD_SORT 1048576
-#define MAX_DEVICES STRB_CUPTI_MAX_DEVICES
+#define STREAM_SYNC_ROW_OFFSET  1000000 /* libkineto's virtual rows for "Stream Sync" */
+#define GPU_SORT_OFFSET         5000000 /* GPU rows sort below every CPU pid */
+#define OVERHEAD_PID            (-1)
+#define OVERHEAD_SORT           1048576
+#define MAX_DEVICES             STRB_CUPTI_MAX_DEVICES
 #define STRB_CUPTI_VERSION_13_1 130100u /* kernel records carry the launch priority */
 
 /* A runtime or driver call. */
@@ -33,7 +33,7 @@ struct api_call {
 	uint32_t corr, cbid;
 	CUpti_ActivityKind kind;
 	pid_t tid;
-	int64_t start, end; /* epoch ns */
+	int64_t start, end;       /* epoch ns */
 	uint64_t op_id, range_id; /* innermost strobe op / range around the call */
 	bool emitted;             /* written to the trace (selected, in window, not filtered) */
 	bool got_kernel;
@@ -41,8 +41,8 @@ struct api_call {
 
 /* What is known about one correlation id. */
 struct corr_slot {
-	uint32_t corr; /* 0 = empty */
-	int32_t call;  /* index in calls, or -1 */
+	uint32_t corr;       /* 0 = empty */
+	int32_t call;        /* index in calls, or -1 */
 	uint64_t ext0, ext1; /* CUPTI external ids: CUSTOM0 (ops), CUSTOM1 (ranges) */
 };
 
@@ -82,7 +82,7 @@ struct conv {
 	int32_t *dense_call;
 	struct ext_pair {
 		uint64_t ext0, ext1;
-	} *dense_ext;
+	} * dense_ext;
 	uint32_t dense_base, dense_len;
 	/* Names of runtime and driver calls, per cbid, made once. */
 	const char *api_names[2][1024];
@@ -141,12 +141,12 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-#define PUSH(c, arr, count, cap, value)                                                 \
-	do {                                                                            \
-		if (!grow((void **)&(c)->arr, &(c)->cap, (c)->count + 1, sizeof(*(c)->arr))) \
-			(c)->rc = -ENOMEM;                                              \
-		else                                                                    \
-			(c)->arr[(c)->count++] = (value);                              \
+#define PUSH(c, arr, count, cap, value)                                                                      \
+	do {                                                                                                 \
+		if (!grow((void **)&(c)->arr, &(c)->cap, (c)->count + 1, sizeof(*(c)->arr)))                 \
+			(c)->rc = -ENOMEM;                                                                   \
+		else                                                                                         \
+			(c)->arr[(c)->count++] = (value);                                                    \
 	} while (0)
 
 /* The hash table's entry for corr (sparse ids), created when asked. */
@@ -276,7 +276,8 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 	for (struct strb_cupti_buffer *b = c->buffers; b && !c->rc; b = b->next) {
 		CUpti_Activity *rec = NULL;
 		CUptiResult r;
-		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS && !c->rc)
+		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS &&
+		       !c->rc)
 			fn(c, rec);
 		/* An invalid kind ends the walk of that buffer: count it once. */
 		if (!c->rc && r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
@@ -339,8 +340,9 @@ static void build_table(struct conv *c)
 	for (size_t i = 0; i < c->nexts && !c->rc; i++) {
 		const struct ext_rec *e = &c->exts[i];
 		bool known = e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 ||
-			     e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
-		uint64_t *ext = known ? corr_ext(c, e->corr, e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) : NULL;
+		             e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+		uint64_t *ext =
+		    known ? corr_ext(c, e->corr, e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) : NULL;
 		if (ext)
 			*ext = e->id;
 		else if (!known)
@@ -366,12 +368,12 @@ static void pass1(struct conv *c, const CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *a = (const void *)rec;
 		struct api_call call = {
-			.corr = a->correlationId,
-			.cbid = a->cbid,
-			.kind = a->kind,
-			.tid = (pid_t)a->threadId,
-			.start = epoch(c, a->start),
-			.end = epoch(c, a->end),
+		    .corr = a->correlationId,
+		    .cbid = a->cbid,
+		    .kind = a->kind,
+		    .tid = (pid_t)a->threadId,
+		    .start = epoch(c, a->start),
+		    .end = epoch(c, a->end),
 		};
 		PUSH(c, calls, ncalls, calls_cap, call);
 		break;
@@ -448,7 +450,8 @@ static void link_calls(struct conv *c)
 	struct strobe_trace *t = c->t;
 	size_t n = 0;
 	for (size_t i = 0; i < t->count; i++)
-		n += t->acts[i].type == STROBE_ACTIVITY_CPU_OP || t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION;
+		n += t->acts[i].type == STROBE_ACTIVITY_CPU_OP ||
+		     t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION;
 	if (!n || !c->ncalls)
 		return;
 	struct interval *iv = malloc(n * sizeof(*iv));
@@ -466,7 +469,7 @@ static void link_calls(struct conv *c)
 		if (a->device != t->pid)
 			continue;
 		iv[n++] = (struct interval){(pid_t)a->resource, a->start_ns, a->end_ns, a->id,
-					    a->type == STROBE_ACTIVITY_CPU_OP};
+		                            a->type == STROBE_ACTIVITY_CPU_OP};
 	}
 	qsort(iv, n, sizeof(*iv), cmp_interval);
 	for (size_t i = 0; i < c->ncalls; i++)
@@ -521,8 +524,8 @@ static const char *keep(struct conv *c, const char *s)
 /* Args built here are copied into the trace's arena as they are: keys are
  * static strings, string values already live in the trace (keep). */
 static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type type, const char *name,
-				    int64_t start, int64_t end, int64_t device, int64_t resource,
-				    const struct strb_cupti_argv *g)
+                                    int64_t start, int64_t end, int64_t device, int64_t resource,
+                                    const struct strb_cupti_argv *g)
 {
 	struct strobe_trace *t = c->t;
 	struct strobe_arg *args = NULL;
@@ -632,7 +635,7 @@ static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
  * call, or NULL. Only work (kernels, copies, fills) widens its range's GPU
  * span: a synchronisation is the host waiting, not the GPU working. */
 static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start,
-				 bool work)
+                                 bool work)
 {
 	struct corr_ref s = corr_find(c, corr);
 	a->id = corr;
@@ -645,7 +648,8 @@ static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint
 		}
 		if (call->start > gpu_start)
 			c->st->gpu_out_of_order++;
-	} else if (corr && (selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) || selected(c, STROBE_ACTIVITY_CUDA_DRIVER))) {
+	} else if (corr &&
+	           (selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) || selected(c, STROBE_ACTIVITY_CUDA_DRIVER))) {
 		c->st->gpu_unmatched_correlations++;
 	}
 	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
@@ -725,7 +729,8 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	/* The shape's occupancy, for rendering. */
 	if (k->deviceId < MAX_DEVICES && c->x->sm_count[k->deviceId])
 		strb_cupti_occupancy(c->x, c->t, k);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, NULL);
+	struct strobe_activity *a =
+	    emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, NULL);
 	if (!a)
 		return;
 	render_from(c, k);
@@ -738,14 +743,14 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 static const char *copy_name(char *buf, size_t len, uint8_t copy, uint8_t src, uint8_t dst)
 {
 	snprintf(buf, len, "Memcpy %s (%s -> %s)", strb_cupti_memcpy_kind(copy), strb_cupti_memory_kind(src),
-		 strb_cupti_memory_kind(dst));
+	         strb_cupti_memory_kind(dst));
 	return buf;
 }
 
 /* Writes GPU work on its device/stream row and links it to its launch. */
 static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_type type, const char *name,
-					int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
-					const void *rec)
+                                        int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
+                                        const void *rec)
 {
 	struct strobe_activity *a = emit(c, type, keep(c, name), s, e, device, stream, NULL);
 	if (!a)
@@ -792,8 +797,8 @@ static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
 	if (slot_name && *slot_name)
 		return *slot_name;
 	char nb[128];
-	strb_cupti_api_name(c->lib, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, nb,
-			    sizeof(nb));
+	strb_cupti_api_name(c->lib, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
+	                    nb, sizeof(nb));
 	const char *name = strb_trace_intern(c->t, nb, strlen(nb));
 	if (!name)
 		c->rc = -ENOMEM;
@@ -821,7 +826,8 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 		return;
 	}
 	const char *name = api_name(c, runtime, r->cbid);
-	struct strobe_activity *a = name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, NULL) : NULL;
+	struct strobe_activity *a =
+	    name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, NULL) : NULL;
 	if (!a)
 		return;
 	render_from(c, r);
@@ -846,7 +852,8 @@ static int cmp_event(const void *a, const void *b)
 
 /* The cudaEventRecord a sync waited on: the newest record of the same
  * event issued before the sync (lower correlation id). */
-static const struct cuda_event *waited_event(const struct conv *c, uint32_t ctx, uint32_t event, uint32_t corr)
+static const struct cuda_event *waited_event(const struct conv *c, uint32_t ctx, uint32_t event,
+                                             uint32_t corr)
 {
 	size_t lo = 0, hi = c->nevents;
 	struct cuda_event key = {ctx, event, corr, 0};
@@ -905,7 +912,8 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 			PUSH(c, sync_rows, nsync_rows, sync_rows_cap, key);
 			char title[64];
 			snprintf(title, sizeof(title), "stream %lld (sync)", (long long)stream);
-			struct strobe_resource res = {sizeof(res), STROBE_RESOURCE_ROW, device, row, title, NULL, stream};
+			struct strobe_resource res = {
+			    sizeof(res), STROBE_RESOURCE_ROW, device, row, title, NULL, stream};
 			if (strb_trace_add_resource(c->t, &res))
 				c->rc = -ENOMEM;
 		}
@@ -918,7 +926,8 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 {
 	/* Device timestamps exist only in CUDA 13's record. */
-	if (!selected(c, STROBE_ACTIVITY_CUDA_EVENT) || c->lib->version < STRB_CUPTI_VERSION_13 || !r->deviceTimestamp)
+	if (!selected(c, STROBE_ACTIVITY_CUDA_EVENT) || c->lib->version < STRB_CUPTI_VERSION_13 ||
+	    !r->deviceTimestamp)
 		return;
 	int64_t s, e;
 	if (!gpu_record_ok(c, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
@@ -931,8 +940,8 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	strb_cupti_arg_u(&g, "correlation", r->correlationId);
 	strb_cupti_arg_u(&g, "device", r->deviceId);
 	strb_cupti_arg_u(&g, "context", r->contextId);
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_EVENT, keep(c, "cudaEvent"), s, e, r->deviceId,
-					 r->streamId, &g);
+	struct strobe_activity *a =
+	    emit(c, STROBE_ACTIVITY_CUDA_EVENT, keep(c, "cudaEvent"), s, e, r->deviceId, r->streamId, &g);
 	if (a)
 		a->id = r->correlationId;
 }
@@ -1020,23 +1029,26 @@ static int device_json(char *obj, size_t len, int id, const struct strb_cuda_dev
 	for (const char *p = v->name; *p && j < sizeof(name) - 1; p++)
 		name[j++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
 	name[j] = 0;
-	int n = snprintf(obj, len,
-			 "{\"id\": %d, \"name\": \"%s\", \"totalGlobalMem\": %llu, \"computeMajor\": %d, "
-			 "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, \"maxThreadsPerMultiprocessor\": %d, "
-			 "\"regsPerBlock\": %d, \"warpSize\": %d, \"sharedMemPerBlock\": %d, \"numSms\": %d, "
-			 "\"regsPerMultiprocessor\": %d",
-			 id, name, (unsigned long long)v->total_mem, v->major, v->minor, v->threads_per_block,
-			 v->threads_per_sm, v->regs_per_block, v->warp_size, v->shared_per_block, v->sm_count,
-			 v->regs_per_sm);
+	int n =
+	    snprintf(obj, len,
+	             "{\"id\": %d, \"name\": \"%s\", \"totalGlobalMem\": %llu, \"computeMajor\": %d, "
+	             "\"computeMinor\": %d, \"maxThreadsPerBlock\": %d, \"maxThreadsPerMultiprocessor\": %d, "
+	             "\"regsPerBlock\": %d, \"warpSize\": %d, \"sharedMemPerBlock\": %d, \"numSms\": %d, "
+	             "\"regsPerMultiprocessor\": %d",
+	             id, name, (unsigned long long)v->total_mem, v->major, v->minor, v->threads_per_block,
+	             v->threads_per_sm, v->regs_per_block, v->warp_size, v->shared_per_block, v->sm_count,
+	             v->regs_per_sm);
 	if (v->optin_known)
-		n += snprintf(obj + n, len - (size_t)n, ", \"sharedMemPerBlockOptin\": %d", v->shared_per_block_optin);
+		n += snprintf(obj + n, len - (size_t)n, ", \"sharedMemPerBlockOptin\": %d",
+		              v->shared_per_block_optin);
 	n += snprintf(obj + n, len - (size_t)n, ", \"sharedMemPerMultiprocessor\": %d", v->shared_per_sm);
 	if (v->uuid_known) {
 		const unsigned char *u = v->uuid;
 		n += snprintf(obj + n, len - (size_t)n,
-			      ", \"uuid\": \"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"",
-			      u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-			      u[14], u[15]);
+		              ", \"uuid\": "
+		              "\"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\"",
+		              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		              u[13], u[14], u[15]);
 	}
 	n += snprintf(obj + n, len - (size_t)n, "}");
 	return n;
@@ -1065,19 +1077,19 @@ static void add_devices(struct conv *c)
 			continue;
 		c->x->sm_count[d] = (uint32_t)v->sm_count;
 		c->x->occ_prop[d] = (struct cudaOccDeviceProp){
-			.computeMajor = v->major,
-			.computeMinor = v->minor,
-			.maxThreadsPerBlock = v->threads_per_block,
-			.maxThreadsPerMultiprocessor = v->threads_per_sm,
-			.regsPerBlock = v->regs_per_block,
-			.regsPerMultiprocessor = v->regs_per_sm,
-			.warpSize = v->warp_size,
-			.sharedMemPerBlock = (size_t)v->shared_per_block,
-			.sharedMemPerMultiprocessor = (size_t)v->shared_per_sm,
-			.numSms = v->sm_count,
-			.sharedMemPerBlockOptin = (size_t)(v->optin_known ? v->shared_per_block_optin
-									 : v->shared_per_block),
-			.reservedSharedMemPerBlock = (size_t)v->reserved_shared_per_block,
+		    .computeMajor = v->major,
+		    .computeMinor = v->minor,
+		    .maxThreadsPerBlock = v->threads_per_block,
+		    .maxThreadsPerMultiprocessor = v->threads_per_sm,
+		    .regsPerBlock = v->regs_per_block,
+		    .regsPerMultiprocessor = v->regs_per_sm,
+		    .warpSize = v->warp_size,
+		    .sharedMemPerBlock = (size_t)v->shared_per_block,
+		    .sharedMemPerMultiprocessor = (size_t)v->shared_per_sm,
+		    .numSms = v->sm_count,
+		    .sharedMemPerBlockOptin =
+		        (size_t)(v->optin_known ? v->shared_per_block_optin : v->shared_per_block),
+		    .reservedSharedMemPerBlock = (size_t)v->reserved_shared_per_block,
 		};
 		c->x->occ_known[d] = v->warp_size > 0 && v->threads_per_sm > 0;
 		char obj[1024];
@@ -1108,7 +1120,8 @@ static void add_rows(struct conv *c)
 			continue;
 		char label[32];
 		snprintf(label, sizeof(label), "GPU %u", d);
-		struct strobe_resource p = {sizeof(p), STROBE_RESOURCE_PROCESS, d, 0, pname, label, GPU_SORT_OFFSET + d};
+		struct strobe_resource p = {sizeof(p), STROBE_RESOURCE_PROCESS, d, 0, pname,
+		                            label,     GPU_SORT_OFFSET + d};
 		if (strb_trace_add_resource(c->t, &p))
 			c->rc = -ENOMEM;
 	}
@@ -1117,13 +1130,15 @@ static void add_rows(struct conv *c)
 		char title[48];
 		/* libkineto's stream rows end with a space. */
 		snprintf(title, sizeof(title), "stream %u ", stream);
-		struct strobe_resource r = {sizeof(r), STROBE_RESOURCE_STREAM, device, stream, title, NULL, stream};
+		struct strobe_resource r = {sizeof(r), STROBE_RESOURCE_STREAM, device, stream, title, NULL,
+		                            stream};
 		if (strb_trace_add_resource(c->t, &r))
 			c->rc = -ENOMEM;
 	}
 	if (selected(c, STROBE_ACTIVITY_OVERHEAD)) {
-		struct strobe_resource o = {sizeof(o), STROBE_RESOURCE_PROCESS, OVERHEAD_PID, 0, "CUPTI Overhead", NULL,
-					    OVERHEAD_SORT};
+		struct strobe_resource o = {
+		    sizeof(o),    STROBE_RESOURCE_PROCESS, OVERHEAD_PID, 0, "CUPTI Overhead", NULL,
+		    OVERHEAD_SORT};
 		if (strb_trace_add_resource(c->t, &o))
 			c->rc = -ENOMEM;
 	}
@@ -1152,7 +1167,8 @@ static void emit_gpu_spans(struct conv *c)
 		return;
 	}
 	for (size_t i = 0; i < t->count; i++)
-		if (t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION || t->acts[i].type == STROBE_ACTIVITY_CPU_OP)
+		if (t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION ||
+		    t->acts[i].type == STROBE_ACTIVITY_CPU_OP)
 			ids[n++] = (struct named_id){t->acts[i].id, t->acts[i].name};
 	qsort(ids, n, sizeof(*ids), cmp_named);
 	for (size_t i = 0; i < c->nspans && !c->rc; i++) {
@@ -1161,8 +1177,8 @@ static void emit_gpu_spans(struct conv *c)
 		const struct named_id *hit = bsearch(&key, ids, n, sizeof(*ids), cmp_named);
 		if (!hit)
 			continue;
-		struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION, hit->name, sp->start, sp->end,
-						 sp->device, sp->stream, NULL);
+		struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION, hit->name, sp->start,
+		                                 sp->end, sp->device, sp->stream, NULL);
 		if (a)
 			a->id = sp->range_id;
 	}
@@ -1189,9 +1205,10 @@ static void finish(struct conv *c)
 	}
 	c->st->gpu_launches_without_kernel = missing;
 	if (missing && selected(c, STROBE_ACTIVITY_CONCURRENT_KERNEL))
-		LOGW("%llu of %llu kernel launches in the window have no kernel record: GPU records were lost "
-		     "(dropped, rejected or still in flight at stop)",
-		     (unsigned long long)missing, (unsigned long long)c->st->gpu_launches);
+		LOGW(
+		    "%llu of %llu kernel launches in the window have no kernel record: GPU records were lost "
+		    "(dropped, rejected or still in flight at stop)",
+		    (unsigned long long)missing, (unsigned long long)c->st->gpu_launches);
 	add_rows(c);
 }
 
@@ -1202,11 +1219,12 @@ static void mark_emitted(struct conv *c)
 	for (size_t i = 0; i < c->ncalls; i++) {
 		struct api_call *call = &c->calls[i];
 		bool runtime = call->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-		bool wanted = runtime ? selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) &&
-						!strb_cupti_runtime_blocklisted(call->cbid)
-				      : selected(c, STROBE_ACTIVITY_CUDA_DRIVER) && strb_cupti_driver_kept(call->cbid);
+		bool wanted =
+		    runtime ? selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) &&
+		                  !strb_cupti_runtime_blocklisted(call->cbid)
+		            : selected(c, STROBE_ACTIVITY_CUDA_DRIVER) && strb_cupti_driver_kept(call->cbid);
 		call->emitted = wanted && call->start >= c->w->start_ns && call->end <= c->w->stop_ns &&
-				call->end >= call->start;
+		                call->end >= call->start;
 	}
 }
 
@@ -1219,7 +1237,9 @@ static void add_versions(struct conv *c)
 	const struct {
 		const char *key;
 		int64_t value;
-	} v[] = {{"cuda_driver_version", driver}, {"cuda_runtime_version", runtime}, {"cupti_version", c->lib->version}};
+	} v[] = {{"cuda_driver_version", driver},
+	         {"cuda_runtime_version", runtime},
+	         {"cupti_version", c->lib->version}};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct strobe_arg e = {.key = v[i].key, .kind = STROBE_ARG_I64, .value.i64 = v[i].value};
 		if (v[i].value > 0 && strb_trace_set_meta(c->t, &e))
@@ -1279,7 +1299,8 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	strb_arena_drop_spare(&t->arena);
 	if (t->stats.gpu_rejected_buffers || t->stats.gpu_dropped_records)
 		LOGW("GPU records lost: %llu buffer requests refused, %llu records dropped by CUPTI",
-		     (unsigned long long)t->stats.gpu_rejected_buffers, (unsigned long long)t->stats.gpu_dropped_records);
+		     (unsigned long long)t->stats.gpu_rejected_buffers,
+		     (unsigned long long)t->stats.gpu_dropped_records);
 	free(c.calls);
 	free(c.exts);
 	free(c.slots);

@@ -62,8 +62,8 @@ static bool device_from_driver(const struct driver *d, int ordinal, struct strb_
 	memset(out, 0, sizeof(*out));
 	CUdevice dev;
 	size_t mem = 0;
-	if (d->get(&dev, ordinal) != CUDA_SUCCESS || d->name(out->name, sizeof(out->name), dev) != CUDA_SUCCESS ||
-	    d->mem(&mem, dev) != CUDA_SUCCESS)
+	if (d->get(&dev, ordinal) != CUDA_SUCCESS ||
+	    d->name(out->name, sizeof(out->name), dev) != CUDA_SUCCESS || d->mem(&mem, dev) != CUDA_SUCCESS)
 		return false;
 	out->name[sizeof(out->name) - 1] = 0;
 	out->total_mem = mem;
@@ -71,21 +71,24 @@ static bool device_from_driver(const struct driver *d, int ordinal, struct strb_
 		CUdevice_attribute attr;
 		size_t off;
 	} attrs[] = {
-		{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, offsetof(struct strb_cuda_device, major)},
-		{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, offsetof(struct strb_cuda_device, minor)},
-		{CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(struct strb_cuda_device, threads_per_block)},
-		{CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, offsetof(struct strb_cuda_device, threads_per_sm)},
-		{CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, offsetof(struct strb_cuda_device, regs_per_block)},
-		{CU_DEVICE_ATTRIBUTE_WARP_SIZE, offsetof(struct strb_cuda_device, warp_size)},
-		{CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, offsetof(struct strb_cuda_device, shared_per_block)},
-		{CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(struct strb_cuda_device, sm_count)},
-		{CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, offsetof(struct strb_cuda_device, regs_per_sm)},
-		{CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-		 offsetof(struct strb_cuda_device, shared_per_block_optin)},
-		{CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-		 offsetof(struct strb_cuda_device, shared_per_sm)},
-		{CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-		 offsetof(struct strb_cuda_device, reserved_shared_per_block)},
+	    {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, offsetof(struct strb_cuda_device, major)},
+	    {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, offsetof(struct strb_cuda_device, minor)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(struct strb_cuda_device, threads_per_block)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+	     offsetof(struct strb_cuda_device, threads_per_sm)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, offsetof(struct strb_cuda_device, regs_per_block)},
+	    {CU_DEVICE_ATTRIBUTE_WARP_SIZE, offsetof(struct strb_cuda_device, warp_size)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+	     offsetof(struct strb_cuda_device, shared_per_block)},
+	    {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(struct strb_cuda_device, sm_count)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+	     offsetof(struct strb_cuda_device, regs_per_sm)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+	     offsetof(struct strb_cuda_device, shared_per_block_optin)},
+	    {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+	     offsetof(struct strb_cuda_device, shared_per_sm)},
+	    {CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+	     offsetof(struct strb_cuda_device, reserved_shared_per_block)},
 	};
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
 		if (d->attr((int *)((char *)out + attrs[i].off), attrs[i].attr, dev) != CUDA_SUCCESS)
@@ -103,12 +106,12 @@ int strb_cuda_devices(struct strb_cuda_device *out, int max)
 {
 	static const char lib[] = "libcuda.so.1";
 	struct driver d = {
-		.count = (CUresult(*)(int *))loaded_sym(lib, "cuDeviceGetCount"),
-		.get = (CUresult(*)(CUdevice *, int))loaded_sym(lib, "cuDeviceGet"),
-		.attr = (CUresult(*)(int *, CUdevice_attribute, CUdevice))loaded_sym(lib, "cuDeviceGetAttribute"),
-		.name = (CUresult(*)(char *, int, CUdevice))loaded_sym(lib, "cuDeviceGetName"),
-		.mem = (CUresult(*)(size_t *, CUdevice))loaded_sym(lib, "cuDeviceTotalMem_v2"),
-		.uuid = (CUresult(*)(CUuuid *, CUdevice))loaded_sym(lib, "cuDeviceGetUuid_v2"),
+	    .count = (CUresult(*)(int *))loaded_sym(lib, "cuDeviceGetCount"),
+	    .get = (CUresult(*)(CUdevice *, int))loaded_sym(lib, "cuDeviceGet"),
+	    .attr = (CUresult(*)(int *, CUdevice_attribute, CUdevice))loaded_sym(lib, "cuDeviceGetAttribute"),
+	    .name = (CUresult(*)(char *, int, CUdevice))loaded_sym(lib, "cuDeviceGetName"),
+	    .mem = (CUresult(*)(size_t *, CUdevice))loaded_sym(lib, "cuDeviceTotalMem_v2"),
+	    .uuid = (CUresult(*)(CUuuid *, CUdevice))loaded_sym(lib, "cuDeviceGetUuid_v2"),
 	};
 	if (!d.uuid)
 		d.uuid = (CUresult(*)(CUuuid *, CUdevice))loaded_sym(lib, "cuDeviceGetUuid");

@@ -20,8 +20,8 @@ static void *open_candidates(void)
 	if (exact && *exact) {
 		void *h = dlopen(exact, RTLD_NOW | RTLD_LOCAL);
 		if (!h)
-			snprintf(load_error, sizeof(load_error), "STROBE_CUPTI_PATH=%s cannot be loaded: %s", exact,
-				 dlerror());
+			snprintf(load_error, sizeof(load_error), "STROBE_CUPTI_PATH=%s cannot be loaded: %s",
+			         exact, dlerror());
 		else
 			snprintf(lib.path, sizeof(lib.path), "%s", exact);
 		return h;
@@ -32,7 +32,7 @@ static void *open_candidates(void)
 	 * CUDA keeps it anyway. */
 	if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
 		snprintf(load_error, sizeof(load_error),
-			 "no CUDA driver in this process (libcuda.so.1 cannot be loaded: %s)", dlerror());
+		         "no CUDA driver in this process (libcuda.so.1 cannot be loaded: %s)", dlerror());
 		return NULL;
 	}
 	static const char *const names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
@@ -49,7 +49,8 @@ static void *open_candidates(void)
 	for (size_t r = 0; r < 2; r++) {
 		for (size_t d = 0; d < 2; d++) {
 			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-				snprintf(lib.path, sizeof(lib.path), "%s/%s/%s", roots[r], subdirs[d], names[i]);
+				snprintf(lib.path, sizeof(lib.path), "%s/%s/%s", roots[r], subdirs[d],
+				         names[i]);
 				void *h = dlopen(lib.path, RTLD_NOW | RTLD_LOCAL);
 				if (h)
 					return h;
@@ -58,8 +59,8 @@ static void *open_candidates(void)
 	}
 	lib.path[0] = 0;
 	snprintf(load_error, sizeof(load_error),
-		 "libcupti was not found (tried libcupti.so.13/.12/.so, $CUDA_HOME and /usr/local/cuda; "
-		 "set STROBE_CUPTI_PATH to its file)");
+	         "libcupti was not found (tried libcupti.so.13/.12/.so, $CUDA_HOME and /usr/local/cuda; "
+	         "set STROBE_CUPTI_PATH to its file)");
 	return NULL;
 }
 
@@ -68,14 +69,14 @@ static void load(void)
 	void *h = open_candidates();
 	if (!h)
 		return;
-	/* Resolve everything now, so a missing symbol is a clear reason at
-	 * prepare time rather than a crash in the middle of a trace. */
-#define STRB_CUPTI_RESOLVE(name)                                                                     \
-	lib.name = (__typeof__(lib.name))dlsym(h, #name);                                             \
-	if (!lib.name) {                                                                              \
+		/* Resolve everything now, so a missing symbol is a clear reason at
+		 * prepare time rather than a crash in the middle of a trace. */
+#define STRB_CUPTI_RESOLVE(name)                                                                             \
+	lib.name = (__typeof__(lib.name))dlsym(h, #name);                                                    \
+	if (!lib.name) {                                                                                     \
 		snprintf(load_error, sizeof(load_error), "%s has no %s (too old or not libcupti)", lib.path, \
-			 #name);                                                                      \
-		return;                                                                               \
+		         #name);                                                                             \
+		return;                                                                                      \
 	}
 	STRB_CUPTI_REQUIRED(STRB_CUPTI_RESOLVE)
 #undef STRB_CUPTI_RESOLVE
@@ -85,7 +86,7 @@ static void load(void)
 	CUptiResult r = lib.cuptiGetVersion(&lib.version);
 	if (r != CUPTI_SUCCESS) {
 		snprintf(load_error, sizeof(load_error), "cuptiGetVersion failed in %s (%s)", lib.path,
-			 strb_cupti_result(r));
+		         strb_cupti_result(r));
 		return;
 	}
 	/* Never dlclose: CUPTI keeps threads and callbacks pointing into it. */

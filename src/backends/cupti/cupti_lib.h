@@ -8,28 +8,28 @@
 
 /* One pointer per function strobe calls, typed from the toolkit's own
  * prototypes so they cannot drift. */
-#define STRB_CUPTI_REQUIRED(X)                      \
-	X(cuptiGetVersion)                          \
-	X(cuptiGetResultString)                     \
-	X(cuptiActivityRegisterCallbacks)           \
-	X(cuptiActivityEnable)                      \
-	X(cuptiActivityDisable)                     \
-	X(cuptiActivityFlushAll)                    \
-	X(cuptiActivityGetNextRecord)               \
-	X(cuptiActivityGetNumDroppedRecords)        \
-	X(cuptiActivityPushExternalCorrelationId)   \
-	X(cuptiActivityPopExternalCorrelationId)    \
-	X(cuptiActivityRegisterTimestampCallback)   \
-	X(cuptiGetCallbackName)                     \
-	X(cuptiSetThreadIdType)                     \
-	X(cuptiSubscribe)                           \
+#define STRB_CUPTI_REQUIRED(X)                                                                               \
+	X(cuptiGetVersion)                                                                                   \
+	X(cuptiGetResultString)                                                                              \
+	X(cuptiActivityRegisterCallbacks)                                                                    \
+	X(cuptiActivityEnable)                                                                               \
+	X(cuptiActivityDisable)                                                                              \
+	X(cuptiActivityFlushAll)                                                                             \
+	X(cuptiActivityGetNextRecord)                                                                        \
+	X(cuptiActivityGetNumDroppedRecords)                                                                 \
+	X(cuptiActivityPushExternalCorrelationId)                                                            \
+	X(cuptiActivityPopExternalCorrelationId)                                                             \
+	X(cuptiActivityRegisterTimestampCallback)                                                            \
+	X(cuptiGetCallbackName)                                                                              \
+	X(cuptiSetThreadIdType)                                                                              \
+	X(cuptiSubscribe)                                                                                    \
 	X(cuptiUnsubscribe)
 
 /* Missing in older libraries: the feature is simply off. */
-#define STRB_CUPTI_OPTIONAL(X)                      \
-	X(cuptiSubscribe_v2)                        \
-	X(cuptiActivityEnableRuntimeApi)            \
-	X(cuptiActivityEnableDriverApi)             \
+#define STRB_CUPTI_OPTIONAL(X)                                                                               \
+	X(cuptiSubscribe_v2)                                                                                 \
+	X(cuptiActivityEnableRuntimeApi)                                                                     \
+	X(cuptiActivityEnableDriverApi)                                                                      \
 	X(cuptiActivityEnableCudaEventDeviceTimestamps)
 
 struct strb_cupti_lib {

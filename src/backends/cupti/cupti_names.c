@@ -17,7 +17,7 @@ void strb_cupti_strip_version(char *name)
 }
 
 const char *strb_cupti_api_name(const struct strb_cupti_lib *lib, CUpti_CallbackDomain domain, uint32_t cbid,
-				char *buf, size_t len)
+                                char *buf, size_t len)
 {
 	const char *name = NULL;
 	if (lib->cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
@@ -94,8 +94,10 @@ bool strb_cupti_flow_start(CUpti_ActivityKind kind, uint32_t cbid)
 	if (strb_cupti_is_kernel_launch(kind, cbid))
 		return true;
 	if (kind == CUPTI_ACTIVITY_KIND_DRIVER)
-		return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
-	if (cbid >= CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 && cbid <= CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020)
+		return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+		       cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+	if (cbid >= CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 &&
+	    cbid <= CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020)
 		return true;
 	switch (cbid) {
 	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
@@ -115,14 +117,14 @@ bool strb_cupti_flow_start(CUpti_ActivityKind kind, uint32_t cbid)
 const char *strb_cupti_memcpy_kind(uint8_t kind)
 {
 	static const char *const names[] = {"<unknown>", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-					    "AtoD",      "DtoA", "DtoD", "HtoH", "PtoP"};
+	                                    "AtoD",      "DtoA", "DtoD", "HtoH", "PtoP"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "<unknown>";
 }
 
 const char *strb_cupti_memory_kind(uint32_t kind)
 {
-	static const char *const names[] = {"Unknown", "Pageable", "Pinned",       "Device",
-					    "Array",   "Managed",  "Device Static", "Managed Static"};
+	static const char *const names[] = {"Unknown", "Pageable", "Pinned",        "Device",
+	                                    "Array",   "Managed",  "Device Static", "Managed Static"};
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "Unrecognized";
 }
 

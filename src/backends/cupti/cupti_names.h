@@ -12,7 +12,7 @@
  * trailing "_v" + 4 or more digits removed; "INVALID" when unknown. Writes
  * into buf and returns it. */
 const char *strb_cupti_api_name(const struct strb_cupti_lib *lib, CUpti_CallbackDomain domain, uint32_t cbid,
-				char *buf, size_t len);
+                                char *buf, size_t len);
 /* Strips the version suffix in place (exposed for tests). */
 void strb_cupti_strip_version(char *name);
 

@@ -19,11 +19,11 @@ struct strb_cupti_buffer {
 
 /* Counts that end up in the trace's "strobe" accounting. */
 struct strb_cupti_counts {
-	uint64_t rejected_buffers;   /* requests refused: budget exhausted */
-	uint64_t discarded_buffers;  /* completed after the budget ran out (old CUPTI) */
-	uint64_t dropped_records;    /* cuptiActivityGetNumDroppedRecords */
-	uint64_t warmup_records;     /* collected before the window, discarded */
-	uint64_t bad_records;        /* a buffer walk stopped on an invalid kind */
+	uint64_t rejected_buffers;  /* requests refused: budget exhausted */
+	uint64_t discarded_buffers; /* completed after the budget ran out (old CUPTI) */
+	uint64_t dropped_records;   /* cuptiActivityGetNumDroppedRecords */
+	uint64_t warmup_records;    /* collected before the window, discarded */
+	uint64_t bad_records;       /* a buffer walk stopped on an invalid kind */
 };
 
 struct strb_cupti_state {
@@ -34,10 +34,10 @@ struct strb_cupti_state {
 	bool can_reject, stopped_early;
 	struct strb_cupti_counts counts;
 
-	bool active;     /* taking part in the current trace */
+	bool active; /* taking part in the current trace */
 	bool subscribed;
 	CUpti_SubscriberHandle subscriber;
-	uint64_t mask;   /* selected strobe activity types */
+	uint64_t mask; /* selected strobe activity types */
 	bool show_wait_events;
 	CUpti_ActivityKind kinds[16];
 	int kind_count;
@@ -60,6 +60,7 @@ struct strb_window;
 /* Pass over the buffers: activities, rows, accounting. Buffers it is done
  * with become trace memory (their data pointer is cleared); the caller still
  * frees the list. */
-int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_cupti_buffer *buffers);
+int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w,
+                       struct strb_cupti_buffer *buffers);
 
 #endif
