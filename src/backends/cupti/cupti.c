@@ -268,8 +268,8 @@ static void release(void)
 		s->lib->cuptiUnsubscribe(s->subscriber);
 		s->subscribed = false;
 	}
-	s->pauses = 0;
-	s->paused = false;
+	s->pauses.n = 0;
+	s->pauses.paused = false;
 }
 
 static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size_t len)
@@ -381,7 +381,7 @@ static void stop(void)
 static void toggle(bool enable)
 {
 	struct strb_cupti_state *s = &strb_cupti;
-	if (enable == !s->paused)
+	if (enable == !s->pauses.paused)
 		return;
 	uint64_t now = timestamp_cb();
 	if (!enable) {
@@ -389,14 +389,10 @@ static void toggle(bool enable)
 		 * and filter what still lands inside the pause at processing. */
 		set_kinds(false);
 		s->lib->cuptiActivityFlushAll(0);
-		if (s->pauses < STRB_CUPTI_MAX_PAUSES)
-			s->pause_from[s->pauses] = now, s->pause_to[s->pauses] = UINT64_MAX;
-		s->paused = true;
+		strb_gpu_pause(&s->pauses, false, now);
 	} else {
-		if (s->pauses < STRB_CUPTI_MAX_PAUSES)
-			s->pause_to[s->pauses++] = now;
+		strb_gpu_pause(&s->pauses, true, now);
 		set_kinds(true);
-		s->paused = false;
 	}
 }
 

@@ -6,7 +6,9 @@
  * with none of those becomes arena memory for the args of later records.
  * GPU work is linked to strobe's ops and ranges through the call that
  * launched it: the innermost op (and range) open on that thread when the
- * call started. */
+ * call started. What is not CUPTI's (the correlation table, linking, rows,
+ * GPU spans, accounting) is the shared GPU layer, process/gpu.c: this file
+ * only decodes CUPTI records into it. */
 #define LOG_TAG "cupti"
 #include <errno.h>
 #include <stdio.h>
@@ -19,71 +21,24 @@
 #include "backends/cupti/cupti_state.h"
 #include "common/log.h"
 #include "core/clock.h"
+#include "process/gpu.h"
 #include "process/process.h"
 
 #define STREAM_SYNC_ROW_OFFSET  1000000 /* libkineto's virtual rows for "Stream Sync" */
-#define GPU_SORT_OFFSET         5000000 /* GPU rows sort below every CPU pid */
 #define OVERHEAD_PID            (-1)
 #define OVERHEAD_SORT           1048576
 #define MAX_DEVICES             STRB_CUPTI_MAX_DEVICES
 #define STRB_CUPTI_VERSION_13_1 130100u /* kernel records carry the launch priority */
 
-/* A runtime or driver call. */
-struct api_call {
-	uint32_t corr, cbid;
-	CUpti_ActivityKind kind;
-	pid_t tid;
-	int64_t start, end;       /* epoch ns */
-	uint64_t op_id, range_id; /* innermost strobe op / range around the call */
-	bool emitted;             /* written to the trace (selected, in window, not filtered) */
-	bool got_kernel;
-};
-
-/* What is known about one correlation id. */
-struct corr_slot {
-	uint32_t corr;       /* 0 = empty */
-	int32_t call;        /* index in calls, or -1 */
-	uint64_t ext0, ext1; /* CUPTI external ids: CUSTOM0 (ops), CUSTOM1 (ranges) */
-};
-
 struct cuda_event {
 	uint32_t ctx, event, corr, stream;
 };
 
-/* An external correlation record, applied once the id table exists. */
-struct ext_rec {
-	uint32_t corr;
-	CUpti_ExternalCorrelationKind kind;
-	uint64_t id;
-};
-
-struct gpu_span {
-	int64_t device, stream;
-	uint64_t range_id;
-	int64_t start, end;
-};
-
 struct conv {
-	struct strobe_trace *t;
-	const struct strb_window *w;
+	struct strb_gpu g; /* the shared GPU layer: calls, correlation, rows, spans */
 	const struct strb_cupti_lib *lib;
 	struct strb_cupti_buffer *buffers;
 
-	struct api_call *calls;
-	size_t ncalls, calls_cap;
-	struct ext_rec *exts;
-	size_t nexts, exts_cap;
-	struct corr_slot *slots;
-	size_t slots_cap, slots_used;
-	/* CUPTI numbers calls 1, 2, 3...: when the ids seen are dense, index
-	 * them directly (sequential, cache-friendly) instead of hashing: the
-	 * call (index + 1, 0 for none) and, only when there are external
-	 * correlation records, the external ids. */
-	int32_t *dense_call;
-	struct ext_pair {
-		uint64_t ext0, ext1;
-	} * dense_ext;
-	uint32_t dense_base, dense_len;
 	/* Names of runtime and driver calls, per cbid, made once. */
 	const char *api_names[2][1024];
 
@@ -94,159 +49,24 @@ struct conv {
 	/* Device limits and launch shapes, kept for rendering args. */
 	struct strb_cupti_args *x;
 	struct strb_cuda_device dev[MAX_DEVICES]; /* from DEVICE records, then the driver */
-	bool device_seen[MAX_DEVICES];
-	bool rendered; /* the buffer being walked has records the trace renders */
+	bool rendered;                            /* the buffer being walked has records the trace renders */
 
-	/* (device, stream) rows that saw work, with the latest end on each
-	 * (whether work overlapped on a row is known as it is written), and
-	 * sync rows named so far. */
-	uint64_t *rows;
-	int64_t *row_end;
-	size_t nrows, rows_cap, last_row;
-	bool overlap;
+	/* Sync rows named so far. */
 	uint64_t *sync_rows;
 	size_t nsync_rows, sync_rows_cap;
-
-	struct gpu_span *spans;
-	size_t nspans, spans_cap;
-
-	/* Kernel names demangled once per CUPTI string. */
-	const char **name_keys, **name_values;
-	size_t names_cap, names_used;
 
 	/* Deferred "Stream Wait Event" records (emitted only for busy streams),
 	 * copied: their buffers are reused as trace memory before the end. */
 	CUpti_ActivitySynchronization *waits;
 	size_t nwaits, waits_cap;
-
-	/* Records of a buffer lie close in time: most share a clock segment. */
-	struct strb_clock_cursor clock;
-
-	struct strb_trace_stats *st;
-	int rc;
 };
-
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = n;
-	return true;
-}
 
 #define PUSH(c, arr, count, cap, value)                                                                      \
 	do {                                                                                                 \
-		if (!grow((void **)&(c)->arr, &(c)->cap, (c)->count + 1, sizeof(*(c)->arr)))                 \
-			(c)->rc = -ENOMEM;                                                                   \
-		else                                                                                         \
+		if (strb_gpu_grow(&(c)->g, (void **)&(c)->arr, &(c)->cap, (c)->count + 1,                    \
+		                  sizeof(*(c)->arr)))                                                        \
 			(c)->arr[(c)->count++] = (value);                                                    \
 	} while (0)
-
-/* The hash table's entry for corr (sparse ids), created when asked. */
-static struct corr_slot *slot(struct conv *c, uint32_t corr, bool create)
-{
-	if (create && (c->slots_used + 1) * 2 > c->slots_cap) {
-		size_t cap = c->slots_cap ? c->slots_cap * 2 : 4096;
-		struct corr_slot *n = calloc(cap, sizeof(*n));
-		if (!n) {
-			c->rc = -ENOMEM;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->slots_cap; i++) {
-			if (!c->slots[i].corr)
-				continue;
-			size_t j = strb_cupti_hash32(c->slots[i].corr) & (cap - 1);
-			while (n[j].corr)
-				j = (j + 1) & (cap - 1);
-			n[j] = c->slots[i];
-		}
-		free(c->slots);
-		c->slots = n;
-		c->slots_cap = cap;
-	}
-	if (!c->slots_cap)
-		return NULL;
-	size_t j = strb_cupti_hash32(corr) & (c->slots_cap - 1);
-	while (c->slots[j].corr && c->slots[j].corr != corr)
-		j = (j + 1) & (c->slots_cap - 1);
-	if (c->slots[j].corr == corr)
-		return &c->slots[j];
-	if (!create)
-		return NULL;
-	c->slots[j] = (struct corr_slot){.corr = corr, .call = -1};
-	c->slots_used++;
-	return &c->slots[j];
-}
-
-/* What is known about a correlation id: its call (-1 for none) and
- * external ids (0 for none). */
-struct corr_ref {
-	int32_t call;
-	uint64_t ext0, ext1;
-};
-
-static struct corr_ref corr_find(struct conv *c, uint32_t corr)
-{
-	struct corr_ref r = {-1, 0, 0};
-	if (!corr)
-		return r;
-	if (c->dense_call) {
-		uint32_t i = corr - c->dense_base;
-		if (corr < c->dense_base || i >= c->dense_len)
-			return r;
-		r.call = c->dense_call[i] - 1;
-		if (c->dense_ext)
-			r.ext0 = c->dense_ext[i].ext0, r.ext1 = c->dense_ext[i].ext1;
-		return r;
-	}
-	const struct corr_slot *s = slot(c, corr, false);
-	if (s)
-		r = (struct corr_ref){s->call, s->ext0, s->ext1};
-	return r;
-}
-
-static void corr_set_call(struct conv *c, uint32_t corr, int32_t call)
-{
-	if (!corr)
-		return;
-	if (c->dense_call) {
-		c->dense_call[corr - c->dense_base] = call + 1;
-		return;
-	}
-	struct corr_slot *s = slot(c, corr, true);
-	if (s)
-		s->call = call;
-}
-
-/* Where an external id of corr goes, or NULL. */
-static uint64_t *corr_ext(struct conv *c, uint32_t corr, bool custom1)
-{
-	if (!corr)
-		return NULL;
-	if (c->dense_call) {
-		struct ext_pair *p = &c->dense_ext[corr - c->dense_base];
-		return custom1 ? &p->ext1 : &p->ext0;
-	}
-	struct corr_slot *s = slot(c, corr, true);
-	return !s ? NULL : custom1 ? &s->ext1 : &s->ext0;
-}
-
-static int64_t epoch(struct conv *c, uint64_t cupti_ns)
-{
-	return strb_clock_cursor_ns_epoch(&c->clock, cupti_ns);
-}
-
-static bool selected(const struct conv *c, enum strobe_activity_type type)
-{
-	return c->w->mask & STROBE_ACTIVITY_BIT(type);
-}
 
 static void note_context(struct conv *c, uint32_t ctx, uint32_t device)
 {
@@ -273,15 +93,15 @@ static uint32_t context_device(const struct conv *c, uint32_t ctx)
  * walked, to the trace's arena. */
 static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity *), bool last)
 {
-	for (struct strb_cupti_buffer *b = c->buffers; b && !c->rc; b = b->next) {
+	for (struct strb_cupti_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
 		CUpti_Activity *rec = NULL;
 		CUptiResult r;
 		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS &&
-		       !c->rc)
+		       !c->g.rc)
 			fn(c, rec);
 		/* An invalid kind ends the walk of that buffer: count it once. */
-		if (!c->rc && r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
-			c->st->gpu_bad_buffers++;
+		if (!c->g.rc && r != CUPTI_ERROR_MAX_LIMIT_REACHED && !last)
+			c->g.st->gpu_bad_buffers++;
 		if (!last)
 			continue;
 		/* Records rendered later keep their buffer alive (even after an
@@ -291,62 +111,9 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 		if (c->rendered)
 			strb_cupti_args_keep(c->x, b->data);
 		else
-			strb_arena_give(&c->t->arena, b->data, b->size);
+			strb_arena_give(&c->g.t->arena, b->data, b->size);
 		b->data = NULL;
 		c->rendered = false;
-	}
-}
-
-/* ---- the correlation table, once pass 1 has seen every id ------------------------ */
-
-static void id_range(uint32_t id, uint32_t *lo, uint32_t *hi, size_t *n)
-{
-	if (!id)
-		return;
-	*lo = *n && *lo < id ? *lo : id;
-	*hi = *n && *hi > id ? *hi : id;
-	(*n)++;
-}
-
-static void build_table(struct conv *c)
-{
-	uint32_t lo = 0, hi = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < c->ncalls; i++)
-		id_range(c->calls[i].corr, &lo, &hi, &n);
-	for (size_t i = 0; i < c->nexts; i++)
-		id_range(c->exts[i].corr, &lo, &hi, &n);
-	/* One allocation for every activity instead of doublings and copies. */
-	if (strb_trace_reserve(c->t, c->st->gpu_records + 64)) {
-		c->rc = -ENOMEM;
-		return;
-	}
-	uint64_t span = n ? (uint64_t)hi - lo + 1 : 0;
-	if (n && span <= 4 * (uint64_t)n + 4096) {
-		c->dense_call = calloc(span, sizeof(*c->dense_call));
-		c->dense_ext = c->nexts ? calloc(span, sizeof(*c->dense_ext)) : NULL;
-		if (c->dense_call && (c->dense_ext || !c->nexts)) {
-			c->dense_base = lo;
-			c->dense_len = (uint32_t)span;
-		} else {
-			free(c->dense_call);
-			free(c->dense_ext);
-			c->dense_call = NULL;
-			c->dense_ext = NULL;
-		}
-	} /* else sparse: hash */
-	for (size_t i = 0; i < c->ncalls && !c->rc; i++)
-		corr_set_call(c, c->calls[i].corr, (int32_t)i);
-	for (size_t i = 0; i < c->nexts && !c->rc; i++) {
-		const struct ext_rec *e = &c->exts[i];
-		bool known = e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 ||
-		             e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
-		uint64_t *ext =
-		    known ? corr_ext(c, e->corr, e->kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1) : NULL;
-		if (ext)
-			*ext = e->id;
-		else if (!known)
-			c->st->gpu_invalid_external_correlations++;
 	}
 }
 
@@ -356,26 +123,32 @@ static void add_device(struct conv *c, const CUpti_ActivityDevice5 *d);
 
 static void pass1(struct conv *c, const CUpti_Activity *rec)
 {
-	c->st->gpu_records++;
+	c->g.st->gpu_records++;
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
 		const CUpti_ActivityExternalCorrelation *e = (const void *)rec;
-		struct ext_rec x = {e->correlationId, e->externalKind, e->externalId};
-		PUSH(c, exts, nexts, exts_cap, x);
+		/* Strobe pushes CUSTOM0 (ops) and CUSTOM1 (ranges). */
+		if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 ||
+		    e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1)
+			strb_gpu_add_external(&c->g, e->correlationId,
+			                      e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1,
+			                      e->externalId);
+		else
+			c->g.st->gpu_invalid_external_correlations++;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_DRIVER: {
 		const CUpti_ActivityAPI *a = (const void *)rec;
-		struct api_call call = {
+		struct strb_gpu_call call = {
 		    .corr = a->correlationId,
-		    .cbid = a->cbid,
 		    .kind = a->kind,
+		    .op = a->cbid,
 		    .tid = (pid_t)a->threadId,
-		    .start = epoch(c, a->start),
-		    .end = epoch(c, a->end),
+		    .start = strb_gpu_epoch(&c->g, a->start),
+		    .end = strb_gpu_epoch(&c->g, a->end),
 		};
-		PUSH(c, calls, ncalls, calls_cap, call);
+		strb_gpu_add_call(&c->g, &call);
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -414,112 +187,7 @@ static void pass1(struct conv *c, const CUpti_Activity *rec)
 	}
 }
 
-/* ---- linking calls to strobe's ops and ranges -------------------------------- */
-
-struct interval {
-	pid_t tid;
-	int64_t start, end;
-	uint64_t id;
-	bool op;
-};
-
-static int cmp_interval(const void *a, const void *b)
-{
-	const struct interval *x = a, *y = b;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->end < y->end) - (x->end > y->end); /* the enclosing one first */
-}
-
-static const struct api_call *sort_base;
-
-static int cmp_call(const void *a, const void *b)
-{
-	const struct api_call *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return (x->start > y->start) - (x->start < y->start);
-}
-
-/* A sweep per thread in time order with a stack of open intervals: ranges
- * nest, so the top of the stack is the innermost one around a call. */
-static void link_calls(struct conv *c)
-{
-	struct strobe_trace *t = c->t;
-	size_t n = 0;
-	for (size_t i = 0; i < t->count; i++)
-		n += t->acts[i].type == STROBE_ACTIVITY_CPU_OP ||
-		     t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION;
-	if (!n || !c->ncalls)
-		return;
-	struct interval *iv = malloc(n * sizeof(*iv));
-	size_t *order = malloc(c->ncalls * sizeof(*order));
-	struct interval **stack = malloc(2 * n * sizeof(*stack));
-	if (!iv || !order || !stack) {
-		c->rc = -ENOMEM;
-		goto out;
-	}
-	n = 0;
-	for (size_t i = 0; i < t->count; i++) {
-		const struct strobe_activity *a = &t->acts[i];
-		if (a->type != STROBE_ACTIVITY_CPU_OP && a->type != STROBE_ACTIVITY_USER_ANNOTATION)
-			continue;
-		if (a->device != t->pid)
-			continue;
-		iv[n++] = (struct interval){(pid_t)a->resource, a->start_ns, a->end_ns, a->id,
-		                            a->type == STROBE_ACTIVITY_CPU_OP};
-	}
-	qsort(iv, n, sizeof(*iv), cmp_interval);
-	for (size_t i = 0; i < c->ncalls; i++)
-		order[i] = i;
-	sort_base = c->calls;
-	qsort(order, c->ncalls, sizeof(*order), cmp_call);
-
-	/* Two stacks share one array: ops from the bottom, ranges from n up. */
-	struct interval **ops = stack, **ranges = stack + n;
-	size_t nops = 0, nranges = 0, next = 0;
-	pid_t tid = -1;
-	for (size_t k = 0; k < c->ncalls; k++) {
-		struct api_call *call = &c->calls[order[k]];
-		if (call->tid != tid) {
-			tid = call->tid;
-			nops = nranges = 0;
-			while (next < n && iv[next].tid < tid)
-				next++;
-		}
-		while (next < n && iv[next].tid == tid && iv[next].start <= call->start) {
-			struct interval *in = &iv[next++];
-			struct interval **s = in->op ? ops : ranges;
-			size_t *ns = in->op ? &nops : &nranges;
-			while (*ns && s[*ns - 1]->end < in->start)
-				(*ns)--;
-			s[(*ns)++] = in;
-		}
-		while (nops && ops[nops - 1]->end < call->start)
-			nops--;
-		while (nranges && ranges[nranges - 1]->end < call->start)
-			nranges--;
-		call->op_id = nops ? ops[nops - 1]->id : 0;
-		call->range_id = nranges ? ranges[nranges - 1]->id : 0;
-	}
-out:
-	free(iv);
-	free(order);
-	free(stack);
-}
-
 /* ---- pass 2: activities ------------------------------------------------------ */
-
-/* A string that lives as long as the trace, for names and string args. */
-static const char *keep(struct conv *c, const char *s)
-{
-	const char *k = strb_trace_intern(c->t, s, strlen(s));
-	if (!k)
-		c->rc = -ENOMEM;
-	return k;
-}
 
 /* Args built here are copied into the trace's arena as they are: keys are
  * static strings, string values already live in the trace (keep). */
@@ -527,217 +195,40 @@ static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type ty
                                     int64_t start, int64_t end, int64_t device, int64_t resource,
                                     const struct strb_cupti_argv *g)
 {
-	struct strobe_trace *t = c->t;
-	struct strobe_arg *args = NULL;
-	if (c->rc || !name)
-		return NULL;
-	if (g && g->n) {
-		args = strb_arena_alloc(&t->arena, g->n * sizeof(*args));
-		if (!args) {
-			c->rc = -ENOMEM;
-			return NULL;
-		}
-		memcpy(args, g->s->args, g->n * sizeof(*args));
-	}
-	struct strobe_activity *a = strb_trace_push(t);
-	if (!a) {
-		c->rc = -ENOMEM;
-		return NULL;
-	}
-	a->type = type;
-	a->name = name;
-	a->start_ns = start;
-	a->end_ns = end;
-	a->device = device;
-	a->resource = resource;
-	a->args = args;
-	a->arg_count = g ? g->n : 0;
-	return a;
+	return strb_gpu_emit(&c->g, type, name, start, end, device, resource, g ? g->s->args : NULL,
+	                     g ? g->n : 0);
 }
 
 /* The activity just emitted renders its args from rec, which its buffer
  * keeps alive. */
 static void render_from(struct conv *c, const void *rec)
 {
-	if (strb_trace_render_args(c->t, rec))
-		c->rc = -ENOMEM;
+	if (strb_trace_render_args(c->g.t, rec))
+		c->g.rc = -ENOMEM;
 	c->rendered = true;
-}
-
-static bool paused(uint64_t start)
-{
-	for (int i = 0; i < strb_cupti.pauses + (strb_cupti.paused ? 1 : 0) && i < STRB_CUPTI_MAX_PAUSES; i++)
-		if (start >= strb_cupti.pause_from[i] && start < strb_cupti.pause_to[i])
-			return true;
-	return false;
-}
-
-/* Common checks for a GPU record: complete, not paused, inside the window.
- * Converts its times to epoch ns. */
-static bool gpu_record_ok(struct conv *c, uint64_t start, uint64_t end, int64_t *s, int64_t *e)
-{
-	if (!start || !end || end < start) {
-		c->st->gpu_incomplete_records++;
-		return false;
-	}
-	if (paused(start)) {
-		c->st->gpu_paused_records++;
-		return false;
-	}
-	*s = epoch(c, start);
-	*e = epoch(c, end);
-	if (*s < c->w->start_ns || *e > c->w->stop_ns) {
-		c->st->gpu_out_of_window++;
-		return false;
-	}
-	return true;
-}
-
-static void note_row(struct conv *c, uint32_t device, uint32_t stream, int64_t start, int64_t end)
-{
-	uint64_t key = (uint64_t)device << 32 | stream;
-	size_t i = c->last_row;
-	/* Most records repeat the last row. */
-	if (i >= c->nrows || c->rows[i] != key) {
-		for (i = 0; i < c->nrows && c->rows[i] != key; i++)
-			;
-		if (i == c->nrows) {
-			size_t cap = c->rows_cap;
-			if (!grow((void **)&c->rows, &c->rows_cap, i + 1, sizeof(*c->rows)) ||
-			    !grow((void **)&c->row_end, &cap, i + 1, sizeof(*c->row_end))) {
-				c->rc = -ENOMEM;
-				return;
-			}
-			c->rows[i] = key;
-			c->row_end[i] = INT64_MIN;
-			c->nrows++;
-			if (device < MAX_DEVICES)
-				c->device_seen[device] = true;
-		}
-		c->last_row = i;
-	}
-	if (start < c->row_end[i])
-		c->overlap = true;
-	if (end > c->row_end[i])
-		c->row_end[i] = end;
-}
-
-static bool row_busy(const struct conv *c, uint32_t device, uint32_t stream)
-{
-	uint64_t key = (uint64_t)device << 32 | stream;
-	for (size_t i = 0; i < c->nrows; i++)
-		if (c->rows[i] == key)
-			return true;
-	return false;
-}
-
-/* The call that launched GPU work, and the ids it links to. Returns the
- * call, or NULL. Only work (kernels, copies, fills) widens its range's GPU
- * span: a synchronisation is the host waiting, not the GPU working. */
-static struct api_call *link_gpu(struct conv *c, struct strobe_activity *a, uint32_t corr, int64_t gpu_start,
-                                 bool work)
-{
-	struct corr_ref s = corr_find(c, corr);
-	a->id = corr;
-	struct api_call *call = s.call >= 0 ? &c->calls[s.call] : NULL;
-	a->linked_id = s.ext0 ? s.ext0 : call ? call->op_id : 0;
-	if (call) {
-		if (call->emitted && strb_cupti_flow_start(call->kind, call->cbid)) {
-			a->flow_id = corr;
-			a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
-		}
-		if (call->start > gpu_start)
-			c->st->gpu_out_of_order++;
-	} else if (corr &&
-	           (selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) || selected(c, STROBE_ACTIVITY_CUDA_DRIVER))) {
-		c->st->gpu_unmatched_correlations++;
-	}
-	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
-	if (work && range && selected(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION)) {
-		for (size_t i = c->nspans; i-- > 0;) {
-			struct gpu_span *sp = &c->spans[i];
-			if (sp->range_id == range && sp->device == a->device && sp->stream == a->resource) {
-				if (a->start_ns < sp->start)
-					sp->start = a->start_ns;
-				if (a->end_ns > sp->end)
-					sp->end = a->end_ns;
-				return call;
-			}
-		}
-		struct gpu_span sp = {a->device, a->resource, range, a->start_ns, a->end_ns};
-		PUSH(c, spans, nspans, spans_cap, sp);
-	}
-	return call;
-}
-
-static const char *kernel_name(struct conv *c, const char *raw)
-{
-	if (!raw)
-		return strb_trace_intern(c->t, "<unknown kernel>", 16);
-	if ((c->names_used + 1) * 2 > c->names_cap) {
-		size_t cap = c->names_cap ? c->names_cap * 2 : 1024;
-		const char **k = calloc(cap, sizeof(*k)), **v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			c->rc = -ENOMEM;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->names_cap; i++) {
-			if (!c->name_keys[i])
-				continue;
-			size_t j = ((uintptr_t)c->name_keys[i] >> 3) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = c->name_keys[i];
-			v[j] = c->name_values[i];
-		}
-		free(c->name_keys);
-		free(c->name_values);
-		c->name_keys = k;
-		c->name_values = v;
-		c->names_cap = cap;
-	}
-	/* CUPTI's name strings live as long as the library: key by pointer. */
-	size_t j = ((uintptr_t)raw >> 3) & (c->names_cap - 1);
-	while (c->name_keys[j] && c->name_keys[j] != raw)
-		j = (j + 1) & (c->names_cap - 1);
-	if (c->name_keys[j])
-		return c->name_values[j];
-	char *dem = strb_cupti_demangle(raw);
-	const char *name = dem ? dem : raw;
-	const char *v = strb_trace_intern(c->t, name, strlen(name));
-	free(dem);
-	if (!v) {
-		c->rc = -ENOMEM;
-		return NULL;
-	}
-	c->name_keys[j] = raw;
-	c->name_values[j] = v;
-	c->names_used++;
-	return v;
 }
 
 static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 {
 	int64_t s, e;
-	if (!selected(c, STROBE_ACTIVITY_CONCURRENT_KERNEL) || !gpu_record_ok(c, k->start, k->end, &s, &e))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL) ||
+	    !strb_gpu_record_ok(&c->g, k->start, k->end, &s, &e))
 		return;
-	const char *name = kernel_name(c, k->name);
+	const char *name = strb_gpu_kernel_name(&c->g, k->name, strb_cupti_demangle);
 	if (!name)
 		return;
 	/* The shape's occupancy, for rendering. */
 	if (k->deviceId < MAX_DEVICES && c->x->sm_count[k->deviceId])
-		strb_cupti_occupancy(c->x, c->t, k);
+		strb_cupti_occupancy(c->x, c->g.t, k);
 	struct strobe_activity *a =
 	    emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, NULL);
 	if (!a)
 		return;
 	render_from(c, k);
-	struct api_call *call = link_gpu(c, a, k->correlationId, s, true);
+	struct strb_gpu_call *call = strb_gpu_link(&c->g, a, k->correlationId, s, true);
 	if (call)
 		call->got_kernel = true;
-	note_row(c, k->deviceId, k->streamId, s, e);
+	strb_gpu_note_row(&c->g, k->deviceId, k->streamId, s, e);
 }
 
 static const char *copy_name(char *buf, size_t len, uint8_t copy, uint8_t src, uint8_t dst)
@@ -752,19 +243,20 @@ static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_typ
                                         int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
                                         const void *rec)
 {
-	struct strobe_activity *a = emit(c, type, keep(c, name), s, e, device, stream, NULL);
+	struct strobe_activity *a = emit(c, type, strb_gpu_keep(&c->g, name), s, e, device, stream, NULL);
 	if (!a)
 		return NULL;
 	render_from(c, rec);
-	link_gpu(c, a, corr, s, true);
-	note_row(c, device, stream, s, e);
+	strb_gpu_link(&c->g, a, corr, s, true);
+	strb_gpu_note_row(&c->g, device, stream, s, e);
 	return a;
 }
 
 static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 {
 	int64_t s, e;
-	if (!selected(c, STROBE_ACTIVITY_GPU_MEMCPY) || !gpu_record_ok(c, m->start, m->end, &s, &e))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMCPY) ||
+	    !strb_gpu_record_ok(&c->g, m->start, m->end, &s, &e))
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
@@ -774,7 +266,8 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 {
 	int64_t s, e;
-	if (!selected(c, STROBE_ACTIVITY_GPU_MEMCPY) || !gpu_record_ok(c, m->start, m->end, &s, &e))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMCPY) ||
+	    !strb_gpu_record_ok(&c->g, m->start, m->end, &s, &e))
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
@@ -784,7 +277,8 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 {
 	int64_t s, e;
-	if (!selected(c, STROBE_ACTIVITY_GPU_MEMSET) || !gpu_record_ok(c, m->start, m->end, &s, &e))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMSET) ||
+	    !strb_gpu_record_ok(&c->g, m->start, m->end, &s, &e))
 		return;
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
@@ -799,9 +293,9 @@ static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
 	char nb[128];
 	strb_cupti_api_name(c->lib, runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
 	                    nb, sizeof(nb));
-	const char *name = strb_trace_intern(c->t, nb, strlen(nb));
+	const char *name = strb_trace_intern(c->g.t, nb, strlen(nb));
 	if (!name)
-		c->rc = -ENOMEM;
+		c->g.rc = -ENOMEM;
 	else if (slot_name)
 		*slot_name = name;
 	return name;
@@ -811,23 +305,23 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 {
 	bool runtime = r->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
 	enum strobe_activity_type type = runtime ? STROBE_ACTIVITY_CUDA_RUNTIME : STROBE_ACTIVITY_CUDA_DRIVER;
-	struct corr_ref s = corr_find(c, r->correlationId);
-	struct api_call *call = s.call >= 0 ? &c->calls[s.call] : NULL;
-	if (!selected(c, type) || !call)
+	struct strb_gpu_ref s = strb_gpu_find(&c->g, r->correlationId);
+	struct strb_gpu_call *call = s.call;
+	if (!strb_gpu_selected(&c->g, type) || !call)
 		return;
 	if (runtime && strb_cupti_runtime_blocklisted(r->cbid)) {
-		c->st->gpu_blocklisted++;
+		c->g.st->gpu_blocklisted++;
 		return;
 	}
 	if (!runtime && !strb_cupti_driver_kept(r->cbid))
 		return;
-	if (call->start < c->w->start_ns || call->end > c->w->stop_ns || call->end < call->start) {
-		c->st->gpu_out_of_window++;
+	if (call->start < c->g.w->start_ns || call->end > c->g.w->stop_ns || call->end < call->start) {
+		c->g.st->gpu_out_of_window++;
 		return;
 	}
 	const char *name = api_name(c, runtime, r->cbid);
 	struct strobe_activity *a =
-	    name ? emit(c, type, name, call->start, call->end, c->t->pid, r->threadId, NULL) : NULL;
+	    name ? emit(c, type, name, call->start, call->end, c->g.t->pid, r->threadId, NULL) : NULL;
 	if (!a)
 		return;
 	render_from(c, r);
@@ -872,7 +366,7 @@ static const struct cuda_event *waited_event(const struct conv *c, uint32_t ctx,
 
 static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, bool deferred)
 {
-	if (!selected(c, STROBE_ACTIVITY_CUDA_SYNC))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_SYNC))
 		return;
 	bool wait = r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
 	if (wait && !deferred) {
@@ -882,14 +376,14 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 		return;
 	}
 	int64_t s, e;
-	if (!gpu_record_ok(c, r->start, r->end, &s, &e))
+	if (!strb_gpu_record_ok(&c->g, r->start, r->end, &s, &e))
 		return;
 	uint32_t device = context_device(c, r->contextId);
 	int64_t stream = r->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : (int64_t)r->streamId;
 	const char *kind = strb_cupti_sync_kind(r->type);
 	struct strb_arg_scratch scratch;
 	struct strb_cupti_argv g = {&scratch, 0, 0};
-	strb_cupti_arg_s(&g, "cuda_sync_kind", keep(c, kind));
+	strb_cupti_arg_s(&g, "cuda_sync_kind", strb_gpu_keep(&c->g, kind));
 	if (r->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE || wait) {
 		const struct cuda_event *ev = waited_event(c, r->contextId, r->cudaEventId, r->correlationId);
 		strb_cupti_arg_i(&g, "wait_on_stream", ev ? (int64_t)ev->stream : -1);
@@ -914,23 +408,24 @@ static void sync_record(struct conv *c, const CUpti_ActivitySynchronization *r, 
 			snprintf(title, sizeof(title), "stream %lld (sync)", (long long)stream);
 			struct strobe_resource res = {
 			    sizeof(res), STROBE_RESOURCE_ROW, device, row, title, NULL, stream};
-			if (strb_trace_add_resource(c->t, &res))
-				c->rc = -ENOMEM;
+			if (strb_trace_add_resource(c->g.t, &res))
+				c->g.rc = -ENOMEM;
 		}
 	}
-	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_SYNC, keep(c, kind), s, e, device, row, &g);
+	struct strobe_activity *a =
+	    emit(c, STROBE_ACTIVITY_CUDA_SYNC, strb_gpu_keep(&c->g, kind), s, e, device, row, &g);
 	if (a)
-		link_gpu(c, a, r->correlationId, s, false);
+		strb_gpu_link(&c->g, a, r->correlationId, s, false);
 }
 
 static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 {
 	/* Device timestamps exist only in CUDA 13's record. */
-	if (!selected(c, STROBE_ACTIVITY_CUDA_EVENT) || c->lib->version < STRB_CUPTI_VERSION_13 ||
-	    !r->deviceTimestamp)
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_EVENT) ||
+	    c->lib->version < STRB_CUPTI_VERSION_13 || !r->deviceTimestamp)
 		return;
 	int64_t s, e;
-	if (!gpu_record_ok(c, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
+	if (!strb_gpu_record_ok(&c->g, r->deviceTimestamp, r->deviceTimestamp + 1, &s, &e))
 		return;
 	e = s + 1; /* libkineto's fixed 1 ns, whatever the conversion rounds to */
 	struct strb_arg_scratch scratch;
@@ -940,8 +435,8 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 	strb_cupti_arg_u(&g, "correlation", r->correlationId);
 	strb_cupti_arg_u(&g, "device", r->deviceId);
 	strb_cupti_arg_u(&g, "context", r->contextId);
-	struct strobe_activity *a =
-	    emit(c, STROBE_ACTIVITY_CUDA_EVENT, keep(c, "cudaEvent"), s, e, r->deviceId, r->streamId, &g);
+	struct strobe_activity *a = emit(c, STROBE_ACTIVITY_CUDA_EVENT, strb_gpu_keep(&c->g, "cudaEvent"), s,
+	                                 e, r->deviceId, r->streamId, &g);
 	if (a)
 		a->id = r->correlationId;
 }
@@ -949,10 +444,11 @@ static void cuda_event(struct conv *c, const CUpti_ActivityCudaEvent2 *r)
 static void overhead(struct conv *c, const CUpti_ActivityOverhead *r)
 {
 	int64_t s, e;
-	if (!selected(c, STROBE_ACTIVITY_OVERHEAD) || !gpu_record_ok(c, r->start, r->end, &s, &e))
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_OVERHEAD) ||
+	    !strb_gpu_record_ok(&c->g, r->start, r->end, &s, &e))
 		return;
 	const char *name = strb_cupti_overhead_kind(r->overheadKind);
-	emit(c, STROBE_ACTIVITY_OVERHEAD, keep(c, name), s, e, OVERHEAD_PID, 0, NULL);
+	emit(c, STROBE_ACTIVITY_OVERHEAD, strb_gpu_keep(&c->g, name), s, e, OVERHEAD_PID, 0, NULL);
 }
 
 static void pass2(struct conv *c, const CUpti_Activity *rec)
@@ -988,7 +484,7 @@ static void pass2(struct conv *c, const CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_DEVICE:
 		break;
 	default:
-		c->st->gpu_unexpected_records++;
+		c->g.st->gpu_unexpected_records++;
 		break;
 	}
 }
@@ -1070,7 +566,7 @@ static void add_devices(struct conv *c)
 		}
 		c->dev[d] = drv[d];
 	}
-	struct strobe_trace *t = c->t;
+	struct strobe_trace *t = c->g.t;
 	for (int d = 0; d < MAX_DEVICES; d++) {
 		const struct strb_cuda_device *v = &c->dev[d];
 		if (!v->known)
@@ -1097,7 +593,7 @@ static void add_devices(struct conv *c)
 		size_t old = strlen(t->device_properties);
 		char *joined = strb_arena_alloc(&t->arena, old + (size_t)add + 3);
 		if (!joined) {
-			c->rc = -ENOMEM;
+			c->g.rc = -ENOMEM;
 			return;
 		}
 		memcpy(joined, t->device_properties, old);
@@ -1113,102 +609,31 @@ static void add_devices(struct conv *c)
 
 static void add_rows(struct conv *c)
 {
-	char pname[256];
-	strb_process_name(pname, sizeof(pname));
-	for (uint32_t d = 0; d < MAX_DEVICES; d++) {
-		if (!c->device_seen[d])
-			continue;
-		char label[32];
-		snprintf(label, sizeof(label), "GPU %u", d);
-		struct strobe_resource p = {sizeof(p), STROBE_RESOURCE_PROCESS, d, 0, pname,
-		                            label,     GPU_SORT_OFFSET + d};
-		if (strb_trace_add_resource(c->t, &p))
-			c->rc = -ENOMEM;
-	}
-	for (size_t i = 0; i < c->nrows; i++) {
-		uint32_t device = (uint32_t)(c->rows[i] >> 32), stream = (uint32_t)c->rows[i];
-		char title[48];
-		/* libkineto's stream rows end with a space. */
-		snprintf(title, sizeof(title), "stream %u ", stream);
-		struct strobe_resource r = {sizeof(r), STROBE_RESOURCE_STREAM, device, stream, title, NULL,
-		                            stream};
-		if (strb_trace_add_resource(c->t, &r))
-			c->rc = -ENOMEM;
-	}
-	if (selected(c, STROBE_ACTIVITY_OVERHEAD)) {
+	strb_gpu_add_rows(&c->g);
+	if (strb_gpu_selected(&c->g, STROBE_ACTIVITY_OVERHEAD)) {
 		struct strobe_resource o = {
 		    sizeof(o),    STROBE_RESOURCE_PROCESS, OVERHEAD_PID, 0, "CUPTI Overhead", NULL,
 		    OVERHEAD_SORT};
-		if (strb_trace_add_resource(c->t, &o))
-			c->rc = -ENOMEM;
+		if (strb_trace_add_resource(c->g.t, &o))
+			c->g.rc = -ENOMEM;
 	}
-}
-
-struct named_id {
-	uint64_t id;
-	const char *name;
-};
-
-static int cmp_named(const void *a, const void *b)
-{
-	const struct named_id *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
-/* GPU spans of strobe ranges (and of ops named through CUSTOM1 ids): one
- * per (device, stream, range), named after the range. */
-static void emit_gpu_spans(struct conv *c)
-{
-	const struct strobe_trace *t = c->t;
-	size_t n = 0;
-	struct named_id *ids = malloc((t->count + 1) * sizeof(*ids));
-	if (!ids) {
-		c->rc = -ENOMEM;
-		return;
-	}
-	for (size_t i = 0; i < t->count; i++)
-		if (t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION ||
-		    t->acts[i].type == STROBE_ACTIVITY_CPU_OP)
-			ids[n++] = (struct named_id){t->acts[i].id, t->acts[i].name};
-	qsort(ids, n, sizeof(*ids), cmp_named);
-	for (size_t i = 0; i < c->nspans && !c->rc; i++) {
-		const struct gpu_span *sp = &c->spans[i];
-		struct named_id key = {sp->range_id, NULL};
-		const struct named_id *hit = bsearch(&key, ids, n, sizeof(*ids), cmp_named);
-		if (!hit)
-			continue;
-		struct strobe_activity *a = emit(c, STROBE_ACTIVITY_GPU_USER_ANNOTATION, hit->name, sp->start,
-		                                 sp->end, sp->device, sp->stream, NULL);
-		if (a)
-			a->id = sp->range_id;
-	}
-	free(ids);
 }
 
 static void finish(struct conv *c)
 {
 	/* Deferred waits, for streams that were busy. */
-	for (size_t i = 0; i < c->nwaits && !c->rc; i++) {
+	for (size_t i = 0; i < c->nwaits && !c->g.rc; i++) {
 		const CUpti_ActivitySynchronization *r = &c->waits[i];
-		if (row_busy(c, context_device(c, r->contextId), r->streamId))
+		if (strb_gpu_row_busy(&c->g, context_device(c, r->contextId), r->streamId))
 			sync_record(c, r, true);
 	}
-	if (c->nspans && !c->rc)
-		emit_gpu_spans(c);
-	uint64_t missing = 0;
-	for (size_t i = 0; i < c->ncalls; i++) {
-		const struct api_call *call = &c->calls[i];
-		if (!call->emitted || !strb_cupti_is_kernel_launch(call->kind, call->cbid))
-			continue;
-		c->st->gpu_launches++;
-		missing += !call->got_kernel;
-	}
-	c->st->gpu_launches_without_kernel = missing;
-	if (missing && selected(c, STROBE_ACTIVITY_CONCURRENT_KERNEL))
+	strb_gpu_emit_spans(&c->g);
+	uint64_t missing = strb_gpu_count_launches(&c->g);
+	if (missing && strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL))
 		LOGW(
 		    "%llu of %llu kernel launches in the window have no kernel record: GPU records were lost "
 		    "(dropped, rejected or still in flight at stop)",
-		    (unsigned long long)missing, (unsigned long long)c->st->gpu_launches);
+		    (unsigned long long)missing, (unsigned long long)c->g.st->gpu_launches);
 	add_rows(c);
 }
 
@@ -1216,15 +641,17 @@ static void finish(struct conv *c)
  * whether their arrow has a start. */
 static void mark_emitted(struct conv *c)
 {
-	for (size_t i = 0; i < c->ncalls; i++) {
-		struct api_call *call = &c->calls[i];
+	for (size_t i = 0; i < c->g.ncalls; i++) {
+		struct strb_gpu_call *call = &c->g.calls[i];
 		bool runtime = call->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-		bool wanted =
-		    runtime ? selected(c, STROBE_ACTIVITY_CUDA_RUNTIME) &&
-		                  !strb_cupti_runtime_blocklisted(call->cbid)
-		            : selected(c, STROBE_ACTIVITY_CUDA_DRIVER) && strb_cupti_driver_kept(call->cbid);
-		call->emitted = wanted && call->start >= c->w->start_ns && call->end <= c->w->stop_ns &&
+		bool wanted = runtime ? strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME) &&
+		                            !strb_cupti_runtime_blocklisted(call->op)
+		                      : strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_DRIVER) &&
+		                            strb_cupti_driver_kept(call->op);
+		call->emitted = wanted && call->start >= c->g.w->start_ns && call->end <= c->g.w->stop_ns &&
 		                call->end >= call->start;
+		call->flow = strb_cupti_flow_start(call->kind, call->op);
+		call->launch = strb_cupti_is_kernel_launch(call->kind, call->op);
 	}
 }
 
@@ -1242,15 +669,18 @@ static void add_versions(struct conv *c)
 	         {"cupti_version", c->lib->version}};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct strobe_arg e = {.key = v[i].key, .kind = STROBE_ARG_I64, .value.i64 = v[i].value};
-		if (v[i].value > 0 && strb_trace_set_meta(c->t, &e))
-			c->rc = -ENOMEM;
+		if (v[i].value > 0 && strb_trace_set_meta(c->g.t, &e))
+			c->g.rc = -ENOMEM;
 	}
 }
 
 int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_cupti_buffer *buffers)
 {
-	struct conv c = {.t = t, .w = w, .lib = strb_cupti.lib, .buffers = buffers, .st = &t->stats};
-	t->stats.gpu = true;
+	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers};
+	strb_gpu_init(&c.g, t, w);
+	c.g.pauses = &strb_cupti.pauses;
+	c.g.count_unmatched = strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_RUNTIME) ||
+	                      strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_DRIVER);
 	pthread_mutex_lock(&strb_cupti.lock);
 	t->stats.gpu_rejected_buffers = strb_cupti.counts.rejected_buffers;
 	t->stats.gpu_discarded_buffers = strb_cupti.counts.discarded_buffers;
@@ -1267,32 +697,29 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		strb_cupti_args_release(c.x);
 		return -EBUSY;
 	}
-	strb_clock_cursor_init(&c.clock, w->map);
 	walk(&c, pass1, false);
 	add_versions(&c);
-	if (!c.rc)
+	if (!c.g.rc)
 		add_devices(&c);
-	if (!c.rc)
-		build_table(&c);
-	if (!c.rc && c.nevents)
+	strb_gpu_build_table(&c.g);
+	if (!c.g.rc && c.nevents)
 		qsort(c.events, c.nevents, sizeof(*c.events), cmp_event);
-	if (!c.rc)
-		link_calls(&c);
-	if (!c.rc)
+	strb_gpu_link_calls(&c.g);
+	if (!c.g.rc)
 		mark_emitted(&c);
 	size_t nbuffers = 0;
 	for (struct strb_cupti_buffer *b = buffers; b; b = b->next)
 		nbuffers++;
-	if (!c.rc && strb_cupti_args_reserve(c.x, nbuffers))
-		c.rc = -ENOMEM;
+	if (!c.g.rc && strb_cupti_args_reserve(c.x, nbuffers))
+		c.g.rc = -ENOMEM;
 	size_t first = t->count;
-	if (!c.rc)
+	if (!c.g.rc)
 		walk(&c, pass2, true);
-	if (!c.rc && !c.overlap) {
+	if (!c.g.rc && !c.g.overlap) {
 		t->in_order_from = first;
 		t->in_order_to = t->count;
 	}
-	if (!c.rc)
+	if (!c.g.rc)
 		finish(&c);
 	/* Buffers the args did not need would stay with the trace until it is
 	 * destroyed: a trace of mostly filtered records would keep them all. */
@@ -1301,18 +728,10 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 		LOGW("GPU records lost: %llu buffer requests refused, %llu records dropped by CUPTI",
 		     (unsigned long long)t->stats.gpu_rejected_buffers,
 		     (unsigned long long)t->stats.gpu_dropped_records);
-	free(c.calls);
-	free(c.exts);
-	free(c.slots);
-	free(c.dense_call);
-	free(c.dense_ext);
+	int rc = c.g.rc;
+	strb_gpu_free(&c.g);
 	free(c.events);
-	free(c.rows);
-	free(c.row_end);
 	free(c.sync_rows);
-	free(c.spans);
-	free(c.name_keys);
-	free(c.name_values);
 	free(c.waits);
-	return c.rc;
+	return rc;
 }

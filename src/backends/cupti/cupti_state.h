@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "backends/cupti/cupti_lib.h"
+#include "process/gpu.h"
 
 /* A completed activity buffer. */
 struct strb_cupti_buffer {
@@ -14,8 +15,6 @@ struct strb_cupti_buffer {
 	size_t valid, size;
 	struct strb_cupti_buffer *next;
 };
-
-#define STRB_CUPTI_MAX_PAUSES 256
 
 /* Counts that end up in the trace's "strobe" accounting. */
 struct strb_cupti_counts {
@@ -43,9 +42,7 @@ struct strb_cupti_state {
 	int kind_count;
 
 	/* Paused intervals (strobe_toggle_collection), in CUPTI ns. */
-	uint64_t pause_from[STRB_CUPTI_MAX_PAUSES], pause_to[STRB_CUPTI_MAX_PAUSES];
-	int pauses;
-	bool paused;
+	struct strb_gpu_pauses pauses;
 };
 
 extern struct strb_cupti_state strb_cupti;
