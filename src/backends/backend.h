@@ -1,8 +1,10 @@
 /* Device backends (CUPTI today; ROCm and XPU later) behind one vtable. A
  * backend collects vendor records while a trace runs and, at processing,
- * turns them into activities in the trace, linked to the CPU activities
- * already there. All calls come from the thread driving the trace, under
- * the controller's lock. */
+ * decodes them into the shared GPU layer (process/gpu.h), which links them
+ * to the CPU activities already there. All calls come from the thread
+ * driving the trace, under the controller's lock. A backend is built in by
+ * one strobe_add_backend() call in the top-level CMakeLists.txt, which also
+ * lists it here (strb_backends, in the order of the calls). */
 #ifndef STROBE_BACKENDS_BACKEND_H
 #define STROBE_BACKENDS_BACKEND_H
 
@@ -15,7 +17,12 @@ struct strb_window;
 struct strobe_trace;
 
 struct strb_backend {
-	const char *name;
+	const char *name; /* in "NAME capture is off: why" */
+	/* The trace's top-level metadata key for this vendor's off-reason,
+	 * written only when the backend is compiled in and its capture is off
+	 * for the trace: "gpu_capture" (CUDA; the key tools already read),
+	 * "rocm_capture", "xpu_capture". */
+	const char *capture_key;
 	/* A trace is being prepared with these types. Returns 0 when the
 	 * backend takes part; otherwise fills why (the reason capture is off,
 	 * for the log and the trace metadata) and returns a negative status.

@@ -35,7 +35,7 @@ static uint64_t start_ticks;
 static struct strb_profiler_set profilers;
 /* Backends taking part in the current trace, and why the others are off. */
 static bool backend_on[8];
-static char backend_off_reason[512];
+static char backend_off_reason[8][512];
 
 #define FOR_EACH_ACTIVE_BACKEND(i)                                                                           \
 	for (int i = 0; strb_backends[i]; i++)                                                               \
@@ -143,18 +143,18 @@ static void discard_locked(void)
  * trace carries the reason in its metadata. */
 static void prepare_backends(const struct strb_config *cfg)
 {
-	static char last_logged[512];
-	backend_off_reason[0] = 0;
+	static char last_logged[8][512];
 	for (int i = 0; strb_backends[i]; i++) {
-		char why[256] = "";
+		char why[256] = "", *reason = backend_off_reason[i];
 		int rc = strb_backends[i]->prepare(cfg, cfg->activity_mask, why, sizeof(why));
 		backend_on[i] = rc == 0;
+		reason[0] = 0;
 		if (rc < 0) {
-			snprintf(backend_off_reason, sizeof(backend_off_reason), "%s capture is off: %s",
+			snprintf(reason, sizeof(backend_off_reason[i]), "%s capture is off: %s",
 			         strb_backends[i]->name, why);
-			if (strcmp(last_logged, backend_off_reason)) {
-				LOGW("%s", backend_off_reason);
-				snprintf(last_logged, sizeof(last_logged), "%s", backend_off_reason);
+			if (strcmp(last_logged[i], reason)) {
+				LOGW("%s", reason);
+				snprintf(last_logged[i], sizeof(last_logged[i]), "%s", reason);
 			}
 		}
 	}
@@ -318,10 +318,13 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 	FOR_EACH_ACTIVE_BACKEND(i)
 	if (!rc)
 		rc = strb_backends[i]->process(t, &w);
-	if (!rc && backend_off_reason[0]) {
-		struct strobe_arg e = {
-		    .key = "gpu_capture", .kind = STROBE_ARG_STRING, .value.str = backend_off_reason};
-		rc = strb_trace_set_meta(t, &e);
+	/* One key per vendor, written when its backend is off. */
+	for (int i = 0; strb_backends[i] && !rc; i++) {
+		struct strobe_arg e = {.key = strb_backends[i]->capture_key,
+		                       .kind = STROBE_ARG_STRING,
+		                       .value.str = backend_off_reason[i]};
+		if (backend_off_reason[i][0])
+			rc = strb_trace_set_meta(t, &e);
 	}
 	struct child_emit ce = {t, &w};
 	if (!rc)

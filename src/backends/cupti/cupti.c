@@ -420,6 +420,7 @@ static void atfork_child(void)
 
 const struct strb_backend strb_cupti_backend = {
     .name = "CUDA (CUPTI)",
+    .capture_key = "gpu_capture",
     .prepare = prepare,
     .start = start,
     .stop = stop,
