@@ -434,6 +434,37 @@ static void test_empty_trace_and_stdin(void **state)
 	free(out);
 }
 
+/* Times at the ends of int64 (as strobe_record accepts them): the span,
+ * busy time, gaps and offsets are held at the largest duration, never
+ * wrapped to a negative one. */
+static void test_extreme_times(void **state)
+{
+	(void)state;
+	static const char trace[] =
+	    "{\"traceEvents\": [\n"
+	    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 7,"
+	    " \"ts\": -9000000000000000, \"dur\": 5, \"args\": {\"device\": 0, \"stream\": 7}},\n"
+	    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 7,"
+	    " \"ts\": 9000000000000000, \"dur\": 9000000000000000, \"args\": {\"device\": 0, \"stream\": "
+	    "7}},\n"
+	    "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD\", \"pid\": 0, \"tid\": 7,"
+	    " \"ts\": -9223372036854775, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}},\n"
+	    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 9223372036854775, \"dur\": 5}]}\n";
+	char *dir = tu_mkdtemp(), path[4096], args[4200];
+	snprintf(path, sizeof(path), "%s/extreme.json", dir);
+	assert_int_equal(tu_write_file(path, trace), 0);
+	snprintf(args, sizeof(args), "'%s'", path);
+	char *out = NULL;
+	assert_int_equal(summary(args, 0, &out), 0);
+	tu_assert_contains(out, "span      9223372036.855 s");
+	tu_assert_contains(out, "longest gaps: 9223372036.855 s");
+	tu_assert_contains(out, "last work end +9223372036.855 s");
+	assert_null(strstr(out, "+-"));
+	free(out);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +477,7 @@ int main(void)
 	    cmocka_unit_test(test_usage_errors),
 	    cmocka_unit_test(test_top_limits_rows),
 	    cmocka_unit_test(test_empty_trace_and_stdin),
+	    cmocka_unit_test(test_extreme_times),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -731,7 +731,7 @@ static int64_t spans_total(const struct span *s, size_t n)
 {
 	int64_t t = 0;
 	for (size_t i = 0; i < n; i++)
-		t += s[i].end - s[i].start;
+		t = sat_add(t, an_span(s[i].start, s[i].end));
 	return t;
 }
 
@@ -742,7 +742,7 @@ static int64_t spans_intersection(const struct span *x, size_t nx, const struct 
 		int64_t s = x[i].start > y[j].start ? x[i].start : y[j].start;
 		int64_t e = x[i].end < y[j].end ? x[i].end : y[j].end;
 		if (e > s)
-			t += e - s;
+			t = sat_add(t, an_span(s, e));
 		if (x[i].end < y[j].end)
 			i++;
 		else
@@ -754,7 +754,7 @@ static int64_t spans_intersection(const struct span *x, size_t nx, const struct 
 static void add_gap(struct an_device *d, int64_t start, int64_t dur)
 {
 	d->gaps++;
-	d->gap_total += dur;
+	d->gap_total = sat_add(d->gap_total, dur);
 	if (dur > d->gap_max)
 		d->gap_max = dur;
 	size_t i = d->ntop < AN_TOP_GAPS ? d->ntop++ : AN_TOP_GAPS;
@@ -769,7 +769,7 @@ static void add_gap(struct an_device *d, int64_t start, int64_t dur)
 
 static void add_buckets(const struct an_trace *a, struct an_device *d, const struct span *sp)
 {
-	double w0 = (double)a->first_ts, width = (double)(a->last_end - a->first_ts) / AN_BUCKETS;
+	double w0 = (double)a->first_ts, width = (double)an_window(a) / AN_BUCKETS;
 	if (width <= 0)
 		return;
 	double s = (double)sp->start - w0, e = (double)sp->end - w0;
@@ -799,7 +799,7 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		d->last = all[nall - 1].end;
 		for (size_t i = 0; i < nall; i++) {
 			if (i)
-				add_gap(d, all[i - 1].end, all[i].start - all[i - 1].end);
+				add_gap(d, all[i - 1].end, an_span(all[i - 1].end, all[i].start));
 			add_buckets(a, d, &all[i]);
 		}
 		d->has_comm = ncomm > 0;
@@ -885,9 +885,17 @@ double an_pct(int64_t part, int64_t whole)
 	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
+int64_t an_span(int64_t from, int64_t to)
+{
+	int64_t d;
+	if (__builtin_sub_overflow(to, from, &d))
+		return to > from ? INT64_MAX : INT64_MIN;
+	return d;
+}
+
 int64_t an_window(const struct an_trace *a)
 {
-	return a->timed ? a->last_end - a->first_ts : 0;
+	return a->timed ? an_span(a->first_ts, a->last_end) : 0;
 }
 
 size_t an_shown(size_t n, size_t top)

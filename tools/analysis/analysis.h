@@ -283,6 +283,8 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 const char *an_fmt_dur(int64_t ns, char *buf, size_t len);
 /* part as a percentage of whole (0 when whole is 0). */
 double an_pct(int64_t part, int64_t whole);
+/* to - from, held at INT64_MAX or INT64_MIN where it leaves int64. */
+int64_t an_span(int64_t from, int64_t to);
 /* The trace's span: first event start to last event end (0 when untimed). */
 int64_t an_window(const struct an_trace *a);
 /* A --top value: a count from 0 (all) to 1000000. False when it is not. */

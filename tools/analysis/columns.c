@@ -456,7 +456,7 @@ const char *an_text(const struct an_trace *a, const struct an_column *c, const s
 	case AN_NS:
 		return an_fmt_dur(v->i, buf, len);
 	case AN_TS:
-		snprintf(buf, len, "+%s", an_fmt_dur(v->i - a->first_ts, dur, sizeof(dur)));
+		snprintf(buf, len, "+%s", an_fmt_dur(an_span(a->first_ts, v->i), dur, sizeof(dur)));
 		return buf;
 	case AN_RANK:
 		return a->ranked ? an_rank_label(v->i, buf, len) : "all";
