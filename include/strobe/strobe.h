@@ -123,9 +123,11 @@ struct strobe_init_opts {
  * before init are ignored at the cost of one relaxed load. */
 STROBE_API int strobe_init(const struct strobe_init_opts *opts);
 
-/* Stops any trace in progress (its data is discarded), unregisters nothing,
- * and releases capture buffers. strobe_init() may be called again. Must not
- * race with capture calls that expect to be recorded. */
+/* Stops any trace in progress, unregisters nothing, and releases capture
+ * buffers. A synchronous trace's data is discarded; an on-demand trace that
+ * is collecting is written to its file first, as at exit (see
+ * docs/on-demand.md). strobe_init() may be called again. Must not race with
+ * capture calls that expect to be recorded. */
 STROBE_API void strobe_shutdown(void);
 
 /* ------------------------------------------------------------------------
