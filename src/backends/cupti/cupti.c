@@ -23,8 +23,7 @@
 static bool in_fork_child;
 
 struct strb_cupti_state strb_cupti = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .ready_tail = &strb_cupti.ready,
+    .pool = STRB_GPU_POOL_INIT(strb_cupti.pool),
 };
 
 /* CUPTI asks for ns: strobe's clock, scaled by its fixed nominal rate, so
@@ -36,29 +35,10 @@ static uint64_t timestamp_cb(void)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-	struct strb_cupti_state *s = &strb_cupti;
 	*max_records = 0; /* as many as fit */
-	pthread_mutex_lock(&s->lock);
-	bool over = s->in_use >= s->max_buffers;
-	if (over && !s->stopped_early) {
-		s->stopped_early = true;
-		LOGW("GPU activity buffers exhausted (ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB); further records "
-		     "are dropped");
-	}
-	if (over && s->can_reject) {
-		s->counts.rejected_buffers++;
-		pthread_mutex_unlock(&s->lock);
-		*buffer = NULL;
-		*size = 0;
-		return;
-	}
-	s->outstanding++;
-	s->in_use++;
-	pthread_mutex_unlock(&s->lock);
-	/* Old CUPTI may crash on a refused request: give it memory and drop the
-	 * records when the buffer comes back. */
-	*buffer = aligned_alloc(16, BUFFER_BYTES); /* 16: reusable as trace memory after conversion */
-	*size = *buffer ? BUFFER_BYTES : 0;
+	/* Old CUPTI may crash on a refused request: the pool then gives it
+	 * memory and drops the records when the buffer comes back. */
+	*buffer = strb_gpu_pool_request(&strb_cupti.pool, size);
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -67,52 +47,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	(void)ctx;
 	(void)stream;
 	(void)size;
-	struct strb_cupti_state *s = &strb_cupti;
-	if (!buffer)
-		return;
-	struct strb_cupti_buffer *b = malloc(sizeof(*b));
-	pthread_mutex_lock(&s->lock);
-	if (s->outstanding)
-		s->outstanding--;
-	if (!b || (s->stopped_early && !s->can_reject) || !__atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
-		s->counts.discarded_buffers += __atomic_load_n(&s->active, __ATOMIC_RELAXED);
-		if (s->in_use)
-			s->in_use--;
-		pthread_mutex_unlock(&s->lock);
-		free(b);
-		free(buffer);
-		return;
-	}
-	*b = (struct strb_cupti_buffer){.data = buffer, .valid = valid, .size = BUFFER_BYTES};
-	*s->ready_tail = b;
-	s->ready_tail = &b->next;
-	pthread_mutex_unlock(&s->lock);
-}
-
-struct strb_cupti_buffer *strb_cupti_take_buffers(void)
-{
-	struct strb_cupti_state *s = &strb_cupti;
-	pthread_mutex_lock(&s->lock);
-	struct strb_cupti_buffer *b = s->ready;
-	s->ready = NULL;
-	s->ready_tail = &s->ready;
-	pthread_mutex_unlock(&s->lock);
-	return b;
-}
-
-void strb_cupti_free_buffers(struct strb_cupti_buffer *b)
-{
-	size_t n = 0;
-	while (b) {
-		struct strb_cupti_buffer *next = b->next;
-		free(b->data);
-		free(b);
-		b = next;
-		n++;
-	}
-	pthread_mutex_lock(&strb_cupti.lock);
-	strb_cupti.in_use = strb_cupti.in_use > n ? strb_cupti.in_use - n : 0;
-	pthread_mutex_unlock(&strb_cupti.lock);
+	strb_gpu_pool_complete(&strb_cupti.pool, buffer, valid);
 }
 
 /* strobe_correlation_push/pop, forwarded to CUPTI's per-thread stacks:
@@ -126,7 +61,7 @@ static bool correlation_hook(uint32_t which, const uint64_t *id)
 	if (!lib)
 		return false;
 	if (id)
-		return __atomic_load_n(&strb_cupti.active, __ATOMIC_ACQUIRE) &&
+		return strb_gpu_pool_active(&strb_cupti.pool) &&
 		       lib->cuptiActivityPushExternalCorrelationId(kind, *id) == CUPTI_SUCCESS;
 	uint64_t last;
 	lib->cuptiActivityPopExternalCorrelationId(kind, &last);
@@ -257,13 +192,13 @@ static void release(void)
 	struct strb_cupti_state *s = &strb_cupti;
 	if (!s->lib)
 		return;
-	if (__atomic_load_n(&s->active, __ATOMIC_ACQUIRE)) {
+	if (strb_gpu_pool_active(&s->pool)) {
 		set_kinds(false);
 		/* Hand back what CUPTI still holds so its buffers are not leaked. */
-		__atomic_store_n(&s->active, false, __ATOMIC_RELEASE);
+		strb_gpu_pool_set_active(&s->pool, false);
 		s->lib->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	}
-	strb_cupti_free_buffers(strb_cupti_take_buffers());
+	strb_gpu_pool_free(&s->pool, strb_gpu_pool_take(&s->pool));
 	if (s->subscribed) {
 		s->lib->cuptiUnsubscribe(s->subscriber);
 		s->subscribed = false;
@@ -300,14 +235,8 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 		release();
 		return -EIO;
 	}
-	pthread_mutex_lock(&s->lock);
-	s->max_buffers = 1 + (size_t)(cfg->max_gpu_buffer_bytes / BUFFER_BYTES);
 	/* Refusing a buffer crashed CUPTI before API version 27 (CUDA 12.9). */
-	s->can_reject = lib->version >= 27;
-	s->stopped_early = false;
-	memset(&s->counts, 0, sizeof(s->counts));
-	__atomic_store_n(&s->active, true, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&s->lock);
+	strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, lib->version >= 27);
 	s->mask = mask;
 	s->show_wait_events = cfg->display_cuda_sync_wait_events;
 
@@ -320,7 +249,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 		snprintf(why, len, "cuptiActivityEnable failed: %s (no usable GPU or driver?)",
 		         strb_cupti_result(r));
 		s->kind_count = 0;
-		__atomic_store_n(&s->active, false, __ATOMIC_RELEASE);
+		strb_gpu_pool_set_active(&s->pool, false);
 		release();
 		return -EIO;
 	}
@@ -333,7 +262,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	return 0;
 }
 
-static size_t count_records(struct strb_cupti_buffer *b)
+static size_t count_records(struct strb_gpu_buffer *b)
 {
 	size_t n = 0;
 	for (; b; b = b->next) {
@@ -348,9 +277,9 @@ static void start(void)
 {
 	/* What arrived before the window is warm-up: count it, drop it. */
 	strb_cupti.lib->cuptiActivityFlushAll(0);
-	struct strb_cupti_buffer *warm = strb_cupti_take_buffers();
-	strb_cupti.counts.warmup_records += count_records(warm);
-	strb_cupti_free_buffers(warm);
+	struct strb_gpu_buffer *warm = strb_gpu_pool_take(&strb_cupti.pool);
+	strb_gpu_pool_add_warmup(&strb_cupti.pool, count_records(warm));
+	strb_gpu_pool_free(&strb_cupti.pool, warm);
 }
 
 static void stop(void)
@@ -363,9 +292,7 @@ static void stop(void)
 	int64_t until = strb_mono_ns_raw() + STOP_FLUSH_WAIT_NS;
 	for (;;) {
 		lib->cuptiActivityFlushAll(0);
-		pthread_mutex_lock(&s->lock);
-		size_t left = s->outstanding;
-		pthread_mutex_unlock(&s->lock);
+		size_t left = strb_gpu_pool_outstanding(&s->pool);
 		if (!left || strb_mono_ns_raw() >= until)
 			break;
 		nanosleep(&pause, NULL);
@@ -375,7 +302,7 @@ static void stop(void)
 	size_t dropped = 0;
 	/* Outside our lock: CUPTI takes its own, and its callbacks take ours. */
 	if (lib->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
-		s->counts.dropped_records += dropped;
+		strb_gpu_pool_add_dropped(&s->pool, dropped);
 }
 
 static void toggle(bool enable)
@@ -398,21 +325,17 @@ static void toggle(bool enable)
 
 static int process(struct strobe_trace *t, const struct strb_window *w)
 {
-	struct strb_cupti_buffer *b = strb_cupti_take_buffers();
+	struct strb_gpu_buffer *b = strb_gpu_pool_take(&strb_cupti.pool);
 	int rc = strb_cupti_convert(t, w, b);
-	strb_cupti_free_buffers(b);
+	strb_gpu_pool_free(&strb_cupti.pool, b);
 	return rc;
 }
 
 static void atfork_child(void)
 {
 	/* CUPTI does not follow a fork: forget it all; capture stays off. */
-	pthread_mutex_init(&strb_cupti.lock, NULL);
-	strb_cupti.ready = NULL;
-	strb_cupti.ready_tail = &strb_cupti.ready;
-	__atomic_store_n(&strb_cupti.active, false, __ATOMIC_RELEASE);
+	strb_gpu_pool_atfork_child(&strb_cupti.pool);
 	strb_cupti.subscribed = false;
-	strb_cupti.in_use = strb_cupti.outstanding = 0;
 	strb_cupti.lib = NULL;
 	in_fork_child = true;
 	strb_capture_set_correlation_hook(NULL);

@@ -37,7 +37,7 @@ struct cuda_event {
 struct conv {
 	struct strb_gpu g; /* the shared GPU layer: calls, correlation, rows, spans */
 	const struct strb_cupti_lib *lib;
-	struct strb_cupti_buffer *buffers;
+	struct strb_gpu_buffer *buffers;
 
 	/* Names of runtime and driver calls, per cbid, made once. */
 	const char *api_names[2][1024];
@@ -93,7 +93,7 @@ static uint32_t context_device(const struct conv *c, uint32_t ctx)
  * walked, to the trace's arena. */
 static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity *), bool last)
 {
-	for (struct strb_cupti_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
+	for (struct strb_gpu_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
 		CUpti_Activity *rec = NULL;
 		CUptiResult r;
 		while ((r = c->lib->cuptiActivityGetNextRecord(b->data, b->valid, &rec)) == CUPTI_SUCCESS &&
@@ -674,19 +674,14 @@ static void add_versions(struct conv *c)
 	}
 }
 
-int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_cupti_buffer *buffers)
+int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *buffers)
 {
 	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers};
 	strb_gpu_init(&c.g, t, w);
 	c.g.pauses = &strb_cupti.pauses;
 	c.g.count_unmatched = strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_RUNTIME) ||
 	                      strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_DRIVER);
-	pthread_mutex_lock(&strb_cupti.lock);
-	t->stats.gpu_rejected_buffers = strb_cupti.counts.rejected_buffers;
-	t->stats.gpu_discarded_buffers = strb_cupti.counts.discarded_buffers;
-	t->stats.gpu_dropped_records = strb_cupti.counts.dropped_records;
-	t->stats.gpu_warmup_records = strb_cupti.counts.warmup_records;
-	pthread_mutex_unlock(&strb_cupti.lock);
+	strb_gpu_pool_account(&strb_cupti.pool, &t->stats);
 
 	/* The trace owns the args context from here, whatever happens next. */
 	c.x = strb_cupti_args_new(c.lib->version >= STRB_CUPTI_VERSION_13_1);
@@ -708,7 +703,7 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	if (!c.g.rc)
 		mark_emitted(&c);
 	size_t nbuffers = 0;
-	for (struct strb_cupti_buffer *b = buffers; b; b = b->next)
+	for (struct strb_gpu_buffer *b = buffers; b; b = b->next)
 		nbuffers++;
 	if (!c.g.rc && strb_cupti_args_reserve(c.x, nbuffers))
 		c.g.rc = -ENOMEM;

@@ -8,32 +8,14 @@
 
 #include "backends/cupti/cupti_lib.h"
 #include "process/gpu.h"
-
-/* A completed activity buffer. */
-struct strb_cupti_buffer {
-	uint8_t *data; /* malloc'd; NULL once conversion handed it to the trace */
-	size_t valid, size;
-	struct strb_cupti_buffer *next;
-};
-
-/* Counts that end up in the trace's "strobe" accounting. */
-struct strb_cupti_counts {
-	uint64_t rejected_buffers;  /* requests refused: budget exhausted */
-	uint64_t discarded_buffers; /* completed after the budget ran out (old CUPTI) */
-	uint64_t dropped_records;   /* cuptiActivityGetNumDroppedRecords */
-	uint64_t warmup_records;    /* collected before the window, discarded */
-	uint64_t bad_records;       /* a buffer walk stopped on an invalid kind */
-};
+#include "process/gpu_buffers.h"
 
 struct strb_cupti_state {
 	const struct strb_cupti_lib *lib;
-	pthread_mutex_t lock; /* the buffer lists and counts below */
-	struct strb_cupti_buffer *ready, **ready_tail;
-	size_t outstanding, in_use, max_buffers;
-	bool can_reject, stopped_early;
-	struct strb_cupti_counts counts;
+	/* CUPTI's buffers, from the shared budget; pool.active: taking part
+	 * in the current trace. */
+	struct strb_gpu_pool pool;
 
-	bool active; /* taking part in the current trace */
 	bool subscribed;
 	CUpti_SubscriberHandle subscriber;
 	uint64_t mask; /* selected strobe activity types */
@@ -47,17 +29,11 @@ struct strb_cupti_state {
 
 extern struct strb_cupti_state strb_cupti;
 
-/* Takes every completed buffer (the caller frees them with
- * strb_cupti_free_buffers). */
-struct strb_cupti_buffer *strb_cupti_take_buffers(void);
-void strb_cupti_free_buffers(struct strb_cupti_buffer *b);
-
 struct strobe_trace;
 struct strb_window;
 /* Pass over the buffers: activities, rows, accounting. Buffers it is done
  * with become trace memory (their data pointer is cleared); the caller still
  * frees the list. */
-int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w,
-                       struct strb_cupti_buffer *buffers);
+int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *buffers);
 
 #endif

@@ -1,0 +1,144 @@
+/* The budgeted record buffers every GPU backend shares (gpu_buffers.h). */
+#define LOG_TAG "gpu"
+#include "process/gpu_buffers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t buffer_bytes, bool can_reject)
+{
+	pthread_mutex_lock(&p->lock);
+	p->buffer_bytes = buffer_bytes;
+	p->max_buffers = 1 + (size_t)(budget_bytes / buffer_bytes);
+	p->can_reject = can_reject;
+	p->stopped_early = false;
+	memset(&p->counts, 0, sizeof(p->counts));
+	__atomic_store_n(&p->active, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void strb_gpu_pool_set_active(struct strb_gpu_pool *p, bool active)
+{
+	__atomic_store_n(&p->active, active, __ATOMIC_RELEASE);
+}
+
+bool strb_gpu_pool_active(const struct strb_gpu_pool *p)
+{
+	return __atomic_load_n(&p->active, __ATOMIC_ACQUIRE);
+}
+
+uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
+{
+	pthread_mutex_lock(&p->lock);
+	bool over = p->in_use >= p->max_buffers;
+	if (over && !p->stopped_early) {
+		p->stopped_early = true;
+		LOGW("GPU activity buffers exhausted (ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB); further records "
+		     "are dropped");
+	}
+	if (over && p->can_reject) {
+		p->counts.rejected_buffers++;
+		pthread_mutex_unlock(&p->lock);
+		*size = 0;
+		return NULL;
+	}
+	p->outstanding++;
+	p->in_use++;
+	size_t bytes = p->buffer_bytes;
+	pthread_mutex_unlock(&p->lock);
+	uint8_t *data = aligned_alloc(16, bytes); /* 16: reusable as trace memory after processing */
+	*size = data ? bytes : 0;
+	return data;
+}
+
+void strb_gpu_pool_complete(struct strb_gpu_pool *p, uint8_t *data, size_t valid)
+{
+	if (!data)
+		return;
+	struct strb_gpu_buffer *b = malloc(sizeof(*b));
+	pthread_mutex_lock(&p->lock);
+	if (p->outstanding)
+		p->outstanding--;
+	bool active = __atomic_load_n(&p->active, __ATOMIC_ACQUIRE);
+	if (!b || (p->stopped_early && !p->can_reject) || !active) {
+		p->counts.discarded_buffers += active;
+		if (p->in_use)
+			p->in_use--;
+		pthread_mutex_unlock(&p->lock);
+		free(b);
+		free(data);
+		return;
+	}
+	*b = (struct strb_gpu_buffer){.data = data, .valid = valid, .size = p->buffer_bytes};
+	*p->ready_tail = b;
+	p->ready_tail = &b->next;
+	pthread_mutex_unlock(&p->lock);
+}
+
+size_t strb_gpu_pool_outstanding(struct strb_gpu_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = p->outstanding;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+struct strb_gpu_buffer *strb_gpu_pool_take(struct strb_gpu_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	struct strb_gpu_buffer *b = p->ready;
+	p->ready = NULL;
+	p->ready_tail = &p->ready;
+	pthread_mutex_unlock(&p->lock);
+	return b;
+}
+
+void strb_gpu_pool_free(struct strb_gpu_pool *p, struct strb_gpu_buffer *b)
+{
+	size_t n = 0;
+	while (b) {
+		struct strb_gpu_buffer *next = b->next;
+		free(b->data);
+		free(b);
+		b = next;
+		n++;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->in_use = p->in_use > n ? p->in_use - n : 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void strb_gpu_pool_add_dropped(struct strb_gpu_pool *p, uint64_t records)
+{
+	pthread_mutex_lock(&p->lock);
+	p->counts.dropped_records += records;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void strb_gpu_pool_add_warmup(struct strb_gpu_pool *p, uint64_t records)
+{
+	pthread_mutex_lock(&p->lock);
+	p->counts.warmup_records += records;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void strb_gpu_pool_account(struct strb_gpu_pool *p, struct strb_trace_stats *st)
+{
+	pthread_mutex_lock(&p->lock);
+	st->gpu_rejected_buffers = p->counts.rejected_buffers;
+	st->gpu_discarded_buffers = p->counts.discarded_buffers;
+	st->gpu_dropped_records = p->counts.dropped_records;
+	st->gpu_warmup_records = p->counts.warmup_records;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void strb_gpu_pool_atfork_child(struct strb_gpu_pool *p)
+{
+	pthread_mutex_init(&p->lock, NULL);
+	p->ready = NULL;
+	p->ready_tail = &p->ready;
+	__atomic_store_n(&p->active, false, __ATOMIC_RELEASE);
+	p->in_use = p->outstanding = 0;
+}
