@@ -154,7 +154,7 @@ static void prepare_backends(const struct strb_config *cfg)
 			         strb_backends[i]->name, why);
 			if (strcmp(last_logged[i], reason)) {
 				LOGW("%s", reason);
-				snprintf(last_logged[i], sizeof(last_logged[i]), "%s", reason);
+				memcpy(last_logged[i], reason, sizeof(last_logged[i])); /* both 512 bytes */
 			}
 		}
 	}
