@@ -356,6 +356,14 @@ static void test_summary_says_so(void **state)
 	tu_assert_contains(out, "n\xef\xbf\xbd");
 	free(out);
 	free(t);
+
+	/* An unescaped quote in args (as libkineto writes one) and a bare nan:
+	 * read, and said to be repaired. */
+	static const char repaired[] = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, "
+	                               "\"dur\": 1, \"args\": {\"k\": \"v\"w\", \"x\": nan}}]}";
+	const struct rs_count fixed[] = {
+	    {"libkineto defects repaired by this reader", "repaired_defects", 2}};
+	free(rs_summary(repaired, sizeof(repaired) - 1, "r.json", fixed, 1));
 }
 
 int main(void)
