@@ -4,7 +4,9 @@
  * rocprofiler_configure, sets up its contexts, buffer and services in
  * initialize, and records what the SDK hands it; the tests drive the fake and
  * check those records. Each fake is configured once per process, so the
- * tests of one ABI run in order: registration first, shutdown last. */
+ * tests of one ABI run in order: registration first, shutdown last.
+ *
+ * STROBE_TEST_LABELS: concurrency (the SDK delivers buffers from its thread) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -123,6 +125,7 @@ enum { MAX_EV = 4096 };
 
 struct api_ev { /* one HIP or roctx call seen by callbacks */
 	int32_t kind, op;
+	uint64_t ctx;
 	uint64_t cid, ancestor, thread;
 	int paired; /* EXIT saw what ENTER stored in user_data */
 	char stream[32];
@@ -155,6 +158,7 @@ static struct {
 	struct buf_ev rec[MAX_EV];
 	size_t nrec;
 	uint64_t drops, deliveries, deliveries_off_thread, bad;
+	_Atomic int slow; /* the buffer callback takes 20 ms */
 	char symbols[8][64];
 	uint64_t symbol_ids[8];
 	int32_t symbol_phase[8];
@@ -162,6 +166,7 @@ static struct {
 	const char *kept_name;    /* a kernel_name pointer kept past its callback */
 	const char *kept_message; /* a roctx message kept past its callback */
 	const void *kept_payload; /* a buffer payload kept past its callback */
+	unsigned char kept_record[sizeof(rocp_callback_record_v1_t)]; /* a HIP callback record, kept */
 } T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t gettid_(void)
@@ -180,7 +185,7 @@ static int args_cb(int32_t kind, int32_t op, uint32_t n, const void *addr, int32
 
 /* The part of both callback-record layouts this tool reads. */
 struct cb_view {
-	uint64_t cid, ancestor, thread;
+	uint64_t ctx, cid, ancestor, thread;
 	int32_t kind, op, phase;
 	void *payload;
 	const void *record; /* for iterate_args */
@@ -190,6 +195,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 {
 	if (r->kind == ROCP_CALLBACK_CODE_OBJECT) {
 		const rocp_kernel_symbol_data_t *p = r->payload;
+		assert_int_equal(r->ctx, T.util.handle);
 		assert_true(p->size >= sizeof(*p));
 		pthread_mutex_lock(&T.mu);
 		if (T.nsym < 8) {
@@ -206,7 +212,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		size_t i = T.napi < MAX_EV ? T.napi++ : MAX_EV - 1;
 		struct api_ev *e = &T.api[i];
 		memset(e, 0, sizeof(*e));
-		e->kind = r->kind, e->op = r->op, e->cid = r->cid, e->ancestor = r->ancestor;
+		e->kind = r->kind, e->op = r->op, e->cid = r->cid, e->ancestor = r->ancestor, e->ctx = r->ctx;
 		e->thread = r->thread;
 		pthread_mutex_unlock(&T.mu);
 		ud->value = 1000000 + i; /* what EXIT must find again */
@@ -218,6 +224,9 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 			        : ((rocp_iterate_args_v0_fn)cur->iterate_args)(
 			              *(const rocp_callback_record_v0_t *)r->record, args_cb, 1, e->stream);
 			assert_int_equal(st, ROCP_STATUS_SUCCESS);
+			memcpy(T.kept_record, r->record,
+			       cur->major == 1 ? sizeof(rocp_callback_record_v1_t)
+			                       : sizeof(rocp_callback_record_v0_t));
 		} else {
 			const rocp_marker_api_data_t *p = r->payload;
 			assert_true(p->size >= offsetof(rocp_marker_api_data_t, args_rest));
@@ -238,8 +247,14 @@ static void callback_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void 
 {
 	(void)data;
 	assert_int_equal(cur->major, 0);
-	struct cb_view v = {
-	    r.correlation_id.internal, 0, r.thread_id, r.kind, r.operation, r.phase, r.payload, &r};
+	struct cb_view v = {.ctx = r.context_id.handle,
+	                    .cid = r.correlation_id.internal,
+	                    .thread = r.thread_id,
+	                    .kind = r.kind,
+	                    .op = r.operation,
+	                    .phase = r.phase,
+	                    .payload = r.payload,
+	                    .record = &r};
 	on_callback(&v, ud);
 }
 
@@ -247,14 +262,15 @@ static void callback_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, void 
 {
 	(void)data;
 	assert_int_equal(cur->major, 1);
-	struct cb_view v = {r.correlation_id.internal,
-	                    r.correlation_id.ancestor,
-	                    r.thread_id,
-	                    r.kind,
-	                    r.operation,
-	                    r.phase,
-	                    r.payload,
-	                    &r};
+	struct cb_view v = {.ctx = r.context_id.handle,
+	                    .cid = r.correlation_id.internal,
+	                    .ancestor = r.correlation_id.ancestor,
+	                    .thread = r.thread_id,
+	                    .kind = r.kind,
+	                    .op = r.operation,
+	                    .phase = r.phase,
+	                    .payload = r.payload,
+	                    .record = &r};
 	on_callback(&v, ud);
 }
 
@@ -287,6 +303,8 @@ static void buffer_cb(rocp_context_id_t ctx, rocp_buffer_id_t buf, rocp_record_h
                       void *data, uint64_t drops)
 {
 	(void)data;
+	if (T.slow)
+		usleep(20000);
 	pthread_mutex_lock(&T.mu);
 	CHECK(ctx.handle == T.main.handle);
 	CHECK(buf.handle == T.buf.handle);
@@ -596,6 +614,20 @@ static void test_kernels(void **state)
 	assert_non_null(en);
 	assert_null(find_api(c3));
 	assert_true(e1->paired && e2->paired && en->paired);
+	assert_int_equal(e1->ctx, T.main.handle);
+	/* The arguments of a call can be read only inside its callback. */
+	int32_t st;
+	char stream[32];
+	if (s->major == 1) {
+		rocp_callback_record_v1_t r;
+		memcpy(&r, T.kept_record, sizeof(r));
+		st = ((rocp_iterate_args_v1_fn)s->iterate_args)(r, args_cb, 1, stream);
+	} else {
+		rocp_callback_record_v0_t r;
+		memcpy(&r, T.kept_record, sizeof(r));
+		st = ((rocp_iterate_args_v0_fn)s->iterate_args)(r, args_cb, 1, stream);
+	}
+	assert_int_equal(st, rocp_status_code(s->major, ROCP_STATUS_V0_ERROR_INVALID_ARGUMENT));
 	assert_string_equal(e1->stream, "0x1000");
 	assert_string_equal(e2->stream, "0x2000");
 	assert_int_equal(e1->thread, gettid_());
@@ -753,6 +785,26 @@ static void test_watermark_and_drops(void **state)
 	assert_int_equal(s->flush_buffer(T.buf), ROCP_STATUS_SUCCESS);
 	assert_int_equal(count_kind(ROCP_BUFFER_KERNEL_DISPATCH), 101);
 	assert_int_equal(T.drops, 7);
+
+	/* LOSSLESS: 1000 records (~200 KB) through the 64 KiB buffer, with a
+	 * slow consumer and no flush in between: producers wait for room,
+	 * nothing is lost. */
+	reset();
+	T.slow = 1;
+	s->start_context(T.main);
+	for (int i = 0; i < 1000; i++) {
+		struct fake_rocp_dispatch k = {
+		    .correlation_id = 7000 + (uint64_t)i, .gpu = 1, .kernel_id = 2};
+		assert_int_equal(s->dispatch(&k), 0);
+	}
+	s->stop_context(T.main);
+	s->flush_buffer(T.buf);
+	T.slow = 0;
+	assert_int_equal(count_kind(ROCP_BUFFER_KERNEL_DISPATCH), 1000);
+	assert_int_equal(T.drops, 0);
+	assert_true(T.deliveries >= 1000 * sizeof(rocp_kernel_dispatch_record_t) / (64 * 1024));
+	for (size_t i = 0; i < T.nrec; i++) /* in order */
+		assert_int_equal(T.rec[i].cid, 7000 + i);
 }
 
 static void test_failures_and_clock(void **state)
