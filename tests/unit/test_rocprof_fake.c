@@ -243,36 +243,27 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 	}
 }
 
-static void callback_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void *data)
-{
-	(void)data;
-	assert_int_equal(cur->major, 0);
-	struct cb_view v = {.ctx = r.context_id.handle,
-	                    .cid = r.correlation_id.internal,
-	                    .thread = r.thread_id,
-	                    .kind = r.kind,
-	                    .op = r.operation,
-	                    .phase = r.phase,
-	                    .payload = r.payload,
-	                    .record = &r};
-	on_callback(&v, ud);
-}
-
-static void callback_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, void *data)
-{
-	(void)data;
-	assert_int_equal(cur->major, 1);
-	struct cb_view v = {.ctx = r.context_id.handle,
-	                    .cid = r.correlation_id.internal,
-	                    .ancestor = r.correlation_id.ancestor,
-	                    .thread = r.thread_id,
-	                    .kind = r.kind,
-	                    .op = r.operation,
-	                    .phase = r.phase,
-	                    .payload = r.payload,
-	                    .record = &r};
-	on_callback(&v, ud);
-}
+/* One callback per ABI family (the record comes by value, in its layout). */
+#define NO_ANCESTOR(r) 0
+#define ANCESTOR(r)    (r).correlation_id.ancestor
+#define DEFINE_CALLBACK(name, record_type, abi, ancestor_of)                                                 \
+	static void name(record_type r, rocp_user_data_t *ud, void *data)                                    \
+	{                                                                                                    \
+		(void)data;                                                                                  \
+		assert_int_equal(cur->major, abi);                                                           \
+		struct cb_view v = {.ctx = r.context_id.handle,                                              \
+		                    .cid = r.correlation_id.internal,                                        \
+		                    .ancestor = ancestor_of(r),                                              \
+		                    .thread = r.thread_id,                                                   \
+		                    .kind = r.kind,                                                          \
+		                    .op = r.operation,                                                       \
+		                    .phase = r.phase,                                                        \
+		                    .payload = r.payload,                                                    \
+		                    .record = &r};                                                           \
+		on_callback(&v, ud);                                                                         \
+	}
+DEFINE_CALLBACK(callback_v0, rocp_callback_record_v0_t, 0, NO_ANCESTOR)
+DEFINE_CALLBACK(callback_v1, rocp_callback_record_v1_t, 1, ANCESTOR)
 
 static void decode_head(struct buf_ev *e, const rocp_async_head_t *h)
 {
