@@ -18,8 +18,8 @@
  *    Contexts, buffers and services can be created only while an initialize
  *    runs; before and after that the SDK answers CONFIGURATION_LOCKED (15 in
  *    0.x, 16 in 1.x). A second force_configure, or one after the runtimes
- *    started, is CONFIGURATION_LOCKED too. fake_rocp_shutdown (also run at
- *    exit) calls each tool's finalize once.
+ *    started, is CONFIGURATION_LOCKED too. At exit (fake_rocp_shutdown) the
+ *    buffers are delivered, then each tool's finalize is called once.
  *  - A record is produced only if a context with a service for its kind and
  *    operation is active at the time it is produced (enqueue time); stopping
  *    later does not take it back.
@@ -72,8 +72,9 @@ FAKE_ROCP_EXPORT uint64_t fake_rocp_agent(int ordinal);
 /* What HIP/HSA initialisation does: discovers and initialises the tools.
  * Returns how many tools initialised (0 when already configured). */
 FAKE_ROCP_EXPORT int fake_rocp_runtime_init(void);
-/* What the SDK does at exit: finalize every tool once, stop the delivery
- * thread after delivering what is pending. */
+/* What the SDK does at exit (and this library's destructor does): deliver
+ * what the buffers hold, call each tool's finalize once, stop the delivery
+ * thread. Later calls do nothing. */
 FAKE_ROCP_EXPORT void fake_rocp_shutdown(void);
 
 /* Makes every later call of the rocprofiler_* function `fn` return

@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 /* ---- the SDK as a tool sees it: dlopen + dlsym -------------------------- */
 
 struct sdk {
@@ -398,10 +400,21 @@ static int tool_init(rocp_client_finalize_t fini, void *tool_data)
 	return 0;
 }
 
+static int exit_child; /* this process is the child of test_finalize_at_exit */
+
 static void tool_fini(void *tool_data)
 {
 	(void)tool_data;
 	T.fini_calls++;
+	if (exit_child) { /* the test program's own report, read by the parent */
+		size_t kernels = 0;
+		pthread_mutex_lock(&T.mu);
+		for (size_t i = 0; i < T.nrec; i++)
+			kernels += T.rec[i].kind == ROCP_BUFFER_KERNEL_DISPATCH;
+		printf("finalized records=%zu kernels=%zu\n", T.nrec, kernels);
+		pthread_mutex_unlock(&T.mu);
+		fflush(stdout);
+	}
 }
 
 static rocp_configure_result_t tool_result = {sizeof(rocp_configure_result_t), tool_init, tool_fini, NULL};
@@ -846,8 +859,46 @@ static void test_shutdown(void **state)
 	    cmocka_unit_test(test_roctx), cmocka_unit_test(test_watermark_and_drops),                        \
 	    cmocka_unit_test(test_failures_and_clock), cmocka_unit_test(test_shutdown)
 
-int main(void)
+/* The child: registers, produces a kernel record and a HIP call, and
+ * returns from main without flushing or shutting the SDK down. */
+static int run_exit_child(int abi)
 {
+	exit_child = 1;
+	struct sdk *s = &sdks[abi];
+	load_sdk(s);
+	cur = s;
+	if (s->runtime_init() != 1 || s->start_context(T.main) != ROCP_STATUS_SUCCESS)
+		return 2;
+	s->hip_call("hipLaunchKernel", NULL, 0, NULL, NULL);
+	struct fake_rocp_dispatch d = {.correlation_id = 1, .gpu = 0, .kernel_id = 1};
+	return s->dispatch(&d) == 0 ? 0 : 3;
+}
+
+/* At process exit the SDK delivers what is pending, then calls the tool's
+ * finalize, in both ABI families. */
+static void test_finalize_at_exit(void **state)
+{
+	(void)state;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = 0;
+	for (int abi = 0; abi < 2; abi++) {
+		char cmd[4200], *out = NULL;
+		TU_FORMAT(cmd, "'%s' --exit-child %d", exe, abi);
+		assert_int_equal(tu_run(cmd, 0, &out), 0);
+		assert_non_null(strstr(out, "finalized records=2 kernels=1\n"));
+		free(out);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--exit-child"))
+		return run_exit_child(atoi(argv[2]) == 1);
+	const struct CMUnitTest exit_tests[] = {cmocka_unit_test(test_finalize_at_exit)};
+	if (cmocka_run_group_tests_name("rocprofiler-sdk exit", exit_tests, NULL, NULL))
+		return 1;
 	const struct CMUnitTest tests[] = {ABI_TESTS};
 	int rc = cmocka_run_group_tests_name("rocprofiler-sdk 0.x", tests, setup_v0, NULL);
 	rc |= cmocka_run_group_tests_name("rocprofiler-sdk 1.x", tests, setup_v1, NULL);
