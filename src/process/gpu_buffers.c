@@ -2,6 +2,7 @@
 #define LOG_TAG "gpu"
 #include "process/gpu_buffers.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,4 +142,59 @@ void strb_gpu_pool_atfork_child(struct strb_gpu_pool *p)
 	p->ready_tail = &p->ready;
 	__atomic_store_n(&p->active, false, __ATOMIC_RELEASE);
 	p->in_use = p->outstanding = 0;
+}
+
+/* ---- correlation hooks ---------------------------------------------------------- */
+
+#define HOOK_DEPTH 256
+
+static _Atomic(strb_correlation_hook) hooks[STRB_GPU_VENDORS];
+/* Per thread and kind (plain, user): which vendors took each open push. */
+static _Thread_local uint8_t took[2][HOOK_DEPTH];
+static _Thread_local unsigned depth[2];
+
+/* Pops the pushes of the vendors in mask. */
+static void pop_hooks(uint32_t which, uint8_t mask)
+{
+	for (int v = 0; v < STRB_GPU_VENDORS; v++) {
+		strb_correlation_hook h = atomic_load_explicit(&hooks[v], memory_order_acquire);
+		if ((mask >> v & 1) && h)
+			h(which, NULL);
+	}
+}
+
+static bool call_hooks(uint32_t which, const uint64_t *id)
+{
+	unsigned k = which ? 1 : 0;
+	if (!id) {
+		/* Capture pops only pushes this took. */
+		if (!depth[k])
+			return true;
+		uint8_t mask = took[k][--depth[k]];
+		pop_hooks(which, mask);
+		return true;
+	}
+	uint8_t mask = 0;
+	for (int v = 0; v < STRB_GPU_VENDORS; v++) {
+		strb_correlation_hook h = atomic_load_explicit(&hooks[v], memory_order_acquire);
+		if (h && h(which, id))
+			mask |= (uint8_t)(1u << v);
+	}
+	if (mask && depth[k] >= HOOK_DEPTH) {
+		/* Too deep to remember: hand it back. */
+		pop_hooks(which, mask);
+		return false;
+	}
+	if (mask)
+		took[k][depth[k]++] = mask;
+	return mask != 0;
+}
+
+void strb_gpu_set_correlation_hook(enum strb_gpu_vendor vendor, strb_correlation_hook hook)
+{
+	bool any = hook != NULL;
+	atomic_store(&hooks[vendor], hook);
+	for (int v = 0; v < STRB_GPU_VENDORS; v++)
+		any |= atomic_load(&hooks[v]) != NULL;
+	strb_capture_set_correlation_hook(any ? call_hooks : NULL);
 }

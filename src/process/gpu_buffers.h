@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/capture.h"
 #include "process/trace.h"
 
 /* A completed buffer: data is malloc'ed (16-byte aligned, so reusable as
@@ -75,5 +76,21 @@ void strb_gpu_pool_add_warmup(struct strb_gpu_pool *p, uint64_t records);
 void strb_gpu_pool_account(struct strb_gpu_pool *p, struct strb_trace_stats *st);
 /* In a fork child: forget every buffer (the vendor's threads are gone). */
 void strb_gpu_pool_atfork_child(struct strb_gpu_pool *p);
+
+/* Correlation hooks: each backend forwards strobe_correlation_push / pop
+ * ids to its own vendor's external-correlation API through a hook of its
+ * own (see strb_correlation_hook in core/capture.h), set in its slot from
+ * the thread driving the trace (prepare; NULL in a fork child). Capture
+ * calls one hook, which calls every backend's on the pushing thread; a
+ * push is taken when any backend takes it, and its pop goes to exactly the
+ * backends that took it (remembered per thread, 256 levels deep: a deeper
+ * push is handed back and not taken). */
+enum strb_gpu_vendor {
+	STRB_GPU_CUDA,
+	STRB_GPU_ROCM,
+	STRB_GPU_XPU,
+	STRB_GPU_VENDORS,
+};
+void strb_gpu_set_correlation_hook(enum strb_gpu_vendor vendor, strb_correlation_hook hook);
 
 #endif

@@ -258,7 +258,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	    lib->cuptiActivityEnableCudaEventDeviceTimestamps)
 		lib->cuptiActivityEnableCudaEventDeviceTimestamps(1);
 	filter_noisy_apis();
-	strb_capture_set_correlation_hook(correlation_hook);
+	strb_gpu_set_correlation_hook(STRB_GPU_CUDA, correlation_hook);
 	return 0;
 }
 
@@ -338,7 +338,7 @@ static void atfork_child(void)
 	strb_cupti.subscribed = false;
 	strb_cupti.lib = NULL;
 	in_fork_child = true;
-	strb_capture_set_correlation_hook(NULL);
+	strb_gpu_set_correlation_hook(STRB_GPU_CUDA, NULL);
 }
 
 const struct strb_backend strb_cupti_backend = {
