@@ -1,5 +1,6 @@
 /* strobe summary, run as a user runs it: on libkineto's own trace, on small
  * hand-written traces (plain, gzip, zstd), and on files that are not traces. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,6 +463,35 @@ static void test_extreme_times(void **state)
 	tu_assert_contains(out, "last work end +9223372036.855 s");
 	assert_null(strstr(out, "+-"));
 	free(out);
+
+	/* A launch 18e18 ns before its kernel; two ops whose self times add
+	 * past int64. */
+	static const char far[] =
+	    "{\"traceEvents\": [\n"
+	    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,"
+	    " \"ts\": 9000000000000000, \"dur\": 5, \"args\": {\"device\": 0, \"stream\": 7, "
+	    "\"correlation\": 1}},\n"
+	    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": "
+	    "1,"
+	    " \"ts\": -9000000000000000, \"dur\": 5, \"args\": {\"correlation\": 1}},\n"
+	    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op1\", \"pid\": 1, \"tid\": 2,"
+	    " \"ts\": -9000000000000000, \"dur\": 9000000000000000},\n"
+	    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op2\", \"pid\": 1, \"tid\": 3,"
+	    " \"ts\": -9000000000000000, \"dur\": 9000000000000000}]}\n";
+	assert_int_equal(tu_write_file(path, far), 0);
+	yajl_val v = summary_json(args);
+	yajl_val lat = tu_get(v, "launch_latency");
+	assert_true(lat && YAJL_IS_ARRAY(lat) && lat->u.array.len == 1);
+	assert_true(tu_get_num(lat->u.array.values[0], "p50_ns") > 9e18);
+	yajl_val cats = tu_get(v, "categories");
+	bool seen = false;
+	for (size_t i = 0; cats && i < cats->u.array.len; i++)
+		if (!strcmp(tu_get_str(cats->u.array.values[i], "cat"), "cpu_op")) {
+			assert_true(tu_get_num(cats->u.array.values[i], "self_ns") > 9e18);
+			seen = true;
+		}
+	assert_true(seen);
+	yajl_tree_free(v);
 	tu_rmrf(dir);
 }
 

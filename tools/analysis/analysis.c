@@ -324,7 +324,7 @@ static int corr_pair(struct an_trace *a, const struct an_corr *e)
 				continue;
 			const struct an_corr *l = e->what == 1 ? e : w, *k = e->what == 1 ? w : e;
 			if (PUSH(a->launches, a->nlaunches, a->caplaunches,
-			         (struct an_launch){k->kernel, l->pid, k->pid, k->ts - l->ts}))
+			         (struct an_launch){k->kernel, l->pid, k->pid, an_span(l->ts, k->ts)}))
 				return -ENOMEM;
 			found = true;
 		}
@@ -664,7 +664,7 @@ static int compute_self(struct an_trace *a)
 	for (size_t i = 0; i < a->names.n; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
 		struct an_category *c = an_table_item(&a->xcats, sn->cat);
-		c->self += sn->self;
+		c->self = sat_add(c->self, sn->self);
 	}
 	return 0;
 }
