@@ -22,10 +22,6 @@ struct strb_gpu_slot {
 	uint64_t ext0, ext1;
 };
 
-struct strb_gpu_ext_pair {
-	uint64_t ext0, ext1;
-};
-
 struct strb_gpu_span {
 	int64_t device, stream;
 	uint64_t range_id;
@@ -162,25 +158,15 @@ static struct strb_gpu_slot *slot(struct strb_gpu *g, uint64_t corr, bool create
 	return &g->slots[j];
 }
 
-struct strb_gpu_ref strb_gpu_find(struct strb_gpu *g, uint64_t corr)
+struct strb_gpu_ref strb_gpu_find_sparse(struct strb_gpu *g, uint64_t corr)
 {
 	struct strb_gpu_ref r = {NULL, 0, 0};
-	int32_t call = -1;
-	if (!corr)
-		return r;
-	if (g->dense_call) {
-		uint64_t i = corr - g->dense_base;
-		if (corr < g->dense_base || i >= g->dense_len)
-			return r;
-		call = g->dense_call[i] - 1;
-		if (g->dense_ext)
-			r.ext0 = g->dense_ext[i].ext0, r.ext1 = g->dense_ext[i].ext1;
-	} else {
-		const struct strb_gpu_slot *s = slot(g, corr, false);
-		if (s)
-			call = s->call, r.ext0 = s->ext0, r.ext1 = s->ext1;
+	const struct strb_gpu_slot *s = slot(g, corr, false);
+	if (s) {
+		r.call = s->call >= 0 ? &g->calls[s->call] : NULL;
+		r.ext0 = s->ext0;
+		r.ext1 = s->ext1;
 	}
-	r.call = call >= 0 ? &g->calls[call] : NULL;
 	return r;
 }
 
@@ -367,80 +353,26 @@ const char *strb_gpu_keep(struct strb_gpu *g, const char *s)
 	return k;
 }
 
-struct strobe_activity *strb_gpu_emit(struct strb_gpu *g, enum strobe_activity_type type, const char *name,
-                                      int64_t start, int64_t end, int64_t device, int64_t resource,
-                                      const struct strobe_arg *args, size_t nargs)
-{
-	struct strobe_trace *t = g->t;
-	struct strobe_arg *copy = NULL;
-	if (g->rc || !name)
-		return NULL;
-	if (nargs) {
-		copy = strb_arena_alloc(&t->arena, nargs * sizeof(*copy));
-		if (!copy) {
-			g->rc = -ENOMEM;
-			return NULL;
-		}
-		memcpy(copy, args, nargs * sizeof(*copy));
-	}
-	struct strobe_activity *a = strb_trace_push(t);
-	if (!a) {
-		g->rc = -ENOMEM;
-		return NULL;
-	}
-	a->type = type;
-	a->name = name;
-	a->start_ns = start;
-	a->end_ns = end;
-	a->device = device;
-	a->resource = resource;
-	a->args = copy;
-	a->arg_count = nargs;
-	return a;
-}
-
-bool strb_gpu_record_ok(struct strb_gpu *g, uint64_t start, uint64_t end, int64_t *s, int64_t *e)
-{
-	if (!start || !end || end < start) {
-		g->st->gpu_incomplete_records++;
-		return false;
-	}
-	if (g->pauses && strb_gpu_paused(g->pauses, start)) {
-		g->st->gpu_paused_records++;
-		return false;
-	}
-	*s = strb_gpu_epoch(g, start);
-	*e = strb_gpu_epoch(g, end);
-	if (*s < g->w->start_ns || *e > g->w->stop_ns) {
-		g->st->gpu_out_of_window++;
-		return false;
-	}
-	return true;
-}
-
-void strb_gpu_note_row(struct strb_gpu *g, uint32_t device, uint32_t stream, int64_t start, int64_t end)
+void strb_gpu_note_new_row(struct strb_gpu *g, uint32_t device, uint32_t stream, int64_t start, int64_t end)
 {
 	uint64_t key = (uint64_t)device << 32 | stream;
-	size_t i = g->last_row;
-	/* Most records repeat the last row. */
-	if (i >= g->nrows || g->rows[i] != key) {
-		for (i = 0; i < g->nrows && g->rows[i] != key; i++)
-			;
-		if (i == g->nrows) {
-			size_t cap = g->rows_cap;
-			if (!grow((void **)&g->rows, &g->rows_cap, i + 1, sizeof(*g->rows)) ||
-			    !grow((void **)&g->row_end, &cap, i + 1, sizeof(*g->row_end))) {
-				g->rc = -ENOMEM;
-				return;
-			}
-			g->rows[i] = key;
-			g->row_end[i] = INT64_MIN;
-			g->nrows++;
-			if (device < STRB_GPU_MAX_DEVICES)
-				g->device_seen[device] = true;
+	size_t i;
+	for (i = 0; i < g->nrows && g->rows[i] != key; i++)
+		;
+	if (i == g->nrows) {
+		size_t cap = g->rows_cap;
+		if (!grow((void **)&g->rows, &g->rows_cap, i + 1, sizeof(*g->rows)) ||
+		    !grow((void **)&g->row_end, &cap, i + 1, sizeof(*g->row_end))) {
+			g->rc = -ENOMEM;
+			return;
 		}
-		g->last_row = i;
+		g->rows[i] = key;
+		g->row_end[i] = INT64_MIN;
+		g->nrows++;
+		if (device < STRB_GPU_MAX_DEVICES)
+			g->device_seen[device] = true;
 	}
+	g->last_row = i;
 	if (start < g->row_end[i])
 		g->overlap = true;
 	if (end > g->row_end[i])
@@ -456,40 +388,21 @@ bool strb_gpu_row_busy(const struct strb_gpu *g, uint32_t device, uint32_t strea
 	return false;
 }
 
-struct strb_gpu_call *strb_gpu_link(struct strb_gpu *g, struct strobe_activity *a, uint64_t corr,
-                                    int64_t gpu_start, bool work)
+void strb_gpu_widen_span(struct strb_gpu *g, const struct strobe_activity *a, uint64_t range)
 {
-	struct strb_gpu_ref s = strb_gpu_find(g, corr);
-	struct strb_gpu_call *call = s.call;
-	a->id = corr;
-	a->linked_id = s.ext0 ? s.ext0 : call ? call->op_id : 0;
-	if (call) {
-		if (call->emitted && call->flow) {
-			a->flow_id = corr;
-			a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
+	for (size_t i = g->nspans; i-- > 0;) {
+		struct strb_gpu_span *sp = &g->spans[i];
+		if (sp->range_id == range && sp->device == a->device && sp->stream == a->resource) {
+			if (a->start_ns < sp->start)
+				sp->start = a->start_ns;
+			if (a->end_ns > sp->end)
+				sp->end = a->end_ns;
+			return;
 		}
-		if (call->start > gpu_start)
-			g->st->gpu_out_of_order++;
-	} else if (corr && g->count_unmatched) {
-		g->st->gpu_unmatched_correlations++;
 	}
-	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
-	if (work && range && strb_gpu_selected(g, STROBE_ACTIVITY_GPU_USER_ANNOTATION)) {
-		for (size_t i = g->nspans; i-- > 0;) {
-			struct strb_gpu_span *sp = &g->spans[i];
-			if (sp->range_id == range && sp->device == a->device && sp->stream == a->resource) {
-				if (a->start_ns < sp->start)
-					sp->start = a->start_ns;
-				if (a->end_ns > sp->end)
-					sp->end = a->end_ns;
-				return call;
-			}
-		}
-		if (strb_gpu_grow(g, (void **)&g->spans, &g->spans_cap, g->nspans + 1, sizeof(*g->spans)))
-			g->spans[g->nspans++] =
-			    (struct strb_gpu_span){a->device, a->resource, range, a->start_ns, a->end_ns};
-	}
-	return call;
+	if (strb_gpu_grow(g, (void **)&g->spans, &g->spans_cap, g->nspans + 1, sizeof(*g->spans)))
+		g->spans[g->nspans++] =
+		    (struct strb_gpu_span){a->device, a->resource, range, a->start_ns, a->end_ns};
 }
 
 const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *))

@@ -26,8 +26,10 @@
 #ifndef STROBE_PROCESS_GPU_H
 #define STROBE_PROCESS_GPU_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "core/clock.h"
@@ -78,6 +80,9 @@ bool strb_gpu_paused(const struct strb_gpu_pauses *p, uint64_t t);
 struct strb_gpu_ext;
 struct strb_gpu_slot;
 struct strb_gpu_span;
+struct strb_gpu_ext_pair {
+	uint64_t ext0, ext1;
+};
 
 struct strb_gpu {
 	struct strobe_trace *t;
@@ -141,7 +146,28 @@ void strb_gpu_add_external(struct strb_gpu *g, uint64_t corr, int which, uint64_
  * dense, else hashed) and reserves room for every record read
  * (st->gpu_records, counted by the backend in pass 1). */
 void strb_gpu_build_table(struct strb_gpu *g);
-struct strb_gpu_ref strb_gpu_find(struct strb_gpu *g, uint64_t corr);
+/* What is known about corr once the table is built. The calls made once
+ * per record (find, emit, record_ok, link, note_row) are inline: a
+ * backend's decoding loop pays no call for them. */
+struct strb_gpu_ref strb_gpu_find_sparse(struct strb_gpu *g, uint64_t corr);
+static inline struct strb_gpu_ref strb_gpu_find(struct strb_gpu *g, uint64_t corr)
+{
+	struct strb_gpu_ref r = {NULL, 0, 0};
+	if (!corr)
+		return r;
+	if (!g->dense_call)
+		return strb_gpu_find_sparse(g, corr);
+	/* Dense ids (vendors number calls 1, 2, 3...): direct index. */
+	uint64_t i = corr - g->dense_base;
+	if (corr < g->dense_base || i >= g->dense_len)
+		return r;
+	int32_t call = g->dense_call[i] - 1;
+	if (g->dense_ext)
+		r.ext0 = g->dense_ext[i].ext0, r.ext1 = g->dense_ext[i].ext1;
+	r.call = call >= 0 ? &g->calls[call] : NULL;
+	return r;
+}
+
 /* Fills each call's op_id / range_id from the trace's CPU ops and user
  * annotations on the same thread. */
 void strb_gpu_link_calls(struct strb_gpu *g);
@@ -151,23 +177,110 @@ void strb_gpu_link_calls(struct strb_gpu *g);
 const char *strb_gpu_keep(struct strb_gpu *g, const char *s);
 /* Appends an activity; args (keys static, string values in the trace) are
  * copied into the trace's arena. NULL after an error or for a NULL name. */
-struct strobe_activity *strb_gpu_emit(struct strb_gpu *g, enum strobe_activity_type type, const char *name,
-                                      int64_t start, int64_t end, int64_t device, int64_t resource,
-                                      const struct strobe_arg *args, size_t nargs);
+static inline struct strobe_activity *strb_gpu_emit(struct strb_gpu *g, enum strobe_activity_type type,
+                                                    const char *name, int64_t start, int64_t end,
+                                                    int64_t device, int64_t resource,
+                                                    const struct strobe_arg *args, size_t nargs)
+{
+	struct strobe_arg *copy = NULL;
+	if (g->rc || !name)
+		return NULL;
+	if (nargs) {
+		copy = strb_arena_alloc(&g->t->arena, nargs * sizeof(*copy));
+		if (!copy) {
+			g->rc = -ENOMEM;
+			return NULL;
+		}
+		memcpy(copy, args, nargs * sizeof(*copy));
+	}
+	struct strobe_activity *a = strb_trace_push(g->t);
+	if (!a) {
+		g->rc = -ENOMEM;
+		return NULL;
+	}
+	a->type = type;
+	a->name = name;
+	a->start_ns = start;
+	a->end_ns = end;
+	a->device = device;
+	a->resource = resource;
+	a->args = copy;
+	a->arg_count = nargs;
+	return a;
+}
+
 /* Common checks for GPU work: complete (both times, end >= start), not
  * paused, inside the window; counts what it drops and converts the times
  * to epoch ns. */
-bool strb_gpu_record_ok(struct strb_gpu *g, uint64_t start, uint64_t end, int64_t *s, int64_t *e);
+static inline bool strb_gpu_record_ok(struct strb_gpu *g, uint64_t start, uint64_t end, int64_t *s,
+                                      int64_t *e)
+{
+	if (!start || !end || end < start) {
+		g->st->gpu_incomplete_records++;
+		return false;
+	}
+	if (g->pauses && (g->pauses->n || g->pauses->paused) && strb_gpu_paused(g->pauses, start)) {
+		g->st->gpu_paused_records++;
+		return false;
+	}
+	*s = strb_gpu_epoch(g, start);
+	*e = strb_gpu_epoch(g, end);
+	if (*s < g->w->start_ns || *e > g->w->stop_ns) {
+		g->st->gpu_out_of_window++;
+		return false;
+	}
+	return true;
+}
+
+/* Range `range`'s gpu_user_annotation span on a's row covers a. */
+void strb_gpu_widen_span(struct strb_gpu *g, const struct strobe_activity *a, uint64_t range);
 /* Links GPU work a (already on its device/stream row) to the call with
  * correlation id corr: a->id = corr, a->linked_id = the enclosing op's id
  * (External id), an ac2g flow when the call starts one; work (kernels,
  * copies, fills, not syncs) widens its range's gpu_user_annotation span on
  * that row. Returns the call, or NULL. */
-struct strb_gpu_call *strb_gpu_link(struct strb_gpu *g, struct strobe_activity *a, uint64_t corr,
-                                    int64_t gpu_start, bool work);
+static inline struct strb_gpu_call *strb_gpu_link(struct strb_gpu *g, struct strobe_activity *a,
+                                                  uint64_t corr, int64_t gpu_start, bool work)
+{
+	struct strb_gpu_ref s = strb_gpu_find(g, corr);
+	struct strb_gpu_call *call = s.call;
+	a->id = corr;
+	a->linked_id = s.ext0 ? s.ext0 : call ? call->op_id : 0;
+	if (call) {
+		if (call->emitted && call->flow) {
+			a->flow_id = corr;
+			a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
+		}
+		if (call->start > gpu_start)
+			g->st->gpu_out_of_order++;
+	} else if (corr && g->count_unmatched) {
+		g->st->gpu_unmatched_correlations++;
+	}
+	uint64_t range = s.ext1 ? s.ext1 : call ? call->range_id : 0;
+	if (work && range && strb_gpu_selected(g, STROBE_ACTIVITY_GPU_USER_ANNOTATION))
+		strb_gpu_widen_span(g, a, range);
+	return call;
+}
+
 /* (device, stream) saw work from start to end: a row to name, and whether
  * work overlaps on it (g->overlap). Devices 0..STRB_GPU_MAX_DEVICES-1. */
-void strb_gpu_note_row(struct strb_gpu *g, uint32_t device, uint32_t stream, int64_t start, int64_t end);
+void strb_gpu_note_new_row(struct strb_gpu *g, uint32_t device, uint32_t stream, int64_t start, int64_t end);
+static inline void strb_gpu_note_row(struct strb_gpu *g, uint32_t device, uint32_t stream, int64_t start,
+                                     int64_t end)
+{
+	uint64_t key = (uint64_t)device << 32 | stream;
+	size_t i = g->last_row;
+	/* Most records repeat the last row. */
+	if (i >= g->nrows || g->rows[i] != key) {
+		strb_gpu_note_new_row(g, device, stream, start, end);
+		return;
+	}
+	if (start < g->row_end[i])
+		g->overlap = true;
+	if (end > g->row_end[i])
+		g->row_end[i] = end;
+}
+
 bool strb_gpu_row_busy(const struct strb_gpu *g, uint32_t device, uint32_t stream);
 /* A kernel's display name, once per distinct raw pointer (the vendor's
  * string must stay valid and unchanged for the whole pass): demangle(raw)
