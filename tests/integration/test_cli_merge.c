@@ -358,6 +358,11 @@ static void test_bad_inputs_and_outputs(void **state)
 	assert_int_equal(merge("--bogus -o x.json good_r0.json", &out), 2);
 	tu_assert_contains(out, "strobe: merge: unknown option '--bogus'\nusage: strobe merge ");
 	free(out);
+	/* A Perfetto name would hold JSON: refused, nothing written. */
+	assert_int_equal(merge("-o merged.pftrace good_r0.json", &out), 2);
+	tu_assert_contains(out, "strobe: merge: 'merged.pftrace': merge writes Chrome-trace JSON");
+	free(out);
+	assert_int_equal(access(in_dir(0, "merged.pftrace"), F_OK), -1);
 	assert_int_equal(merge("good_r0.json -o", &out), 2);
 	tu_assert_contains(out, "strobe: merge: -o needs a file name");
 	free(out);

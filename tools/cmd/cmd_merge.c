@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/jbuf.h"
 #include "common/monotonic.h"
+#include "common/sink.h"
 #include "read/trace_reader.h"
 #include "strobe/strobe.h"
 #include "write/chrome_json.h"
@@ -625,6 +626,11 @@ int cmd_merge(int argc, char **argv)
 	}
 	if (!rc && !out)
 		rc = cli_usage(&cli, "no output file given (-o OUT)");
+	if (!rc && strb_output_is_perfetto_path(out))
+		rc = cli_usage(&cli,
+		               "'%s': merge writes Chrome-trace JSON (.json, .json.gz, .json.zst); "
+		               "strobe convert turns the merged file into Perfetto",
+		               out);
 	if (!rc && !m.n)
 		rc = cli_usage(&cli, "no input traces given");
 	if (rc) {
