@@ -405,7 +405,7 @@ void strb_gpu_widen_span(struct strb_gpu *g, const struct strobe_activity *a, ui
 		    (struct strb_gpu_span){a->device, a->resource, range, a->start_ns, a->end_ns};
 }
 
-const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *))
+const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *))
 {
 	if (!raw)
 		return strb_trace_intern(g->t, "<unknown kernel>", 16);

@@ -286,7 +286,18 @@ bool strb_gpu_row_busy(const struct strb_gpu *g, uint32_t device, uint32_t strea
  * string must stay valid and unchanged for the whole pass): demangle(raw)
  * (malloc'ed, or NULL to keep raw) interned in the trace; "<unknown
  * kernel>" for NULL. */
-const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *));
+const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *));
+static inline const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw,
+                                               char *(*demangle)(const char *))
+{
+	/* Most kernels repeat a name already seen, found at the first probe. */
+	if (raw && g->names_cap) {
+		size_t j = ((uintptr_t)raw >> 3) & (g->names_cap - 1);
+		if (g->name_keys[j] == raw)
+			return g->name_values[j];
+	}
+	return strb_gpu_kernel_name_slow(g, raw, demangle);
+}
 
 /* After pass 2. */
 void strb_gpu_emit_spans(struct strb_gpu *g);
