@@ -509,7 +509,7 @@ uint64_t strb_gpu_count_launches(struct strb_gpu *g)
 		g->st->gpu_launches++;
 		missing += !call->got_kernel;
 	}
-	g->st->gpu_launches_without_kernel = missing;
+	g->st->gpu_launches_without_kernel += missing;
 	return missing;
 }
 

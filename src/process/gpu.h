@@ -302,7 +302,9 @@ static inline const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *r
 /* After pass 2. */
 void strb_gpu_emit_spans(struct strb_gpu *g);
 /* Counts emitted launch calls (st->gpu_launches) and those no kernel was
- * linked to (st->gpu_launches_without_kernel, returned). */
+ * linked to (st->gpu_launches_without_kernel; returns this backend's).
+ * Every count of the trace's accounting adds to what other backends
+ * counted in the same trace. */
 uint64_t strb_gpu_count_launches(struct strb_gpu *g);
 /* A "GPU N" process per device that saw work, a "stream S " row per
  * (device, stream). */

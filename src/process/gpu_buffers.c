@@ -128,10 +128,10 @@ void strb_gpu_pool_add_warmup(struct strb_gpu_pool *p, uint64_t records)
 void strb_gpu_pool_account(struct strb_gpu_pool *p, struct strb_trace_stats *st)
 {
 	pthread_mutex_lock(&p->lock);
-	st->gpu_rejected_buffers = p->counts.rejected_buffers;
-	st->gpu_discarded_buffers = p->counts.discarded_buffers;
-	st->gpu_dropped_records = p->counts.dropped_records;
-	st->gpu_warmup_records = p->counts.warmup_records;
+	st->gpu_rejected_buffers += p->counts.rejected_buffers;
+	st->gpu_discarded_buffers += p->counts.discarded_buffers;
+	st->gpu_dropped_records += p->counts.dropped_records;
+	st->gpu_warmup_records += p->counts.warmup_records;
 	pthread_mutex_unlock(&p->lock);
 }
 

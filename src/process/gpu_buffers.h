@@ -72,7 +72,7 @@ struct strb_gpu_buffer *strb_gpu_pool_take(struct strb_gpu_pool *p);
 void strb_gpu_pool_free(struct strb_gpu_pool *p, struct strb_gpu_buffer *b);
 void strb_gpu_pool_add_dropped(struct strb_gpu_pool *p, uint64_t records);
 void strb_gpu_pool_add_warmup(struct strb_gpu_pool *p, uint64_t records);
-/* Copies the counts into the trace's accounting. */
+/* Adds the counts to the trace's accounting (which sums every backend's). */
 void strb_gpu_pool_account(struct strb_gpu_pool *p, struct strb_trace_stats *st);
 /* In a fork child: forget every buffer (the vendor's threads are gone). */
 void strb_gpu_pool_atfork_child(struct strb_gpu_pool *p);

@@ -157,6 +157,10 @@ static void test_pool_budget(void **state)
 	assert_int_equal(st.gpu_rejected_buffers, 1);
 	assert_int_equal(st.gpu_dropped_records, 5);
 	assert_int_equal(st.gpu_discarded_buffers, 0);
+	/* A second backend's counts add up in the same trace. */
+	strb_gpu_pool_account(&pool, &st);
+	assert_int_equal(st.gpu_rejected_buffers, 2);
+	assert_int_equal(st.gpu_dropped_records, 10);
 }
 
 static int pushes[2], pops[2];
