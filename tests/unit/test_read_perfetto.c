@@ -221,6 +221,33 @@ static void test_total_limit(void **state)
 	free(p.b);
 }
 
+/* Tracks past the track limit are not kept: their descriptors are counted
+ * and their events skipped; the kept tracks read as before. */
+static void test_track_limit(void **state)
+{
+	(void)state;
+	const size_t extra = 3;
+	struct pbuf p = {0};
+	for (size_t t = 1; t <= TR_PF_TRACKS_MAX + extra; t++)
+		thread_track(&p, t, 7, (int)t);
+	thread_track(&p, 1, 7, 1); /* a kept track described again: still kept */
+	slice(&p, 1, 1000, "kept");
+	slice(&p, 1, 2000, NULL);
+	slice(&p, TR_PF_TRACKS_MAX + extra, 1000, "cut");
+	slice(&p, TR_PF_TRACKS_MAX + extra, 2000, NULL);
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(st.cut_tracks, extra);
+	assert_int_equal(st.skipped, 2);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.name[0], "kept");
+	assert_int_equal(s.meta, TR_PF_TRACKS_MAX + 1);
+	const struct rs_count want[] = {{"Perfetto tracks past the track limit", "cut_tracks", extra}};
+	free(rs_summary(p.b, p.n, "t.pftrace", want, 1));
+	free(p.b);
+}
+
 /* An end before its begin: a zero-length slice, counted. */
 static void test_end_before_begin_counted(void **state)
 {
@@ -297,6 +324,7 @@ int main(void)
 	    cmocka_unit_test(test_depth_limit_pairs_ends),
 	    cmocka_unit_test(test_unended_bounded),
 	    cmocka_unit_test(test_total_limit),
+	    cmocka_unit_test(test_track_limit),
 	    cmocka_unit_test(test_end_before_begin_counted),
 	    cmocka_unit_test(test_time_overflow_counted),
 	    cmocka_unit_test(test_summary_says_so),

@@ -55,6 +55,7 @@ void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_lo
 	    {"dur values below 0 (taken as 0)", "negative_durs", st->negative_durs},
 	    {"Perfetto slices never ended", "unended_slices", st->unended},
 	    {"Perfetto slices past the open-slice limit", "cut_open_slices", st->open_cut},
+	    {"Perfetto tracks past the track limit", "cut_tracks", st->cut_tracks},
 	    {"libkineto defects repaired by this reader", "repaired_defects", st->repaired},
 	};
 	memcpy(out, all, sizeof(all));

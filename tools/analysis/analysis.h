@@ -305,7 +305,7 @@ struct an_loss {
 	const char *what, *key;
 	uint64_t n;
 };
-#define AN_LOSSES 11
+#define AN_LOSSES 12
 void an_losses(const struct an_trace *a, const struct tr_stats *st, struct an_loss out[AN_LOSSES]);
 
 #endif

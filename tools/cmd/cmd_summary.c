@@ -64,7 +64,7 @@ static const char usage_text[] =
     "                  \"unknown_names\", \"untimed_events\", \"truncated_strings\",\n"
     "                  \"dropped_members\", \"skipped_elements\", \"bad_times\",\n"
     "                  \"negative_durs\", \"unended_slices\", \"cut_open_slices\",\n"
-    "                  \"repaired_defects\"}}\n"
+    "                  \"cut_tracks\", \"repaired_defects\"}}\n"
     "  ROW = {\"name\", \"count\", \"total_ns\", \"self_ns\", \"mean_ns\", \"max_ns\"}\n"
     "  \"strobe\" holds the numeric members of the trace's \"strobe\" metadata (nested\n"
     "  keys joined with '.'); the other counts are made by this command. \"rank\" is null\n"

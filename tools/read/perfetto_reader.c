@@ -806,6 +806,11 @@ static int descriptor(struct tr_pf *p, const struct field *f, bool *bad)
 		free(labels.s);
 		return 0;
 	}
+	if (p->ntracks >= TR_PF_TRACKS_MAX && !track_find(p, uuid)) {
+		p->st->cut_tracks++;
+		free(labels.s);
+		return 0;
+	}
 	struct track *t = track_add(p, uuid);
 	if (!t) {
 		free(labels.s);

@@ -51,6 +51,10 @@
 #define TR_PF_OPEN_DEPTH 4096u
 #define TR_PF_OPEN_MAX   (1u << 18)
 #define TR_PF_OPEN_BYTES ((size_t)128 << 20)
+/* Perfetto tracks the reader keeps: a descriptor of one more track is
+ * counted in tr_stats.cut_tracks and ignored, and the events on that track
+ * are skipped (counted as skipped). */
+#define TR_PF_TRACKS_MAX (1u << 18)
 
 enum tr_compression { TR_PLAIN, TR_GZIP, TR_ZSTD };
 
@@ -128,6 +132,7 @@ struct tr_stats {
 	uint64_t negative_durs; /* "dur" values below 0 (kept as read; a slice's end before its begin) */
 	uint64_t unended;       /* Perfetto slices begun and never ended: not written */
 	uint64_t open_cut;      /* Perfetto slices begun past the TR_PF_OPEN_* limits: not written */
+	uint64_t cut_tracks;    /* Perfetto track descriptors past TR_PF_TRACKS_MAX: ignored */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.
