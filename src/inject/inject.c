@@ -28,3 +28,18 @@ INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t
 {
 	return strobe_internal_inject_nvtx((const void *)get_export_table);
 }
+
+/* libstrobe's rocprofiler_configure (src/backends/rocprof/rocprof.c): the
+ * client id is a rocp_client_id_t, the result a rocp_configure_result_t. */
+STROBE_API void *strobe_internal_inject_rocprof(uint32_t version, const char *runtime_version,
+                                                uint32_t priority, void *client_id);
+
+/* Found by rocprofiler-sdk (ROCP_TOOL_LIBRARIES, or in the process) when
+ * HIP starts; strobe registers through it. */
+INJECT_API void *rocprofiler_configure(uint32_t version, const char *runtime_version, uint32_t priority,
+                                       void *client_id);
+INJECT_API void *rocprofiler_configure(uint32_t version, const char *runtime_version, uint32_t priority,
+                                       void *client_id)
+{
+	return strobe_internal_inject_rocprof(version, runtime_version, priority, client_id);
+}

@@ -38,6 +38,16 @@ awk '
 nm -D --defined-only "$LIB" | awk '$2 != "A" { split($3, p, "@+"); print (p[2] == "" ? "(unversioned)" : p[2]), p[1] }' |
 	sort -u >"$WORK/lib"
 
+while read -r node sym; do
+	case $sym in
+	rocprofiler_configure) ;;
+	*)
+		echo "abi: $sym is in STROBE_VENDOR_HOOKS but is no vendor's hook" >&2
+		exit 1
+		;;
+	esac
+done < <(awk '$1 == "STROBE_VENDOR_HOOKS"' "$WORK/map")
+
 # Names the public headers declare with STROBE_API.
 sed -n 's/^.*STROBE_API[^(;]*[^A-Za-z0-9_]\(strobe_[a-z0-9_]*\)[ ]*[(;].*$/\1/p' "$INCLUDE"/*.h | sort -u >"$WORK/header"
 
@@ -51,7 +61,8 @@ while read -r node sym; do
 	fail=1
 done < <(comm -23 "$WORK/map" "$WORK/lib")
 
-awk '$1 != "STROBE_PRIVATE" { print $2 }' "$WORK/map" | sort -u >"$WORK/public"
+# STROBE_VENDOR_HOOKS: names a vendor's library looks up (not strobe's API).
+awk '$1 != "STROBE_PRIVATE" && $1 != "STROBE_VENDOR_HOOKS" { print $2 }' "$WORK/map" | sort -u >"$WORK/public"
 awk '$1 == "STROBE_PRIVATE" { print $2 }' "$WORK/map" | sort -u >"$WORK/private"
 while read -r sym; do
 	echo "abi: $sym is declared STROBE_API in $INCLUDE but is in no public node of $MAP" >&2

@@ -423,6 +423,7 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 	set_env("LD_PRELOAD", preload);
 	set_env("CUDA_INJECTION64_PATH", inject);
 	set_env("NVTX_INJECTION64_PATH", inject);
+	set_env("ROCP_TOOL_LIBRARIES", inject); /* rocprofiler-sdk finds rocprofiler_configure there */
 	set_env("STROBE_RECORD_OUTPUT", o->output);
 	set_env_i64("STROBE_RECORD_DELAY_NS", o->delay_ns);
 	set_env_i64("STROBE_RECORD_DURATION_NS", o->duration_ns);

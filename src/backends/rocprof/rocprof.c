@@ -1,0 +1,504 @@
+/* The AMD backend (rocprofiler-sdk): registration, contexts, buffers and the
+ * backend vtable.
+ *
+ * The SDK finds strobe through rocprofiler_configure (exported by the
+ * program or libstrobe_inject.so), or strobe registers itself with
+ * rocprofiler_force_configure when the SDK is loaded and not yet
+ * initialised. Every context, buffer and service is created inside
+ * initialize (the SDK refuses them afterwards); a trace only starts and
+ * stops the main context. The kernel-symbol context starts in initialize
+ * and stays running: code objects load before any trace.
+ *
+ * Buffer records are copied, in strobe's own compact form, inside the
+ * SDK's buffer callback (headers and payloads are gone after it). */
+#define LOG_TAG "rocprof"
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/rocprof/rocprof_lib.h"
+#include "backends/rocprof/rocprof_state.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "core/clock.h"
+
+#define BUFFER_BYTES  (4u << 20)
+#define SDK_BUFFER    (1u << 20)
+#define SDK_WATERMARK (SDK_BUFFER / 2)
+
+struct strb_rocprof_state strb_rocprof = {
+    .pool = STRB_GPU_POOL_INIT(strb_rocprof.pool),
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .buf_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static bool in_fork_child;
+
+/* ---- kernel names (kept for the process: records outlive unloads) ---- */
+
+static void keep_kernel_name(uint64_t id, const char *name)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nkernels; i++) {
+		if (s->kernels[i].id == id) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+	}
+	if (s->nkernels == s->kernels_cap) {
+		size_t cap = s->kernels_cap ? s->kernels_cap * 2 : 64;
+		void *p = realloc(s->kernels, cap * sizeof(*s->kernels));
+		if (!p) {
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		s->kernels = p;
+		s->kernels_cap = cap;
+	}
+	char *copy = strdup(name ? name : "");
+	if (copy)
+		s->kernels[s->nkernels++] = (struct strb_rocprof_kernel){id, copy};
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void on_code_object(int32_t kind, int32_t op, int32_t phase, const void *payload)
+{
+	const rocp_kernel_symbol_data_t *p = payload;
+	if (kind != ROCP_CALLBACK_CODE_OBJECT || op != ROCP_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER ||
+	    phase != ROCP_PHASE_LOAD || !p || p->size < offsetof(rocp_kernel_symbol_data_t, kernel_object))
+		return;
+	/* The name is valid only now; UNLOAD is ignored so that records that
+	 * arrive later still find it. */
+	keep_kernel_name(p->kernel_id, p->kernel_name);
+}
+
+static void code_object_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void *data)
+{
+	(void)ud, (void)data;
+	on_code_object(r.kind, r.operation, r.phase, r.payload);
+}
+
+static void code_object_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, void *data)
+{
+	(void)ud, (void)data;
+	on_code_object(r.kind, r.operation, r.phase, r.payload);
+}
+
+/* ---- buffer records: copied inside the callback ---------------------- */
+
+/* Appends one compact record to the current pool buffer (SDK thread). */
+static struct strb_rocprof_rec *append(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (s->cur && s->cur_valid + sizeof(struct strb_rocprof_rec) > s->cur_size) {
+		strb_gpu_pool_complete(&s->pool, s->cur, s->cur_valid);
+		s->cur = NULL;
+	}
+	if (!s->cur) {
+		size_t size = BUFFER_BYTES;
+		s->cur = strb_gpu_pool_request(&s->pool, &size);
+		s->cur_size = size;
+		s->cur_valid = 0;
+		if (!s->cur)
+			return NULL;
+	}
+	struct strb_rocprof_rec *r = (void *)(s->cur + s->cur_valid);
+	s->cur_valid += sizeof(*r);
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* Hands the partly filled buffer to the pool (under s->buf_lock). */
+static void complete_current(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (s->cur)
+		strb_gpu_pool_complete(&s->pool, s->cur, s->cur_valid);
+	s->cur = NULL;
+}
+
+static int agent_ordinal(uint64_t handle)
+{
+	const struct strb_rocprof_state *s = &strb_rocprof;
+	for (int i = 0; i < s->nagents; i++)
+		if (s->agent_handle[i] == handle)
+			return s->agent_ordinal[i];
+	return -1;
+}
+
+static void copy_async_head(struct strb_rocprof_rec *r, const rocp_async_head_t *h)
+{
+	r->op = h->operation;
+	r->corr = h->correlation_id.internal;
+	r->tid = h->thread_id;
+	r->start = h->start_timestamp;
+	r->end = h->end_timestamp;
+}
+
+static void copy_record(const rocp_record_header_t *h, uint32_t major)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	const uint64_t *size = h->payload;
+	if (h->category != ROCP_CATEGORY_TRACING || !size) {
+		s->bad_records++;
+		return;
+	}
+	if (h->kind == ROCP_BUFFER_KERNEL_DISPATCH) {
+		const rocp_kernel_dispatch_record_t *k = h->payload;
+		if (*size < sizeof(*k)) {
+			s->bad_records++;
+			return;
+		}
+		struct strb_rocprof_rec *r = append();
+		if (!r)
+			return;
+		const rocp_kernel_dispatch_info_t *d = &k->dispatch_info;
+		r->type = STRB_ROCPROF_KERNEL;
+		copy_async_head(r, &k->head);
+		r->device = agent_ordinal(d->agent_id.handle);
+		r->queue = d->queue_id.handle;
+		r->kernel_id = d->kernel_id;
+		r->lds = d->group_segment_size;
+		r->block[0] = d->workgroup_size.x, r->block[1] = d->workgroup_size.y,
+		r->block[2] = d->workgroup_size.z;
+		r->grid[0] = d->workgroup_size.x ? d->grid_size.x / d->workgroup_size.x : 0;
+		r->grid[1] = d->workgroup_size.y ? d->grid_size.y / d->workgroup_size.y : 0;
+		r->grid[2] = d->workgroup_size.z ? d->grid_size.z / d->workgroup_size.z : 0;
+	} else if (h->kind == ROCP_BUFFER_MEMORY_COPY) {
+		const rocp_memory_copy_record_t *c = h->payload;
+		if (*size < sizeof(*c)) {
+			s->bad_records++;
+			return;
+		}
+		struct strb_rocprof_rec *r = append();
+		if (!r)
+			return;
+		r->type = STRB_ROCPROF_COPY;
+		copy_async_head(r, &c->head);
+		r->src_device = agent_ordinal(c->src_agent_id.handle);
+		r->dst_device = agent_ordinal(c->dst_agent_id.handle);
+		/* A copy's row is its GPU's: the source GPU for DtoH (the
+		 * destination is the CPU), else the destination. */
+		r->device = r->dst_device >= 0 ? r->dst_device : r->src_device;
+		if (r->src_device >= 0 && r->op == ROCP_MEMORY_COPY_DEVICE_TO_HOST)
+			r->device = r->src_device;
+		r->bytes = c->bytes;
+	} else if (h->kind == ROCP_BUFFER_HIP_RUNTIME_API) {
+		size_t need = major >= 1 ? sizeof(rocp_api_record_v1_t) : sizeof(rocp_api_record_v0_t);
+		if (*size < need) {
+			s->bad_records++;
+			return;
+		}
+		struct strb_rocprof_rec *r = append();
+		if (!r)
+			return;
+		r->type = STRB_ROCPROF_HIP;
+		if (major >= 1) {
+			const rocp_api_record_v1_t *a = h->payload;
+			r->op = a->operation, r->corr = a->correlation_id.internal,
+			r->start = a->start_timestamp;
+			r->end = a->end_timestamp, r->tid = a->thread_id;
+		} else {
+			const rocp_api_record_v0_t *a = h->payload;
+			r->op = a->operation, r->corr = a->correlation_id.internal,
+			r->start = a->start_timestamp;
+			r->end = a->end_timestamp, r->tid = a->thread_id;
+		}
+	}
+}
+
+static void buffer_cb(rocp_context_id_t ctx, rocp_buffer_id_t buf, rocp_record_header_t **headers, size_t n,
+                      void *data, uint64_t drop_count)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)ctx, (void)buf, (void)data;
+	pthread_mutex_lock(&s->buf_lock);
+	if (drop_count)
+		strb_gpu_pool_add_dropped(&s->pool, drop_count);
+	if (strb_gpu_pool_active(&s->pool)) {
+		for (size_t i = 0; i < n; i++)
+			copy_record(headers[i], s->lib->major);
+		complete_current();
+	}
+	pthread_mutex_unlock(&s->buf_lock);
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+static int32_t agents_cb(int32_t version, const void **agents, size_t n, void *data)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)data;
+	if (version != ROCP_AGENT_INFO_VERSION_0)
+		return ROCP_STATUS_ERROR;
+	for (size_t i = 0; i < n && s->nagents < STRB_ROCPROF_MAX_AGENTS; i++) {
+		const rocp_agent_prefix_t *a = agents[i];
+		if (!a || a->size < sizeof(*a) || a->type != ROCP_AGENT_TYPE_GPU)
+			continue;
+		s->agent_handle[s->nagents] = a->id.handle;
+		s->agent_ordinal[s->nagents++] = a->logical_node_type_id;
+	}
+	return ROCP_STATUS_SUCCESS;
+}
+
+/* HIP operation names, by id, looked up through the SDK (ids change with
+ * the HIP table version). */
+static int collect_op(int32_t kind, int32_t op, void *data)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)data;
+	const char *name = NULL;
+	if (op < 0 || op >= STRB_ROCPROF_MAX_OPS || s->lib->op_name(kind, op, &name, NULL) != 0 || !name)
+		return 0;
+	if (!s->op_names[op])
+		s->op_names[op] = strdup(name);
+	return 0;
+}
+
+#define CHECK_SDK(call, what)                                                                                \
+	do {                                                                                                 \
+		int32_t st_ = (call);                                                                        \
+		if (st_ != ROCP_STATUS_SUCCESS) {                                                            \
+			snprintf(s->init_why, sizeof(s->init_why), "%s failed: status %d", what, (int)st_);  \
+			return -1;                                                                           \
+		}                                                                                            \
+	} while (0)
+
+static int tool_initialize(rocp_client_finalize_t fini, void *tool_data)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)fini, (void)tool_data;
+	s->initialized = true;
+	s->lib = strb_rocprof_load(s->init_why, sizeof(s->init_why));
+	if (!s->lib)
+		return -1;
+	const struct strb_rocprof_lib *lib = s->lib;
+	void (*cb)(void) = lib->major >= 1 ? (void (*)(void))code_object_v1 : (void (*)(void))code_object_v0;
+	CHECK_SDK(lib->query_agents(ROCP_AGENT_INFO_VERSION_0, agents_cb, sizeof(rocp_agent_prefix_t), NULL),
+	          "rocprofiler_query_available_agents");
+	CHECK_SDK(lib->create_context(&s->util), "rocprofiler_create_context");
+	int32_t sym_op = ROCP_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER;
+	CHECK_SDK(lib->configure_callback_tracing(s->util, ROCP_CALLBACK_CODE_OBJECT, &sym_op, 1, cb, NULL),
+	          "rocprofiler_configure_callback_tracing_service");
+	CHECK_SDK(lib->start_context(s->util), "rocprofiler_start_context");
+	CHECK_SDK(lib->iterate_ops(ROCP_CALLBACK_HIP_RUNTIME_API, collect_op, NULL),
+	          "rocprofiler_iterate_callback_tracing_kind_operations");
+	CHECK_SDK(lib->create_context(&s->main), "rocprofiler_create_context");
+	CHECK_SDK(lib->create_buffer(s->main, SDK_BUFFER, SDK_WATERMARK, ROCP_BUFFER_POLICY_LOSSLESS,
+	                             buffer_cb, NULL, &s->buf),
+	          "rocprofiler_create_buffer");
+	static const int32_t kinds[] = {ROCP_BUFFER_KERNEL_DISPATCH, ROCP_BUFFER_MEMORY_COPY,
+	                                ROCP_BUFFER_HIP_RUNTIME_API};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		CHECK_SDK(lib->configure_buffer_tracing(s->main, kinds[i], NULL, 0, s->buf),
+		          "rocprofiler_configure_buffer_tracing_service");
+	s->ready = true;
+	return 0;
+}
+
+static void tool_finalize(void *tool_data)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)tool_data;
+	s->finalized = true;
+	s->ready = false;
+}
+
+static rocp_configure_result_t configure_result = {
+    sizeof(rocp_configure_result_t),
+    tool_initialize,
+    tool_finalize,
+    NULL,
+};
+
+rocp_configure_result_t *strb_rocprof_configure(uint32_t version, const char *runtime_version,
+                                                uint32_t priority, rocp_client_id_t *id)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	(void)version, (void)runtime_version, (void)priority;
+	/* One registration per process, however many symbols the SDK found. */
+	if (__atomic_exchange_n(&s->configured, true, __ATOMIC_ACQ_REL) || in_fork_child)
+		return NULL;
+	if (id)
+		id->name = "strobe";
+	return &configure_result;
+}
+
+/* The symbol the SDK looks up in the process (and in ROCP_TOOL_LIBRARIES).
+ * Weak: a program that is a rocprofiler tool itself and links strobe
+ * statically keeps its own (strobe then registers with force_configure). */
+__attribute__((visibility("default"), weak)) rocp_configure_result_t *
+rocprofiler_configure(uint32_t version, const char *runtime_version, uint32_t priority, rocp_client_id_t *id);
+__attribute__((visibility("default"), weak)) rocp_configure_result_t *
+rocprofiler_configure(uint32_t version, const char *runtime_version, uint32_t priority, rocp_client_id_t *id)
+{
+	return strb_rocprof_configure(version, runtime_version, priority, id);
+}
+
+void *strobe_internal_inject_rocprof(uint32_t version, const char *runtime_version, uint32_t priority,
+                                     void *client_id)
+{
+	return strb_rocprof_configure(version, runtime_version, priority, client_id);
+}
+
+/* Registers strobe with an SDK that is loaded and not yet initialised. */
+static int register_tool(char *why, size_t len)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	const struct strb_rocprof_lib *lib = s->lib;
+	if (s->initialized)
+		return 0;
+	int on = 0;
+	int32_t st = lib->is_initialized(&on);
+	if (st != ROCP_STATUS_SUCCESS) {
+		snprintf(why, len, "rocprofiler_is_initialized failed: status %d", (int)st);
+		return -EIO;
+	}
+	if (on) {
+		snprintf(why, len,
+		         "rocprofiler-sdk was configured before strobe registered (link libstrobe into the "
+		         "program or run it under `strobe record`)");
+		return -EBUSY;
+	}
+	st = lib->force_configure(strb_rocprof_configure);
+	if (st == strb_rocprof_status(lib, ROCP_STATUS_V0_ERROR_CONFIGURATION_LOCKED)) {
+		snprintf(
+		    why, len,
+		    "rocprofiler-sdk is locked: it was configured before strobe registered (link libstrobe "
+		    "into the program or run it under `strobe record`)");
+		return -EBUSY;
+	}
+	if (st != ROCP_STATUS_SUCCESS) {
+		snprintf(why, len, "rocprofiler_force_configure failed: status %d", (int)st);
+		return -EIO;
+	}
+	if (!s->initialized) {
+		snprintf(why, len, "rocprofiler-sdk did not initialise strobe (another tool has priority?)");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* ---- the backend ------------------------------------------------------- */
+
+static uint64_t gpu_types(void)
+{
+	return STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMCPY) |
+	       STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
+	       STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME) |
+	       STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_USER_ANNOTATION);
+}
+
+/* SDK time (CLOCK_BOOTTIME) to strobe's clock: bracket one SDK reading
+ * between two of strobe's. */
+static void measure_offset(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	uint64_t sdk = 0;
+	uint64_t a = strb_clock_ticks_to_ns(strb_clock_ticks());
+	int32_t st = s->lib->get_timestamp(&sdk);
+	uint64_t b = strb_clock_ticks_to_ns(strb_clock_ticks());
+	if (st == ROCP_STATUS_SUCCESS && sdk)
+		s->offset = (int64_t)(a + (b - a) / 2) - (int64_t)sdk;
+}
+
+static void release(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (!s->lib)
+		return;
+	if (s->running) {
+		s->lib->stop_context(s->main);
+		s->running = false;
+	}
+	strb_gpu_pool_set_active(&s->pool, false);
+	strb_gpu_pool_free(&s->pool, strb_gpu_pool_take(&s->pool));
+}
+
+static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size_t len)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	release();
+	if (!(mask & gpu_types()))
+		return 1;
+	if (in_fork_child) {
+		snprintf(why, len, "rocprofiler-sdk does not follow a fork into a child process");
+		return -ENOTSUP;
+	}
+	s->lib = strb_rocprof_load(why, len);
+	if (!s->lib)
+		return -ENOENT;
+	int rc = register_tool(why, len);
+	if (rc)
+		return rc;
+	if (!s->ready) {
+		snprintf(why, len, "%s", s->finalized ? "rocprofiler-sdk has finalized" : s->init_why);
+		return -EIO;
+	}
+	s->mask = mask;
+	strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, true);
+	return 0;
+}
+
+static void start(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	measure_offset();
+	int32_t st = s->lib->start_context(s->main);
+	if (st != ROCP_STATUS_SUCCESS)
+		LOGW("rocprofiler_start_context failed: status %d: no AMD GPU records in this trace",
+		     (int)st);
+	s->running = st == ROCP_STATUS_SUCCESS;
+}
+
+static void stop(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (!s->running)
+		return;
+	s->lib->flush_buffer(s->buf);
+	s->lib->stop_context(s->main);
+	s->running = false;
+	s->lib->flush_buffer(s->buf);
+}
+
+static void toggle(bool enable)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (enable == !s->pauses.paused)
+		return;
+	uint64_t now = strb_clock_ticks_to_ns(strb_clock_ticks());
+	strb_gpu_pause(&s->pauses, enable, now);
+}
+
+static int process(struct strobe_trace *t, const struct strb_window *w)
+{
+	struct strb_gpu_buffer *b = strb_gpu_pool_take(&strb_rocprof.pool);
+	int rc = strb_rocprof_convert(t, w, b);
+	strb_gpu_pool_free(&strb_rocprof.pool, b);
+	return rc;
+}
+
+static void atfork_child(void)
+{
+	strb_gpu_pool_atfork_child(&strb_rocprof.pool);
+	strb_rocprof.running = false;
+	strb_rocprof.ready = false;
+	in_fork_child = true;
+}
+
+const struct strb_backend strb_rocprof_backend = {
+    .name = "AMD (rocprofiler-sdk)",
+    .capture_key = "rocm_capture",
+    .prepare = prepare,
+    .start = start,
+    .stop = stop,
+    .toggle = toggle,
+    .process = process,
+    .release = release,
+    .atfork_child = atfork_child,
+};

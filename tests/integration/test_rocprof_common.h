@@ -1,0 +1,283 @@
+/* The AMD backend against the fake rocprofiler-sdk of one ABI family
+ * (ROCPROF_FAKE_PATH, set by the including test file). strobe registers
+ * itself with rocprofiler_force_configure when the first trace is
+ * prepared; the tests drive the fake through its control API (the same
+ * dlopened library strobe uses) and read the trace strobe writes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "backends/rocprof/rocprof_abi.h"
+#include "fake_rocprofiler.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "strobe/strobe.h"
+#include "testutil.h"
+
+static struct {
+	void *h;
+	int (*abi_major)(void);
+	void (*set_gpus)(int);
+	void (*fail)(const char *, int32_t);
+	void (*set_suspend_ns)(uint64_t);
+	uint64_t (*now)(void);
+	uint64_t (*load)(int, const char *const *, size_t, uint64_t *);
+	void (*unload)(uint64_t);
+	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *);
+	int (*dispatch)(const struct fake_rocp_dispatch *);
+	int (*copy)(const struct fake_rocp_copy *);
+	void (*drop)(uint64_t);
+	void (*shutdown)(void);
+} F;
+
+#define FSYM(field, name) (*(void **)&F.field = dlsym(F.h, name), assert_non_null(*(void **)&F.field))
+
+static void load_fake(void)
+{
+	if (F.h)
+		return;
+	F.h = dlopen(ROCPROF_FAKE_PATH, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(F.h);
+	FSYM(abi_major, "fake_rocp_abi_major");
+	FSYM(set_gpus, "fake_rocp_set_gpus");
+	FSYM(fail, "fake_rocp_fail");
+	FSYM(set_suspend_ns, "fake_rocp_set_suspend_ns");
+	FSYM(now, "fake_rocp_now");
+	FSYM(load, "fake_rocp_load_code_object");
+	FSYM(unload, "fake_rocp_unload_code_object");
+	FSYM(hip_call, "fake_rocp_hip_call");
+	FSYM(dispatch, "fake_rocp_dispatch");
+	FSYM(copy, "fake_rocp_copy");
+	FSYM(drop, "fake_rocp_drop");
+	FSYM(shutdown, "fake_rocp_shutdown");
+}
+
+static char trace_path[1200];
+static int trace_no;
+
+/* Stops the trace, saves it and parses it. */
+static yajl_val stop_and_load(void)
+{
+	strobe_trace *t = NULL;
+	assert_int_equal(strobe_stop(&t), 0);
+	snprintf(trace_path, sizeof(trace_path), "%s/t%d.json", tu_dir, trace_no++);
+	assert_int_equal(strobe_trace_save(t, trace_path), 0);
+	strobe_trace_destroy(t);
+	return tu_load_trace(trace_path);
+}
+
+static yajl_val arg(yajl_val ev, const char *key)
+{
+	return tu_get(tu_get(ev, "args"), key);
+}
+
+/* The first event of cat whose name contains needle. */
+static yajl_val find_named(yajl_val root, const char *cat, const char *needle)
+{
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; evs && i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i];
+		const char *c = tu_get_str(e, "cat"), *n = tu_get_str(e, "name");
+		if (c && n && !strcmp(c, cat) && strstr(n, needle))
+			return e;
+	}
+	return NULL;
+}
+
+static int64_t num(yajl_val v)
+{
+	assert_non_null(v);
+	assert_true(YAJL_IS_NUMBER(v));
+	return YAJL_GET_INTEGER(v);
+}
+
+/* ---- one HIP program's work, driven through the fake -------------------- */
+
+static uint64_t kernel_ids[2][2];
+
+struct launch {
+	int gpu;
+	uint64_t queue;
+	uint64_t kernel;
+	uint64_t start, end;
+};
+
+static void launch_body(uint64_t corr, void *p)
+{
+	struct launch *l = p;
+	l->start = F.now() + 100;
+	l->end = l->start + 500;
+	struct fake_rocp_dispatch d = {
+	    .correlation_id = corr,
+	    .gpu = l->gpu,
+	    .queue = l->queue,
+	    .kernel_id = l->kernel,
+	    .grid = {1024, 2, 1},
+	    .workgroup = {256, 1, 1},
+	    .lds_bytes = 512,
+	    .start = l->start,
+	    .end = l->end,
+	};
+	assert_int_equal(F.dispatch(&d), 0);
+}
+
+struct copy_arg {
+	int32_t direction;
+	int src, dst;
+};
+
+static void copy_body(uint64_t corr, void *p)
+{
+	struct copy_arg *a = p;
+	uint64_t s = F.now() + 500;
+	struct fake_rocp_copy c = {
+	    .correlation_id = corr,
+	    .direction = a->direction,
+	    .src_gpu = a->src,
+	    .dst_gpu = a->dst,
+	    .bytes = 4096,
+	    .start = s,
+	    .end = s + 2000,
+	};
+	assert_int_equal(F.copy(&c), 0);
+}
+
+static void setup_program(void)
+{
+	load_fake();
+	F.set_gpus(2);
+	/* A host that was suspended for an hour: the SDK's clock (BOOTTIME)
+	 * runs that far ahead of MONOTONIC. */
+	F.set_suspend_ns(3600ull * 1000000000ull);
+}
+
+/* The first trace registers strobe and loads the code objects (the
+ * kernel-symbol context runs from initialize on, before any trace). */
+static void test_kernels_copies_and_calls(void **state)
+{
+	(void)state;
+	setup_program();
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	static const char *const k0[] = {"_Z5scalePfi", "_Z4fillPfm"};
+	static const char *const k1[] = {"_Z6reduceILi256EEvPKfPf"};
+	F.load(0, k0, 2, kernel_ids[0]);
+	uint64_t co1 = F.load(1, k1, 1, kernel_ids[1]);
+	assert_int_equal(strobe_start(), 0);
+	uint64_t op = strobe_op_push("train_step");
+	strobe_correlation_push(op);
+	struct launch l0 = {0, 0x1000, kernel_ids[0][0], 0, 0};
+	struct launch l1 = {0, 0x2000, kernel_ids[0][1], 0, 0}; /* a second stream on GPU 0 */
+	struct launch l2 = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	uint64_t c0 = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l0);
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l1);
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l2);
+	struct copy_arg dtoh = {ROCP_MEMORY_COPY_DEVICE_TO_HOST, 1, -1};
+	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
+	F.hip_call("hipMemcpy", NULL, 0, copy_body, &dtoh);
+	F.hip_call("hipMemcpyAsync", NULL, 0, copy_body, &htod);
+	strobe_correlation_pop();
+	strobe_op_pop();
+	/* The code object goes before the records are read: names survive. */
+	F.unload(co1);
+	F.drop(7);
+	usleep(2000); /* the fake's work ends in its future: let it pass */
+	F.hip_call("hipDeviceSynchronize", NULL, 0, NULL, NULL);
+	yajl_val root = stop_and_load();
+
+	assert_null(tu_get(root, "rocm_capture"));
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 3);
+	yajl_val k = find_named(root, "kernel", "scale(float*, int)");
+	assert_non_null(k);
+	assert_int_equal(num(tu_get(k, "pid")), 0);
+	assert_int_equal(num(arg(k, "correlation")), (int64_t)c0);
+	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
+	assert_int_equal(num(arg(k, "shared memory")), 512);
+	yajl_val grid = arg(k, "grid"), block = arg(k, "block");
+	assert_true(YAJL_IS_ARRAY(grid) && grid->u.array.len == 3);
+	assert_int_equal(num(grid->u.array.values[0]), 4); /* 1024 work-items / 256 per block */
+	assert_int_equal(num(grid->u.array.values[1]), 2);
+	assert_int_equal(num(block->u.array.values[0]), 256);
+	/* Two HSA queues on GPU 0: two stream rows there. */
+	yajl_val k1e = find_named(root, "kernel", "fill(float*, unsigned long)");
+	assert_non_null(k1e);
+	assert_int_not_equal(num(tu_get(k1e, "tid")), num(tu_get(k, "tid")));
+	yajl_val r = find_named(root, "kernel", "reduce<256>");
+	assert_non_null(r); /* named although its code object was unloaded */
+	assert_int_equal(num(tu_get(r, "pid")), 1);
+
+	/* Copies by direction, a DtoH on its source GPU's row. */
+	yajl_val d = tu_find(root, "X", "gpu_memcpy", "Memcpy DtoH (Device -> Host)");
+	assert_non_null(d);
+	assert_int_equal(num(tu_get(d, "pid")), 1);
+	assert_int_equal(num(arg(d, "bytes")), 4096);
+	assert_string_equal(tu_get_str(tu_get(d, "args"), "kind"), "DtoH");
+	yajl_val h = tu_find(root, "X", "gpu_memcpy", "Memcpy HtoD (Host -> Device)");
+	assert_non_null(h);
+	assert_int_equal(num(tu_get(h, "pid")), 0);
+
+	/* HIP calls as cuda_runtime on the calling thread, arrows to their work. */
+	yajl_val call = tu_find(root, "X", "cuda_runtime", "hipLaunchKernel");
+	assert_non_null(call);
+	assert_int_equal(num(tu_get(call, "tid")), (int64_t)syscall(SYS_gettid));
+	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipLaunchKernel"), 3);
+	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipDeviceSynchronize"), 1);
+	assert_int_equal(tu_count(root, "s", "ac2g", NULL), 5);
+	assert_int_equal(tu_count(root, "f", "ac2g", NULL), 5);
+	/* GPU rows labelled as libkineto labels them. */
+	char *text = tu_read_file(trace_path, NULL);
+	tu_assert_contains(text, "\"GPU 1\"");
+	free(text);
+
+	/* The SDK's clock converted by bracketing, not assumed MONOTONIC: the
+	 * kernel sits inside its launching call's time, an hour of suspend
+	 * notwithstanding. */
+	int64_t ks = tu_get_ns(k, "ts"), cs = tu_get_ns(call, "ts");
+	assert_true(ks >= cs && ks - cs < 1000000000ll);
+	/* drop_count reaches the trace's accounting. */
+	assert_int_equal(num(tu_get(tu_get(root, "strobe"), "gpu_dropped_records")), 7);
+	yajl_tree_free(root);
+}
+
+/* A second trace sees only its own window's records. */
+static void test_second_trace(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	struct launch l = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	yajl_val root = stop_and_load();
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 1);
+	assert_int_equal(tu_count(root, "X", "gpu_memcpy", NULL), 0);
+	yajl_tree_free(root);
+	/* What the SDK does at exit: finalize; the next trace is CPU-only. */
+	F.shutdown();
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	root = stop_and_load();
+	const char *why = tu_get_str(root, "rocm_capture");
+	assert_non_null(why);
+	tu_assert_contains(why, "finalized");
+	yajl_tree_free(root);
+}
+
+static int run_rocprof_tests(void)
+{
+	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_kernels_copies_and_calls),
+	    cmocka_unit_test(test_second_trace),
+	};
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
+}
