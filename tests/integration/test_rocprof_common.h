@@ -37,6 +37,9 @@ static struct {
 	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *);
 	int (*dispatch)(const struct fake_rocp_dispatch *);
 	int (*copy)(const struct fake_rocp_copy *);
+	void (*roctx_mark)(const char *);
+	int (*roctx_push)(const char *);
+	int (*roctx_pop)(void);
 	void (*drop)(uint64_t);
 	void (*shutdown)(void);
 } F;
@@ -59,6 +62,9 @@ static void load_fake(void)
 	FSYM(hip_call, "fake_rocp_hip_call");
 	FSYM(dispatch, "fake_rocp_dispatch");
 	FSYM(copy, "fake_rocp_copy");
+	FSYM(roctx_mark, "fake_rocp_roctx_mark");
+	FSYM(roctx_push, "fake_rocp_roctx_push");
+	FSYM(roctx_pop, "fake_rocp_roctx_pop");
 	FSYM(drop, "fake_rocp_drop");
 	FSYM(shutdown, "fake_rocp_shutdown");
 }
@@ -176,12 +182,22 @@ static void test_kernels_copies_and_calls(void **state)
 	assert_int_equal(strobe_start(), 0);
 	uint64_t op = strobe_op_push("train_step");
 	strobe_correlation_push(op);
+	/* Two HIP streams on GPU 0 that share one HSA queue. */
 	struct launch l0 = {0, 0x1000, kernel_ids[0][0], 0, 0};
-	struct launch l1 = {0, 0x2000, kernel_ids[0][1], 0, 0}; /* a second stream on GPU 0 */
+	struct launch l1 = {0, 0x1000, kernel_ids[0][1], 0, 0};
 	struct launch l2 = {1, 0x3000, kernel_ids[1][0], 0, 0};
-	uint64_t c0 = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l0);
-	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l1);
-	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l2);
+	const struct fake_rocp_arg a0[] = {{"stream", "hipStream_t", "0x5a0"},
+	                                   {"numBlocks", "dim3", "{4, 2, 1}"},
+	                                   {"dimBlocks", "dim3", "{256, 1, 1}"},
+	                                   {"sharedMemBytes", "unsigned int", "512"}};
+	const struct fake_rocp_arg a1[] = {{"stream", "hipStream_t", "0x5b0"}};
+	F.roctx_push("forward");
+	F.roctx_mark("checkpoint");
+	uint64_t c0 = F.hip_call("hipLaunchKernel", a0, 4, launch_body, &l0);
+	F.hip_call("hipLaunchKernel", a1, 1, launch_body, &l1);
+	F.hip_call("hipLaunchKernel", a1, 1, launch_body, &l2);
+	F.roctx_pop();
+	F.roctx_push("never closed");
 	struct copy_arg dtoh = {ROCP_MEMORY_COPY_DEVICE_TO_HOST, 1, -1};
 	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
 	F.hip_call("hipMemcpy", NULL, 0, copy_body, &dtoh);
@@ -208,7 +224,7 @@ static void test_kernels_copies_and_calls(void **state)
 	assert_int_equal(num(grid->u.array.values[0]), 4); /* 1024 work-items / 256 per block */
 	assert_int_equal(num(grid->u.array.values[1]), 2);
 	assert_int_equal(num(block->u.array.values[0]), 256);
-	/* Two HSA queues on GPU 0: two stream rows there. */
+	/* Two HIP streams on GPU 0: two stream rows there, one queue. */
 	yajl_val k1e = find_named(root, "kernel", "fill(float*, unsigned long)");
 	assert_non_null(k1e);
 	assert_int_not_equal(num(tu_get(k1e, "tid")), num(tu_get(k, "tid")));
@@ -229,6 +245,21 @@ static void test_kernels_copies_and_calls(void **state)
 	/* HIP calls as cuda_runtime on the calling thread, arrows to their work. */
 	yajl_val call = tu_find(root, "X", "cuda_runtime", "hipLaunchKernel");
 	assert_non_null(call);
+	assert_string_equal(tu_get_str(tu_get(call, "args"), "stream"), "0x5a0");
+	assert_int_equal(num(arg(call, "shared memory")), 512);
+	assert_int_equal(num(arg(call, "grid")->u.array.values[0]), 4);
+	assert_int_equal(num(arg(call, "block")->u.array.values[0]), 256);
+	assert_int_equal(num(arg(call, "External id")), (int64_t)op);
+	/* roctx: one user_annotation per range on the calling thread, marks as
+	 * instants, a range open at stop ends there. */
+	yajl_val fw = tu_find(root, "X", "user_annotation", "forward");
+	assert_non_null(fw);
+	assert_int_equal(num(tu_get(fw, "tid")), (int64_t)syscall(SYS_gettid));
+	assert_true(tu_get_ns(fw, "ts") <= tu_get_ns(call, "ts"));
+	assert_true(tu_get_ns(fw, "ts") + tu_get_ns(fw, "dur") >=
+	            tu_get_ns(call, "ts") + tu_get_ns(call, "dur"));
+	assert_non_null(tu_find(root, "X", "user_annotation", "never closed"));
+	assert_int_equal(tu_count(root, "i", NULL, "checkpoint"), 1);
 	assert_int_equal(num(tu_get(call, "tid")), (int64_t)syscall(SYS_gettid));
 	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipLaunchKernel"), 3);
 	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipDeviceSynchronize"), 1);
@@ -240,10 +271,10 @@ static void test_kernels_copies_and_calls(void **state)
 	free(text);
 
 	/* The SDK's clock converted by bracketing, not assumed MONOTONIC: the
-	 * kernel sits inside its launching call's time, an hour of suspend
-	 * notwithstanding. */
+	 * kernel starts within its launching call's time (to 1 ms, against the
+	 * hour of suspend a MONOTONIC assumption would be off by). */
 	int64_t ks = tu_get_ns(k, "ts"), cs = tu_get_ns(call, "ts");
-	assert_true(ks >= cs && ks - cs < 1000000000ll);
+	assert_true(ks > cs - 1000000 && ks < cs + tu_get_ns(call, "dur") + 1000000);
 	/* drop_count reaches the trace's accounting. */
 	assert_int_equal(num(tu_get(tu_get(root, "strobe"), "gpu_dropped_records")), 7);
 	yajl_tree_free(root);

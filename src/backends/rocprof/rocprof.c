@@ -33,9 +33,13 @@ struct strb_rocprof_state strb_rocprof = {
     .pool = STRB_GPU_POOL_INIT(strb_rocprof.pool),
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .buf_lock = PTHREAD_MUTEX_INITIALIZER,
+    .ctl_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static bool in_fork_child;
+
+static void bracket(int which);
+static void start_main(void);
 
 /* ---- kernel names (kept for the process: records outlive unloads) ---- */
 
@@ -90,11 +94,13 @@ static void code_object_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, vo
 
 /* ---- buffer records: copied inside the callback ---------------------- */
 
-/* Appends one compact record to the current pool buffer (SDK thread). */
-static struct strb_rocprof_rec *append(void)
+/* Appends one compact record with `extra` bytes after it to the current
+ * pool buffer (under s->buf_lock). */
+static struct strb_rocprof_rec *append(size_t extra)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
-	if (s->cur && s->cur_valid + sizeof(struct strb_rocprof_rec) > s->cur_size) {
+	size_t len = (sizeof(struct strb_rocprof_rec) + extra + 7) & ~(size_t)7;
+	if (s->cur && s->cur_valid + len > s->cur_size) {
 		strb_gpu_pool_complete(&s->pool, s->cur, s->cur_valid);
 		s->cur = NULL;
 	}
@@ -107,8 +113,9 @@ static struct strb_rocprof_rec *append(void)
 			return NULL;
 	}
 	struct strb_rocprof_rec *r = (void *)(s->cur + s->cur_valid);
-	s->cur_valid += sizeof(*r);
-	memset(r, 0, sizeof(*r));
+	s->cur_valid += len;
+	memset(r, 0, len);
+	r->len = (uint16_t)len;
 	return r;
 }
 
@@ -139,7 +146,7 @@ static void copy_async_head(struct strb_rocprof_rec *r, const rocp_async_head_t 
 	r->end = h->end_timestamp;
 }
 
-static void copy_record(const rocp_record_header_t *h, uint32_t major)
+static void copy_record(const rocp_record_header_t *h)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
 	const uint64_t *size = h->payload;
@@ -153,7 +160,7 @@ static void copy_record(const rocp_record_header_t *h, uint32_t major)
 			s->bad_records++;
 			return;
 		}
-		struct strb_rocprof_rec *r = append();
+		struct strb_rocprof_rec *r = append(0);
 		if (!r)
 			return;
 		const rocp_kernel_dispatch_info_t *d = &k->dispatch_info;
@@ -174,7 +181,7 @@ static void copy_record(const rocp_record_header_t *h, uint32_t major)
 			s->bad_records++;
 			return;
 		}
-		struct strb_rocprof_rec *r = append();
+		struct strb_rocprof_rec *r = append(0);
 		if (!r)
 			return;
 		r->type = STRB_ROCPROF_COPY;
@@ -187,27 +194,6 @@ static void copy_record(const rocp_record_header_t *h, uint32_t major)
 		if (r->src_device >= 0 && r->op == ROCP_MEMORY_COPY_DEVICE_TO_HOST)
 			r->device = r->src_device;
 		r->bytes = c->bytes;
-	} else if (h->kind == ROCP_BUFFER_HIP_RUNTIME_API) {
-		size_t need = major >= 1 ? sizeof(rocp_api_record_v1_t) : sizeof(rocp_api_record_v0_t);
-		if (*size < need) {
-			s->bad_records++;
-			return;
-		}
-		struct strb_rocprof_rec *r = append();
-		if (!r)
-			return;
-		r->type = STRB_ROCPROF_HIP;
-		if (major >= 1) {
-			const rocp_api_record_v1_t *a = h->payload;
-			r->op = a->operation, r->corr = a->correlation_id.internal,
-			r->start = a->start_timestamp;
-			r->end = a->end_timestamp, r->tid = a->thread_id;
-		} else {
-			const rocp_api_record_v0_t *a = h->payload;
-			r->op = a->operation, r->corr = a->correlation_id.internal,
-			r->start = a->start_timestamp;
-			r->end = a->end_timestamp, r->tid = a->thread_id;
-		}
 	}
 }
 
@@ -221,10 +207,144 @@ static void buffer_cb(rocp_context_id_t ctx, rocp_buffer_id_t buf, rocp_record_h
 		strb_gpu_pool_add_dropped(&s->pool, drop_count);
 	if (strb_gpu_pool_active(&s->pool)) {
 		for (size_t i = 0; i < n; i++)
-			copy_record(headers[i], s->lib->major);
+			copy_record(headers[i]);
 		complete_current();
 	}
 	pthread_mutex_unlock(&s->buf_lock);
+}
+
+/* ---- HIP and roctx callbacks (on the calling thread) ------------------ */
+
+static uint64_t strobe_now(void)
+{
+	return strb_clock_ticks_to_ns(strb_clock_ticks());
+}
+
+/* Three numbers of a dim3 argument's text: "{x, y, z}", or named x=, y=,
+ * z= in any order. */
+static void parse_dim3(const char *v, uint32_t *d)
+{
+	const char *names[] = {"x=", "y=", "z="};
+	bool named = false;
+	for (int i = 0; i < 3; i++) {
+		const char *p = strstr(v, names[i]);
+		if (p) {
+			d[i] = (uint32_t)strtoul(p + 2, NULL, 0);
+			named = true;
+		}
+	}
+	for (int i = 0; i < 3 && !named && *v; i++) {
+		while (*v && (*v < '0' || *v > '9'))
+			v++;
+		char *end;
+		d[i] = (uint32_t)strtoul(v, &end, 10);
+		v = end;
+	}
+}
+
+static int hip_arg(int32_t kind, int32_t op, uint32_t n, const void *addr, int32_t ind, const char *type,
+                   const char *name, const char *value, int32_t deref, void *data)
+{
+	struct strb_rocprof_rec *r = data;
+	(void)kind, (void)op, (void)n, (void)addr, (void)ind, (void)type, (void)deref;
+	if (!name || !value)
+		return 0;
+	if (!strcmp(name, "stream"))
+		r->stream = strtoull(value, NULL, 0);
+	else if (!strcmp(name, "numBlocks"))
+		parse_dim3(value, r->grid);
+	else if (!strcmp(name, "dimBlocks"))
+		parse_dim3(value, r->block);
+	else if (!strcmp(name, "gridDimX") || !strcmp(name, "gridDimY") || !strcmp(name, "gridDimZ"))
+		r->grid[name[7] - 'X'] = (uint32_t)strtoul(value, NULL, 0);
+	else if (!strcmp(name, "blockDimX") || !strcmp(name, "blockDimY") || !strcmp(name, "blockDimZ"))
+		r->block[name[8] - 'X'] = (uint32_t)strtoul(value, NULL, 0);
+	else if (!strcmp(name, "sharedMemBytes"))
+		r->lds = (uint32_t)strtoul(value, NULL, 0);
+	else if (!strcmp(name, "sizeBytes"))
+		r->bytes = strtoull(value, NULL, 0);
+	return 0;
+}
+
+/* The part of both callback-record layouts strobe reads; record is the
+ * by-value record in its family's layout, for iterate_args. */
+struct cb_view {
+	uint64_t corr, tid;
+	int32_t kind, op, phase;
+	const void *payload, *record;
+};
+
+static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (!strb_gpu_pool_active(&s->pool))
+		return;
+	if (v->phase == ROCP_PHASE_ENTER) {
+		/* Paired with EXIT through the SDK's per-call user data. */
+		ud->value = strobe_now();
+		if (v->kind != ROCP_CALLBACK_MARKER_CORE_API)
+			return;
+	} else if (v->kind == ROCP_CALLBACK_MARKER_CORE_API || !ud->value) {
+		return;
+	}
+	struct strb_rocprof_rec tmp = {.op = v->op, .corr = v->corr, .tid = v->tid, .start = ud->value};
+	const char *msg = NULL;
+	if (v->kind == ROCP_CALLBACK_HIP_RUNTIME_API) {
+		tmp.type = STRB_ROCPROF_HIP;
+		tmp.end = strobe_now();
+		/* Arguments exist only inside this callback. */
+		if (s->lib->major >= 1)
+			((rocp_iterate_args_v1_fn)s->lib->iterate_args)(
+			    *(const rocp_callback_record_v1_t *)v->record, hip_arg, 1, &tmp);
+		else
+			((rocp_iterate_args_v0_fn)s->lib->iterate_args)(
+			    *(const rocp_callback_record_v0_t *)v->record, hip_arg, 1, &tmp);
+	} else {
+		const rocp_marker_api_data_t *p = v->payload;
+		if (v->op == ROCP_MARKER_roctxMarkA)
+			tmp.type = STRB_ROCPROF_MARK;
+		else if (v->op == ROCP_MARKER_roctxRangePushA)
+			tmp.type = STRB_ROCPROF_PUSH;
+		else if (v->op == ROCP_MARKER_roctxRangePop)
+			tmp.type = STRB_ROCPROF_POP;
+		else
+			return;
+		if (tmp.type != STRB_ROCPROF_POP && p &&
+		    p->size >= offsetof(rocp_marker_api_data_t, args_rest))
+			msg = p->message; /* valid only now: copied below */
+		tmp.end = tmp.start;
+	}
+	size_t mlen = msg ? strnlen(msg, 4096) : 0;
+	pthread_mutex_lock(&s->buf_lock);
+	struct strb_rocprof_rec *r = append(mlen + 1);
+	if (r) {
+		uint16_t len = r->len;
+		*r = tmp;
+		r->len = len;
+		memcpy(r + 1, msg ? msg : "", mlen);
+		((char *)(r + 1))[mlen] = 0;
+	}
+	pthread_mutex_unlock(&s->buf_lock);
+}
+
+#define VIEW(r)                                                                                              \
+	{                                                                                                    \
+		.corr = (r).correlation_id.internal, .tid = (r).thread_id, .kind = (r).kind,                 \
+		.op = (r).operation, .phase = (r).phase, .payload = (r).payload, .record = &(r)              \
+	}
+
+static void api_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void *data)
+{
+	(void)data;
+	struct cb_view v = VIEW(r);
+	on_api(&v, ud);
+}
+
+static void api_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, void *data)
+{
+	(void)data;
+	struct cb_view v = VIEW(r);
+	on_api(&v, ud);
 }
 
 /* ---- registration ------------------------------------------------------ */
@@ -256,6 +376,9 @@ static int collect_op(int32_t kind, int32_t op, void *data)
 		return 0;
 	if (!s->op_names[op])
 		s->op_names[op] = strdup(name);
+	/* libkineto's deny list of noisy calls is left out at the source. */
+	if (!strb_rocprof_denied(name) && s->nhip_ops < STRB_ROCPROF_MAX_OPS)
+		s->hip_ops[s->nhip_ops++] = op;
 	return 0;
 }
 
@@ -288,15 +411,25 @@ static int tool_initialize(rocp_client_finalize_t fini, void *tool_data)
 	CHECK_SDK(lib->iterate_ops(ROCP_CALLBACK_HIP_RUNTIME_API, collect_op, NULL),
 	          "rocprofiler_iterate_callback_tracing_kind_operations");
 	CHECK_SDK(lib->create_context(&s->main), "rocprofiler_create_context");
+	void (*api)(void) = lib->major >= 1 ? (void (*)(void))api_v1 : (void (*)(void))api_v0;
+	CHECK_SDK(lib->configure_callback_tracing(s->main, ROCP_CALLBACK_HIP_RUNTIME_API, s->hip_ops,
+	                                          s->nhip_ops, api, NULL),
+	          "rocprofiler_configure_callback_tracing_service");
+	CHECK_SDK(lib->configure_callback_tracing(s->main, ROCP_CALLBACK_MARKER_CORE_API, NULL, 0, api, NULL),
+	          "rocprofiler_configure_callback_tracing_service");
 	CHECK_SDK(lib->create_buffer(s->main, SDK_BUFFER, SDK_WATERMARK, ROCP_BUFFER_POLICY_LOSSLESS,
 	                             buffer_cb, NULL, &s->buf),
 	          "rocprofiler_create_buffer");
-	static const int32_t kinds[] = {ROCP_BUFFER_KERNEL_DISPATCH, ROCP_BUFFER_MEMORY_COPY,
-	                                ROCP_BUFFER_HIP_RUNTIME_API};
+	static const int32_t kinds[] = {ROCP_BUFFER_KERNEL_DISPATCH, ROCP_BUFFER_MEMORY_COPY};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		CHECK_SDK(lib->configure_buffer_tracing(s->main, kinds[i], NULL, 0, s->buf),
 		          "rocprofiler_configure_buffer_tracing_service");
+	pthread_mutex_lock(&s->ctl_lock);
 	s->ready = true;
+	/* A trace that waited for the SDK runs from here. */
+	if (s->wanted)
+		start_main();
+	pthread_mutex_unlock(&s->ctl_lock);
 	return 0;
 }
 
@@ -304,8 +437,17 @@ static void tool_finalize(void *tool_data)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
 	(void)tool_data;
+	/* The SDK has delivered its buffers; the trace keeps what it got. */
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->running)
+		bracket(1);
+	s->running = false;
 	s->finalized = true;
+	pthread_mutex_lock(&s->buf_lock);
+	complete_current();
+	pthread_mutex_unlock(&s->buf_lock);
 	s->ready = false;
+	pthread_mutex_unlock(&s->ctl_lock);
 }
 
 static rocp_configure_result_t configure_result = {
@@ -393,28 +535,36 @@ static uint64_t gpu_types(void)
 	       STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_USER_ANNOTATION);
 }
 
-/* SDK time (CLOCK_BOOTTIME) to strobe's clock: bracket one SDK reading
- * between two of strobe's. */
-static void measure_offset(void)
+/* SDK time (CLOCK_BOOTTIME, so ahead of MONOTONIC by the host's suspend
+ * time) against strobe's clock: one SDK reading bracketed by two of
+ * strobe's, at start (which = 0) and stop (1); the narrowest of a few
+ * tries (the first call may be slow). */
+static void bracket(int which)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
-	uint64_t sdk = 0;
-	uint64_t a = strb_clock_ticks_to_ns(strb_clock_ticks());
-	int32_t st = s->lib->get_timestamp(&sdk);
-	uint64_t b = strb_clock_ticks_to_ns(strb_clock_ticks());
-	if (st == ROCP_STATUS_SUCCESS && sdk)
-		s->offset = (int64_t)(a + (b - a) / 2) - (int64_t)sdk;
+	uint64_t best = UINT64_MAX;
+	s->sdk_at[which] = 0;
+	for (int i = 0; i < 8; i++) {
+		uint64_t sdk = 0;
+		uint64_t a = strobe_now();
+		int32_t st = s->lib->get_timestamp(&sdk);
+		uint64_t b = strobe_now();
+		if (st != ROCP_STATUS_SUCCESS || !sdk || b - a >= best)
+			continue;
+		best = b - a;
+		s->sdk_at[which] = sdk;
+		s->strobe_at[which] = a + (b - a) / 2;
+	}
 }
 
 static void release(void)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
-	if (!s->lib)
-		return;
-	if (s->running) {
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->running)
 		s->lib->stop_context(s->main);
-		s->running = false;
-	}
+	s->running = s->wanted = false;
+	pthread_mutex_unlock(&s->ctl_lock);
 	strb_gpu_pool_set_active(&s->pool, false);
 	strb_gpu_pool_free(&s->pool, strb_gpu_pool_take(&s->pool));
 }
@@ -430,6 +580,16 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 		return -ENOTSUP;
 	}
 	s->lib = strb_rocprof_load(why, len);
+	const char *tools = getenv("ROCP_TOOL_LIBRARIES");
+	s->pending = false;
+	s->sdk_at[0] = s->sdk_at[1] = 0;
+	if (!s->lib && !s->finalized && tools && strstr(tools, "libstrobe_inject")) {
+		/* strobe record: the program's HIP runtime loads the SDK later. */
+		s->pending = true;
+		s->mask = mask;
+		strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, true);
+		return 0;
+	}
 	if (!s->lib)
 		return -ENOENT;
 	int rc = register_tool(why, len);
@@ -444,10 +604,12 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	return 0;
 }
 
-static void start(void)
+/* Under ctl_lock, with the SDK ready. */
+static void start_main(void)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
-	measure_offset();
+	bracket(0);
+	s->sdk_at[1] = 0;
 	int32_t st = s->lib->start_context(s->main);
 	if (st != ROCP_STATUS_SUCCESS)
 		LOGW("rocprofiler_start_context failed: status %d: no AMD GPU records in this trace",
@@ -455,15 +617,36 @@ static void start(void)
 	s->running = st == ROCP_STATUS_SUCCESS;
 }
 
+static void start(void)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	pthread_mutex_lock(&s->ctl_lock);
+	s->wanted = true;
+	if (s->ready)
+		start_main();
+	pthread_mutex_unlock(&s->ctl_lock);
+}
+
 static void stop(void)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
-	if (!s->running)
-		return;
-	s->lib->flush_buffer(s->buf);
-	s->lib->stop_context(s->main);
+	pthread_mutex_lock(&s->ctl_lock);
+	s->wanted = false;
+	bool running = s->running;
+	if (running)
+		bracket(1);
 	s->running = false;
-	s->lib->flush_buffer(s->buf);
+	pthread_mutex_unlock(&s->ctl_lock);
+	/* Outside the lock: the SDK delivers on its thread and waits. */
+	if (running) {
+		s->lib->flush_buffer(s->buf);
+		s->lib->stop_context(s->main);
+		s->lib->flush_buffer(s->buf);
+	}
+	/* What the HIP and roctx callbacks wrote since the last delivery. */
+	pthread_mutex_lock(&s->buf_lock);
+	complete_current();
+	pthread_mutex_unlock(&s->buf_lock);
 }
 
 static void toggle(bool enable)
@@ -477,6 +660,19 @@ static void toggle(bool enable)
 
 static int process(struct strobe_trace *t, const struct strb_window *w)
 {
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (s->pending && !s->sdk_at[0]) {
+		/* Waited for an SDK that never came (or came after stop). */
+		struct strobe_arg why = {
+		    .key = "rocm_capture",
+		    .kind = STROBE_ARG_STRING,
+		    .value.str =
+		        "AMD (rocprofiler-sdk) capture is off: the program loaded no rocprofiler-sdk during "
+		        "the trace (no HIP runtime started)",
+		};
+		if (strb_trace_set_meta(t, &why))
+			return -ENOMEM;
+	}
 	struct strb_gpu_buffer *b = strb_gpu_pool_take(&strb_rocprof.pool);
 	int rc = strb_rocprof_convert(t, w, b);
 	strb_gpu_pool_free(&strb_rocprof.pool, b);

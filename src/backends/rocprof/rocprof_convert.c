@@ -17,18 +17,32 @@
 struct conv {
 	struct strb_gpu g;
 	struct strb_gpu_buffer *buffers;
-	int64_t offset;
+	uint64_t sdk0, strobe0;
+	double rate; /* strobe ns per SDK ns */
 	/* (device, HSA queue) -> per-device stream index, by first appearance */
 	uint64_t queues[MAX_STREAMS];
 	int32_t queue_device[MAX_STREAMS];
 	uint32_t queue_index[MAX_STREAMS];
 	uint32_t next_index[STRB_GPU_MAX_DEVICES];
 	size_t nqueues;
+	/* The HIP call record of each g.calls[i], for its arguments. */
+	const struct strb_rocprof_rec **call_rec;
+	size_t call_rec_cap;
+	/* Open roctx ranges, all threads, innermost last. */
+	const struct strb_rocprof_rec **open;
+	size_t nopen, open_cap;
 };
 
+/* SDK ns to strobe's clock: the line through the start and stop brackets
+ * (strobe's nominal scale need not tick at exactly 1 GHz), or the start
+ * offset alone when there is no stop bracket. */
 static uint64_t sdk_to_strobe(const struct conv *c, uint64_t t)
 {
-	return t ? (uint64_t)((int64_t)t + c->offset) : 0;
+	if (!t || !c->sdk0)
+		return 0;
+	double d = (double)((int64_t)t - (int64_t)c->sdk0) * c->rate;
+	int64_t v = (int64_t)c->strobe0 + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+	return v > 0 ? (uint64_t)v : 0;
 }
 
 static uint32_t stream_of(struct conv *c, int32_t device, uint64_t queue)
@@ -81,27 +95,37 @@ static const char *const launch_calls[] = {"hipLaunchKernel",
                                            "hipLaunchCooperativeKernel_spt",
                                            NULL};
 /* Noisy calls libkineto leaves out. */
-static const char *const deny_calls[] = {"hipGetDevice",
-                                         "hipSetDevice",
-                                         "hipGetLastError",
-                                         "__hipPushCallConfiguration",
-                                         "__hipPopCallConfiguration",
-                                         "hipCtxSetCurrent",
-                                         "hipGetDevicePropertiesR0600",
-                                         "hipGetDeviceCount",
-                                         "hipDeviceGetAttribute",
-                                         "hipRuntimeGetVersion",
-                                         "hipPeekAtLastError",
-                                         "hipModuleGetFunction",
-                                         NULL};
+static const char *const deny_calls_[] = {"hipGetDevice",
+                                          "hipSetDevice",
+                                          "hipGetLastError",
+                                          "__hipPushCallConfiguration",
+                                          "__hipPopCallConfiguration",
+                                          "hipCtxSetCurrent",
+                                          "hipGetDevicePropertiesR0600",
+                                          "hipGetDeviceCount",
+                                          "hipDeviceGetAttribute",
+                                          "hipRuntimeGetVersion",
+                                          "hipPeekAtLastError",
+                                          "hipModuleGetFunction",
+                                          NULL};
+
+bool strb_rocprof_denied(const char *name)
+{
+	return name_in(name, deny_calls_);
+}
 
 static void walk(struct conv *c, void (*fn)(struct conv *, const struct strb_rocprof_rec *))
 {
 	for (struct strb_gpu_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
-		size_t n = b->valid / sizeof(struct strb_rocprof_rec);
-		const struct strb_rocprof_rec *r = (const void *)b->data;
-		for (size_t i = 0; i < n && !c->g.rc; i++)
-			fn(c, &r[i]);
+		for (size_t at = 0; at + sizeof(struct strb_rocprof_rec) <= b->valid && !c->g.rc;) {
+			const struct strb_rocprof_rec *r = (const void *)(b->data + at);
+			if (r->len < sizeof(*r) || at + r->len > b->valid) {
+				c->g.st->gpu_bad_buffers++;
+				break;
+			}
+			fn(c, r);
+			at += r->len;
+		}
 	}
 }
 
@@ -115,10 +139,14 @@ static void pass1(struct conv *c, const struct strb_rocprof_rec *r)
 	    .kind = STRB_ROCPROF_HIP,
 	    .op = (uint32_t)r->op,
 	    .tid = (pid_t)r->tid,
-	    .start = strb_gpu_epoch(&c->g, sdk_to_strobe(c, r->start)),
-	    .end = strb_gpu_epoch(&c->g, sdk_to_strobe(c, r->end)),
+	    .start = strb_gpu_epoch(&c->g, r->start), /* strobe's clock, stamped in the callback */
+	    .end = strb_gpu_epoch(&c->g, r->end),
 	};
+	size_t i = c->g.ncalls;
 	strb_gpu_add_call(&c->g, &call);
+	if (c->g.ncalls == i + 1 &&
+	    strb_gpu_grow(&c->g, (void **)&c->call_rec, &c->call_rec_cap, i + 1, sizeof(*c->call_rec)))
+		c->call_rec[i] = r;
 }
 
 static void mark_calls(struct conv *c)
@@ -127,7 +155,7 @@ static void mark_calls(struct conv *c)
 		struct strb_gpu_call *call = &c->g.calls[i];
 		const char *name = op_name((int32_t)call->op);
 		call->emitted = strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME) && name &&
-		                !name_in(name, deny_calls) && call->start >= c->g.w->start_ns &&
+		                !strb_rocprof_denied(name) && call->start >= c->g.w->start_ns &&
 		                call->end <= c->g.w->stop_ns && call->end >= call->start;
 		call->flow = name_in(name, flow_calls);
 		call->launch = name_in(name, launch_calls);
@@ -138,16 +166,39 @@ static void mark_calls(struct conv *c)
 #define ARG_S(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_STRING, .value.str = (v)})
 #define ARG_J(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_JSON, .value.str = (v)})
 
+static const char *dims(struct conv *c, const uint32_t *d)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "[%u, %u, %u]", d[0], d[1], d[2]);
+	return strb_gpu_keep(&c->g, buf);
+}
+
+static const char *pointer(struct conv *c, uint64_t p)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)p);
+	return strb_gpu_keep(&c->g, buf);
+}
+
 static void hip_call(struct conv *c, const struct strb_rocprof_rec *r)
 {
 	struct strb_gpu_ref s = strb_gpu_find(&c->g, r->corr);
 	struct strb_gpu_call *call = s.call;
 	if (!call || !call->emitted)
 		return;
-	struct strobe_arg args[] = {ARG_I("cid", r->op), ARG_I("correlation", r->corr)};
+	struct strobe_arg args[7] = {ARG_I("cid", r->op), ARG_I("correlation", r->corr),
+	                             ARG_S("stream", pointer(c, r->stream))};
+	size_t n = 3;
+	if (call->launch) {
+		args[n++] = ARG_J("grid", dims(c, r->grid));
+		args[n++] = ARG_J("block", dims(c, r->block));
+		args[n++] = ARG_I("shared memory", r->lds);
+	} else if (r->bytes) {
+		args[n++] = ARG_I("bytes", r->bytes);
+	}
 	struct strobe_activity *a =
 	    strb_gpu_emit(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME, op_name(r->op), call->start, call->end,
-	                  c->g.t->pid, (int64_t)r->tid, args, 2);
+	                  c->g.t->pid, (int64_t)r->tid, args, n);
 	if (!a)
 		return;
 	a->id = r->corr;
@@ -157,6 +208,54 @@ static void hip_call(struct conv *c, const struct strb_rocprof_rec *r)
 		a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
 		a->flags |= STROBE_ACTIVITY_FLOW_START;
 	}
+}
+
+/* The row of GPU work: its device's index of the launching call's HIP
+ * stream (libkineto's rows), else of its HSA queue. */
+static uint32_t row_of(struct conv *c, const struct strb_rocprof_rec *r)
+{
+	struct strb_gpu_ref s = strb_gpu_find(&c->g, r->corr);
+	if (s.call && c->call_rec)
+		return stream_of(c, r->device, c->call_rec[s.call - c->g.calls]->stream);
+	return stream_of(c, r->device, r->queue | 1ull << 63);
+}
+
+static void roctx_range(struct conv *c, const struct strb_rocprof_rec *r, int64_t end, bool unfinished)
+{
+	int64_t start = strb_gpu_epoch(&c->g, r->start);
+	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_USER_ANNOTATION) || start < c->g.w->start_ns)
+		return;
+	const char *name = strb_gpu_keep(&c->g, (const char *)(r + 1));
+	struct strobe_activity *a = strb_gpu_emit(&c->g, STROBE_ACTIVITY_USER_ANNOTATION, name, start, end,
+	                                          c->g.t->pid, (int64_t)r->tid, NULL, 0);
+	if (a && unfinished)
+		a->flags |= STROBE_ACTIVITY_UNFINISHED;
+}
+
+static void roctx(struct conv *c, const struct strb_rocprof_rec *r)
+{
+	if (r->type == STRB_ROCPROF_PUSH) {
+		if (strb_gpu_grow(&c->g, (void **)&c->open, &c->open_cap, c->nopen + 1, sizeof(*c->open)))
+			c->open[c->nopen++] = r;
+		return;
+	}
+	if (r->type == STRB_ROCPROF_POP) {
+		for (size_t i = c->nopen; i-- > 0;) {
+			if (c->open[i]->tid != r->tid)
+				continue;
+			roctx_range(c, c->open[i], strb_gpu_epoch(&c->g, r->start), false);
+			memmove(&c->open[i], &c->open[i + 1], (c->nopen - i - 1) * sizeof(*c->open));
+			c->nopen--;
+			break;
+		}
+		return;
+	}
+	int64_t t = strb_gpu_epoch(&c->g, r->start);
+	if (strb_gpu_selected(&c->g, STROBE_ACTIVITY_CPU_INSTANT_EVENT) && t >= c->g.w->start_ns &&
+	    t <= c->g.w->stop_ns)
+		strb_gpu_emit(&c->g, STROBE_ACTIVITY_CPU_INSTANT_EVENT,
+		              strb_gpu_keep(&c->g, (const char *)(r + 1)), t, t, c->g.t->pid, (int64_t)r->tid,
+		              NULL, 0);
 }
 
 static const char *kernel_name(struct conv *c, uint64_t id)
@@ -169,20 +268,13 @@ static const char *kernel_name(struct conv *c, uint64_t id)
 	return strb_gpu_kernel_name(&c->g, raw, strb_gpu_demangle);
 }
 
-static const char *dims(struct conv *c, const uint32_t *d)
-{
-	char buf[64];
-	snprintf(buf, sizeof(buf), "[%u, %u, %u]", d[0], d[1], d[2]);
-	return strb_gpu_keep(&c->g, buf);
-}
-
 static void kernel(struct conv *c, const struct strb_rocprof_rec *r)
 {
 	int64_t s, e;
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL) || r->device < 0 ||
 	    !strb_gpu_record_ok(&c->g, sdk_to_strobe(c, r->start), sdk_to_strobe(c, r->end), &s, &e))
 		return;
-	uint32_t stream = stream_of(c, r->device, r->queue);
+	uint32_t stream = row_of(c, r);
 	struct strobe_arg args[] = {
 	    ARG_I("device", r->device),        ARG_I("stream", stream),
 	    ARG_I("hsa_queue", r->queue),      ARG_I("correlation", r->corr),
@@ -211,7 +303,7 @@ static void copy(struct conv *c, const struct strb_rocprof_rec *r)
 	    !strb_gpu_record_ok(&c->g, sdk_to_strobe(c, r->start), sdk_to_strobe(c, r->end), &s, &e))
 		return;
 	int k = r->op >= 0 && r->op <= ROCP_MEMORY_COPY_DEVICE_TO_DEVICE ? r->op : 0;
-	uint32_t stream = 0;
+	uint32_t stream = row_of(c, r);
 	struct strobe_arg args[] = {
 	    ARG_I("device", r->device), ARG_I("stream", stream),  ARG_I("correlation", r->corr),
 	    ARG_S("kind", kinds[k]),    ARG_I("bytes", r->bytes),
@@ -236,6 +328,11 @@ static void pass2(struct conv *c, const struct strb_rocprof_rec *r)
 	case STRB_ROCPROF_COPY:
 		copy(c, r);
 		break;
+	case STRB_ROCPROF_MARK:
+	case STRB_ROCPROF_PUSH:
+	case STRB_ROCPROF_POP:
+		roctx(c, r);
+		break;
 	default:
 		break;
 	}
@@ -247,7 +344,13 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	if (!c)
 		return -ENOMEM;
 	c->buffers = b;
-	c->offset = strb_rocprof.offset;
+	const struct strb_rocprof_state *st = &strb_rocprof;
+	c->sdk0 = st->sdk_at[0];
+	c->strobe0 = st->strobe_at[0];
+	c->rate = 1.0;
+	if (st->sdk_at[1] > st->sdk_at[0] + 1000000 && st->strobe_at[1] > st->strobe_at[0])
+		c->rate =
+		    (double)(st->strobe_at[1] - st->strobe_at[0]) / (double)(st->sdk_at[1] - st->sdk_at[0]);
 	strb_gpu_init(&c->g, t, w);
 	c->g.pauses = &strb_rocprof.pauses;
 	c->g.count_unmatched = strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME);
@@ -259,6 +362,9 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	if (!c->g.rc)
 		mark_calls(c);
 	walk(c, pass2);
+	/* roctx ranges still open at stop end there. */
+	for (size_t i = 0; i < c->nopen && !c->g.rc; i++)
+		roctx_range(c, c->open[i], w->stop_ns, true);
 	pthread_mutex_unlock(&strb_rocprof.lock);
 	if (!c->g.rc) {
 		strb_gpu_emit_spans(&c->g);
@@ -270,6 +376,8 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 		     (unsigned long long)t->stats.gpu_dropped_records);
 	int rc = c->g.rc;
 	strb_gpu_free(&c->g);
+	free(c->call_rec);
+	free(c->open);
 	free(c);
 	return rc;
 }

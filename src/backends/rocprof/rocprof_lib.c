@@ -1,7 +1,7 @@
 /* Finding and opening rocprofiler-sdk: exactly STROBE_ROCPROFILER_PATH when
  * set, else librocprofiler-sdk.so.1 / .so.0 on the loader path, in
- * $ROCM_PATH/lib and in /opt/rocm/lib. Opened once per process; the handle
- * is never closed (the SDK's threads and callbacks outlive any trace). */
+ * $ROCM_PATH/lib and in /opt/rocm/lib. Kept once opened; the handle is
+ * never closed (the SDK's threads and callbacks outlive any trace). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,7 +12,6 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct strb_rocprof_lib lib;
-static bool tried;
 static char lib_why[512];
 
 #define SYM(field, name)                                                                                     \
@@ -40,6 +39,7 @@ static bool bind(void *h, char *why, size_t len)
 	    SYM(query_agents, "rocprofiler_query_available_agents"),
 	    SYM(op_name, "rocprofiler_query_callback_tracing_kind_operation_name"),
 	    SYM(iterate_ops, "rocprofiler_iterate_callback_tracing_kind_operations"),
+	    {&lib.iterate_args, "rocprofiler_iterate_callback_tracing_kind_operation_args"},
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].slot = dlsym(h, syms[i].name);
@@ -111,8 +111,8 @@ static void *open_sdk(char *why, size_t len)
 const struct strb_rocprof_lib *strb_rocprof_load(char *why, size_t len)
 {
 	pthread_mutex_lock(&lock);
-	if (!tried) {
-		tried = true;
+	/* Tried again while it fails: the runtime may load the SDK later. */
+	if (!lib.handle) {
 		void *h = open_sdk(lib_why, sizeof(lib_why));
 		if (h && bind(h, lib_why, sizeof(lib_why)))
 			lib.handle = h;

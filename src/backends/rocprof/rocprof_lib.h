@@ -25,10 +25,11 @@ struct strb_rocprof_lib {
 	rocp_query_available_agents_fn query_agents;
 	rocp_query_operation_name_fn op_name;
 	rocp_iterate_operations_fn iterate_ops;
+	void *iterate_args; /* rocp_iterate_args_v0_fn or _v1_fn, by family */
 };
 
-/* The SDK, opened once per process (thread-safe); NULL with why filled
- * when it is missing or unusable. */
+/* The SDK, kept once opened (thread-safe; retried while it fails); NULL
+ * with why filled when it is missing or unusable. */
 const struct strb_rocprof_lib *strb_rocprof_load(char *why, size_t len);
 
 /* The SDK's value for a status named by its 0.x number. */

@@ -15,16 +15,26 @@
 #define STRB_ROCPROF_MAX_AGENTS 64
 #define STRB_ROCPROF_MAX_OPS    4096
 
-/* What the buffer callback keeps of an SDK record (its payload is gone
- * after the callback). Times are the SDK's clock. */
-enum { STRB_ROCPROF_KERNEL = 1, STRB_ROCPROF_COPY, STRB_ROCPROF_HIP };
+/* What the callbacks keep of an SDK record (its payload is gone after the
+ * callback). Kernel and copy times are the SDK's clock; HIP calls and roctx
+ * are stamped with strobe's clock in their callbacks. A roctx message
+ * follows its record; len is the whole, 8-byte aligned. */
+enum {
+	STRB_ROCPROF_KERNEL = 1,
+	STRB_ROCPROF_COPY,
+	STRB_ROCPROF_HIP,
+	STRB_ROCPROF_MARK,
+	STRB_ROCPROF_PUSH,
+	STRB_ROCPROF_POP,
+};
 struct strb_rocprof_rec {
-	uint32_t type;
+	uint16_t type, len;
 	int32_t op;
 	uint64_t corr, tid, start, end;
 	int32_t device, src_device, dst_device;
 	uint32_t lds;
 	uint64_t queue, kernel_id, bytes;
+	uint64_t stream;            /* HIP calls: the hipStream_t argument */
 	uint32_t grid[3], block[3]; /* grid in blocks */
 };
 
@@ -45,6 +55,11 @@ struct strb_rocprof_state {
 	size_t cur_valid, cur_size;
 	uint64_t bad_records;
 	bool configured, initialized, ready, finalized, running;
+	/* A trace waits for the SDK (strobe record: the program's HIP runtime
+	 * loads it later and calls rocprofiler_configure); wanted: the trace
+	 * runs, so initialize starts the main context. Under ctl_lock. */
+	bool pending, wanted;
+	pthread_mutex_t ctl_lock;
 	char init_why[256];
 	rocp_context_id_t util, main;
 	rocp_buffer_id_t buf;
@@ -52,8 +67,12 @@ struct strb_rocprof_state {
 	uint64_t agent_handle[STRB_ROCPROF_MAX_AGENTS];
 	int32_t agent_ordinal[STRB_ROCPROF_MAX_AGENTS];
 	char *op_names[STRB_ROCPROF_MAX_OPS];
+	int32_t hip_ops[STRB_ROCPROF_MAX_OPS]; /* traced: all but the deny list */
+	size_t nhip_ops;
 	uint64_t mask;
-	int64_t offset; /* strobe clock ns - SDK ns */
+	/* SDK clock (BOOTTIME) against strobe's at start and stop: a reading of
+	 * rocprofiler_get_timestamp bracketed by two of strobe's clock. */
+	uint64_t sdk_at[2], strobe_at[2];
 };
 
 extern struct strb_rocprof_state strb_rocprof;
@@ -66,6 +85,9 @@ rocp_configure_result_t *strb_rocprof_configure(uint32_t version, const char *ru
  * in src/libstrobe.map; src/inject/inject.c declares it too). */
 STROBE_API void *strobe_internal_inject_rocprof(uint32_t version, const char *runtime_version,
                                                 uint32_t priority, void *client_id);
+
+/* A HIP call libkineto leaves out (hipGetDevice and the like). */
+bool strb_rocprof_denied(const char *name);
 
 /* Decodes the kept records into the trace. */
 int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *b);
