@@ -193,7 +193,9 @@ static void test_kernels_copies_and_calls(void **state)
 	const struct fake_rocp_arg a1[] = {{"stream", "hipStream_t", "0x5b0"}};
 	F.roctx_push("forward");
 	F.roctx_mark("checkpoint");
+	strobe_range_push("phase");
 	uint64_t c0 = F.hip_call("hipLaunchKernel", a0, 4, launch_body, &l0);
+	strobe_range_pop();
 	F.hip_call("hipLaunchKernel", a1, 1, launch_body, &l1);
 	F.hip_call("hipLaunchKernel", a1, 1, launch_body, &l2);
 	F.roctx_pop();
@@ -232,6 +234,15 @@ static void test_kernels_copies_and_calls(void **state)
 	assert_non_null(r); /* named although its code object was unloaded */
 	assert_int_equal(num(tu_get(r, "pid")), 1);
 
+	/* The strobe range around the first launch: a span on its kernel's row. */
+	yajl_val span = tu_find(root, "X", "gpu_user_annotation", "phase");
+	assert_non_null(span);
+	assert_int_equal(num(tu_get(span, "pid")), 0);
+	assert_int_equal(num(tu_get(span, "tid")), num(tu_get(k, "tid")));
+	assert_true(tu_get_ns(span, "ts") <= tu_get_ns(k, "ts"));
+	assert_true(tu_get_ns(span, "ts") + tu_get_ns(span, "dur") >=
+	            tu_get_ns(k, "ts") + tu_get_ns(k, "dur"));
+	assert_int_equal(tu_count(root, "X", "gpu_user_annotation", "phase"), 1);
 	/* Copies by direction, a DtoH on its source GPU's row. */
 	yajl_val d = tu_find(root, "X", "gpu_memcpy", "Memcpy DtoH (Device -> Host)");
 	assert_non_null(d);

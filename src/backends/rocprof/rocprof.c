@@ -47,12 +47,6 @@ static void keep_kernel_name(uint64_t id, const char *name)
 {
 	struct strb_rocprof_state *s = &strb_rocprof;
 	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < s->nkernels; i++) {
-		if (s->kernels[i].id == id) {
-			pthread_mutex_unlock(&s->lock);
-			return;
-		}
-	}
 	if (s->nkernels == s->kernels_cap) {
 		size_t cap = s->kernels_cap ? s->kernels_cap * 2 : 64;
 		void *p = realloc(s->kernels, cap * sizeof(*s->kernels));
@@ -206,9 +200,10 @@ static void buffer_cb(rocp_context_id_t ctx, rocp_buffer_id_t buf, rocp_record_h
 	if (drop_count)
 		strb_gpu_pool_add_dropped(&s->pool, drop_count);
 	if (strb_gpu_pool_active(&s->pool)) {
+		/* Into the current buffer, which goes to the pool when full or at
+		 * stop: a delivery is smaller than a pool buffer. */
 		for (size_t i = 0; i < n; i++)
 			copy_record(headers[i]);
-		complete_current();
 	}
 	pthread_mutex_unlock(&s->buf_lock);
 }

@@ -28,6 +28,9 @@ struct conv {
 	/* The HIP call record of each g.calls[i], for its arguments. */
 	const struct strb_rocprof_rec **call_rec;
 	size_t call_rec_cap;
+	/* The process's kernel names, by id. */
+	struct strb_rocprof_kernel *kernels;
+	size_t nkernels, last_kernel;
 	/* Open roctx ranges, all threads, innermost last. */
 	const struct strb_rocprof_rec **open;
 	size_t nopen, open_cap;
@@ -258,13 +261,33 @@ static void roctx(struct conv *c, const struct strb_rocprof_rec *r)
 		              NULL, 0);
 }
 
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct strb_rocprof_kernel *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The mangled name of a kernel id, from the names kept since the process
+ * started (a copy, sorted once per trace; the names are never freed). */
 static const char *kernel_name(struct conv *c, uint64_t id)
 {
-	const struct strb_rocprof_state *s = &strb_rocprof;
 	const char *raw = NULL;
-	for (size_t i = 0; i < s->nkernels && !raw; i++)
-		if (s->kernels[i].id == id)
-			raw = s->kernels[i].name;
+	if (c->nkernels && c->kernels[c->last_kernel].id == id) {
+		raw = c->kernels[c->last_kernel].name;
+	} else {
+		size_t lo = 0, hi = c->nkernels;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (c->kernels[mid].id <= id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && c->kernels[lo - 1].id == id) {
+			c->last_kernel = lo - 1;
+			raw = c->kernels[lo - 1].name;
+		}
+	}
 	return strb_gpu_kernel_name(&c->g, raw, strb_gpu_demangle);
 }
 
@@ -356,6 +379,16 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	c->g.count_unmatched = strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME);
 	strb_gpu_pool_account(&strb_rocprof.pool, &t->stats);
 	pthread_mutex_lock(&strb_rocprof.lock);
+	c->nkernels = strb_rocprof.nkernels;
+	c->kernels = c->nkernels ? malloc(c->nkernels * sizeof(*c->kernels)) : NULL;
+	if (c->kernels) {
+		memcpy(c->kernels, strb_rocprof.kernels, c->nkernels * sizeof(*c->kernels));
+	} else {
+		c->nkernels = 0;
+	}
+	pthread_mutex_unlock(&strb_rocprof.lock);
+	if (c->nkernels)
+		qsort(c->kernels, c->nkernels, sizeof(*c->kernels), cmp_kernel);
 	walk(c, pass1);
 	strb_gpu_build_table(&c->g);
 	strb_gpu_link_calls(&c->g);
@@ -365,7 +398,6 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	/* roctx ranges still open at stop end there. */
 	for (size_t i = 0; i < c->nopen && !c->g.rc; i++)
 		roctx_range(c, c->open[i], w->stop_ns, true);
-	pthread_mutex_unlock(&strb_rocprof.lock);
 	if (!c->g.rc) {
 		strb_gpu_emit_spans(&c->g);
 		strb_gpu_count_launches(&c->g);
@@ -378,6 +410,7 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	strb_gpu_free(&c->g);
 	free(c->call_rec);
 	free(c->open);
+	free(c->kernels);
 	free(c);
 	return rc;
 }
