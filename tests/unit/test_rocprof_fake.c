@@ -190,7 +190,10 @@ struct cb_view {
 	uint64_t ctx, cid, ancestor, thread;
 	int32_t kind, op, phase;
 	void *payload;
-	const void *record; /* for iterate_args */
+	/* For iterate_args: the record in its own ABI's type, the other NULL
+	 * (typed pointers, so no record is ever read as the larger type). */
+	const rocp_callback_record_v0_t *record_v0;
+	const rocp_callback_record_v1_t *record_v1;
 };
 
 static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
@@ -219,16 +222,17 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		pthread_mutex_unlock(&T.mu);
 		ud->value = 1000000 + i; /* what EXIT must find again */
 		if (r->kind == ROCP_CALLBACK_HIP_RUNTIME_API) {
-			int32_t st =
-			    cur->major == 1
-			        ? ((rocp_iterate_args_v1_fn)cur->iterate_args)(
-			              *(const rocp_callback_record_v1_t *)r->record, args_cb, 1, e->stream)
-			        : ((rocp_iterate_args_v0_fn)cur->iterate_args)(
-			              *(const rocp_callback_record_v0_t *)r->record, args_cb, 1, e->stream);
+			int32_t st;
+			if (r->record_v1) {
+				st = ((rocp_iterate_args_v1_fn)cur->iterate_args)(*r->record_v1, args_cb, 1,
+				                                                  e->stream);
+				memcpy(T.kept_record, r->record_v1, sizeof(*r->record_v1));
+			} else {
+				st = ((rocp_iterate_args_v0_fn)cur->iterate_args)(*r->record_v0, args_cb, 1,
+				                                                  e->stream);
+				memcpy(T.kept_record, r->record_v0, sizeof(*r->record_v0));
+			}
 			assert_int_equal(st, ROCP_STATUS_SUCCESS);
-			memcpy(T.kept_record, r->record,
-			       cur->major == 1 ? sizeof(rocp_callback_record_v1_t)
-			                       : sizeof(rocp_callback_record_v0_t));
 		} else {
 			const rocp_marker_api_data_t *p = r->payload;
 			assert_true(p->size >= offsetof(rocp_marker_api_data_t, args_rest));
@@ -248,7 +252,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 /* One callback per ABI family (the record comes by value, in its layout). */
 #define NO_ANCESTOR(r) 0
 #define ANCESTOR(r)    (r).correlation_id.ancestor
-#define DEFINE_CALLBACK(name, record_type, abi, ancestor_of)                                                 \
+#define DEFINE_CALLBACK(name, record_type, abi, abi_tag, ancestor_of)                                        \
 	static void name(record_type r, rocp_user_data_t *ud, void *data)                                    \
 	{                                                                                                    \
 		(void)data;                                                                                  \
@@ -261,11 +265,11 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		                    .op = r.operation,                                                       \
 		                    .phase = r.phase,                                                        \
 		                    .payload = r.payload,                                                    \
-		                    .record = &r};                                                           \
+		                    .record_##abi_tag = &r};                                                 \
 		on_callback(&v, ud);                                                                         \
 	}
-DEFINE_CALLBACK(callback_v0, rocp_callback_record_v0_t, 0, NO_ANCESTOR)
-DEFINE_CALLBACK(callback_v1, rocp_callback_record_v1_t, 1, ANCESTOR)
+DEFINE_CALLBACK(callback_v0, rocp_callback_record_v0_t, 0, v0, NO_ANCESTOR)
+DEFINE_CALLBACK(callback_v1, rocp_callback_record_v1_t, 1, v1, ANCESTOR)
 
 static void decode_head(struct buf_ev *e, const rocp_async_head_t *h)
 {
