@@ -291,6 +291,25 @@ static void test_kernels_copies_and_calls(void **state)
 	yajl_tree_free(root);
 }
 
+/* GPU work that starts while collection is paused is dropped and counted. */
+static void test_paused_work_dropped(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	struct launch l = {0, 0x1000, kernel_ids[0][0], 0, 0};
+	strobe_toggle_collection(false);
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	usleep(1000);
+	strobe_toggle_collection(true);
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	usleep(1000);
+	yajl_val root = stop_and_load();
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 1);
+	assert_int_equal(num(tu_get(tu_get(root, "strobe"), "gpu_paused_records")), 1);
+	yajl_tree_free(root);
+}
+
 /* A second trace sees only its own window's records. */
 static void test_second_trace(void **state)
 {
@@ -319,6 +338,7 @@ static int run_rocprof_tests(void)
 	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kernels_copies_and_calls),
+	    cmocka_unit_test(test_paused_work_dropped),
 	    cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

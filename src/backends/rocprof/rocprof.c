@@ -561,6 +561,10 @@ static void release(void)
 	s->running = s->wanted = false;
 	pthread_mutex_unlock(&s->ctl_lock);
 	strb_gpu_pool_set_active(&s->pool, false);
+	/* A partly filled buffer goes back (and, inactive, is freed). */
+	pthread_mutex_lock(&s->buf_lock);
+	complete_current();
+	pthread_mutex_unlock(&s->buf_lock);
 	strb_gpu_pool_free(&s->pool, strb_gpu_pool_take(&s->pool));
 }
 
@@ -676,6 +680,12 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 
 static void atfork_child(void)
 {
+	/* The SDK's threads are gone; a lock one of them held stays held. */
+	pthread_mutex_init(&strb_rocprof.buf_lock, NULL);
+	pthread_mutex_init(&strb_rocprof.ctl_lock, NULL);
+	pthread_mutex_init(&strb_rocprof.lock, NULL);
+	strb_rocprof.cur = NULL;
+	strb_rocprof.wanted = strb_rocprof.pending = false;
 	strb_gpu_pool_atfork_child(&strb_rocprof.pool);
 	strb_rocprof.running = false;
 	strb_rocprof.ready = false;
