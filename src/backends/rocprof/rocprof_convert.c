@@ -13,6 +13,7 @@
 #include "process/gpu_demangle.h"
 
 #define MAX_STREAMS 4096
+#define DIMS_CACHE  8
 
 struct conv {
 	struct strb_gpu g;
@@ -28,6 +29,11 @@ struct conv {
 	/* The HIP call record of each g.calls[i], for its arguments. */
 	const struct strb_rocprof_rec **call_rec;
 	size_t call_rec_cap;
+	struct {
+		uint32_t d[3];
+		const char *text;
+	} dims[DIMS_CACHE];
+	size_t dims_next;
 	/* The process's kernel names, by id. */
 	struct strb_rocprof_kernel *kernels;
 	size_t nkernels, last_kernel;
@@ -169,11 +175,19 @@ static void mark_calls(struct conv *c)
 #define ARG_S(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_STRING, .value.str = (v)})
 #define ARG_J(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_JSON, .value.str = (v)})
 
+/* "[x, y, z]", kept in the trace; the last few shapes are remembered
+ * (kernels repeat them). */
 static const char *dims(struct conv *c, const uint32_t *d)
 {
+	for (size_t i = 0; i < DIMS_CACHE; i++)
+		if (c->dims[i].text && !memcmp(c->dims[i].d, d, sizeof(c->dims[i].d)))
+			return c->dims[i].text;
 	char buf[64];
 	snprintf(buf, sizeof(buf), "[%u, %u, %u]", d[0], d[1], d[2]);
-	return strb_gpu_keep(&c->g, buf);
+	size_t slot = c->dims_next++ % DIMS_CACHE;
+	memcpy(c->dims[slot].d, d, sizeof(c->dims[slot].d));
+	c->dims[slot].text = strb_gpu_keep(&c->g, buf);
+	return c->dims[slot].text;
 }
 
 static const char *pointer(struct conv *c, uint64_t p)
