@@ -594,10 +594,14 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	int rc = register_tool(why, len);
 	if (rc)
 		return rc;
-	if (!s->ready) {
+	/* initialize and finalize may run on a program thread. */
+	pthread_mutex_lock(&s->ctl_lock);
+	bool ready = s->ready;
+	if (!ready)
 		snprintf(why, len, "%s", s->finalized ? "rocprofiler-sdk has finalized" : s->init_why);
+	pthread_mutex_unlock(&s->ctl_lock);
+	if (!ready)
 		return -EIO;
-	}
 	s->mask = mask;
 	strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, true);
 	return 0;
