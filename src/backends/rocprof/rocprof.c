@@ -267,6 +267,8 @@ struct cb_view {
 	uint64_t corr, tid;
 	int32_t kind, op, phase;
 	const void *payload, *record;
+	/* Reads a HIP call's arguments from record, in its family's layout. */
+	void (*read_args)(const void *record, struct strb_rocprof_rec *into);
 };
 
 static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
@@ -288,12 +290,7 @@ static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
 		tmp.type = STRB_ROCPROF_HIP;
 		tmp.end = strobe_now();
 		/* Arguments exist only inside this callback. */
-		if (s->lib->major >= 1)
-			((rocp_iterate_args_v1_fn)s->lib->iterate_args)(
-			    *(const rocp_callback_record_v1_t *)v->record, hip_arg, 1, &tmp);
-		else
-			((rocp_iterate_args_v0_fn)s->lib->iterate_args)(
-			    *(const rocp_callback_record_v0_t *)v->record, hip_arg, 1, &tmp);
+		v->read_args(v->record, &tmp);
 	} else {
 		const rocp_marker_api_data_t *p = v->payload;
 		if (v->op == ROCP_MARKER_roctxMarkA)
@@ -322,23 +319,36 @@ static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
 	pthread_mutex_unlock(&s->buf_lock);
 }
 
-#define VIEW(r)                                                                                              \
+static void read_args_v0(const void *record, struct strb_rocprof_rec *into)
+{
+	rocp_iterate_args_v0_fn iterate = (rocp_iterate_args_v0_fn)strb_rocprof.lib->iterate_args;
+	iterate(*(const rocp_callback_record_v0_t *)record, hip_arg, 1, into);
+}
+
+static void read_args_v1(const void *record, struct strb_rocprof_rec *into)
+{
+	rocp_iterate_args_v1_fn iterate = (rocp_iterate_args_v1_fn)strb_rocprof.lib->iterate_args;
+	iterate(*(const rocp_callback_record_v1_t *)record, hip_arg, 1, into);
+}
+
+#define VIEW(r, reader)                                                                                      \
 	{                                                                                                    \
 		.corr = (r).correlation_id.internal, .tid = (r).thread_id, .kind = (r).kind,                 \
-		.op = (r).operation, .phase = (r).phase, .payload = (r).payload, .record = &(r)              \
+		.op = (r).operation, .phase = (r).phase, .payload = (r).payload, .record = &(r),             \
+		.read_args = (reader)                                                                        \
 	}
 
 static void api_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void *data)
 {
 	(void)data;
-	struct cb_view v = VIEW(r);
+	struct cb_view v = VIEW(r, read_args_v0);
 	on_api(&v, ud);
 }
 
 static void api_v1(rocp_callback_record_v1_t r, rocp_user_data_t *ud, void *data)
 {
 	(void)data;
-	struct cb_view v = VIEW(r);
+	struct cb_view v = VIEW(r, read_args_v1);
 	on_api(&v, ud);
 }
 

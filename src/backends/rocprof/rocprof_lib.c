@@ -44,7 +44,7 @@ static bool bind(void *h, char *why, size_t len)
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].slot = dlsym(h, syms[i].name);
 		if (!*syms[i].slot) {
-			snprintf(why, len, "%s lacks %s", lib.path, syms[i].name);
+			snprintf(why, len, "%.300s lacks %s", lib.path, syms[i].name);
 			return false;
 		}
 	}
@@ -81,7 +81,8 @@ static void *open_sdk(char *why, size_t len)
 	if (exact && *exact) {
 		void *h = try_open(exact, err, sizeof(err));
 		if (!h)
-			snprintf(why, len, "rocprofiler-sdk not loadable from STROBE_ROCPROFILER_PATH=%s: %s",
+			snprintf(why, len,
+			         "rocprofiler-sdk not loadable from STROBE_ROCPROFILER_PATH=%.200s: %.200s",
 			         exact, err);
 		return h;
 	}
