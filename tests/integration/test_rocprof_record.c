@@ -29,7 +29,9 @@ static const char program[] = "import ctypes, sys\n"
                               "f.fake_rocp_hip_call(b'hipDeviceSynchronize', None, 0, None, None)\n"
                               "f.fake_rocp_roctx_mark(b'here')\n"
                               "f.fake_rocp_roctx_pop()\n"
-                              "f.fake_rocp_shutdown()\n";
+                              "f.fake_rocp_shutdown()\n"
+                              "import os\n"
+                              "open(sys.argv[2], 'w').write(os.environ['ROCP_TOOL_LIBRARIES'])\n";
 
 static char *dir;
 
@@ -54,14 +56,24 @@ static void test_record_finds_sdk_started_later(void **state)
 	assert_int_equal(tu_write_file(py, program), 0);
 	sanitizer_order();
 	static const char *const fakes[] = {FAKE_ROCPROFILER_V0_PATH, FAKE_ROCPROFILER_V1_PATH};
+	/* A tool the user named stays (after strobe's). */
+	setenv("ROCP_TOOL_LIBRARIES", "/nonexistent/other-tool.so", 1);
 	for (int i = 0; i < 2; i++) {
-		snprintf(args, sizeof(args), "-q -o '%s' -- python3 '%s' '%s'", out, py, fakes[i]);
+		snprintf(args, sizeof(args), "-q -o '%s' -- python3 '%s' '%s' '%s/env.txt'", out, py,
+		         fakes[i], dir);
 		assert_int_equal(tu_strobe("record", args, 1, NULL), 0);
 		yajl_val root = tu_load_trace(out);
 		assert_null(tu_get(root, "rocm_capture"));
 		assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipDeviceSynchronize"), 1);
 		assert_int_equal(tu_count(root, "X", "user_annotation", "outer"), 1);
 		assert_int_equal(tu_count(root, "i", NULL, "here"), 1);
+		/* What the program saw. */
+		char *env = NULL;
+		snprintf(args, sizeof(args), "%s/env.txt", dir);
+		env = tu_read_file(args, NULL);
+		assert_non_null(env);
+		tu_assert_contains(env, "libstrobe_inject.so:/nonexistent/other-tool.so");
+		free(env);
 		yajl_tree_free(root);
 		unlink(out);
 	}
@@ -73,6 +85,7 @@ static void test_record_without_sdk(void **state)
 	char out[1200], args[1400];
 	snprintf(out, sizeof(out), "%s/none.json", dir);
 	snprintf(args, sizeof(args), "-q -o '%s' -- /bin/true", out);
+	unsetenv("ROCP_TOOL_LIBRARIES");
 	sanitizer_order();
 	assert_int_equal(tu_strobe("record", args, 1, NULL), 0);
 	yajl_val root = tu_load_trace(out);

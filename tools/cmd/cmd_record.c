@@ -2,11 +2,12 @@
  *
  * The program gets libstrobe_inject.so through LD_PRELOAD (so it is traced
  * from its start), CUDA_INJECTION64_PATH (the CUDA driver loads it at
- * cuInit) and NVTX_INJECTION64_PATH (NVTX's loader hands it the NVTX
- * calls), and the settings below in STROBE_RECORD_* variables; the library
- * side is src/control/recorder.c. A SOCK_SEQPACKET socket inherited by the
- * program (and its children) carries "hello"/"wrote" reports back, and
- * "finish" requests when strobe record is interrupted. */
+ * cuInit), NVTX_INJECTION64_PATH (NVTX's loader hands it the NVTX
+ * calls) and ROCP_TOOL_LIBRARIES (rocprofiler-sdk calls its
+ * rocprofiler_configure when HIP starts), and the settings below in
+ * STROBE_RECORD_* variables; the library side is src/control/recorder.c. A SOCK_SEQPACKET socket inherited by
+ * the program (and its children) carries "hello"/"wrote" reports back, and "finish" requests when strobe
+ * record is interrupted. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -423,7 +424,12 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 	set_env("LD_PRELOAD", preload);
 	set_env("CUDA_INJECTION64_PATH", inject);
 	set_env("NVTX_INJECTION64_PATH", inject);
-	set_env("ROCP_TOOL_LIBRARIES", inject); /* rocprofiler-sdk finds rocprofiler_configure there */
+	/* rocprofiler-sdk finds rocprofiler_configure there; other tools stay. */
+	const char *tools = getenv("ROCP_TOOL_LIBRARIES");
+	char rocp[PATH_MAX * 2 + 8];
+	snprintf(rocp, sizeof(rocp), "%s%s%s", inject, tools && *tools ? ":" : "",
+	         tools && *tools ? tools : "");
+	set_env("ROCP_TOOL_LIBRARIES", rocp);
 	set_env("STROBE_RECORD_OUTPUT", o->output);
 	set_env_i64("STROBE_RECORD_DELAY_NS", o->delay_ns);
 	set_env_i64("STROBE_RECORD_DURATION_NS", o->duration_ns);
