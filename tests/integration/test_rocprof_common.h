@@ -202,7 +202,8 @@ static void test_kernels_copies_and_calls(void **state)
 	F.roctx_push("never closed");
 	struct copy_arg dtoh = {ROCP_MEMORY_COPY_DEVICE_TO_HOST, 1, -1};
 	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
-	F.hip_call("hipMemcpy", NULL, 0, copy_body, &dtoh);
+	const struct fake_rocp_arg size_arg[] = {{"sizeBytes", "size_t", "4096"}};
+	F.hip_call("hipMemcpy", size_arg, 1, copy_body, &dtoh);
 	F.hip_call("hipMemcpyAsync", NULL, 0, copy_body, &htod);
 	strobe_correlation_pop();
 	strobe_op_pop();
@@ -249,6 +250,7 @@ static void test_kernels_copies_and_calls(void **state)
 	assert_int_equal(num(tu_get(d, "pid")), 1);
 	assert_int_equal(num(arg(d, "bytes")), 4096);
 	assert_string_equal(tu_get_str(tu_get(d, "args"), "kind"), "DtoH");
+	assert_int_equal(num(arg(tu_find(root, "X", "cuda_runtime", "hipMemcpy"), "bytes")), 4096);
 	yajl_val h = tu_find(root, "X", "gpu_memcpy", "Memcpy HtoD (Host -> Device)");
 	assert_non_null(h);
 	assert_int_equal(num(tu_get(h, "pid")), 0);
