@@ -1095,6 +1095,23 @@ API int fake_rocp_roctx_pop(void)
 	return depth;
 }
 
+/* roctx range ids, process-wide as roctx's are (1, 2, ...). */
+static _Atomic uint64_t next_range_id = 1;
+
+API uint64_t fake_rocp_roctx_start(const char *message)
+{
+	uint64_t id = atomic_fetch_add(&next_range_id, 1);
+	marker_call(ROCP_MARKER_roctxRangeStartA, message, (int64_t)id);
+	return id;
+}
+
+API void fake_rocp_roctx_stop(uint64_t id)
+{
+	rocp_marker_api_data_t p = {.size = sizeof(p), .range_id = id};
+	api_call(ROCP_CALLBACK_MARKER_CORE_API, ROCP_BUFFER_MARKER_CORE_API, ROCP_MARKER_roctxRangeStop, &p,
+	         sizeof(p), NULL, NULL);
+}
+
 /* ---- code objects, dispatches, copies ---------------------------------- */
 
 static void symbol_callbacks(const struct code_object *co, int32_t phase)

@@ -10,6 +10,7 @@
 #include "fake_rocprofiler.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,6 +41,8 @@ static struct {
 	void (*roctx_mark)(const char *);
 	int (*roctx_push)(const char *);
 	int (*roctx_pop)(void);
+	uint64_t (*roctx_start)(const char *);
+	void (*roctx_stop)(uint64_t);
 	void (*drop)(uint64_t);
 	void (*shutdown)(void);
 } F;
@@ -65,6 +68,8 @@ static void load_fake(void)
 	FSYM(roctx_mark, "fake_rocp_roctx_mark");
 	FSYM(roctx_push, "fake_rocp_roctx_push");
 	FSYM(roctx_pop, "fake_rocp_roctx_pop");
+	FSYM(roctx_start, "fake_rocp_roctx_start");
+	FSYM(roctx_stop, "fake_rocp_roctx_stop");
 	FSYM(drop, "fake_rocp_drop");
 	FSYM(shutdown, "fake_rocp_shutdown");
 }
@@ -293,6 +298,64 @@ static void test_kernels_copies_and_calls(void **state)
 	yajl_tree_free(root);
 }
 
+/* roctxRangeStartA / roctxRangeStop on another thread. */
+struct start_stop {
+	uint64_t stop_id, started_id;
+	int64_t tid;
+};
+
+static void *stop_elsewhere(void *p)
+{
+	struct start_stop *a = p;
+	a->tid = (int64_t)syscall(SYS_gettid);
+	F.roctx_stop(a->stop_id);
+	a->started_id = F.roctx_start("started elsewhere");
+	return NULL;
+}
+
+/* roctx start/stop ranges may cross threads: one user_annotation per range
+ * on the thread that started it, from start to stop; one still open at stop
+ * ends there. */
+static void test_roctx_start_stop(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	struct start_stop a = {0};
+	a.stop_id = F.roctx_start("load batch");
+	F.hip_call("hipDeviceSynchronize", NULL, 0, NULL, NULL);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stop_elsewhere, &a), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	F.hip_call("hipStreamSynchronize", NULL, 0, NULL, NULL);
+	F.roctx_stop(a.started_id);
+	F.roctx_start("still open");
+	yajl_val root = stop_and_load();
+	int64_t me = (int64_t)syscall(SYS_gettid);
+	yajl_val lb = tu_find(root, "X", "user_annotation", "load batch");
+	assert_non_null(lb);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "load batch"), 1);
+	assert_int_equal(num(tu_get(lb, "tid")), me);
+	yajl_val sync = tu_find(root, "X", "cuda_runtime", "hipDeviceSynchronize");
+	yajl_val ssync = tu_find(root, "X", "cuda_runtime", "hipStreamSynchronize");
+	assert_non_null(sync);
+	assert_non_null(ssync);
+	/* From before the first call to the other thread's stop, before the
+	 * second call. */
+	assert_true(tu_get_ns(lb, "ts") <= tu_get_ns(sync, "ts"));
+	assert_true(tu_get_ns(lb, "ts") + tu_get_ns(lb, "dur") >=
+	            tu_get_ns(sync, "ts") + tu_get_ns(sync, "dur"));
+	assert_true(tu_get_ns(lb, "ts") + tu_get_ns(lb, "dur") <= tu_get_ns(ssync, "ts"));
+	/* Started on the other thread, stopped here: on the other thread's row. */
+	yajl_val se = tu_find(root, "X", "user_annotation", "started elsewhere");
+	assert_non_null(se);
+	assert_int_equal(num(tu_get(se, "tid")), a.tid);
+	assert_true(tu_get_ns(se, "ts") + tu_get_ns(se, "dur") >=
+	            tu_get_ns(ssync, "ts") + tu_get_ns(ssync, "dur"));
+	assert_non_null(tu_find(root, "X", "user_annotation", "still open"));
+	yajl_tree_free(root);
+}
+
 /* GPU work that starts while collection is paused is dropped and counted. */
 static void test_paused_work_dropped(void **state)
 {
@@ -341,6 +404,7 @@ static int run_rocprof_tests(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kernels_copies_and_calls),
 	    cmocka_unit_test(test_paused_work_dropped),
+	    cmocka_unit_test(test_roctx_start_stop),
 	    cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

@@ -276,12 +276,14 @@ static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
 	struct strb_rocprof_state *s = &strb_rocprof;
 	if (!strb_gpu_pool_active(&s->pool))
 		return;
+	/* roctxRangeStartA's range id is its return value, known at EXIT. */
+	bool at_exit = v->kind == ROCP_CALLBACK_HIP_RUNTIME_API || v->op == ROCP_MARKER_roctxRangeStartA;
 	if (v->phase == ROCP_PHASE_ENTER) {
 		/* Paired with EXIT through the SDK's per-call user data. */
 		ud->value = strobe_now();
-		if (v->kind != ROCP_CALLBACK_MARKER_CORE_API)
+		if (at_exit)
 			return;
-	} else if (v->kind == ROCP_CALLBACK_MARKER_CORE_API || !ud->value) {
+	} else if (!at_exit || !ud->value) {
 		return;
 	}
 	struct strb_rocprof_rec tmp = {.op = v->op, .corr = v->corr, .tid = v->tid, .start = ud->value};
@@ -299,11 +301,23 @@ static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
 			tmp.type = STRB_ROCPROF_PUSH;
 		else if (v->op == ROCP_MARKER_roctxRangePop)
 			tmp.type = STRB_ROCPROF_POP;
+		else if (v->op == ROCP_MARKER_roctxRangeStartA)
+			tmp.type = STRB_ROCPROF_START;
+		else if (v->op == ROCP_MARKER_roctxRangeStop)
+			tmp.type = STRB_ROCPROF_STOP;
 		else
 			return;
-		if (tmp.type != STRB_ROCPROF_POP && p &&
-		    p->size >= offsetof(rocp_marker_api_data_t, args_rest))
+		if (!p || p->size < offsetof(rocp_marker_api_data_t, args_rest))
+			p = NULL;
+		if (p && tmp.type == STRB_ROCPROF_STOP)
+			tmp.queue = p->range_id;
+		else if (p && tmp.type != STRB_ROCPROF_POP)
 			msg = p->message; /* valid only now: copied below */
+		if (tmp.type == STRB_ROCPROF_START) {
+			if (!p || p->size < sizeof(*p))
+				return;
+			tmp.queue = (uint64_t)p->retval;
+		}
 		tmp.end = tmp.start;
 	}
 	size_t mlen = msg ? strnlen(msg, 4096) : 0;

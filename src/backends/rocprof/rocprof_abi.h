@@ -283,12 +283,16 @@ _Static_assert(offsetof(rocp_kernel_symbol_data_t, accum_vgpr_count) == 64, "[N2
 _Static_assert(sizeof(rocp_kernel_symbol_data_t) == 72, "[N2][SV]");
 
 /* MARKER_CORE_API payload: the message of roctxMarkA / roctxRangePushA /
- * roctxRangeStartA is the first member of the args union, right after size;
- * the union is 16 bytes and a retval union of 8 follows. The message is valid
+ * roctxRangeStartA, or roctxRangeStop's range id, is the first member of the
+ * args union, right after size; the union is 16 bytes and a retval union of 8
+ * follows (roctxRangeStartA's range id, set for EXIT). The message is valid
  * only during the callback. */
 typedef struct {
 	uint64_t size;
-	const char *message; /* args union, first member */
+	union { /* args union, first member */
+		const char *message;
+		uint64_t range_id; /* roctxRangeStop */
+	};
 	uint64_t args_rest;
 	int64_t retval;
 } rocp_marker_api_data_t;

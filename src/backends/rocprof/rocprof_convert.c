@@ -251,14 +251,19 @@ static void roctx_range(struct conv *c, const struct strb_rocprof_rec *r, int64_
 
 static void roctx(struct conv *c, const struct strb_rocprof_rec *r)
 {
-	if (r->type == STRB_ROCPROF_PUSH) {
+	if (r->type == STRB_ROCPROF_PUSH || r->type == STRB_ROCPROF_START) {
 		if (strb_gpu_grow(&c->g, (void **)&c->open, &c->open_cap, c->nopen + 1, sizeof(*c->open)))
 			c->open[c->nopen++] = r;
 		return;
 	}
-	if (r->type == STRB_ROCPROF_POP) {
+	/* A pop closes its thread's innermost push; a stop closes the start of
+	 * its range id, from whichever thread, on the starting thread's row. */
+	if (r->type == STRB_ROCPROF_POP || r->type == STRB_ROCPROF_STOP) {
 		for (size_t i = c->nopen; i-- > 0;) {
-			if (c->open[i]->tid != r->tid)
+			const struct strb_rocprof_rec *o = c->open[i];
+			if (r->type == STRB_ROCPROF_POP
+			        ? o->type != STRB_ROCPROF_PUSH || o->tid != r->tid
+			        : o->type != STRB_ROCPROF_START || o->queue != r->queue)
 				continue;
 			roctx_range(c, c->open[i], strb_gpu_epoch(&c->g, r->start), false);
 			memmove(&c->open[i], &c->open[i + 1], (c->nopen - i - 1) * sizeof(*c->open));
@@ -368,6 +373,8 @@ static void pass2(struct conv *c, const struct strb_rocprof_rec *r)
 	case STRB_ROCPROF_MARK:
 	case STRB_ROCPROF_PUSH:
 	case STRB_ROCPROF_POP:
+	case STRB_ROCPROF_START:
+	case STRB_ROCPROF_STOP:
 		roctx(c, r);
 		break;
 	default:

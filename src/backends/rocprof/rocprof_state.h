@@ -26,6 +26,8 @@ enum {
 	STRB_ROCPROF_MARK,
 	STRB_ROCPROF_PUSH,
 	STRB_ROCPROF_POP,
+	STRB_ROCPROF_START, /* roctxRangeStartA: the range id in queue */
+	STRB_ROCPROF_STOP,  /* roctxRangeStop: the range id in queue */
 };
 struct strb_rocprof_rec {
 	uint16_t type, len;
