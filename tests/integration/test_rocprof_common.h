@@ -356,6 +356,67 @@ static void test_roctx_start_stop(void **state)
 	yajl_tree_free(root);
 }
 
+/* Program threads launch kernels and open roctx ranges while the SDK's
+ * thread delivers the kernels at its watermark: everything arrives once, on
+ * its own thread's row (under TSan, with no race reported). */
+#define BUSY_THREADS  4
+#define BUSY_LAUNCHES 1000
+
+struct busy {
+	int64_t tid;
+	int gpu;
+};
+
+static void *busy_thread(void *p)
+{
+	struct busy *b = p;
+	b->tid = (int64_t)syscall(SYS_gettid);
+	struct launch l = {b->gpu, 0x1000 + (uint64_t)b->gpu, kernel_ids[b->gpu][0], 0, 0};
+	uint64_t id = F.roctx_start("busy");
+	for (int i = 0; i < BUSY_LAUNCHES; i++) {
+		F.roctx_push("launch");
+		F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+		F.roctx_pop();
+	}
+	F.roctx_stop(id);
+	return NULL;
+}
+
+static void test_threads_during_delivery(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	struct busy b[BUSY_THREADS];
+	pthread_t th[BUSY_THREADS];
+	for (int i = 0; i < BUSY_THREADS; i++) {
+		b[i] = (struct busy){0, i % 2};
+		assert_int_equal(pthread_create(&th[i], NULL, busy_thread, &b[i]), 0);
+	}
+	for (int i = 0; i < BUSY_THREADS; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	usleep(2000);
+	yajl_val root = stop_and_load();
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), BUSY_THREADS * BUSY_LAUNCHES);
+	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipLaunchKernel"),
+	                 BUSY_THREADS * BUSY_LAUNCHES);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "launch"), BUSY_THREADS * BUSY_LAUNCHES);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "busy"), BUSY_THREADS);
+	assert_int_equal(tu_count(root, "s", "ac2g", NULL), BUSY_THREADS * BUSY_LAUNCHES);
+	yajl_val evs = tu_events(root);
+	int on_own_row = 0;
+	for (size_t i = 0; i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i];
+		const char *n = tu_get_str(e, "name");
+		if (!n || strcmp(n, "busy"))
+			continue;
+		for (int j = 0; j < BUSY_THREADS; j++)
+			on_own_row += num(tu_get(e, "tid")) == b[j].tid;
+	}
+	assert_int_equal(on_own_row, BUSY_THREADS);
+	yajl_tree_free(root);
+}
+
 /* GPU work that starts while collection is paused is dropped and counted. */
 static void test_paused_work_dropped(void **state)
 {
@@ -405,6 +466,7 @@ static int run_rocprof_tests(void)
 	    cmocka_unit_test(test_kernels_copies_and_calls),
 	    cmocka_unit_test(test_paused_work_dropped),
 	    cmocka_unit_test(test_roctx_start_stop),
+	    cmocka_unit_test(test_threads_during_delivery),
 	    cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

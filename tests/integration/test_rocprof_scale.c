@@ -2,7 +2,9 @@
  * trace, named, on its stream row, linked to its launch; delivered in
  * many buffers (the SDK's buffer fills at its watermark). Prints the time
  * strobe_stop took to decode them. Checked through the trace API: the JSON
- * of a million events is too big to parse here. */
+ * of a million events is too big to parse here.
+ * STROBE_TEST_LABELS: concurrency (deliveries at the watermark from the
+ * SDK's thread while the launches go on) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
