@@ -104,7 +104,7 @@ static void *open_sdk(char *why, size_t len)
 	}
 	snprintf(why, len,
 	         "rocprofiler-sdk (ROCm 6.2+) not found: librocprofiler-sdk.so.1/.so.0 not on the loader "
-	         "path, in $ROCM_PATH/lib or /opt/rocm/lib (%s)",
+	         "path, in $ROCM_PATH/lib or /opt/rocm/lib (%.200s)", /* the loader's last words, bounded */
 	         err);
 	return NULL;
 }
