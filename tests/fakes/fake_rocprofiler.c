@@ -1002,6 +1002,9 @@ static void fire(struct cb_target *t, size_t n, int32_t kind, int32_t op, int32_
 		if (!copy)
 			continue;
 		memcpy(copy, payload, size);
+		/* A roctx call's return value exists only once it returned. */
+		if (kind == ROCP_CALLBACK_MARKER_CORE_API && phase == ROCP_PHASE_ENTER)
+			((rocp_marker_api_data_t *)copy)->retval = 0;
 		cb_record_t r;
 		memset(&r, 0, sizeof(r));
 		r.context_id.handle = t[i].ctx;

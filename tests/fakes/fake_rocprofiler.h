@@ -148,8 +148,9 @@ FAKE_ROCP_EXPORT void fake_rocp_roctx_mark(const char *message);
 FAKE_ROCP_EXPORT int fake_rocp_roctx_push(const char *message);
 FAKE_ROCP_EXPORT int fake_rocp_roctx_pop(void);
 /* roctxRangeStartA / roctxRangeStop: a range any thread may stop. start
- * returns the range id (1, 2, ...; the callbacks' retval); stop passes it
- * as the payload's argument. */
+ * returns the range id (1, 2, ...; the payload's retval in the EXIT
+ * callback, 0 in ENTER as for every roctx call); stop passes it as the
+ * payload's argument. */
 FAKE_ROCP_EXPORT uint64_t fake_rocp_roctx_start(const char *message);
 FAKE_ROCP_EXPORT void fake_rocp_roctx_stop(uint64_t id);
 
