@@ -204,7 +204,7 @@ struct rec {
 struct buffer {
 	bool used;
 	int ctx;
-	size_t size, watermark;
+	size_t size, watermark, own_watermark;
 	int32_t policy;
 	rocp_buffer_cb_t cb;
 	void *data;
@@ -690,6 +690,7 @@ API int32_t rocprofiler_create_buffer(rocp_context_id_t c, size_t size, size_t w
 		                           .ctx = ctx_index(c),
 		                           .size = size,
 		                           .watermark = watermark ? watermark : size,
+		                           .own_watermark = watermark ? watermark : size,
 		                           .policy = policy,
 		                           .cb = cb,
 		                           .data = cb_data};
@@ -961,6 +962,20 @@ API void fake_rocp_drop(uint64_t n)
 	for (int i = 0; i < MAX_BUF; i++)
 		if (S.buf[i].used)
 			S.buf[i].drops += n;
+	pthread_mutex_unlock(&S.mu);
+}
+
+API void fake_rocp_set_watermark(size_t bytes)
+{
+	pthread_mutex_lock(&S.mu);
+	for (int i = 0; i < MAX_BUF; i++) {
+		struct buffer *b = &S.buf[i];
+		if (!b->used)
+			continue;
+		b->watermark = bytes ? bytes : b->own_watermark;
+		if (b->n && b->bytes >= b->watermark)
+			pthread_cond_signal(&S.work);
+	}
 	pthread_mutex_unlock(&S.mu);
 }
 

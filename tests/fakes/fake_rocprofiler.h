@@ -158,6 +158,11 @@ FAKE_ROCP_EXPORT void fake_rocp_roctx_stop(uint64_t id);
  * drop_count. */
 FAKE_ROCP_EXPORT void fake_rocp_drop(uint64_t n);
 
+/* Every buffer delivers when its pending bytes reach `bytes` (1: each
+ * record as soon as it is produced); 0 restores the watermark the tool
+ * asked for. Flushes deliver as before. */
+FAKE_ROCP_EXPORT void fake_rocp_set_watermark(size_t bytes);
+
 /* Buffer deliveries so far (all buffers). */
 FAKE_ROCP_EXPORT uint64_t fake_rocp_deliveries(void);
 

@@ -44,6 +44,8 @@ static struct {
 	uint64_t (*roctx_start)(const char *);
 	void (*roctx_stop)(uint64_t);
 	void (*drop)(uint64_t);
+	void (*set_watermark)(size_t);
+	uint64_t (*deliveries)(void);
 	void (*shutdown)(void);
 } F;
 
@@ -71,6 +73,8 @@ static void load_fake(void)
 	FSYM(roctx_start, "fake_rocp_roctx_start");
 	FSYM(roctx_stop, "fake_rocp_roctx_stop");
 	FSYM(drop, "fake_rocp_drop");
+	FSYM(set_watermark, "fake_rocp_set_watermark");
+	FSYM(deliveries, "fake_rocp_deliveries");
 	FSYM(shutdown, "fake_rocp_shutdown");
 }
 
@@ -106,6 +110,19 @@ static yajl_val find_named(yajl_val root, const char *cat, const char *needle)
 	return NULL;
 }
 
+/* How many complete events of cat have a name containing needle. */
+static size_t count_named(yajl_val root, const char *cat, const char *needle)
+{
+	yajl_val evs = tu_events(root);
+	size_t n = 0;
+	for (size_t i = 0; evs && i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i];
+		const char *c = tu_get_str(e, "cat"), *nm = tu_get_str(e, "name"), *ph = tu_get_str(e, "ph");
+		n += c && nm && ph && !strcmp(ph, "X") && !strcmp(c, cat) && strstr(nm, needle);
+	}
+	return n;
+}
+
 static int64_t num(yajl_val v)
 {
 	assert_non_null(v);
@@ -124,9 +141,10 @@ struct launch {
 	uint64_t start, end;
 };
 
-static void launch_body(uint64_t corr, void *p)
+/* A KERNEL_DISPATCH record of l's kernel for call corr, running from 100 ns
+ * from now for 500 ns; the fake's answer (-1 when no context traces it). */
+static int dispatch_for(uint64_t corr, struct launch *l)
 {
-	struct launch *l = p;
 	l->start = F.now() + 100;
 	l->end = l->start + 500;
 	struct fake_rocp_dispatch d = {
@@ -140,7 +158,12 @@ static void launch_body(uint64_t corr, void *p)
 	    .start = l->start,
 	    .end = l->end,
 	};
-	assert_int_equal(F.dispatch(&d), 0);
+	return F.dispatch(&d);
+}
+
+static void launch_body(uint64_t corr, void *p)
+{
+	assert_int_equal(dispatch_for(corr, p), 0);
 }
 
 struct copy_arg {
@@ -436,6 +459,156 @@ static void test_paused_work_dropped(void **state)
 	yajl_tree_free(root);
 }
 
+/* Waits until the SDK has made no delivery for 20 ms (at most 2 s): what
+ * reached a watermark is delivered, what is left waits for a flush. */
+static uint64_t deliveries_settled(void)
+{
+	uint64_t n = F.deliveries();
+	for (int quiet = 0, i = 0; quiet < 20 && i < 2000; i++) {
+		usleep(1000);
+		uint64_t m = F.deliveries();
+		quiet = m == n ? quiet + 1 : 0;
+		n = m;
+	}
+	return n;
+}
+
+/* A launch after stop: the SDK's context is stopped, so it may produce no
+ * record at all; if it did, strobe must not show it. */
+static void launch_after_stop_body(uint64_t corr, void *p)
+{
+	(void)dispatch_for(corr, p);
+}
+
+#define SPLIT_LAUNCHES 12
+#define LATE_LAUNCHES  5
+#define SPLIT_CALLS    (2 * SPLIT_LAUNCHES + 1 + 2 * LATE_LAUNCHES)
+
+/* Records of one window split across many SDK deliveries (the watermark
+ * forced low), a kernel whose launching call came deliveries earlier, and
+ * work of the window the SDK delivers only at the flush inside strobe_stop:
+ * each appears once, linked to its call (ac2g) and op (External id), with
+ * nothing dropped or unmatched; work launched after stop appears nowhere. */
+static void test_split_and_late_buffers(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	uint64_t op = strobe_op_push("split step");
+	strobe_correlation_push(op);
+	uint64_t calls[SPLIT_CALLS];
+	size_t ncalls = 0;
+	uint64_t d0 = deliveries_settled();
+	F.set_watermark(1); /* every record due as soon as it is produced */
+	/* A launch whose kernel the GPU reports only after later work. */
+	const struct fake_rocp_arg early_args[] = {{"stream", "hipStream_t", "0x7e0"}};
+	uint64_t early = F.hip_call("hipLaunchKernel", early_args, 1, NULL, NULL);
+	calls[ncalls++] = early;
+	struct launch ls = {0, 0x1000, kernel_ids[0][0], 0, 0};
+	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
+	for (int i = 0; i < SPLIT_LAUNCHES; i++) {
+		calls[ncalls++] = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &ls);
+		calls[ncalls++] = F.hip_call("hipMemcpyAsync", NULL, 0, copy_body, &htod);
+		usleep(200); /* let the SDK's thread deliver between launches */
+	}
+	uint64_t d1 = deliveries_settled();
+	/* Split: the records went out in several deliveries, not one. */
+	assert_true(d1 - d0 >= 4);
+	struct launch le = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	assert_int_equal(dispatch_for(early, &le), 0);
+	uint64_t d2 = deliveries_settled();
+	assert_true(d2 > d1); /* the kernel came in a delivery of its own */
+
+	/* Late: the tool's own watermark again; this work is delivered only by
+	 * the flush in strobe_stop. */
+	F.set_watermark(0);
+	struct launch ll = {0, 0x2000, kernel_ids[0][1], 0, 0};
+	struct copy_arg dtoh = {ROCP_MEMORY_COPY_DEVICE_TO_HOST, 1, -1};
+	for (int i = 0; i < LATE_LAUNCHES; i++) {
+		calls[ncalls++] = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &ll);
+		calls[ncalls++] = F.hip_call("hipMemcpy", NULL, 0, copy_body, &dtoh);
+	}
+	strobe_correlation_pop();
+	strobe_op_pop();
+	usleep(3000); /* the late work ends before stop */
+	assert_int_equal(F.deliveries(), d2);
+	assert_int_equal(ncalls, SPLIT_CALLS);
+
+	strobe_trace *t = NULL;
+	assert_int_equal(strobe_stop(&t), 0);
+	assert_true(F.deliveries() > d2);
+	/* After stop: neither this trace nor the next shows it. */
+	struct launch la = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_after_stop_body, &la);
+	F.hip_call("hipMemcpyAsync", NULL, 0, NULL, NULL);
+	snprintf(trace_path, sizeof(trace_path), "%s/t%d.json", tu_dir, trace_no++);
+	assert_int_equal(strobe_trace_save(t, trace_path), 0);
+	strobe_trace_destroy(t);
+	yajl_val root = tu_load_trace(trace_path);
+
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), SPLIT_LAUNCHES + 1 + LATE_LAUNCHES);
+	assert_int_equal(count_named(root, "kernel", "scale(float*, int)"), SPLIT_LAUNCHES);
+	assert_int_equal(count_named(root, "kernel", "fill(float*, unsigned long)"), LATE_LAUNCHES);
+	assert_int_equal(count_named(root, "kernel", "reduce<256>"), 1);
+	assert_int_equal(tu_count(root, "X", "gpu_memcpy", "Memcpy HtoD (Host -> Device)"), SPLIT_LAUNCHES);
+	assert_int_equal(tu_count(root, "X", "gpu_memcpy", "Memcpy DtoH (Device -> Host)"), LATE_LAUNCHES);
+	assert_int_equal(tu_count(root, "X", "cuda_runtime", "hipLaunchKernel"),
+	                 SPLIT_LAUNCHES + 1 + LATE_LAUNCHES);
+	assert_int_equal(tu_count(root, "s", "ac2g", NULL), SPLIT_CALLS);
+	assert_int_equal(tu_count(root, "f", "ac2g", NULL), SPLIT_CALLS);
+	/* Each call's work exactly once, carrying the call's correlation and
+	 * flow id and the op's External id; each call starts the same flow. */
+	int seen[SPLIT_CALLS] = {0}, starts[SPLIT_CALLS] = {0}, ends[SPLIT_CALLS] = {0};
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i];
+		const char *c = tu_get_str(e, "cat"), *ph = tu_get_str(e, "ph");
+		if (!c || !ph)
+			continue;
+		size_t j;
+		if (!strcmp(c, "ac2g")) {
+			int64_t id = num(tu_get(e, "id"));
+			for (j = 0; j < ncalls && (int64_t)calls[j] != id; j++)
+				;
+			assert_true(j < ncalls);
+			(*ph == 's' ? starts : ends)[j]++;
+			continue;
+		}
+		if (strcmp(ph, "X") || (strcmp(c, "kernel") && strcmp(c, "gpu_memcpy")))
+			continue;
+		int64_t corr = num(arg(e, "correlation"));
+		for (j = 0; j < ncalls && (int64_t)calls[j] != corr; j++)
+			;
+		assert_true(j < ncalls);
+		seen[j]++;
+		assert_int_equal(num(arg(e, "External id")), (int64_t)op);
+	}
+	for (size_t j = 0; j < ncalls; j++) {
+		assert_int_equal(seen[j], 1);
+		assert_int_equal(starts[j], 1);
+		assert_int_equal(ends[j], 1);
+	}
+	/* The early call's kernel is on GPU 1, named. */
+	yajl_val ek = find_named(root, "kernel", "reduce<256>");
+	assert_int_equal(num(tu_get(ek, "pid")), 1);
+	assert_int_equal(num(arg(ek, "correlation")), (int64_t)early);
+	yajl_val st = tu_get(root, "strobe");
+	assert_int_equal(num(tu_get(st, "gpu_dropped_records")), 0);
+	assert_int_equal(num(tu_get(st, "gpu_unmatched_correlations")), 0);
+	assert_int_equal(num(tu_get(st, "gpu_rejected_buffers")), 0);
+	assert_int_equal(num(tu_get(st, "gpu_bad_buffers")), 0);
+	yajl_tree_free(root);
+
+	/* The next trace holds only its own work. */
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	root = stop_and_load();
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 0);
+	assert_int_equal(tu_count(root, "X", "gpu_memcpy", NULL), 0);
+	assert_int_equal(tu_count(root, "X", "cuda_runtime", NULL), 0);
+	yajl_tree_free(root);
+}
+
 /* A second trace sees only its own window's records. */
 static void test_second_trace(void **state)
 {
@@ -463,11 +636,9 @@ static int run_rocprof_tests(void)
 {
 	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kernels_copies_and_calls),
-	    cmocka_unit_test(test_paused_work_dropped),
-	    cmocka_unit_test(test_roctx_start_stop),
-	    cmocka_unit_test(test_threads_during_delivery),
-	    cmocka_unit_test(test_second_trace),
+	    cmocka_unit_test(test_kernels_copies_and_calls), cmocka_unit_test(test_paused_work_dropped),
+	    cmocka_unit_test(test_roctx_start_stop),         cmocka_unit_test(test_threads_during_delivery),
+	    cmocka_unit_test(test_split_and_late_buffers),   cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
