@@ -3,6 +3,7 @@
  * them so that dynolog matches strobe processes like PyTorch ones. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,15 @@ static pid_t parent_of(pid_t pid)
 		return -1;
 	text[n] = 0;
 	p = strrchr(text, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+	/* After the command's closing parenthesis: " STATE PPID ...". */
+	if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
 		return -1;
+	char *end;
+	errno = 0;
+	long v = strtol(p + 4, &end, 10);
+	if (errno || end == p + 4 || v < 0 || v > INT_MAX)
+		return -1;
+	ppid = (int)v;
 	return ppid;
 }
 

@@ -2,6 +2,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -35,8 +36,21 @@ void strb_log_init_from_env(void)
 	const char *v = getenv("STROBE_LOG_LEVEL");
 	if (!v || !*v)
 		v = getenv("KINETO_LOG_LEVEL");
-	if (v && *v)
-		atomic_store(&threshold, atoi(v));
+	if (!v || !*v)
+		return;
+	char *end;
+	errno = 0;
+	long level = strtol(v, &end, 10);
+	if (errno || end == v || *end || level < INT_MIN || level > INT_MAX) {
+		/* The threshold stays as it was; say so where it can be seen. */
+		strb_log(
+		    STROBE_LOG_WARNING, "log",
+		    "STROBE_LOG_LEVEL/KINETO_LOG_LEVEL '%.40s' is not an integer (0 verbose .. 4 error); "
+		    "keeping the current level",
+		    v);
+		return;
+	}
+	atomic_store(&threshold, (int)level);
 }
 
 void strobe_log_set_level(enum strobe_log_level level)
