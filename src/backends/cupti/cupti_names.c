@@ -1,8 +1,6 @@
 #include "backends/cupti/cupti_names.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,36 +164,4 @@ const char *strb_cupti_sync_kind(uint32_t type)
 	default:
 		return "Unknown Sync";
 	}
-}
-
-typedef char *(*demangle_fn)(const char *mangled, char *out, size_t *len, int *status);
-static demangle_fn demangler;
-static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
-
-/* The C++ runtime's demangler, found at run time so strobe itself does not
- * need libstdc++; a CUDA program always has it loaded. */
-static void find_demangler(void)
-{
-	demangler = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	if (!demangler) {
-		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-		if (h)
-			demangler = (demangle_fn)dlsym(h, "__cxa_demangle");
-	}
-}
-
-char *strb_cupti_demangle(const char *name)
-{
-	if (!name || strncmp(name, "_Z", 2) || strlen(name) > 8192)
-		return NULL;
-	pthread_once(&demangler_once, find_demangler);
-	if (!demangler)
-		return NULL;
-	int status = 0;
-	char *out = demangler(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
 }

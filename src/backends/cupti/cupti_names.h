@@ -31,8 +31,4 @@ const char *strb_cupti_memory_kind(uint32_t kind);
 const char *strb_cupti_overhead_kind(uint32_t kind);
 const char *strb_cupti_sync_kind(uint32_t type);
 
-/* The demangled form of a C++ symbol in a malloc'ed string, or NULL when
- * it is not mangled, too long (over 8192 bytes), or no demangler exists. */
-char *strb_cupti_demangle(const char *name);
-
 #endif
