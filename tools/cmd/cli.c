@@ -156,6 +156,18 @@ int cli_file_arg(const struct cli *c, int argc, char **argv, int *i, const char 
 	return 0;
 }
 
+int cli_top_or_file(const struct cli *c, int argc, char **argv, int *i, size_t *top, const char **file)
+{
+	const char *v;
+	if (!cli_opt(argc, argv, i, "--top", NULL, &v))
+		return cli_file_arg(c, argc, argv, i, file);
+	int64_t n;
+	int rc = cli_int(c, "--top", v, 0, 1000000, &n);
+	if (!rc)
+		*top = (size_t)n;
+	return rc;
+}
+
 char *cli_read_file(const char *path, size_t max, size_t *len, char *err, size_t errlen)
 {
 	bool use_stdin = !strcmp(path, "-");

@@ -76,6 +76,10 @@ int cli_text(const struct cli *c, const char *opt, const char *value, const char
  * past it. 0, or a usage error: an unknown option, a second file. */
 int cli_file_arg(const struct cli *c, int argc, char **argv, int *i, const char **file);
 
+/* For a command that reads one trace and shows its first rows: takes
+ * argv[*i] as "--top N" (0 to 1000000) into *top, else as cli_file_arg. */
+int cli_top_or_file(const struct cli *c, int argc, char **argv, int *i, size_t *top, const char **file);
+
 /* The whole of the file at path ("-": stdin) with a NUL after its last
  * byte, and its length in *len; free() it. NULL when it cannot be read or
  * is larger than max bytes, with "PATH: why" (stdin named "<stdin>") in

@@ -75,12 +75,7 @@ int cmd_report(int argc, char **argv)
 			if ((rc =
 			         cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
 				return rc;
-		} else if (cli_opt(argc, argv, &i, "--top", NULL, &val)) {
-			int64_t n;
-			if ((rc = cli_int(&cli, "--top", val, 0, 1000000, &n)))
-				return rc;
-			top = (size_t)n;
-		} else if ((rc = cli_file_arg(&cli, argc, argv, &i, &file))) {
+		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
 		}
 	}

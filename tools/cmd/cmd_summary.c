@@ -96,19 +96,14 @@ int cmd_summary(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
 	bool json = false;
-	const char *file = NULL, *v;
+	const char *file = NULL;
 	for (int i = 1, rc; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
-		} else if (cli_opt(argc, argv, &i, "--top", NULL, &v)) {
-			int64_t n;
-			if ((rc = cli_int(&cli, "--top", v, 0, 1000000, &n)))
-				return rc;
-			top = (size_t)n;
-		} else if ((rc = cli_file_arg(&cli, argc, argv, &i, &file))) {
+		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
 		}
 	}
