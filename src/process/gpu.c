@@ -3,6 +3,7 @@
  * ranges, device/stream rows, GPU spans of ranges and the accounting. See
  * gpu.h for the order of calls. */
 #include "process/gpu.h"
+#include "process/gpu_demangle.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -405,7 +406,7 @@ void strb_gpu_widen_span(struct strb_gpu *g, const struct strobe_activity *a, ui
 		    (struct strb_gpu_span){a->device, a->resource, range, a->start_ns, a->end_ns};
 }
 
-const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *))
+const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw)
 {
 	if (!raw)
 		return strb_trace_intern(g->t, "<unknown kernel>", 16);
@@ -439,7 +440,7 @@ const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw, char 
 		j = (j + 1) & (g->names_cap - 1);
 	if (g->name_keys[j])
 		return g->name_values[j];
-	char *dem = demangle ? demangle(raw) : NULL;
+	char *dem = strb_gpu_demangle(raw);
 	const char *name = dem ? dem : raw;
 	const char *v = strb_trace_intern(g->t, name, strlen(name));
 	free(dem);

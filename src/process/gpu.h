@@ -283,12 +283,11 @@ static inline void strb_gpu_note_row(struct strb_gpu *g, uint32_t device, uint32
 
 bool strb_gpu_row_busy(const struct strb_gpu *g, uint32_t device, uint32_t stream);
 /* A kernel's display name, once per distinct raw pointer (the vendor's
- * string must stay valid and unchanged for the whole pass): demangle(raw)
- * (malloc'ed, or NULL to keep raw) interned in the trace; "<unknown
- * kernel>" for NULL. */
-const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw, char *(*demangle)(const char *));
-static inline const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw,
-                                               char *(*demangle)(const char *))
+ * string must stay valid and unchanged for the whole pass): raw demangled
+ * by strb_gpu_demangle (or kept when not mangled) interned in the trace;
+ * "<unknown kernel>" for NULL. */
+const char *strb_gpu_kernel_name_slow(struct strb_gpu *g, const char *raw);
+static inline const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *raw)
 {
 	/* Most kernels repeat a name already seen, found at the first probe. */
 	if (raw && g->names_cap) {
@@ -296,7 +295,7 @@ static inline const char *strb_gpu_kernel_name(struct strb_gpu *g, const char *r
 		if (g->name_keys[j] == raw)
 			return g->name_values[j];
 	}
-	return strb_gpu_kernel_name_slow(g, raw, demangle);
+	return strb_gpu_kernel_name_slow(g, raw);
 }
 
 /* After pass 2. */

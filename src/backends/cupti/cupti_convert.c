@@ -22,7 +22,6 @@
 #include "common/log.h"
 #include "core/clock.h"
 #include "process/gpu.h"
-#include "process/gpu_demangle.h"
 #include "process/process.h"
 
 #define STREAM_SYNC_ROW_OFFSET  1000000 /* libkineto's virtual rows for "Stream Sync" */
@@ -215,7 +214,7 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL) ||
 	    !strb_gpu_record_ok(&c->g, k->start, k->end, &s, &e))
 		return;
-	const char *name = strb_gpu_kernel_name(&c->g, k->name, strb_gpu_demangle);
+	const char *name = strb_gpu_kernel_name(&c->g, k->name);
 	if (!name)
 		return;
 	/* The shape's occupancy, for rendering. */

@@ -10,7 +10,6 @@
 
 #include "backends/rocprof/rocprof_state.h"
 #include "common/log.h"
-#include "process/gpu_demangle.h"
 
 #define MAX_STREAMS 4096
 #define DIMS_CACHE  8
@@ -307,7 +306,7 @@ static const char *kernel_name(struct conv *c, uint64_t id)
 			raw = c->kernels[lo - 1].name;
 		}
 	}
-	return strb_gpu_kernel_name(&c->g, raw, strb_gpu_demangle);
+	return strb_gpu_kernel_name(&c->g, raw);
 }
 
 static void kernel(struct conv *c, const struct strb_rocprof_rec *r)
