@@ -76,17 +76,17 @@ static struct strb_ratelimit refusals = {.window_ms = REFUSAL_WINDOW_MS, .burst 
 
 void strb_ondemand_log_refusal(const char *fmt, ...)
 {
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	uint64_t before;
 	pthread_mutex_lock(&refusal_lock);
 	int take = strb_ratelimit_take(&refusals, strb_mono_ns_raw() / 1000000, &before);
 	pthread_mutex_unlock(&refusal_lock);
 	if (!take)
-		return;
+		return; /* suppressed: not even formatted */
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	if (before)
 		LOGW("on-demand request refused: %s (and %llu more refusals before it, not logged)", msg,
 		     (unsigned long long)before);
