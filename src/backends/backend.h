@@ -40,6 +40,10 @@ struct strb_backend {
 };
 
 /* The backends built into this library, NULL-terminated. */
-extern const struct strb_backend *const strb_backends[];
+/* The most backends one build can hold; the controller keeps per-backend
+ * state in arrays of this size; registry.c's static assertion fails the
+ * build that registers more. */
+#define STRB_BACKENDS_MAX 8
+extern const struct strb_backend *const strb_backends[STRB_BACKENDS_MAX + 1];
 
 #endif

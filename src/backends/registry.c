@@ -7,7 +7,15 @@
 #include "backends/registered.h"
 #undef STRB_BACKEND
 
-const struct strb_backend *const strb_backends[] = {
+enum {
+	STRB_NBACKENDS = 0
+#define STRB_BACKEND(name) +1
+#include "backends/registered.h"
+#undef STRB_BACKEND
+};
+_Static_assert(STRB_NBACKENDS <= STRB_BACKENDS_MAX, "raise STRB_BACKENDS_MAX in backends/backend.h");
+
+const struct strb_backend *const strb_backends[STRB_BACKENDS_MAX + 1] = {
 #define STRB_BACKEND(name) &strb_##name##_backend,
 #include "backends/registered.h"
 #undef STRB_BACKEND

@@ -34,8 +34,8 @@ static uint32_t session;
 static uint64_t start_ticks;
 static struct strb_profiler_set profilers;
 /* Backends taking part in the current trace, and why the others are off. */
-static bool backend_on[8];
-static char backend_off_reason[8][512];
+static bool backend_on[STRB_BACKENDS_MAX];
+static char backend_off_reason[STRB_BACKENDS_MAX][512];
 
 #define FOR_EACH_ACTIVE_BACKEND(i)                                                                           \
 	for (int i = 0; strb_backends[i]; i++)                                                               \
@@ -143,7 +143,7 @@ static void discard_locked(void)
  * trace carries the reason in its metadata. */
 static void prepare_backends(const struct strb_config *cfg)
 {
-	static char last_logged[8][512];
+	static char last_logged[STRB_BACKENDS_MAX][512];
 	for (int i = 0; strb_backends[i]; i++) {
 		char why[256] = "", *reason = backend_off_reason[i];
 		int rc = strb_backends[i]->prepare(cfg, cfg->activity_mask, why, sizeof(why));
