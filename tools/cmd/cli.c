@@ -161,7 +161,7 @@ int cli_top_or_file(const struct cli *c, int argc, char **argv, int *i, size_t *
 	const char *v;
 	if (!cli_opt(argc, argv, i, "--top", NULL, &v))
 		return cli_file_arg(c, argc, argv, i, file);
-	int64_t n;
+	int64_t n = 0;
 	int rc = cli_int(c, "--top", v, 0, 1000000, &n);
 	if (!rc)
 		*top = (size_t)n;
