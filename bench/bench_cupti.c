@@ -16,8 +16,6 @@
  * (default 5000000 launches = 10 M records, 3 runs, /dev/shm).
  */
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,68 +23,16 @@
 #include "fake_cupti.h"
 #include "strobe/strobe.h"
 
-#define MAX_RUNS 16
-
 static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePfi", "ampere_sgemm_128x64_tn",
                                            "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
 
 struct run {
-	double flush_s, stop_s, save_s, floor_s;
-	double stop_cpu_s, save_cpu_s; /* CPU time of the process */
-	double stop_sys_s, save_sys_s; /* the kernel's part of it: page faults, file writes */
+	double flush_s, floor_s;
+	double stop_sys_s, save_sys_s; /* the kernel's part of the CPU time: page faults, file writes */
 	double stop_steal, save_steal; /* share of all CPUs' time stolen */
-	size_t activities;
-	long long bytes;
+	struct bench_trace_size size;
 	long rss;
 };
-
-static double cpu_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double sys_now_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* All CPUs' jiffies, total and stolen, from /proc/stat (0 if unreadable). */
-static void cpu_jiffies(double *total, double *steal)
-{
-	unsigned long long v[8] = {0};
-	FILE *f = fopen("/proc/stat", "r");
-	*total = *steal = 0;
-	if (!f)
-		return;
-	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-	           &v[6], &v[7]) == 8) {
-		for (int i = 0; i < 8; i++)
-			*total += (double)v[i];
-		*steal = (double)v[7];
-	}
-	fclose(f);
-}
-
-struct mark {
-	int64_t wall_ns;
-	double cpu_s, sys_s, jiffies, steal;
-};
-
-static struct mark mark_now(void)
-{
-	struct mark m = {bench_now_ns(), cpu_now_s(), sys_now_s(), 0, 0};
-	cpu_jiffies(&m.jiffies, &m.steal);
-	return m;
-}
-
-static double stolen(struct mark a, struct mark b)
-{
-	return b.jiffies > a.jiffies ? (b.steal - a.steal) / (b.jiffies - a.jiffies) : 0;
-}
 
 static void queue_records(long n, uint64_t base)
 {
@@ -148,7 +94,8 @@ static double activity_floor(size_t n)
 	return (double)(t1 - t0) / 1e9;
 }
 
-static int one_run(long n, const char *dir, struct run *r)
+/* Run i: its stop and save phases into p, the rest into r. */
+static int one_run(long n, const char *dir, int i, struct run *r, struct bench_phases *p)
 {
 	fake_cupti_reset();
 	uint64_t mask = STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
@@ -166,105 +113,73 @@ static int one_run(long n, const char *dir, struct run *r)
 		;
 	int64_t t0 = bench_now_ns();
 	cuptiActivityFlushAll(0);
-	struct mark m1 = mark_now();
+	struct bench_mark m1 = bench_mark_now();
 	int64_t t1 = m1.wall_ns;
 	strobe_trace *t = NULL;
 	if (strobe_stop(&t) || !t) {
 		fprintf(stderr, "bench_cupti: stop failed: %s\n", strobe_last_error());
 		return -1;
 	}
-	struct mark m2 = mark_now();
-	int64_t t2 = m2.wall_ns;
+	struct bench_mark m2 = bench_mark_now(), m3;
 	r->rss = bench_rss_bytes();
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/bench_cupti.%d.json", dir, (int)getpid());
-	int rc = strobe_trace_save(t, path);
-	struct mark m3 = mark_now();
-	int64_t t3 = m3.wall_ns;
-	struct stat st;
-	r->bytes = rc == 0 && stat(path, &st) == 0 ? (long long)st.st_size : -1;
-	unlink(path);
-	r->activities = strobe_trace_activity_count(t);
-	strobe_trace_destroy(t);
-	if (rc) {
-		fprintf(stderr, "bench_cupti: save to %s failed: %s\n", path, strobe_last_error());
+	if (bench_save("bench_cupti", t, dir, &m3, &r->size))
 		return -1;
-	}
-	if ((r->floor_s = activity_floor(r->activities)) < 0) {
+	if ((r->floor_s = activity_floor(r->size.activities)) < 0) {
 		fprintf(stderr, "bench_cupti: out of memory for the floor's array\n");
 		return -1;
 	}
 	r->flush_s = (double)(t1 - t0) / 1e9;
-	r->stop_s = (double)(t2 - t1) / 1e9;
-	r->save_s = (double)(t3 - t2) / 1e9;
-	r->stop_cpu_s = m2.cpu_s - m1.cpu_s;
-	r->save_cpu_s = m3.cpu_s - m2.cpu_s;
+	p->stop[i] = (double)(m2.wall_ns - t1) / 1e9;
+	p->save[i] = (double)(m3.wall_ns - m2.wall_ns) / 1e9;
+	p->stop_cpu[i] = m2.cpu_s - m1.cpu_s;
+	p->save_cpu[i] = m3.cpu_s - m2.cpu_s;
 	r->stop_sys_s = m2.sys_s - m1.sys_s;
 	r->save_sys_s = m3.sys_s - m2.sys_s;
-	r->stop_steal = stolen(m1, m2);
-	r->save_steal = stolen(m2, m3);
+	r->stop_steal = bench_stolen(m1, m2);
+	r->save_steal = bench_stolen(m2, m3);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 5000000;
-	int runs = argc > 2 ? atoi(argv[2]) : 3;
-	const char *dir = argc > 3 ? argv[3] : "/dev/shm";
-	if (n < 1 || n > 2000000000L || runs < 1 || runs > MAX_RUNS) {
-		fprintf(stderr, "usage: bench_cupti [launches 1..2e9] [runs 1..%d] [tmpfs-dir]\n", MAX_RUNS);
+	struct bench_args a;
+	if (bench_parse_args(argc, argv, "bench_cupti", 2000000000L, &a))
 		return 2;
-	}
+	long n = a.launches;
 	setenv("STROBE_CUPTI_PATH", FAKE_CUPTI_PATH, 1);
 	bench_pin(0);
 	strobe_init(NULL);
-	double flush[MAX_RUNS], stop[MAX_RUNS], save[MAX_RUNS], stop_cpu[MAX_RUNS], save_cpu[MAX_RUNS];
-	double floor_s[MAX_RUNS], ratio[MAX_RUNS];
+	struct bench_phases p;
+	double flush[BENCH_MAX_RUNS], floor_s[BENCH_MAX_RUNS], ratio[BENCH_MAX_RUNS];
 	struct run r = {0};
-	for (int i = 0; i < runs; i++) {
-		if (one_run(n, dir, &r))
+	for (int i = 0; i < a.runs; i++) {
+		if (one_run(n, a.dir, i, &r, &p))
 			return 1;
 		flush[i] = r.flush_s;
-		stop[i] = r.stop_s;
-		save[i] = r.save_s;
-		stop_cpu[i] = r.stop_cpu_s;
-		save_cpu[i] = r.save_cpu_s;
 		floor_s[i] = r.floor_s;
-		ratio[i] = r.stop_s / r.floor_s;
+		ratio[i] = p.stop[i] / r.floor_s;
 		fprintf(stderr,
 		        "run %d: flush %.3f s, stop %.3f s (cpu %.3f s of which sys %.3f s, %.0f%% stolen), "
 		        "save %.3f s "
 		        "(cpu %.3f s of which sys %.3f s, %.0f%% stolen), floor %.3f s\n",
-		        i + 1, r.flush_s, r.stop_s, r.stop_cpu_s, r.stop_sys_s, 100 * r.stop_steal, r.save_s,
-		        r.save_cpu_s, r.save_sys_s, 100 * r.save_steal, r.floor_s);
+		        i + 1, r.flush_s, p.stop[i], p.stop_cpu[i], r.stop_sys_s, 100 * r.stop_steal,
+		        p.save[i], p.save_cpu[i], r.save_sys_s, 100 * r.save_steal, r.floor_s);
 	}
 	double records = 2.0 * (double)n;
-	double mf = bench_median(flush, runs), ms = bench_median(stop, runs), mv = bench_median(save, runs);
-	/* After the medians: the arrays are sorted. */
-	double bs = stop[0], bv = save[0];
-	double mcs = bench_median(stop_cpu, runs), mcv = bench_median(save_cpu, runs);
-	double mfl = bench_median(floor_s, runs), mr = bench_median(ratio, runs);
+	double mf = bench_median(flush, a.runs), mfl = bench_median(floor_s, a.runs);
+	double mr = bench_median(ratio, a.runs);
+	struct bench_summary s = bench_summarise(&p, a.runs);
 	printf("bench_cupti: %ld launches + %ld kernels = %.0f CUPTI records, %zu activities, median of %d "
 	       "run%s\n",
-	       n, n, records, r.activities, runs, runs > 1 ? "s" : "");
-	printf("%-44s %10s %16s\n", "phase", "seconds", "rate");
-	printf("%-44s %10.3f %12.2f M rec/s\n", "flush into strobe buffers (FlushAll)", mf,
-	       records / mf / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate (strobe_stop)", ms, records / ms / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "flush + decode + correlate", mf + ms,
-	       records / (mf + ms) / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s (%.0f MB/s)\n", "write JSON (strobe_trace_save)", mv,
-	       (double)r.activities / mv / 1e6, (double)r.bytes / mv / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, best run", bs, records / bs / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, best run", bv, (double)r.activities / bv / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, CPU time (median)", mcs,
-	       records / mcs / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, CPU time (median)", mcv,
-	       (double)r.activities / mcv / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s\n", "floor: first write of the activity array", mfl,
-	       (double)r.activities / mfl / 1e6);
+	       n, n, records, r.size.activities, a.runs, a.runs > 1 ? "s" : "");
+	bench_report_head();
+	bench_report_row("flush into strobe buffers (FlushAll)", mf, records, "rec");
+	bench_report_row("decode + correlate (strobe_stop)", s.stop, records, "rec");
+	bench_report_row("flush + decode + correlate", mf + s.stop, records, "rec");
+	bench_report_phases(&s, records, &r.size);
+	bench_report_row("floor: first write of the activity array", mfl, (double)r.size.activities, "act");
 	printf("decode + correlate / floor, same run (median): %.2f\n", mr);
-	printf("JSON size %.1f MB; RSS after stop %.1f GB\n", (double)r.bytes / 1e6, (double)r.rss / 1e9);
+	bench_report_size(&r.size, r.rss);
 	strobe_shutdown();
 	return 0;
 }

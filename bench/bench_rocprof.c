@@ -19,15 +19,13 @@
 #endif
 #include <dlfcn.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench_util.h"
 #include "fake_rocprofiler.h"
 #include "strobe/strobe.h"
 
-#define MAX_RUNS 16
-#define STREAMS  4
+#define STREAMS 4
 
 /* The fake's control API, reached as the backend reaches the SDK: dlopen by path. */
 static struct {
@@ -82,21 +80,14 @@ static void push_records(long n, uint64_t base)
 	}
 }
 
-static double cpu_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct run {
-	double push_s, stop_s, save_s, stop_cpu_s, save_cpu_s;
-	size_t activities;
-	long long bytes;
+	double push_s;
+	struct bench_trace_size size;
 	long rss;
 };
 
-static int one_run(long n, const char *dir, struct run *r)
+/* Run i: its stop and save phases into p, the rest into r. */
+static int one_run(long n, const char *dir, int i, struct run *r, struct bench_phases *p)
 {
 	char cfg[96];
 	/* Room for every record copied out of the SDK's buffers, plus slack. */
@@ -125,40 +116,26 @@ static int one_run(long n, const char *dir, struct run *r)
 	/* The last kernel must end in the past of the stop. */
 	while (fake.now() < base + 2 * (uint64_t)n + 1000)
 		;
-	double c1 = cpu_now_s();
-	int64_t t2 = bench_now_ns();
+	struct bench_mark m1 = bench_mark_now();
 	strobe_trace *t = NULL;
 	if (strobe_stop(&t) || !t) {
 		fprintf(stderr, "bench_rocprof: stop failed: %s\n", strobe_last_error());
 		return -1;
 	}
-	int64_t t3 = bench_now_ns();
-	double c2 = cpu_now_s();
+	struct bench_mark m2 = bench_mark_now(), m3;
 	r->rss = bench_rss_bytes();
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/bench_rocprof.%d.json", dir, (int)getpid());
-	int rc = strobe_trace_save(t, path);
-	int64_t t4 = bench_now_ns();
-	double c3 = cpu_now_s();
-	struct stat st;
-	r->bytes = rc == 0 && stat(path, &st) == 0 ? (long long)st.st_size : -1;
-	unlink(path);
-	r->activities = strobe_trace_activity_count(t);
-	strobe_trace_destroy(t);
-	if (rc) {
-		fprintf(stderr, "bench_rocprof: save to %s failed: %s\n", path, strobe_last_error());
+	if (bench_save("bench_rocprof", t, dir, &m3, &r->size))
 		return -1;
-	}
-	if (r->activities != 2 * (size_t)n) {
-		fprintf(stderr, "bench_rocprof: %zu activities in the trace, %ld expected\n", r->activities,
-		        2 * n);
+	if (r->size.activities != 2 * (size_t)n) {
+		fprintf(stderr, "bench_rocprof: %zu activities in the trace, %ld expected\n",
+		        r->size.activities, 2 * n);
 		return -1;
 	}
 	r->push_s = (double)(t1 - t0) / 1e9;
-	r->stop_s = (double)(t3 - t2) / 1e9;
-	r->save_s = (double)(t4 - t3) / 1e9;
-	r->stop_cpu_s = c2 - c1;
-	r->save_cpu_s = c3 - c2;
+	p->stop[i] = (double)(m2.wall_ns - m1.wall_ns) / 1e9;
+	p->save[i] = (double)(m3.wall_ns - m2.wall_ns) / 1e9;
+	p->stop_cpu[i] = m2.cpu_s - m1.cpu_s;
+	p->save_cpu[i] = m3.cpu_s - m2.cpu_s;
 	return 0;
 }
 
@@ -188,53 +165,36 @@ static int open_fake(void)
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 5000000;
-	int runs = argc > 2 ? atoi(argv[2]) : 3;
-	const char *dir = argc > 3 ? argv[3] : "/dev/shm";
-	if (n < 1 || n > 1000000000L || runs < 1 || runs > MAX_RUNS) {
-		fprintf(stderr, "usage: bench_rocprof [launches 1..1e9] [runs 1..%d] [tmpfs-dir]\n",
-		        MAX_RUNS);
+	struct bench_args a;
+	if (bench_parse_args(argc, argv, "bench_rocprof", 1000000000L, &a))
 		return 2;
-	}
+	long n = a.launches;
 	setenv("STROBE_ROCPROFILER_PATH", FAKE_ROCPROFILER_PATH, 1);
 	if (open_fake())
 		return 1;
 	bench_pin(0);
 	strobe_init(NULL);
-	double push[MAX_RUNS], stop[MAX_RUNS], save[MAX_RUNS], stop_cpu[MAX_RUNS], save_cpu[MAX_RUNS];
+	struct bench_phases p;
+	double push[BENCH_MAX_RUNS];
 	struct run r = {0};
-	for (int i = 0; i < runs; i++) {
-		if (one_run(n, dir, &r))
+	for (int i = 0; i < a.runs; i++) {
+		if (one_run(n, a.dir, i, &r, &p))
 			return 1;
 		push[i] = r.push_s;
-		stop[i] = r.stop_s;
-		save[i] = r.save_s;
-		stop_cpu[i] = r.stop_cpu_s;
-		save_cpu[i] = r.save_cpu_s;
 		fprintf(stderr, "run %d: push %.3f s, stop %.3f s (cpu %.3f s), save %.3f s (cpu %.3f s)\n",
-		        i + 1, r.push_s, r.stop_s, r.stop_cpu_s, r.save_s, r.save_cpu_s);
+		        i + 1, r.push_s, p.stop[i], p.stop_cpu[i], p.save[i], p.save_cpu[i]);
 	}
 	double records = 2.0 * (double)n;
-	double mp = bench_median(push, runs), ms = bench_median(stop, runs), mv = bench_median(save, runs);
-	/* After the medians: the arrays are sorted. */
-	double bs = stop[0], bv = save[0];
-	double mcs = bench_median(stop_cpu, runs), mcv = bench_median(save_cpu, runs);
+	double mp = bench_median(push, a.runs);
+	struct bench_summary s = bench_summarise(&p, a.runs);
 	printf("bench_rocprof: %ld hipLaunchKernel + %ld dispatches = %.0f rocprofiler-sdk records, %zu "
 	       "activities, median of %d run%s\n",
-	       n, n, records, r.activities, runs, runs > 1 ? "s" : "");
-	printf("%-44s %10s %16s\n", "phase", "seconds", "rate");
-	printf("%-44s %10.3f %12.2f M rec/s\n", "push through the fake (callbacks, buffers)", mp,
-	       records / mp / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate (strobe_stop)", ms, records / ms / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s (%.0f MB/s)\n", "write JSON (strobe_trace_save)", mv,
-	       (double)r.activities / mv / 1e6, (double)r.bytes / mv / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, best run", bs, records / bs / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, best run", bv, (double)r.activities / bv / 1e6);
-	printf("%-44s %10.3f %12.2f M rec/s\n", "decode + correlate, CPU time (median)", mcs,
-	       records / mcs / 1e6);
-	printf("%-44s %10.3f %12.2f M act/s\n", "write JSON, CPU time (median)", mcv,
-	       (double)r.activities / mcv / 1e6);
-	printf("JSON size %.1f MB; RSS after stop %.1f GB\n", (double)r.bytes / 1e6, (double)r.rss / 1e9);
+	       n, n, records, r.size.activities, a.runs, a.runs > 1 ? "s" : "");
+	bench_report_head();
+	bench_report_row("push through the fake (callbacks, buffers)", mp, records, "rec");
+	bench_report_row("decode + correlate (strobe_stop)", s.stop, records, "rec");
+	bench_report_phases(&s, records, &r.size);
+	bench_report_size(&r.size, r.rss);
 	strobe_shutdown();
 	return 0;
 }
