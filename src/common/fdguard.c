@@ -1,5 +1,6 @@
 #include "common/fdguard.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -50,4 +51,16 @@ void strb_fd_id_close(struct strb_fd_id *id)
 	if (strb_fd_id_ok(id))
 		close(id->fd);
 	id->fd = -1;
+}
+
+int strb_fd_wake_pipe(struct strb_fd_id *rd, struct strb_fd_id *wr)
+{
+	strb_fd_id_close(rd);
+	strb_fd_id_close(wr);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	strb_fd_id_set(rd, strb_fd_place_high(p[0], true));
+	strb_fd_id_set(wr, strb_fd_place_high(p[1], true));
+	return 0;
 }

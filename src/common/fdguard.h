@@ -26,6 +26,13 @@ int strb_fd_high_floor(void);
  * number, or fd itself when it cannot be moved (it is still valid). */
 int strb_fd_place_high(int fd, bool cloexec);
 
+/* A wake-up pipe, both ends placed high, close-on-exec and non-blocking:
+ * a pipe, not an eventfd, since every eventfd shares one inode and so
+ * cannot be told apart from one the program opened on the same number.
+ * Closes the old ends first (only those still strobe's). Returns 0, or
+ * -errno with rd and wr none. */
+int strb_fd_wake_pipe(struct strb_fd_id *rd, struct strb_fd_id *wr);
+
 /* Records what fd names now. Returns false (and id->fd = -1) when fd is
  * not open. */
 bool strb_fd_id_set(struct strb_fd_id *id, int fd);

@@ -50,8 +50,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 static enum window window;
 static int64_t boot_ns, start_ns; /* CLOCK_MONOTONIC */
-/* A pipe, not an eventfd: every eventfd has the same inode, so only a
- * pipe can be told apart from one the program opened on the same number. */
+/* The thread's wake-up pipe (strb_fd_wake_pipe). */
 static struct strb_fd_id wake_rd = {.fd = -1}, wake_wr = {.fd = -1};
 static volatile sig_atomic_t pending_signal;
 static bool thread_running;
@@ -332,15 +331,11 @@ static void *recorder_main(void *arg)
 static void start_thread(void)
 {
 	thread_running = false;
-	strb_fd_id_close(&wake_rd);
-	strb_fd_id_close(&wake_wr);
-	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
-		LOGW("strobe record: no pipe (%s); the window and signals are not watched", strerror(errno));
+	int rc = strb_fd_wake_pipe(&wake_rd, &wake_wr);
+	if (rc < 0) {
+		LOGW("strobe record: no pipe (%s); the window and signals are not watched", strerror(-rc));
 		return;
 	}
-	strb_fd_id_set(&wake_rd, strb_fd_place_high(pfd[0], true));
-	strb_fd_id_set(&wake_wr, strb_fd_place_high(pfd[1], true));
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

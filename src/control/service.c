@@ -2,7 +2,6 @@
 #include "control/service.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,8 +43,7 @@ static pthread_t thread;
 static bool running;
 static bool restart_after_fork;
 static atomic_bool stopping;
-/* A pipe, not an eventfd: a program that closes strobe's fds and reuses the
- * numbers cannot be told apart from an eventfd (they share one inode). */
+/* The thread's wake-up pipe (strb_fd_wake_pipe). */
 static struct strb_fd_id wake_rd = {.fd = -1}, wake_wr = {.fd = -1};
 static char base_path[4096];
 /* Set once the process exits: no new polls; awaiting_reply says whether a
@@ -73,18 +71,6 @@ static void wake(void)
 	if (strb_fd_id_ok(&wake_wr) && write(wake_wr.fd, &one, 1) < 0) {
 		/* A full pipe still wakes the thread. */
 	}
-}
-
-static int open_wake(void)
-{
-	strb_fd_id_close(&wake_rd);
-	strb_fd_id_close(&wake_wr);
-	int p[2];
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	strb_fd_id_set(&wake_rd, strb_fd_place_high(p[0], true));
-	strb_fd_id_set(&wake_wr, strb_fd_place_high(p[1], true));
-	return 0;
 }
 
 /* xorshift64, seeded per process: poll phases, not secrets. */
@@ -374,7 +360,7 @@ static void *service_main(void *arg)
 		if (s->next_base < until)
 			until = s->next_base;
 		int timeout = until <= now ? 0 : (int)(until - now > 60000 ? 60000 : until - now);
-		if (!strb_fd_id_ok(&wake_rd) && open_wake() < 0 && timeout > 1000)
+		if (!strb_fd_id_ok(&wake_rd) && strb_fd_wake_pipe(&wake_rd, &wake_wr) < 0 && timeout > 1000)
 			timeout = 1000; /* no wake-ups: look again soon */
 		struct pollfd fds[2] = {{wake_rd.fd, POLLIN, 0},
 		                        {s->ep ? strb_ipc_fd(s->ep) : -1, POLLIN, 0}};
@@ -419,7 +405,7 @@ static int start_locked(void)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, register_at_exit);
 	if (!strb_fd_id_ok(&wake_rd) || !strb_fd_id_ok(&wake_wr)) {
-		int rc = open_wake();
+		int rc = strb_fd_wake_pipe(&wake_rd, &wake_wr);
 		if (rc)
 			return rc;
 	}
