@@ -33,6 +33,9 @@ struct strb_backend {
 	void (*toggle)(bool enable);
 	/* Adds its activities, rows and accounting to the trace. */
 	int (*process)(struct strobe_trace *t, const struct strb_window *w);
+	/* Optional: trace metadata of its own (the vendor library's version),
+	 * written whether capture was on or off for the trace. */
+	int (*metadata)(struct strobe_trace *t);
 	/* The trace is over (processed or discarded): free what it held. */
 	void (*release)(void);
 	/* In a fork child: forget everything, capture stays off. */

@@ -325,6 +325,8 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 		                       .value.str = backend_off_reason[i]};
 		if (backend_off_reason[i][0])
 			rc = strb_trace_set_meta(t, &e);
+		if (!rc && strb_backends[i]->metadata)
+			rc = strb_backends[i]->metadata(t);
 	}
 	struct child_emit ce = {t, &w};
 	if (!rc)

@@ -531,8 +531,10 @@ void strb_gpu_add_rows(struct strb_gpu *g)
 	for (size_t i = 0; i < g->nrows; i++) {
 		uint32_t device = (uint32_t)(g->rows[i] >> 32), stream = (uint32_t)g->rows[i];
 		char title[48];
-		/* libkineto's stream rows end with a space. */
-		snprintf(title, sizeof(title), "stream %u ", stream);
+		if (g->row_title)
+			g->row_title(stream, title, sizeof(title));
+		else /* libkineto's stream rows end with a space. */
+			snprintf(title, sizeof(title), "stream %u ", stream);
 		struct strobe_resource r = {sizeof(r), STROBE_RESOURCE_STREAM, device, stream, title, NULL,
 		                            stream};
 		if (strb_trace_add_resource(g->t, &r))

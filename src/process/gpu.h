@@ -53,6 +53,7 @@ struct strb_gpu_call {
 	uint64_t op_id, range_id; /* innermost strobe op / range around the call */
 	bool emitted, flow, launch;
 	bool got_kernel; /* set by the backend when a kernel linked to it */
+	bool got_work;   /* set by the backend when any GPU work linked to it */
 };
 
 /* What is known about a correlation id: its call (NULL for none) and the
@@ -93,6 +94,8 @@ struct strb_gpu {
 	 * when calls were selected, so their absence means something). */
 	bool count_unmatched;
 	bool overlap; /* work overlapped on some row (known as rows are noted) */
+	/* A stream row's title; NULL for libkineto's CUDA/ROCm "stream S ". */
+	void (*row_title)(uint32_t stream, char *buf, size_t len);
 	int rc;
 
 	struct strb_gpu_call *calls;
@@ -305,8 +308,8 @@ void strb_gpu_emit_spans(struct strb_gpu *g);
  * Every count of the trace's accounting adds to what other backends
  * counted in the same trace. */
 uint64_t strb_gpu_count_launches(struct strb_gpu *g);
-/* A "GPU N" process per device that saw work, a "stream S " row per
- * (device, stream). */
+/* A "GPU N" process per device that saw work, a "stream S " row (or
+ * g->row_title's) per (device, stream). */
 void strb_gpu_add_rows(struct strb_gpu *g);
 
 #endif

@@ -4,7 +4,9 @@
  * from its start), CUDA_INJECTION64_PATH (the CUDA driver loads it at
  * cuInit), NVTX_INJECTION64_PATH (NVTX's loader hands it the NVTX
  * calls) and ROCP_TOOL_LIBRARIES (rocprofiler-sdk calls its
- * rocprofiler_configure when HIP starts), and the settings below in
+ * rocprofiler_configure when HIP starts), ZE_ENABLE_TRACING_LAYER=1 (Intel
+ * PTI traces Level Zero through the loader's tracing layer), and the
+ * settings below in
  * STROBE_RECORD_* variables; the library side is src/control/recorder.c. A SOCK_SEQPACKET socket inherited by
  * the program (and its children) carries "hello"/"wrote" reports back, and "finish" requests when strobe
  * record is interrupted. */
@@ -430,6 +432,11 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 	snprintf(rocp, sizeof(rocp), "%s%s%s", inject, tools && *tools ? ":" : "",
 	         tools && *tools ? tools : "");
 	set_env("ROCP_TOOL_LIBRARIES", rocp);
+	/* Intel PTI sees Level Zero calls through the loader's tracing layer,
+	 * which is read when the program's loader starts. */
+	const char *ze = getenv("ZE_ENABLE_TRACING_LAYER");
+	if (!ze || !*ze)
+		set_env("ZE_ENABLE_TRACING_LAYER", "1");
 	set_env("STROBE_RECORD_OUTPUT", o->output);
 	set_env_i64("STROBE_RECORD_DELAY_NS", o->delay_ns);
 	set_env_i64("STROBE_RECORD_DURATION_NS", o->duration_ns);
