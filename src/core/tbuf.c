@@ -184,15 +184,21 @@ void strb_tbuf_foreach(uint32_t session, strb_tbuf_visit_fn fn, void *arg)
 	pthread_mutex_unlock(&registry_lock);
 }
 
-void strb_tbuf_consumed(struct strb_tbuf *b, size_t upto)
+/* Gives the pages of b below `to` (page-aligned) back to the kernel, but for
+ * the first RETAIN_BYTES and those given back already. */
+static void give_back(struct strb_tbuf *b, size_t to)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t from = b->released > RETAIN_BYTES ? b->released : RETAIN_BYTES;
-	size_t to = upto / page * page; /* a late writer may still fill the page of `upto` */
 	if (!b->base || to <= from || to > b->reserve)
 		return;
 	madvise(b->base + from, to - from, MADV_DONTNEED);
 	b->released = to;
+}
+
+void strb_tbuf_consumed(struct strb_tbuf *b, size_t upto)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	give_back(b, upto / page * page); /* a late writer may still fill the page of `upto` */
 }
 
 static void free_buf(struct strb_tbuf *b)
@@ -214,12 +220,10 @@ void strb_tbuf_release_all(void)
 			continue;
 		}
 		/* Keep the first pages resident so the next trace does not pay for
-		 * page faults again; give the rest back. */
+		 * page faults again; give the rest back (strb_tbuf_consumed may
+		 * have given back the most already). */
 		size_t used = round_up(atomic_load(&b->published), (size_t)sysconf(_SC_PAGESIZE));
-		if (used > b->reserve)
-			used = b->reserve;
-		if (b->base && used > RETAIN_BYTES)
-			madvise(b->base + RETAIN_BYTES, used - RETAIN_BYTES, MADV_DONTNEED);
+		give_back(b, used > b->reserve ? b->reserve : used);
 		link = &b->next;
 	}
 	pthread_mutex_unlock(&registry_lock);
