@@ -167,7 +167,7 @@ static pti_result_t set_views(bool on, pti_view_kind_t *failed)
 
 static void type_names(void)
 {
-	static const char *const mem[] = {"Memory", "Host", "Device", "Shared"};
+	static const char *const mem[] = {"MEMORY", "HOST", "DEVICE", "SHARED"};
 	static const char letter[] = {'M', 'H', 'D', 'S'};
 	struct strb_pti_state *s = &strb_pti;
 	for (uint32_t i = 0; i < 4; i++) {

@@ -1,6 +1,6 @@
 /* The Intel XPU backend's records into strobe activities, libkineto's XPU
  * layout: kernels `kernel` (the record's name verbatim), copies gpu_memcpy
- * ("Memcpy M2D (Memory -> Device)"), fills gpu_memset, runtime (SYCL) calls
+ * ("Memcpy M2D (MEMORY -> DEVICE)", PTI's type names), fills gpu_memset, runtime (SYCL) calls
  * xpu_runtime and driver (Level Zero) calls xpu_driver named through
  * ptiViewGetApiIdName, xpu_sync, overhead and collective_comm on the calling
  * thread; GPU work on pid = device index, tid = SYCL queue id; one ac2g

@@ -25,7 +25,7 @@ struct strb_pti_state {
 	bool enabled;   /* views[] are enabled in PTI */
 	bool attempted; /* this trace selected XPU types and found the library */
 	/* Names of the copy types (PTI_VIEW_MEMCPY_TYPE) and memory types, from
-	 * the library when it has them ("M2D", "Device"). */
+	 * the library when it has them ("M2D", "DEVICE"). */
 	char memcpy_type[16][8];
 	char memory_type[4][16];
 	/* Intel display-class PCI devices on this machine (sysfs), sorted:
