@@ -442,6 +442,13 @@ bool strb_ondemand_accepting(void)
 	return ok && strb_control_owner() == STRB_OWNER_NONE;
 }
 
+void strb_ondemand_reset_refusals(void)
+{
+	pthread_mutex_lock(&refusal_lock);
+	refusals = (struct strb_ratelimit){.window_ms = REFUSAL_WINDOW_MS, .burst = REFUSAL_BURST};
+	pthread_mutex_unlock(&refusal_lock);
+}
+
 enum strb_async_state strb_ondemand_state(void)
 {
 	pthread_mutex_lock(&lock);

@@ -42,6 +42,8 @@ int strb_ratelimit_take(struct strb_ratelimit *rl, int64_t now_ms, uint64_t *sup
 /* Logs "on-demand request refused: MESSAGE", at most 5 times in 10 s; the
  * ones not logged are counted and the count is logged with the next. */
 void strb_ondemand_log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For tests: a fresh refusal window, nothing counted. */
+void strb_ondemand_reset_refusals(void);
 
 /* Takes a parsed, validated request. Returns 0, or -EBUSY / -ENOTSUP /
  * -EINVAL with the reason logged and in strobe_last_error. */
