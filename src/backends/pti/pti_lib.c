@@ -74,7 +74,7 @@ static void *try_open(const char *path, char *first_err, size_t len)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h)
-		snprintf(lib.path, sizeof(lib.path), "%s", path);
+		snprintf(lib.path, sizeof(lib.path), "%.*s", (int)sizeof(lib.path) - 1, path);
 	else if (!first_err[0])
 		snprintf(first_err, len, "%s", dlerror());
 	return h;
@@ -97,7 +97,7 @@ static void python_prefix(char *out, size_t len)
 				slash = strrchr(real, '/');
 				if (slash && !strcmp(slash, "/bin")) {
 					*slash = 0;
-					snprintf(out, len, "%s", real);
+					snprintf(out, len, "%.*s", (int)len - 1, real);
 				}
 				return;
 			}
