@@ -90,7 +90,7 @@ PY
 got=$(cat "$WORK/out/version")
 [ "$got" = "$VERSION" ] || { echo "fetch_pti.sh: the wheel says version $got, not $VERSION" >&2; exit 1; }
 
-rm -rf "$DEST/lib" "$DEST/share" "$DEST/skip-reason"
+rm -rf "${DEST:?}/lib" "${DEST:?}/share" "${DEST:?}/skip-reason"
 mv "$WORK/out/lib" "$WORK/out/share" "$DEST/"
 mv "$WORK/out/version" "$DEST/version"
 echo "intel-pti $VERSION fetched into $DEST/lib"
