@@ -70,6 +70,8 @@ DECLARE(rocprofiler_iterate_callback_tracing_kinds, rocp_iterate_kinds_fn)
 DECLARE(rocprofiler_iterate_buffer_tracing_kinds, rocp_iterate_kinds_fn)
 DECLARE(rocprofiler_iterate_callback_tracing_kind_operations, rocp_iterate_operations_fn)
 DECLARE(rocprofiler_iterate_buffer_tracing_kind_operations, rocp_iterate_operations_fn)
+DECLARE(rocprofiler_push_external_correlation_id, rocp_push_external_fn)
+DECLARE(rocprofiler_pop_external_correlation_id, rocp_pop_external_fn)
 #if FAKE_ROCP_ABI == 1
 DECLARE(rocprofiler_iterate_callback_tracing_kind_operation_args, rocp_iterate_args_v1_fn)
 DECLARE(rocprofiler_get_status_string, rocp_get_status_string_fn)
@@ -793,6 +795,136 @@ static bool svc_wants(const struct service *s, bool buffer_side, int32_t kind, i
 	return false;
 }
 
+/* ---- external correlation ---------------------------------------------- */
+
+/* One stack per (context, thread), as the SDK keeps them. A thread whose
+ * stack is empty (or that never pushed) gets the top of the thread that
+ * loaded the SDK, whichever context that top is on: the SDK keeps that one
+ * value process-wide for threads it has not seen. */
+struct ext_stack {
+	int ctx;
+	uint64_t tid;
+	uint64_t *v;
+	size_t n, cap;
+};
+static pthread_mutex_t ext_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ext_stack *ext_stacks;
+static size_t ext_nstacks;
+static _Atomic size_t ext_entries; /* over all stacks: 0 = every top is 0 */
+static uint64_t ext_default_tid, ext_default;
+
+__attribute__((constructor)) static void ext_loaded(void)
+{
+	ext_default_tid = (uint64_t)syscall(SYS_gettid);
+}
+
+/* Under ext_mu. */
+static struct ext_stack *ext_find(int ctx, uint64_t tid, bool create)
+{
+	for (size_t i = 0; i < ext_nstacks; i++)
+		if (ext_stacks[i].ctx == ctx && ext_stacks[i].tid == tid)
+			return &ext_stacks[i];
+	if (!create)
+		return NULL;
+	struct ext_stack *n = realloc(ext_stacks, (ext_nstacks + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	ext_stacks = n;
+	ext_stacks[ext_nstacks] = (struct ext_stack){.ctx = ctx, .tid = tid};
+	return &ext_stacks[ext_nstacks++];
+}
+
+/* correlation_id.external of a record made now on thread tid for context
+ * index ctx. */
+static uint64_t ext_top(int ctx, uint64_t tid)
+{
+	if (!atomic_load(&ext_entries))
+		return 0;
+	pthread_mutex_lock(&ext_mu);
+	const struct ext_stack *st = ext_find(ctx, tid, false);
+	uint64_t v = st && st->n ? st->v[st->n - 1] : ext_default;
+	pthread_mutex_unlock(&ext_mu);
+	return v;
+}
+
+static int32_t ext_check(rocp_context_id_t c, uint64_t tid, int *ctx)
+{
+	if (tid < (uint64_t)getpid())
+		return STATUS(ROCP_STATUS_V0_ERROR_INVALID_ARGUMENT);
+	pthread_mutex_lock(&S.mu);
+	*ctx = ctx_index(c);
+	pthread_mutex_unlock(&S.mu);
+	return *ctx < 0 ? ROCP_STATUS_ERROR_CONTEXT_NOT_FOUND : ROCP_STATUS_SUCCESS;
+}
+
+API int32_t rocprofiler_push_external_correlation_id(rocp_context_id_t c, uint64_t tid, rocp_user_data_t id)
+{
+	FAIL_IF_ARMED();
+	int ctx;
+	int32_t st = ext_check(c, tid, &ctx);
+	if (st != ROCP_STATUS_SUCCESS)
+		return st;
+	pthread_mutex_lock(&ext_mu);
+	struct ext_stack *e = ext_find(ctx, tid, true);
+	if (e && e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 8;
+		uint64_t *v = realloc(e->v, cap * sizeof(*v));
+		if (v)
+			e->v = v, e->cap = cap;
+	}
+	if (e && e->n < e->cap) {
+		e->v[e->n++] = id.value;
+		atomic_fetch_add(&ext_entries, 1);
+		if (tid == ext_default_tid)
+			ext_default = id.value;
+	} else {
+		st = ROCP_STATUS_ERROR;
+	}
+	pthread_mutex_unlock(&ext_mu);
+	return st;
+}
+
+API int32_t rocprofiler_pop_external_correlation_id(rocp_context_id_t c, uint64_t tid, rocp_user_data_t *out)
+{
+	FAIL_IF_ARMED();
+	int ctx;
+	int32_t st = ext_check(c, tid, &ctx);
+	if (st != ROCP_STATUS_SUCCESS)
+		return st;
+	uint64_t v = 0;
+	pthread_mutex_lock(&ext_mu);
+	struct ext_stack *e = ext_find(ctx, tid, false);
+	if (e && e->n) {
+		v = e->v[--e->n];
+		atomic_fetch_sub(&ext_entries, 1);
+		if (tid == ext_default_tid)
+			ext_default = e->n ? e->v[e->n - 1] : 0;
+	}
+	pthread_mutex_unlock(&ext_mu);
+	if (out)
+		out->value = v; /* 0 from an empty stack, as the SDK answers */
+	return ROCP_STATUS_SUCCESS;
+}
+
+API size_t fake_rocp_external_depth(uint64_t tid)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&ext_mu);
+	for (size_t i = 0; i < ext_nstacks; i++)
+		if (ext_stacks[i].tid == tid)
+			n += ext_stacks[i].n;
+	pthread_mutex_unlock(&ext_mu);
+	return n;
+}
+
+/* The externals of a record made now on this thread, per context index. */
+static void ext_snapshot(uint64_t *ext)
+{
+	uint64_t tid = thread_id();
+	for (int i = 0; i < MAX_CTX; i++)
+		ext[i] = ext_top(i, tid);
+}
+
 /* ---- buffers and delivery ---------------------------------------------- */
 
 static bool buffer_due(const struct buffer *b)
@@ -864,11 +996,19 @@ static void *delivery_main(void *arg)
 	return NULL;
 }
 
+/* Every buffer record has its correlation id at offset 16. */
+_Static_assert(offsetof(rocp_async_head_t, correlation_id) == 16, "async records");
+_Static_assert(offsetof(api_record_t, correlation_id) == 16, "API records");
+
 /* Under the lock: appends a copy of the record to every buffer whose
- * service wants it. Returns how many buffers took it. */
-static int produce_locked(int32_t kind, int32_t op, const void *rec, size_t size)
+ * service wants it, its correlation_id.external that of the service's
+ * context: ext[context index] (taken when the call began), or when ext is
+ * NULL the top of this thread's stack now. Returns how many buffers took
+ * it. */
+static int produce_locked(int32_t kind, int32_t op, const void *rec, size_t size, const uint64_t *ext)
 {
 	size_t need = size + sizeof(rocp_record_header_t);
+	uint64_t tid = ext ? 0 : thread_id();
 	int taken = 0;
 	for (int si = 0; si < MAX_SVC; si++) {
 		if (!svc_wants(&S.svc[si], true, kind, op))
@@ -902,6 +1042,8 @@ static int produce_locked(int32_t kind, int32_t op, const void *rec, size_t size
 			continue;
 		}
 		memcpy(copy, rec, size);
+		int ctx = S.svc[si].ctx;
+		((rocp_corr_v0_t *)((char *)copy + 16))->external.value = ext ? ext[ctx] : ext_top(ctx, tid);
 		b->recs[b->n++] = (struct rec){.kind = (uint32_t)kind, .size = size, .payload = copy};
 		b->bytes += need;
 		if (b->bytes >= b->watermark)
@@ -911,10 +1053,10 @@ static int produce_locked(int32_t kind, int32_t op, const void *rec, size_t size
 	return taken;
 }
 
-static int produce(int32_t kind, int32_t op, const void *rec, size_t size)
+static int produce(int32_t kind, int32_t op, const void *rec, size_t size, const uint64_t *ext)
 {
 	pthread_mutex_lock(&S.mu);
-	int n = produce_locked(kind, op, rec, size);
+	int n = produce_locked(kind, op, rec, size, ext);
 	pthread_mutex_unlock(&S.mu);
 	return n;
 }
@@ -1008,9 +1150,11 @@ static size_t callback_targets(int32_t kind, int32_t op, struct cb_target *out)
 	return n;
 }
 
-/* Calls each target with a fresh copy of the payload, scribbled afterwards. */
+/* Calls each target with a fresh copy of the payload, scribbled afterwards;
+ * the record's correlation_id.external is ext[context index] (0 when ext
+ * is NULL). */
 static void fire(struct cb_target *t, size_t n, int32_t kind, int32_t op, int32_t phase, uint64_t cid,
-                 uint64_t ancestor, const void *payload, size_t size)
+                 uint64_t ancestor, const uint64_t *ext, const void *payload, size_t size)
 {
 	for (size_t i = 0; i < n; i++) {
 		void *copy = malloc(size);
@@ -1025,6 +1169,7 @@ static void fire(struct cb_target *t, size_t n, int32_t kind, int32_t op, int32_
 		r.context_id.handle = t[i].ctx;
 		r.thread_id = thread_id();
 		r.correlation_id.internal = cid;
+		r.correlation_id.external.value = ext ? ext[t[i].ctx - 1] : 0;
 #if FAKE_ROCP_ABI == 1
 		r.correlation_id.ancestor = ancestor;
 #else
@@ -1061,14 +1206,17 @@ static uint64_t api_call(int32_t cb_kind, int32_t buf_kind, int32_t op, const vo
 #endif
 	rec.thread_id = thread_id();
 	rec.start_timestamp = fake_rocp_now();
-	fire(t, n, cb_kind, op, ROCP_PHASE_ENTER, cid, ancestor, payload, size);
+	/* The call's correlation id, external included, is made at ENTER. */
+	uint64_t ext[MAX_CTX];
+	ext_snapshot(ext);
+	fire(t, n, cb_kind, op, ROCP_PHASE_ENTER, cid, ancestor, ext, payload, size);
 	tl_current_cid = cid;
 	if (body)
 		body(cid, body_arg);
 	tl_current_cid = ancestor;
-	fire(t, n, cb_kind, op, ROCP_PHASE_EXIT, cid, ancestor, payload, size);
+	fire(t, n, cb_kind, op, ROCP_PHASE_EXIT, cid, ancestor, ext, payload, size);
 	rec.end_timestamp = fake_rocp_now();
-	produce(buf_kind, op, &rec, sizeof(rec));
+	produce(buf_kind, op, &rec, sizeof(rec), ext);
 	return cid;
 }
 
@@ -1147,7 +1295,7 @@ static void symbol_callbacks(const struct code_object *co, int32_t phase)
 		                               .kernarg_segment_size = 64,
 		                               .kernarg_segment_alignment = 8};
 		fire(t, n, ROCP_CALLBACK_CODE_OBJECT, ROCP_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER, phase,
-		     0, 0, &p, sizeof(p));
+		     0, 0, NULL, &p, sizeof(p));
 		if (name)
 			scribble_free(name, strlen(name) + 1);
 	}
@@ -1229,8 +1377,9 @@ API int fake_rocp_dispatch(const struct fake_rocp_dispatch *d)
 	di->group_segment_size = d->lds_bytes;
 	di->workgroup_size = (rocp_dim3_t){d->workgroup[0], d->workgroup[1], d->workgroup[2]};
 	di->grid_size = (rocp_dim3_t){d->grid[0], d->grid[1], d->grid[2]};
-	return produce(ROCP_BUFFER_KERNEL_DISPATCH, ROCP_KERNEL_DISPATCH_COMPLETE, &rec, sizeof(rec)) ? 0
-	                                                                                              : -1;
+	return produce(ROCP_BUFFER_KERNEL_DISPATCH, ROCP_KERNEL_DISPATCH_COMPLETE, &rec, sizeof(rec), NULL)
+	           ? 0
+	           : -1;
 }
 
 API int fake_rocp_copy(const struct fake_rocp_copy *c)
@@ -1247,7 +1396,7 @@ API int fake_rocp_copy(const struct fake_rocp_copy *c)
 	rec.dst_address = c->dst_address;
 	rec.src_address = c->src_address;
 #endif
-	return produce(ROCP_BUFFER_MEMORY_COPY, c->direction, &rec, sizeof(rec)) ? 0 : -1;
+	return produce(ROCP_BUFFER_MEMORY_COPY, c->direction, &rec, sizeof(rec), NULL) ? 0 : -1;
 }
 
 /* ---- discovery, registration, finalization ------------------------------ */

@@ -41,6 +41,15 @@
  *  - Each HIP call gets a fresh internal correlation id (1, 2, ...); in 1.x,
  *    `ancestor` is the id of the enclosing HIP call on the same thread.
  *    Dispatches and copies carry the id given to them (the launching call's).
+ *  - External correlation (rocprofiler_push/pop_external_correlation_id,
+ *    both families): a stack per context and thread id (gettid; an id below
+ *    getpid() is INVALID_ARGUMENT, an unknown context CONTEXT_NOT_FOUND);
+ *    pop of an empty stack gives 0 and SUCCESS. A record's
+ *    correlation_id.external is the top of its context's stack for the
+ *    thread that made it: taken at ENTER for a HIP or roctx call (its
+ *    callbacks and its buffer record), at production for a dispatch or a
+ *    copy. A thread with an empty stack gets the top of the thread that
+ *    loaded the library, as the SDK gives its threads the loading thread's.
  *  - rocprofiler_get_timestamp is CLOCK_BOOTTIME plus an offset a test sets
  *    (fake_rocp_set_suspend_ns) to model time the host spent suspended,
  *    which CLOCK_MONOTONIC does not count.
@@ -162,6 +171,9 @@ FAKE_ROCP_EXPORT void fake_rocp_drop(uint64_t n);
  * record as soon as it is produced); 0 restores the watermark the tool
  * asked for. Flushes deliver as before. */
 FAKE_ROCP_EXPORT void fake_rocp_set_watermark(size_t bytes);
+
+/* External ids on thread tid's stacks, all contexts together. */
+FAKE_ROCP_EXPORT size_t fake_rocp_external_depth(uint64_t tid);
 
 /* Buffer deliveries so far (all buffers). */
 FAKE_ROCP_EXPORT uint64_t fake_rocp_deliveries(void);

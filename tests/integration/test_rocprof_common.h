@@ -46,6 +46,7 @@ static struct {
 	void (*drop)(uint64_t);
 	void (*set_watermark)(size_t);
 	uint64_t (*deliveries)(void);
+	size_t (*external_depth)(uint64_t);
 	void (*shutdown)(void);
 } F;
 
@@ -75,6 +76,7 @@ static void load_fake(void)
 	FSYM(drop, "fake_rocp_drop");
 	FSYM(set_watermark, "fake_rocp_set_watermark");
 	FSYM(deliveries, "fake_rocp_deliveries");
+	FSYM(external_depth, "fake_rocp_external_depth");
 	FSYM(shutdown, "fake_rocp_shutdown");
 }
 
@@ -609,6 +611,95 @@ static void test_split_and_late_buffers(void **state)
 	yajl_tree_free(root);
 }
 
+/* The event of cat with args.correlation == corr. */
+static yajl_val find_corr(yajl_val root, const char *cat, uint64_t corr)
+{
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; evs && i < evs->u.array.len; i++) {
+		yajl_val e = evs->u.array.values[i], c = arg(e, "correlation");
+		const char *ec = tu_get_str(e, "cat");
+		if (ec && !strcmp(ec, cat) && c && YAJL_IS_NUMBER(c) && YAJL_GET_INTEGER(c) == (int64_t)corr)
+			return e;
+	}
+	return NULL;
+}
+
+static void *launch_elsewhere(void *p)
+{
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, p);
+	return NULL;
+}
+
+/* strobe_correlation_push ids go onto the SDK's external-correlation stack
+ * of the pushing thread during a trace: the id is the External id of the
+ * HIP calls made under it and of their kernels and copies, with no strobe op
+ * around them. The user pair is not forwarded (one external slot per
+ * record); a thread that pushed nothing gets no id, although the SDK hands
+ * it the pushing thread's; a push outside a trace reaches no stack, and
+ * every push taken is popped, also after stop. */
+static void test_external_correlation(void **state)
+{
+	(void)state;
+	uint64_t me = (uint64_t)syscall(SYS_gettid);
+	strobe_correlation_push(5); /* not tracing */
+	assert_int_equal(F.external_depth(me), 0);
+	strobe_correlation_pop();
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	strobe_correlation_push(77);
+	assert_int_equal(F.external_depth(me), 1);
+	strobe_user_correlation_push(99);
+	assert_int_equal(F.external_depth(me), 1);
+	struct launch l = {0, 0x1000, kernel_ids[0][0], 0, 0};
+	uint64_t c = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
+	uint64_t cc = F.hip_call("hipMemcpyAsync", NULL, 0, copy_body, &htod);
+	struct launch lw = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, launch_elsewhere, &lw), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	strobe_user_correlation_pop();
+	strobe_correlation_push(88);
+	assert_int_equal(F.external_depth(me), 2);
+	usleep(2000);
+	yajl_val root = stop_and_load();
+	strobe_correlation_pop();
+	assert_int_equal(F.external_depth(me), 1);
+	strobe_correlation_pop();
+	assert_int_equal(F.external_depth(me), 0);
+
+	yajl_val k = find_corr(root, "kernel", c);
+	assert_non_null(k);
+	assert_int_equal(num(arg(k, "External id")), 77);
+	yajl_val call = find_corr(root, "cuda_runtime", c);
+	assert_non_null(call);
+	assert_int_equal(num(arg(call, "External id")), 77);
+	yajl_val m = find_corr(root, "gpu_memcpy", cc);
+	assert_non_null(m);
+	assert_int_equal(num(arg(m, "External id")), 77);
+	assert_int_equal(num(arg(find_corr(root, "cuda_runtime", cc), "External id")), 77);
+	yajl_val kw = find_named(root, "kernel", "reduce<256>");
+	assert_non_null(kw);
+	assert_null(arg(kw, "External id"));
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 2);
+	yajl_tree_free(root);
+
+	/* A push the SDK refuses is not taken: its pop reaches no stack. */
+	(F.fail)("rocprofiler_push_external_correlation_id", ROCP_STATUS_ERROR);
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	strobe_correlation_push(66);
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	strobe_correlation_pop();
+	(F.fail)("rocprofiler_push_external_correlation_id", 0);
+	usleep(2000);
+	root = stop_and_load();
+	assert_int_equal(F.external_depth(me), 0);
+	assert_int_equal(tu_count(root, "X", "kernel", NULL), 1);
+	assert_null(arg(find_named(root, "kernel", "scale"), "External id"));
+	yajl_tree_free(root);
+}
+
 /* A second trace sees only its own window's records. */
 static void test_second_trace(void **state)
 {
@@ -636,9 +727,13 @@ static int run_rocprof_tests(void)
 {
 	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kernels_copies_and_calls), cmocka_unit_test(test_paused_work_dropped),
-	    cmocka_unit_test(test_roctx_start_stop),         cmocka_unit_test(test_threads_during_delivery),
-	    cmocka_unit_test(test_split_and_late_buffers),   cmocka_unit_test(test_second_trace),
+	    cmocka_unit_test(test_kernels_copies_and_calls),
+	    cmocka_unit_test(test_paused_work_dropped),
+	    cmocka_unit_test(test_roctx_start_stop),
+	    cmocka_unit_test(test_threads_during_delivery),
+	    cmocka_unit_test(test_split_and_late_buffers),
+	    cmocka_unit_test(test_external_correlation),
+	    cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

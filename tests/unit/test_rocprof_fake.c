@@ -51,6 +51,8 @@ struct sdk {
 	rocp_query_operation_name_fn op_name;
 	rocp_iterate_operations_fn iterate_ops;
 	void *iterate_args; /* rocp_iterate_args_v0_fn or _v1_fn */
+	rocp_push_external_fn push_external;
+	rocp_pop_external_fn pop_external;
 	/* control API */
 	int (*runtime_init)(void);
 	void (*shutdown)(void);
@@ -97,6 +99,8 @@ static void load_sdk(struct sdk *s)
 	    SYM(s, op_name, "rocprofiler_query_callback_tracing_kind_operation_name"),
 	    SYM(s, iterate_ops, "rocprofiler_iterate_callback_tracing_kind_operations"),
 	    SYM(s, iterate_args, "rocprofiler_iterate_callback_tracing_kind_operation_args"),
+	    SYM(s, push_external, "rocprofiler_push_external_correlation_id"),
+	    SYM(s, pop_external, "rocprofiler_pop_external_correlation_id"),
 	    SYM(s, runtime_init, "fake_rocp_runtime_init"),
 	    SYM(s, shutdown, "fake_rocp_shutdown"),
 	    SYM(s, arm_fail, "fake_rocp_fail"),
@@ -128,7 +132,7 @@ enum { MAX_EV = 4096 };
 struct api_ev { /* one HIP or roctx call seen by callbacks */
 	int32_t kind, op;
 	uint64_t ctx;
-	uint64_t cid, ancestor, thread;
+	uint64_t cid, ancestor, thread, ext;
 	int paired; /* EXIT saw what ENTER stored in user_data */
 	char stream[32];
 	char message[64];
@@ -136,7 +140,7 @@ struct api_ev { /* one HIP or roctx call seen by callbacks */
 
 struct buf_ev { /* one buffer record, decoded */
 	uint32_t kind;
-	uint64_t size, cid, ancestor, start, end, thread;
+	uint64_t size, cid, ancestor, start, end, thread, ext;
 	int32_t op;
 	uint64_t agent, queue, kernel_id, bytes, src_agent, dst_agent, dst_address;
 	uint32_t lds;
@@ -187,7 +191,7 @@ static int args_cb(int32_t kind, int32_t op, uint32_t n, const void *addr, int32
 
 /* The part of both callback-record layouts this tool reads. */
 struct cb_view {
-	uint64_t ctx, cid, ancestor, thread;
+	uint64_t ctx, cid, ancestor, thread, ext;
 	int32_t kind, op, phase;
 	void *payload;
 	/* For iterate_args: the record in its own ABI's type, the other NULL
@@ -218,7 +222,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		struct api_ev *e = &T.api[i];
 		memset(e, 0, sizeof(*e));
 		e->kind = r->kind, e->op = r->op, e->cid = r->cid, e->ancestor = r->ancestor, e->ctx = r->ctx;
-		e->thread = r->thread;
+		e->thread = r->thread, e->ext = r->ext;
 		pthread_mutex_unlock(&T.mu);
 		ud->value = 1000000 + i; /* what EXIT must find again */
 		if (r->kind == ROCP_CALLBACK_HIP_RUNTIME_API) {
@@ -245,6 +249,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		assert_true(ud->value >= 1000000 && ud->value - 1000000 < MAX_EV);
 		struct api_ev *e = &T.api[ud->value - 1000000];
 		assert_int_equal(e->cid, r->cid);
+		assert_int_equal(e->ext, r->ext);
 		e->paired = 1;
 	}
 }
@@ -261,6 +266,7 @@ static void on_callback(const struct cb_view *r, rocp_user_data_t *ud)
 		                    .cid = r.correlation_id.internal,                                        \
 		                    .ancestor = ancestor_of(r),                                              \
 		                    .thread = r.thread_id,                                                   \
+		                    .ext = r.correlation_id.external.value,                                  \
 		                    .kind = r.kind,                                                          \
 		                    .op = r.operation,                                                       \
 		                    .phase = r.phase,                                                        \
@@ -275,6 +281,7 @@ static void decode_head(struct buf_ev *e, const rocp_async_head_t *h)
 {
 	e->size = h->size, e->op = h->operation, e->cid = h->correlation_id.internal;
 	e->start = h->start_timestamp, e->end = h->end_timestamp, e->thread = h->thread_id;
+	e->ext = h->correlation_id.external.value;
 }
 
 static void decode_api(struct buf_ev *e, const void *payload)
@@ -284,11 +291,12 @@ static void decode_api(struct buf_ev *e, const void *payload)
 		e->size = a->size, e->op = a->operation, e->cid = a->correlation_id.internal;
 		e->ancestor = a->correlation_id.ancestor, e->start = a->start_timestamp,
 		e->end = a->end_timestamp;
-		e->thread = a->thread_id;
+		e->thread = a->thread_id, e->ext = a->correlation_id.external.value;
 	} else {
 		const rocp_api_record_v0_t *a = payload;
 		e->size = a->size, e->op = a->operation, e->cid = a->correlation_id.internal;
 		e->start = a->start_timestamp, e->end = a->end_timestamp, e->thread = a->thread_id;
+		e->ext = a->correlation_id.external.value;
 	}
 }
 
@@ -760,6 +768,60 @@ static void test_roctx(void **state)
 	                 s->major == 1 ? sizeof(rocp_api_record_v1_t) : sizeof(rocp_api_record_v0_t));
 }
 
+static void *call_elsewhere(void *p)
+{
+	*(uint64_t *)p = cur->hip_call("hipFree", NULL, 0, NULL, NULL);
+	return NULL;
+}
+
+/* External correlation: a stack per context and thread; records made on
+ * the thread carry the top of their context's stack (callbacks and buffer
+ * records of a call as at its ENTER, a dispatch as at its production); a
+ * thread with none gets the loading thread's; pop of an empty stack is 0. */
+static void test_external(void **state)
+{
+	(void)state;
+	struct sdk *s = cur;
+	reset();
+	uint64_t me = gettid_();
+	rocp_user_data_t u = {.value = 11}, out = {.value = 1};
+	assert_int_equal(s->push_external(T.main, me, u), ROCP_STATUS_SUCCESS);
+	u.value = 22;
+	assert_int_equal(s->push_external(T.util, me, u), ROCP_STATUS_SUCCESS);
+	assert_int_equal(s->push_external(T.main, 1, u),
+	                 rocp_status_code(s->major, ROCP_STATUS_V0_ERROR_INVALID_ARGUMENT));
+	assert_int_equal(s->push_external((rocp_context_id_t){999}, me, u),
+	                 ROCP_STATUS_ERROR_CONTEXT_NOT_FOUND);
+	assert_int_equal(s->start_context(T.main), ROCP_STATUS_SUCCESS);
+	struct launch l = {.kernel_id = 1, .queue = 3, .gpu = 0, .t0 = s->now()};
+	uint64_t c = s->hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	uint64_t other = 0;
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, call_elsewhere, &other), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(s->pop_external(T.main, me, &out), ROCP_STATUS_SUCCESS);
+	assert_int_equal(out.value, 11);
+	uint64_t after = s->hip_call("hipMalloc", NULL, 0, NULL, NULL);
+	assert_int_equal(s->pop_external(T.main, me, &out), ROCP_STATUS_SUCCESS);
+	assert_int_equal(out.value, 0);
+	assert_int_equal(s->pop_external(T.util, me, &out), ROCP_STATUS_SUCCESS);
+	assert_int_equal(out.value, 22);
+	s->stop_context(T.main);
+	s->flush_buffer(T.buf);
+	/* The main context's top, not the utility context's. */
+	assert_int_equal(find_api(c)->ext, 11);
+	assert_int_equal(find_rec(ROCP_BUFFER_HIP_RUNTIME_API, c)->ext, 11);
+	assert_int_equal(find_rec(ROCP_BUFFER_KERNEL_DISPATCH, c)->ext, 11);
+	assert_int_equal(find_api(l.nested_cid)->ext, 11);
+	/* Another thread, no stack of its own: the loading thread's latest
+	 * push, whichever context it went to (the SDK keeps one such value). */
+	assert_int_equal(find_api(other)->ext, 22);
+	assert_int_equal(find_rec(ROCP_BUFFER_HIP_RUNTIME_API, other)->ext, 22);
+	assert_int_equal(find_api(after)->ext, 0);
+	assert_int_equal(find_rec(ROCP_BUFFER_HIP_RUNTIME_API, after)->ext, 0);
+	assert_true(find_api(c)->paired);
+}
+
 static void test_watermark_and_drops(void **state)
 {
 	(void)state;
@@ -860,8 +922,9 @@ static void test_shutdown(void **state)
 
 #define ABI_TESTS                                                                                            \
 	cmocka_unit_test(test_registration), cmocka_unit_test(test_kernels), cmocka_unit_test(test_copies),  \
-	    cmocka_unit_test(test_roctx), cmocka_unit_test(test_watermark_and_drops),                        \
-	    cmocka_unit_test(test_failures_and_clock), cmocka_unit_test(test_shutdown)
+	    cmocka_unit_test(test_roctx), cmocka_unit_test(test_external),                                   \
+	    cmocka_unit_test(test_watermark_and_drops), cmocka_unit_test(test_failures_and_clock),           \
+	    cmocka_unit_test(test_shutdown)
 
 /* The child: registers, produces a kernel record and a HIP call, and
  * returns from main without flushing or shutting the SDK down. */

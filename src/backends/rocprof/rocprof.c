@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "backends/backend.h"
 #include "backends/rocprof/rocprof_lib.h"
@@ -208,6 +210,40 @@ static void buffer_cb(rocp_context_id_t ctx, rocp_buffer_id_t buf, rocp_record_h
 	pthread_mutex_unlock(&s->buf_lock);
 }
 
+/* ---- external correlation (strobe_correlation_push) ------------------- */
+
+/* This thread's pushes onto the main context's stack, and its id as the
+ * SDK knows it. */
+static _Thread_local unsigned tl_pushed;
+static _Thread_local uint64_t tl_tid;
+
+/* strobe_correlation_push ids onto the SDK's stack of this thread in the
+ * main context, so records made on it carry the id in
+ * correlation_id.external. The SDK has one external slot per record: the
+ * user pair (strobe_user_correlation_push) is not taken. */
+static bool correlation_hook(uint32_t which, const uint64_t *id)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	if (which || !__atomic_load_n(&s->ext_on, __ATOMIC_ACQUIRE))
+		return false;
+	if (!tl_tid)
+		tl_tid = (uint64_t)syscall(SYS_gettid);
+	if (id) {
+		rocp_user_data_t u = {.value = *id};
+		if (!strb_gpu_pool_active(&s->pool) ||
+		    s->lib->push_external(s->main, tl_tid, u) != ROCP_STATUS_SUCCESS)
+			return false;
+		tl_pushed++;
+		return true;
+	}
+	/* The pop of a push taken, whenever it comes (also after stop). */
+	rocp_user_data_t last;
+	s->lib->pop_external(s->main, tl_tid, &last);
+	if (tl_pushed)
+		tl_pushed--;
+	return true;
+}
+
 /* ---- HIP and roctx callbacks (on the calling thread) ------------------ */
 
 static uint64_t strobe_now(void)
@@ -264,7 +300,7 @@ static int hip_arg(int32_t kind, int32_t op, uint32_t n, const void *addr, int32
 /* The part of both callback-record layouts strobe reads; record is the
  * by-value record in its family's layout, for iterate_args. */
 struct cb_view {
-	uint64_t corr, tid;
+	uint64_t corr, tid, ext;
 	int32_t kind, op, phase;
 	const void *payload, *record;
 	/* Reads a HIP call's arguments from record, in its family's layout. */
@@ -291,6 +327,10 @@ static void on_api(const struct cb_view *v, rocp_user_data_t *ud)
 	if (v->kind == ROCP_CALLBACK_HIP_RUNTIME_API) {
 		tmp.type = STRB_ROCPROF_HIP;
 		tmp.end = strobe_now();
+		/* The SDK gives a thread with an empty stack the top of the
+		 * thread that loaded it: an id counts only when this thread
+		 * pushed one. */
+		tmp.ext = tl_pushed ? v->ext : 0;
 		/* Arguments exist only inside this callback. */
 		v->read_args(v->record, &tmp);
 	} else {
@@ -347,9 +387,9 @@ static void read_args_v1(const void *record, struct strb_rocprof_rec *into)
 
 #define VIEW(r, reader)                                                                                      \
 	{                                                                                                    \
-		.corr = (r).correlation_id.internal, .tid = (r).thread_id, .kind = (r).kind,                 \
-		.op = (r).operation, .phase = (r).phase, .payload = (r).payload, .record = &(r),             \
-		.read_args = (reader)                                                                        \
+		.corr = (r).correlation_id.internal, .tid = (r).thread_id,                                   \
+		.ext = (r).correlation_id.external.value, .kind = (r).kind, .op = (r).operation,             \
+		.phase = (r).phase, .payload = (r).payload, .record = &(r), .read_args = (reader)            \
 	}
 
 static void api_v0(rocp_callback_record_v0_t r, rocp_user_data_t *ud, void *data)
@@ -443,6 +483,8 @@ static int tool_initialize(rocp_client_finalize_t fini, void *tool_data)
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		CHECK_SDK(lib->configure_buffer_tracing(s->main, kinds[i], NULL, 0, s->buf),
 		          "rocprofiler_configure_buffer_tracing_service");
+	/* Set once: the main context stays for the process. */
+	__atomic_store_n(&s->ext_on, lib->push_external != NULL, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&s->ctl_lock);
 	s->ready = true;
 	/* A trace that waited for the SDK runs from here. */
@@ -611,6 +653,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 		s->pending = true;
 		s->mask = mask;
 		strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, true);
+		strb_gpu_set_correlation_hook(STRB_GPU_ROCM, correlation_hook);
 		return 0;
 	}
 	if (!s->lib)
@@ -628,6 +671,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 		return -EIO;
 	s->mask = mask;
 	strb_gpu_pool_begin(&s->pool, cfg->max_gpu_buffer_bytes, BUFFER_BYTES, true);
+	strb_gpu_set_correlation_hook(STRB_GPU_ROCM, correlation_hook);
 	return 0;
 }
 
@@ -717,7 +761,9 @@ static void atfork_child(void)
 	strb_gpu_pool_atfork_child(&strb_rocprof.pool);
 	strb_rocprof.running = false;
 	strb_rocprof.ready = false;
+	strb_rocprof.ext_on = false;
 	in_fork_child = true;
+	strb_gpu_set_correlation_hook(STRB_GPU_ROCM, NULL);
 }
 
 const struct strb_backend strb_rocprof_backend = {

@@ -486,5 +486,13 @@ typedef int32_t (*rocp_iterate_args_v0_fn)(rocp_callback_record_v0_t record, roc
 typedef int32_t (*rocp_iterate_args_v1_fn)(rocp_callback_record_v1_t record, rocp_operation_args_cb_t cb,
                                            int32_t max_dereference_count, void *data);
 typedef const char *(*rocp_get_status_string_fn)(int32_t status); /* 1.x only */
+/* External correlation: a stack per context and thread (tid as
+ * rocprofiler_get_thread_id gives it: gettid); a record made on that thread
+ * carries the top in correlation_id.external (a thread with an empty stack
+ * gets the top of the thread that loaded the SDK). Both families; push
+ * refuses tid < getpid() with INVALID_ARGUMENT, pop of an empty stack gives
+ * 0 and SUCCESS. */
+typedef int32_t (*rocp_push_external_fn)(rocp_context_id_t ctx, uint64_t tid, rocp_user_data_t id);
+typedef int32_t (*rocp_pop_external_fn)(rocp_context_id_t ctx, uint64_t tid, rocp_user_data_t *out);
 
 #endif

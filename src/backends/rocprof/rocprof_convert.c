@@ -152,6 +152,10 @@ static void pass1(struct conv *c, const struct strb_rocprof_rec *r)
 	};
 	size_t i = c->g.ncalls;
 	strb_gpu_add_call(&c->g, &call);
+	/* The strobe_correlation_push id the SDK carried: External id of
+	 * the call and of its GPU work. */
+	if (r->ext)
+		strb_gpu_add_external(&c->g, r->corr, 0, r->ext);
 	if (c->g.ncalls == i + 1 &&
 	    strb_gpu_grow(&c->g, (void **)&c->call_rec, &c->call_rec_cap, i + 1, sizeof(*c->call_rec)))
 		c->call_rec[i] = r;

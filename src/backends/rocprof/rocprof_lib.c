@@ -48,6 +48,12 @@ static bool bind(void *h, char *why, size_t len)
 			return false;
 		}
 	}
+	/* Optional: without them strobe_correlation_push ids do not reach
+	 * AMD work (a push is not taken), and nothing else changes. */
+	*(void **)&lib.push_external = dlsym(h, "rocprofiler_push_external_correlation_id");
+	*(void **)&lib.pop_external = dlsym(h, "rocprofiler_pop_external_correlation_id");
+	if (!lib.push_external || !lib.pop_external)
+		lib.push_external = NULL, lib.pop_external = NULL;
 	uint32_t minor = 0, patch = 0;
 	int32_t st = lib.get_version(&lib.major, &minor, &patch);
 	if (st != ROCP_STATUS_SUCCESS) {

@@ -26,6 +26,9 @@ struct strb_rocprof_lib {
 	rocp_query_operation_name_fn op_name;
 	rocp_iterate_operations_fn iterate_ops;
 	void *iterate_args; /* rocp_iterate_args_v0_fn or _v1_fn, by family */
+	/* Optional (NULL when the SDK lacks them): external correlation. */
+	rocp_push_external_fn push_external;
+	rocp_pop_external_fn pop_external;
 };
 
 /* The SDK, kept once opened (thread-safe; retried while it fails); NULL

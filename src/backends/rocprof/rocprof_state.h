@@ -37,6 +37,7 @@ struct strb_rocprof_rec {
 	uint32_t lds;
 	uint64_t queue, kernel_id, bytes;
 	uint64_t stream;            /* HIP calls: the hipStream_t argument */
+	uint64_t ext;               /* HIP calls: the SDK's external id (strobe_correlation_push) */
 	uint32_t grid[3], block[3]; /* grid in blocks */
 };
 
@@ -57,6 +58,9 @@ struct strb_rocprof_state {
 	size_t cur_valid, cur_size;
 	uint64_t bad_records;
 	bool configured, initialized, ready, finalized, running;
+	/* The main context exists and the SDK has external correlation:
+	 * strobe_correlation_push ids go onto its stacks (atomic). */
+	bool ext_on;
 	/* A trace waits for the SDK (strobe record: the program's HIP runtime
 	 * loads it later and calls rocprofiler_configure); wanted: the trace
 	 * runs, so initialize starts the main context. Under ctl_lock. */
