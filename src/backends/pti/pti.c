@@ -15,6 +15,7 @@
 #define LOG_TAG "pti"
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ struct strb_pti_state strb_pti = {
 };
 
 static bool in_fork_child;
+/* The library the correlation hook calls (program threads read it while
+ * the trace's thread prepares). */
+static const struct strb_pti_lib *_Atomic hook_lib;
 
 static uint64_t timestamp_cb(void)
 {
@@ -61,7 +65,7 @@ static void buffer_completed(unsigned char *buf, size_t size, size_t used)
  * records; pops always reach PTI, so its stacks are empty afterwards. */
 static bool correlation_hook(uint32_t which, const uint64_t *id)
 {
-	const struct strb_pti_lib *lib = strb_pti.lib;
+	const struct strb_pti_lib *lib = atomic_load_explicit(&hook_lib, memory_order_acquire);
 	uint32_t kind = which ? PTI_VIEW_EXTERNAL_KIND_CUSTOM_1 : PTI_VIEW_EXTERNAL_KIND_CUSTOM_0;
 	if (!lib)
 		return false;
@@ -290,6 +294,7 @@ static int prepare(const struct strb_config *cfg, uint64_t mask, char *why, size
 	scan_pci();
 	s->pauses.n = 0;
 	s->pauses.paused = false;
+	atomic_store_explicit(&hook_lib, lib, memory_order_release);
 	strb_gpu_set_correlation_hook(STRB_GPU_XPU, correlation_hook);
 	return 0;
 }
@@ -367,6 +372,7 @@ static void atfork_child(void)
 	strb_gpu_pool_atfork_child(&strb_pti.pool);
 	strb_pti.enabled = false;
 	strb_pti.lib = NULL;
+	atomic_store(&hook_lib, NULL);
 	in_fork_child = true;
 	strb_gpu_set_correlation_hook(STRB_GPU_XPU, NULL);
 }
