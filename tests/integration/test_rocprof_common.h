@@ -312,6 +312,16 @@ static void test_kernels_copies_and_calls(void **state)
 	char *text = tu_read_file(trace_path, NULL);
 	tu_assert_contains(text, "\"GPU 1\"");
 	free(text);
+	/* deviceProperties: each GPU agent by ordinal (the pid of its rows),
+	 * named by the SDK's agent name. */
+	yajl_val props = tu_get(root, "deviceProperties");
+	assert_true(props && YAJL_IS_ARRAY(props));
+	assert_int_equal(props->u.array.len, 2);
+	static const char *const gfx[] = {"gfx90a", "gfx942"};
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(num(tu_get(props->u.array.values[i], "id")), (int64_t)i);
+		assert_string_equal(tu_get_str(props->u.array.values[i], "name"), gfx[i]);
+	}
 
 	/* The SDK's clock converted by bracketing, not assumed MONOTONIC: the
 	 * kernel starts within its launching call's time (to 1 ms, against the

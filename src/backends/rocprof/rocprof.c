@@ -419,6 +419,12 @@ static int32_t agents_cb(int32_t version, const void **agents, size_t n, void *d
 		if (!a || a->size < sizeof(*a) || a->type != ROCP_AGENT_TYPE_GPU)
 			continue;
 		s->agent_handle[s->nagents] = a->id.handle;
+		/* The name is the SDK's: copied (kept ASCII and JSON-safe). */
+		char *name = s->agent_name[s->nagents];
+		size_t j = 0;
+		for (const char *p = a->name; p && *p && j < sizeof(s->agent_name[0]) - 1; p++)
+			name[j++] = *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\' ? *p : '?';
+		name[j] = 0;
 		s->agent_ordinal[s->nagents++] = a->logical_node_type_id;
 	}
 	return ROCP_STATUS_SUCCESS;

@@ -385,6 +385,35 @@ static void pass2(struct conv *c, const struct strb_rocprof_rec *r)
 	}
 }
 
+/* The trace's deviceProperties: {"id", "name"} per GPU agent in ordinal
+ * order, id its logical_node_type_id (the pid of its rows), name the
+ * agent's (its gfx target, such as "gfx90a"). libkineto takes more from
+ * HIP; strobe reads the SDK's agent struct only through name, type and
+ * logical_node_type_id, whose offsets every version shares. */
+static void add_devices(struct conv *c)
+{
+	const struct strb_rocprof_state *s = &strb_rocprof;
+	char text[STRB_ROCPROF_MAX_AGENTS * 112]; /* 63-byte names, 2-digit ids */
+	size_t n = 0;
+	for (int32_t id = 0; id < STRB_ROCPROF_MAX_AGENTS; id++)
+		for (int i = 0; i < s->nagents; i++)
+			if (s->agent_ordinal[i] == id)
+				n += (size_t)snprintf(text + n, sizeof(text) - n,
+				                      "%s{\"id\": %d, \"name\": \"%s\"}", n ? ", " : "",
+				                      (int)id, s->agent_name[i]);
+	if (!n)
+		return;
+	struct strobe_trace *t = c->g.t;
+	size_t old = strlen(t->device_properties);
+	char *joined = strb_arena_alloc(&t->arena, old + n + 3);
+	if (!joined) {
+		c->g.rc = -ENOMEM;
+		return;
+	}
+	snprintf(joined, old + n + 3, "%s%s%s", t->device_properties, old ? ", " : "", text);
+	t->device_properties = joined;
+}
+
 int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *b)
 {
 	struct conv *c = calloc(1, sizeof(*c));
@@ -426,6 +455,7 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 		strb_gpu_emit_spans(&c->g);
 		strb_gpu_count_launches(&c->g);
 		strb_gpu_add_rows(&c->g);
+		add_devices(c);
 	}
 	if (t->stats.gpu_dropped_records)
 		LOGW("AMD GPU records lost: rocprofiler-sdk dropped %llu",

@@ -72,6 +72,7 @@ struct strb_rocprof_state {
 	int nagents;
 	uint64_t agent_handle[STRB_ROCPROF_MAX_AGENTS];
 	int32_t agent_ordinal[STRB_ROCPROF_MAX_AGENTS];
+	char agent_name[STRB_ROCPROF_MAX_AGENTS][64]; /* e.g. "gfx90a" */
 	char *op_names[STRB_ROCPROF_MAX_OPS];
 	int32_t hip_ops[STRB_ROCPROF_MAX_OPS]; /* traced: all but the deny list */
 	size_t nhip_ops;
