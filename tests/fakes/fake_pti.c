@@ -476,7 +476,8 @@ PTI_EXPORT const char *ptiResultTypeToString(pti_result_t r)
 
 PTI_EXPORT const char *ptiViewMemoryTypeToString(uint32_t t)
 {
-	static const char *const names[] = {"MEMORY", "HOST", "DEVICE", "SHARED"};
+	/* The strings of pti-gpu's sdk/src/pti_view.cc. */
+	static const char *const names[] = {"MEMORY(Unknown)", "HOST", "DEVICE", "SHARED"};
 	return t < 4 ? names[t] : "INVALID";
 }
 
@@ -489,8 +490,8 @@ PTI_EXPORT const char *ptiViewMemcpyTypeToString(uint32_t t)
 
 PTI_EXPORT const char *ptiViewOverheadKindToString(uint32_t k)
 {
-	static const char *const names[] = {"INVALID",      "UNKNOWN", "RESOURCE",
-	                                    "BUFFER_FLUSH", "DRIVER",  "TIME"};
+	static const char *const names[] = {"INVALID",      "UNKNOWN",       "RESOURCE",
+	                                    "BUFFER_FLUSH", "BUFFER_DRIVER", "BUFFER_TIME"};
 	return k < 6 ? names[k] : "INVALID";
 }
 

@@ -329,7 +329,10 @@ static void test_version_and_strings(void **state)
 	    "H2D");
 	assert_string_equal(l->memcpy_string(9), "D2H");
 	assert_string_equal(l->memory_string(PTI_VIEW_MEMORY_TYPE_SHARED), "SHARED");
-	assert_string_equal(l->overhead_string(PTI_VIEW_OVERHEAD_KIND_TIME), "TIME");
+	assert_string_equal(l->memory_string(PTI_VIEW_MEMORY_TYPE_MEMORY), "MEMORY(Unknown)");
+	assert_string_equal(l->memory_string(9), "INVALID");
+	assert_string_equal(l->overhead_string(PTI_VIEW_OVERHEAD_KIND_TIME), "BUFFER_TIME");
+	assert_string_equal(l->overhead_string(PTI_VIEW_OVERHEAD_KIND_DRIVER), "BUFFER_DRIVER");
 	assert_int_equal(l->local_available(), PTI_SUCCESS);
 }
 
