@@ -396,6 +396,38 @@ STROBE_API int strobe_record(const struct strobe_activity *activity);
 STROBE_API uint64_t strobe_now_ns(void);
 
 /* ------------------------------------------------------------------------
+ * Flight recorder: capture always on, into per-thread rings bounded by a
+ * memory budget (each thread recycles its own oldest events), and the last
+ * seconds written as a normal trace when asked (strobe_flight_dump,
+ * `strobe trigger --dump`), when the program stops calling strobe_step()
+ * for hang_after_ns, or at exit. Ranges still open at a dump are written
+ * from where they began, with "finished": false, however old they are.
+ * While it runs, other traces are refused (-EBUSY). CPU capture only for
+ * now: GPU records are not kept. STROBE_FLIGHT=<duration> in the
+ * environment starts it at strobe_init (docs/flight.md).
+ * ------------------------------------------------------------------------ */
+
+struct strobe_flight_opts {
+	size_t size;            /* sizeof(struct strobe_flight_opts) */
+	const char *output;     /* dumps go beside it: run.json.gz -> run.1.json.gz, run.2.json.gz, ...
+	                         * (NULL: strobe-flight-PID.json.gz in the working directory) */
+	uint64_t window_ns;     /* a dump holds the last window_ns (0: 30 s) */
+	uint64_t memory_bytes;  /* the rings of the whole process (0: 256 MiB) */
+	uint64_t hang_after_ns; /* dump once when strobe_step() is not called for this long (0: never) */
+	bool dump_on_exit;      /* dump at exit() and at strobe_shutdown() */
+	uint64_t activity_mask; /* 0: the default set */
+};
+
+/* Starts the flight recorder. -EBUSY when a trace or a flight recorder is
+ * running; STROBE_E_NOT_INIT before strobe_init. */
+STROBE_API int strobe_flight_start(const struct strobe_flight_opts *opts);
+/* Writes the last window now, with reason in its metadata; the recording
+ * goes on. The file's path goes to path (when not NULL). Thread-safe. */
+STROBE_API int strobe_flight_dump(const char *reason, char *path, size_t path_len);
+/* Stops the flight recorder (dumping first when dump_on_exit was set). */
+STROBE_API int strobe_flight_stop(void);
+
+/* ------------------------------------------------------------------------
  * Correlation: per-thread stacks of external ids, for frameworks that have
  * their own op ids. GPU work launched while an id is on top of the stack is
  * linked to it (CUPTI external correlation, kind CUSTOM0 for the plain pair

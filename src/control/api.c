@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/opts.h"
 #include "control/controller.h"
+#include "control/flight.h"
 #include "control/ondemand.h"
 #include "control/profilers.h"
 #include "control/recorder.h"
@@ -38,6 +39,7 @@ static void atfork_child(void)
 	strb_service_atfork_child();
 	strb_names_atfork_child();
 	pthread_mutex_init(&init_lock, NULL);
+	strb_flight_atfork_child();
 	strb_recorder_atfork_child(); /* last: it may start the child's own trace */
 }
 
@@ -82,6 +84,7 @@ int strobe_init(const struct strobe_init_opts *opts)
 	strb_service_start(base_config_path);
 	pthread_mutex_unlock(&init_lock);
 	LOGI("strobe %s initialised", STROBE_VERSION_STRING);
+	strb_flight_init_from_env();
 	return 0;
 }
 
@@ -90,6 +93,8 @@ void strobe_shutdown(void)
 	pthread_mutex_lock(&init_lock);
 	if (atomic_load(&initialized)) {
 		strb_service_stop();
+		if (strb_flight_running())
+			strb_flight_stop(true, "strobe_shutdown() was called");
 		/* Asked for from outside (dynolog, the signal): what it captured
 		 * is written, as at exit. */
 		strb_ondemand_finish_now("strobe_shutdown() was called");
@@ -139,6 +144,7 @@ void strobe_step(void)
 {
 	if (!atomic_load_explicit(&initialized, memory_order_relaxed))
 		return;
+	strb_flight_step();
 	strb_service_ensure();
 	strb_ondemand_step(strb_clock_real_ns() / 1000000);
 }

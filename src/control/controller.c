@@ -168,15 +168,20 @@ static const char *state_name(enum strb_state s)
 
 static const char *owner_name(enum strb_owner o)
 {
-	return o == STRB_OWNER_ASYNC ? "on-demand" : o == STRB_OWNER_RECORD ? "strobe record" : "synchronous";
+	return o == STRB_OWNER_ASYNC    ? "on-demand"
+	       : o == STRB_OWNER_RECORD ? "strobe record"
+	       : o == STRB_OWNER_FLIGHT ? "flight recorder"
+	                                : "synchronous";
 }
 
 int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 {
 	pthread_mutex_lock(&lock);
-	if ((who != STRB_OWNER_SYNC || owner == STRB_OWNER_RECORD) && state != STRB_IDLE) {
+	if ((who != STRB_OWNER_SYNC || owner == STRB_OWNER_RECORD || owner == STRB_OWNER_FLIGHT) &&
+	    state != STRB_IDLE) {
 		/* Only a synchronous request pre-empts, and not the window of
-		 * strobe record (the whole run is being recorded). */
+		 * strobe record (the whole run is being recorded) nor the flight
+		 * recorder (its past is what it is for). */
 		int rc = strb_error(-EBUSY, "a %s trace is %s", owner_name(owner), state_name(state));
 		pthread_mutex_unlock(&lock);
 		return rc;
@@ -185,6 +190,7 @@ int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 		LOGW("a new trace replaces the %s one that was %s; its data is discarded", owner_name(owner),
 		     state_name(state));
 	discard_locked();
+	strb_tbuf_set_ring(false);
 	owner = who;
 	atomic_store(&public_owner, who);
 	config = *cfg;
@@ -382,6 +388,114 @@ int strb_control_toggle(bool enable)
 		strb_backends[i]->toggle(enable);
 		strb_profilers_toggle(&profilers, enable);
 	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+/* ---- the flight recorder ------------------------------------------------ */
+
+int strb_control_flight_start(const struct strb_config *cfg)
+{
+	int rc = 0;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_IDLE) {
+		rc = strb_error(-EBUSY, "the flight recorder cannot start: a %s trace is %s",
+		                owner_name(owner), state_name(state));
+		goto out;
+	}
+	config = *cfg;
+	/* CPU capture only: GPU records are not kept in rings yet. */
+	memset(backend_on, 0, sizeof(backend_on));
+	memset(backend_off_reason, 0, sizeof(backend_off_reason));
+	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
+	strb_tbuf_set_ring(true);
+	if (++last_session == 0)
+		last_session = 1;
+	session = last_session;
+	pthread_mutex_lock(&map_lock);
+	rc = strb_clock_map_begin(&clock_map);
+	pthread_mutex_unlock(&map_lock);
+	if (rc) {
+		strb_tbuf_set_ring(false);
+		rc = strb_error(-ENOMEM, "the flight recorder cannot start: out of memory");
+		goto out;
+	}
+	owner = STRB_OWNER_FLIGHT;
+	atomic_store(&public_owner, STRB_OWNER_FLIGHT);
+	atomic_store(&strb_epoch_anchor, clock_map.real_minus_mono);
+	start_ticks = strb_clock_ticks();
+	sampler_start();
+	__atomic_store_n(&strobe_internal_session, session, __ATOMIC_RELEASE);
+	state = STRB_RUNNING;
+	LOGI("flight recorder started (session %u, %lld MB of rings)", session,
+	     (long long)(cfg->max_cpu_buffer_bytes >> 20));
+out:
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc)
+{
+	int rc = 0;
+	*out = NULL;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_RUNNING || owner != STRB_OWNER_FLIGHT) {
+		rc = strb_error(STROBE_E_STATE, "no flight recorder is running");
+		pthread_mutex_unlock(&lock);
+		return rc;
+	}
+	uint64_t now = strb_clock_ticks();
+	uint64_t span = strb_clock_ns_to_ticks(window_ns) - strb_clock_ns_to_ticks(0);
+	uint64_t from = now - start_ticks > span ? now - span : start_ticks;
+	/* The sampler adds to the map meanwhile: processing holds its lock. */
+	pthread_mutex_lock(&map_lock);
+	strb_clock_map_sample(&clock_map);
+	struct strb_window w = {
+	    .session = session,
+	    .start_ticks = from,
+	    .stop_ticks = now,
+	    .start_ns = strb_clock_map_to_epoch(&clock_map, from),
+	    .stop_ns = strb_clock_map_to_epoch(&clock_map, now),
+	    .map = &clock_map,
+	    .mask = config.activity_mask,
+	};
+	struct strobe_trace *t = strb_trace_new();
+	if (!t) {
+		rc = -ENOMEM;
+	} else {
+		t->start_ns = w.start_ns;
+		t->end_ns = w.stop_ns;
+		t->pid = getpid();
+		t->activity_mask = w.mask;
+		rc = strb_process_cpu_flight(t, &w, fc);
+	}
+	pthread_mutex_unlock(&map_lock);
+	if (!rc) {
+		/* Ranges open since before the window start where they began. */
+		for (size_t i = 0; i < t->count; i++)
+			if (t->acts[i].start_ns < t->start_ns)
+				t->start_ns = t->acts[i].start_ns;
+		rc = strb_process_finish(t, &w, &config);
+	}
+	if (rc) {
+		strobe_trace_destroy(t);
+		rc = strb_error(-ENOMEM, "flight recorder dump: out of memory");
+	} else {
+		*out = t;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+int strb_control_flight_stop(void)
+{
+	int rc = 0;
+	pthread_mutex_lock(&lock);
+	if (owner != STRB_OWNER_FLIGHT)
+		rc = strb_error(STROBE_E_STATE, "no flight recorder is running");
+	else
+		discard_locked();
+	strb_tbuf_set_ring(false);
 	pthread_mutex_unlock(&lock);
 	return rc;
 }

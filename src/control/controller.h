@@ -26,6 +26,7 @@ enum strb_owner {
 	STRB_OWNER_SYNC,
 	STRB_OWNER_ASYNC,
 	STRB_OWNER_RECORD,
+	STRB_OWNER_FLIGHT, /* the flight recorder: a session that dumps and goes on */
 };
 
 /* Each returns a status and leaves a message in strobe_last_error. */
@@ -44,6 +45,16 @@ int strb_control_toggle(bool enable);
 /* Drops the trace if `who` owns it (STRB_OWNER_NONE: whoever does). */
 void strb_control_cancel(enum strb_owner who);
 enum strb_state strb_control_state(void);
+
+/* The flight recorder (control/flight.c drives it): a session recording
+ * into per-thread rings bounded by cfg->max_cpu_buffer_bytes; nothing else
+ * may trace meanwhile (refused with -EBUSY and the reason). */
+int strb_control_flight_start(const struct strb_config *cfg);
+/* The last window_ns of the running flight session as a trace, without
+ * stopping it; fc gets the rings' counts. */
+struct strb_flight_counts;
+int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc);
+int strb_control_flight_stop(void);
 
 void strb_control_atfork_child(void);
 

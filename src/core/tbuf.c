@@ -1,7 +1,9 @@
 #define LOG_TAG "capture"
 #include "core/tbuf.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,25 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static _Atomic int64_t budget_total = 256ll << 20;
 static _Atomic int64_t budget_left = 256ll << 20;
+static atomic_bool ring_next; /* the next session records into flight rings */
+
+_Static_assert(CLAIM_BYTES == STRB_TBUF_CHUNK, "a flight ring's chunk is one budget claim");
+
+/* Pushes of recycled chunks whose pops are still to come, per thread: the
+ * records themselves (names cut to what fits), in push order. */
+#define KEPT_MAX   512
+#define KEPT_BYTES (64 * 1024)
+struct strb_kept {
+	uint32_t n;
+	struct {
+		uint32_t off, len;
+		uint16_t stack;
+	} ent[KEPT_MAX];
+	uint32_t lost[STRB_STACKS]; /* pushes past KEPT_MAX on each stack, newest */
+	uint64_t lost_total;
+	size_t used;
+	uint8_t data[KEPT_BYTES];
+};
 
 /* The registry frees a dead thread's buffer after its events are
  * processed; one that shutdown already took off the registry is ours to
@@ -45,6 +66,7 @@ static void on_thread_exit(void *p)
 	if (orphan) {
 		if (b->base)
 			munmap(b->base, b->reserve);
+		free(b->kept);
 		free(b);
 	}
 }
@@ -52,6 +74,11 @@ static void on_thread_exit(void *p)
 static void make_exit_key(void)
 {
 	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+void strb_tbuf_set_ring(bool on)
+{
+	atomic_store(&ring_next, on);
 }
 
 void strb_tbuf_set_budget(int64_t bytes)
@@ -111,6 +138,19 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->exhausted = false;
 	b->pop_room = 0;
 	b->released = 0;
+	b->ring = atomic_load(&ring_next);
+	b->pos_off = 0;
+	atomic_store_explicit(&b->cap, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->tail, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->aged_out, 0, memory_order_relaxed);
+	if (b->ring && !b->kept)
+		b->kept = malloc(sizeof(*b->kept));
+	if (b->kept) {
+		b->kept->n = 0;
+		b->kept->used = 0;
+		b->kept->lost_total = 0;
+		memset(b->kept->lost, 0, sizeof(b->kept->lost));
+	}
 	memset(b->open, 0, sizeof(b->open));
 	memset(b->skip, 0, sizeof(b->skip));
 	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
@@ -135,8 +175,254 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	return b;
 }
 
+/* ---- flight rings ---------------------------------------------------- */
+
+/* The stack a push or pop record goes on, or STRB_STACKS for neither. */
+static unsigned rec_stack(const struct strb_rec *r, bool *push)
+{
+	*push = r->kind == STRB_REC_RANGE_PUSH || r->kind == STRB_REC_OP_PUSH;
+	if (r->kind == STRB_REC_OP_PUSH || r->kind == STRB_REC_OP_POP)
+		return STRB_STACK_OPS;
+	if (r->kind == STRB_REC_RANGE_PUSH || r->kind == STRB_REC_RANGE_POP)
+		return STRB_RANGE_STACK(r->aux);
+	return STRB_STACKS;
+}
+
+static void kept_push(struct strb_kept *kp, const struct strb_rec *r, unsigned k)
+{
+	size_t payload = r->kind == STRB_REC_OP_PUSH ? 8 : 0; /* an op's id */
+	size_t src_attrs =
+	    r->kind == STRB_REC_RANGE_PUSH && (r->aux & STRB_AUX_ATTRS) ? sizeof(struct strb_rec_attrs) : 0;
+	size_t room = KEPT_BYTES - kp->used, attrs = src_attrs, name = r->name_len;
+	if (kp->n == KEPT_MAX || room < sizeof(*r) + payload) {
+		kp->lost[k]++;
+		kp->lost_total++;
+		return;
+	}
+	/* The whole record when it fits, else without its attributes and with
+	 * as much of its name as fits. */
+	if (sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7) > room) {
+		attrs = 0;
+		size_t fit = (room - sizeof(*r) - payload) & ~(size_t)7;
+		name = name < fit ? name : fit;
+	}
+	struct strb_rec *c = (void *)(kp->data + kp->used);
+	const uint8_t *src = (const uint8_t *)(r + 1);
+	uint8_t *dst = (uint8_t *)(c + 1);
+	*c = *r;
+	c->name_len = (uint16_t)name;
+	if (!attrs)
+		c->aux &= ~STRB_AUX_ATTRS;
+	memcpy(dst, src, payload + attrs);
+	memcpy(dst + payload + attrs, src + payload + src_attrs, name);
+	size_t len = sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7);
+	kp->ent[kp->n].off = (uint32_t)kp->used;
+	kp->ent[kp->n].len = (uint32_t)len;
+	kp->ent[kp->n].stack = (uint16_t)k;
+	kp->n++;
+	kp->used += len;
+}
+
+static void kept_pop(struct strb_kept *kp, unsigned k)
+{
+	if (kp->lost[k]) {
+		kp->lost[k]--;
+		return;
+	}
+	for (uint32_t i = kp->n; i-- > 0;) {
+		if (kp->ent[i].stack != k)
+			continue;
+		uint32_t off = kp->ent[i].off, len = kp->ent[i].len;
+		memmove(kp->data + off, kp->data + off + len, kp->used - off - len);
+		kp->used -= len;
+		memmove(&kp->ent[i], &kp->ent[i + 1], (kp->n - i - 1) * sizeof(kp->ent[0]));
+		kp->n--;
+		for (uint32_t j = i; j < kp->n; j++)
+			kp->ent[j].off -= len;
+		return;
+	}
+	/* Its push was never seen: nothing to forget. */
+}
+
+/* The owner recycles the chunk at physical offset `at`, the oldest: its
+ * pushes still open are kept, the rest is counted as aged out. */
+static void recycle(struct strb_tbuf *b, size_t at)
+{
+	uint32_t seq = atomic_load_explicit(&b->seq, memory_order_relaxed);
+	atomic_store_explicit(&b->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	uint64_t aged = 0;
+	size_t off = 0;
+	while (off + sizeof(struct strb_rec) <= CLAIM_BYTES) {
+		const struct strb_rec *r = (const void *)(b->base + at + off);
+		if (r->kind == STRB_REC_PAD || !r->kind)
+			break;
+		size_t len = strb_rec_size(r, sizeof(struct strb_rec_attrs));
+		if (off + len > CLAIM_BYTES)
+			break;
+		bool push;
+		unsigned k = rec_stack(r, &push);
+		if (k < STRB_STACKS && b->kept)
+			push ? kept_push(b->kept, r, k) : kept_pop(b->kept, k);
+		aged++;
+		off += len;
+	}
+	atomic_store_explicit(&b->aged_out, atomic_load_explicit(&b->aged_out, memory_order_relaxed) + aged,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&b->tail, atomic_load_explicit(&b->tail, memory_order_relaxed) + CLAIM_BYTES,
+	                      memory_order_relaxed);
+	atomic_store_explicit(&b->seq, seq + 2, memory_order_release);
+}
+
+/* Ring mode's slow path: the record does not fit what is left of the
+ * current chunk. The rest of the chunk is padded and the record starts the
+ * next one: a chunk claimed from the budget while it lasts, then the
+ * thread's own oldest chunk, recycled. Only this thread ever waits. */
+static void *ring_grow(struct strb_tbuf *b, size_t n, size_t keep)
+{
+	if (!b->base || n + keep + b->pop_room > CLAIM_BYTES)
+		goto drop;
+	if (b->limit - b->head >= sizeof(struct strb_rec)) {
+		struct strb_rec *pad = (void *)(b->base + b->head);
+		memset(pad, 0, sizeof(*pad));
+		pad->kind = STRB_REC_PAD;
+	}
+	size_t next = b->limit, cap = atomic_load_explicit(&b->cap, memory_order_relaxed);
+	if (!cap) {
+		/* Not wrapped yet: a new chunk while the budget lasts. */
+		if (!b->exhausted && next + CLAIM_BYTES <= b->reserve) {
+			int64_t prev =
+			    atomic_fetch_sub_explicit(&budget_left, CLAIM_BYTES, memory_order_relaxed);
+			if (prev >= CLAIM_BYTES) {
+				b->head = next;
+				b->limit = next + CLAIM_BYTES;
+				goto place;
+			}
+			atomic_fetch_add_explicit(&budget_left, CLAIM_BYTES, memory_order_relaxed);
+		}
+		b->exhausted = true;
+		if (!next)
+			goto drop; /* not a single chunk to recycle */
+		atomic_store_explicit(&b->cap, next, memory_order_relaxed);
+		cap = next;
+	}
+	if (next >= cap) {
+		next = 0;
+		b->pos_off += cap;
+	}
+	recycle(b, next);
+	b->head = next;
+	b->limit = next + CLAIM_BYTES;
+place:;
+	void *p = b->base + b->head;
+	b->head += n;
+	return p;
+drop:
+	strb_tbuf_count(&b->dropped);
+	return NULL;
+}
+
+/* Copies [from, to) of b's ring (monotonic positions) into out. */
+static void copy_ring(const struct strb_tbuf *b, size_t cap, uint64_t from, uint64_t to, uint8_t *out)
+{
+	for (uint64_t p = from; p < to;) {
+		size_t phys = cap ? (size_t)(p % cap) : (size_t)p;
+		size_t len = to - p < CLAIM_BYTES ? (size_t)(to - p) : CLAIM_BYTES;
+		memcpy(out, b->base + phys, len);
+		out += len;
+		p += len;
+	}
+}
+
+static size_t kept_copy(const struct strb_kept *kp, uint8_t *out)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; kp && i < kp->n; i++) {
+		memcpy(out + n, kp->data + kp->ent[i].off, kp->ent[i].len);
+		n += kp->ent[i].len;
+	}
+	return n;
+}
+
+/* One consistent copy of b (a few tries while the owner recycles). */
+static int snapshot_one(struct strb_tbuf *b, strb_tbuf_view_fn fn, void *arg)
+{
+	size_t cap = atomic_load_explicit(&b->cap, memory_order_acquire);
+	size_t most = (cap ? cap : b->reserve) + CLAIM_BYTES;
+	uint8_t *ring = malloc(most), *kept = malloc(KEPT_BYTES);
+	if (!ring || !kept) {
+		free(ring);
+		free(kept);
+		return -ENOMEM;
+	}
+	struct strb_tbuf_view v = {.ring = ring, .kept = kept, .tid = b->tid, .name = b->name, .torn = true};
+	for (int tries = 0; tries < 8 && v.torn; tries++) {
+		uint32_t s1 = atomic_load_explicit(&b->seq, memory_order_acquire);
+		if (s1 & 1) {
+			sched_yield();
+			continue;
+		}
+		cap = atomic_load_explicit(&b->cap, memory_order_acquire);
+		uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+		uint64_t pub = atomic_load_explicit(&b->published, memory_order_acquire);
+		if (pub < tail || pub - tail > most)
+			continue;
+		v.kept_len = kept_copy(b->kept, kept);
+		v.kept_lost = b->kept ? b->kept->lost_total : 0;
+		copy_ring(b, cap, tail, pub, ring);
+		v.ring_len = (size_t)(pub - tail);
+		atomic_thread_fence(memory_order_acquire);
+		v.torn = atomic_load_explicit(&b->seq, memory_order_relaxed) != s1;
+	}
+	if (v.torn) {
+		/* The owner recycles faster than a copy: keep what is surely
+		 * whole, the kept pushes and none of the ring. */
+		v.ring_len = 0;
+	}
+	v.aged_out = atomic_load_explicit(&b->aged_out, memory_order_relaxed);
+	v.dropped = atomic_load_explicit(&b->dropped, memory_order_relaxed);
+	v.truncated = atomic_load_explicit(&b->truncated, memory_order_relaxed);
+	fn(&v, arg);
+	free(ring);
+	free(kept);
+	return 0;
+}
+
+int strb_tbuf_foreach_snapshot(uint32_t session, strb_tbuf_view_fn fn, void *arg)
+{
+	/* The list is taken under the lock, the copies made outside it, so a
+	 * thread that starts recording meanwhile does not wait for them.
+	 * Buffers are freed only between sessions. */
+	size_t n = 0, cap = 0;
+	struct strb_tbuf **list = NULL;
+	int rc = 0;
+	pthread_mutex_lock(&registry_lock);
+	for (struct strb_tbuf *b = registry; b; b = b->next) {
+		if (b->session != session || !b->ring)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 64;
+			void *p = realloc(list, c * sizeof(*list));
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			list = p;
+			cap = c;
+		}
+		list[n++] = b;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = snapshot_one(list[i], fn, arg);
+	free(list);
+	return rc;
+}
+
 void *strb_tbuf_grow(struct strb_tbuf *b, size_t n, size_t keep)
 {
+	if (b->ring)
+		return ring_grow(b, n, keep);
 	size_t need = b->head + n + keep + b->pop_room;
 	if (b->base && !b->exhausted && need <= b->reserve) {
 		size_t claim = round_up(need - b->limit, CLAIM_BYTES);
@@ -205,6 +491,7 @@ static void free_buf(struct strb_tbuf *b)
 {
 	if (b->base)
 		munmap(b->base, b->reserve);
+	free(b->kept);
 	free(b);
 }
 

@@ -39,6 +39,7 @@ enum strb_rec_kind {
 	STRB_REC_ACTIVITY,    /* a serialised strobe_activity; aux = total size */
 	STRB_REC_ASYNC_START, /* a range that may end on another thread; u64 id follows */
 	STRB_REC_ASYNC_END,   /* its end; u64 id follows */
+	STRB_REC_PAD,         /* flight rings: the rest of the chunk is unused */
 };
 
 /* aux of RANGE_PUSH, RANGE_POP, INSTANT and the ASYNC kinds: the domain
@@ -85,7 +86,20 @@ struct strb_tbuf {
 	_Atomic uint64_t dropped;   /* events that did not fit the budget */
 	_Atomic uint64_t truncated; /* names cut at STRB_NAME_MAX */
 
-	_Atomic size_t published; /* head, as the reader may see it */
+	/* Flight rings (strb_tbuf_set_ring): records never cross a chunk of
+	 * STRB_TBUF_CHUNK bytes; when the budget is out the owner recycles its
+	 * own oldest chunk. Positions are monotonic: physical offset + pos_off.
+	 * Owner-only: */
+	bool ring;
+	size_t pos_off;         /* ring laps so far * cap */
+	struct strb_kept *kept; /* pushes of recycled chunks still open */
+	/* Read by snapshots while the owner records: */
+	_Atomic size_t cap;        /* ring size once it wraps, else 0 */
+	_Atomic uint64_t tail;     /* monotonic position of the oldest chunk */
+	_Atomic uint32_t seq;      /* odd while the owner recycles a chunk */
+	_Atomic uint64_t aged_out; /* records in recycled chunks */
+
+	_Atomic size_t published; /* head (+ pos_off in rings), as the reader may see it */
 	size_t released;          /* processing gave back the pages below this */
 	atomic_bool dead;         /* the thread exited */
 	pid_t tid;
@@ -181,8 +195,63 @@ static inline void *strb_tbuf_reserve_pop(struct strb_tbuf *b, unsigned k)
 
 static inline void strb_tbuf_publish(struct strb_tbuf *b)
 {
-	atomic_store_explicit(&b->published, b->head, memory_order_release);
+	atomic_store_explicit(&b->published, b->head + b->pos_off, memory_order_release);
 }
+
+/* Flight rings: the chunk records never cross, and the choice for the
+ * next session (set with no session active). */
+#define STRB_TBUF_CHUNK (64 * 1024)
+void strb_tbuf_set_ring(bool on);
+
+/* The size of a record, from its header (flight rings walk them). */
+static inline size_t strb_rec_size(const struct strb_rec *r, size_t attrs_bytes)
+{
+	size_t payload, attrs = r->aux & STRB_AUX_ATTRS ? attrs_bytes : 0;
+	switch (r->kind) {
+	case STRB_REC_OP_PUSH:
+	case STRB_REC_COUNTER:
+	case STRB_REC_CORR_PUSH:
+	case STRB_REC_ASYNC_END:
+		payload = 8; /* id or value */
+		break;
+	case STRB_REC_ACTIVITY:
+		payload = r->aux;
+		break;
+	case STRB_REC_RANGE_PUSH:
+	case STRB_REC_INSTANT:
+		payload = attrs;
+		break;
+	case STRB_REC_ASYNC_START:
+		payload = 8 + attrs;
+		break;
+	default:
+		payload = 0;
+		break;
+	}
+	return sizeof(*r) + payload + ((r->name_len + 7u) & ~7u);
+}
+
+/* A copy of one thread's flight ring, taken while it may record: the
+ * pushes of recycled chunks that are still open (linear records), then the
+ * ring's records from the oldest chunk on (chunked: a record never crosses
+ * a multiple of STRB_TBUF_CHUNK from ring's start; a PAD record, or fewer
+ * bytes than a header, ends a chunk). */
+struct strb_tbuf_view {
+	const uint8_t *kept;
+	size_t kept_len;
+	const uint8_t *ring;
+	size_t ring_len;
+	pid_t tid;
+	const char *name;
+	uint64_t aged_out, dropped, truncated;
+	uint64_t kept_lost; /* open pushes too many to keep: their pops pair with nothing */
+	bool torn;          /* the owner kept recycling: this copy may miss its newest chunk */
+};
+typedef void (*strb_tbuf_view_fn)(const struct strb_tbuf_view *v, void *arg);
+/* Copies each ring of `session` in turn (one thread's at a time) and hands
+ * the copy to fn. Never makes a recording thread wait. Returns 0 or
+ * -ENOMEM. */
+int strb_tbuf_foreach_snapshot(uint32_t session, strb_tbuf_view_fn fn, void *arg);
 
 /* Walks every buffer of `session` (live and dead) under the registry lock. */
 typedef void (*strb_tbuf_visit_fn)(struct strb_tbuf *b, size_t published, void *arg);

@@ -47,6 +47,10 @@ struct walk {
 	const char *domain_names[STRB_DOMAINS_MAX];
 	struct async_list starts, ends;
 	uint64_t next_id, id_end;
+	/* A flight dump: records before the window are context (pushes still
+	 * open), not events. */
+	bool flight;
+	uint64_t aged_out, kept_lost, torn;
 	int rc;
 };
 
@@ -372,31 +376,7 @@ static void recorded(struct walk *k, const struct strb_rec *r, pid_t tid)
 
 static size_t record_size(const struct strb_rec *r)
 {
-	size_t payload;
-	switch (r->kind) {
-	case STRB_REC_OP_PUSH:
-	case STRB_REC_COUNTER:
-	case STRB_REC_CORR_PUSH:
-		payload = 8; /* id or value */
-		break;
-	case STRB_REC_ACTIVITY:
-		payload = r->aux;
-		break;
-	case STRB_REC_RANGE_PUSH:
-	case STRB_REC_INSTANT:
-		payload = attrs_size(r);
-		break;
-	case STRB_REC_ASYNC_START:
-		payload = 8 + attrs_size(r);
-		break;
-	case STRB_REC_ASYNC_END:
-		payload = 8;
-		break;
-	default:
-		payload = 0;
-		break;
-	}
-	return sizeof(*r) + payload + ((r->name_len + 7u) & ~7u);
+	return strb_rec_size(r, sizeof(struct strb_rec_attrs));
 }
 
 static void close_open(struct walk *k, struct stack *s)
@@ -437,20 +417,34 @@ static void domain_rows(struct walk *k, pid_t tid, const char *thread)
 	memset(k->domains_used, 0, sizeof(k->domains_used));
 }
 
-static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
+/* The records of [base, base + len): linear, or in flight-ring chunks
+ * (a record never crosses a chunk; PAD or a short tail ends one). consume:
+ * the live buffer whose pages may be given back as they are read. */
+static void walk_records(struct walk *k, const uint8_t *base, size_t len, bool chunked, pid_t tid,
+                         struct strb_tbuf *consume)
 {
-	struct walk *k = arg;
 	struct strobe_trace *t = k->t;
 	const struct strb_window *w = k->w;
-	k->ranges.n = k->ops.n = 0;
 	size_t off = 0, given_back = 0;
-	while (off + sizeof(struct strb_rec) <= published && !k->rc) {
-		if (off - given_back >= CONSUMED_STEP) {
+	while (off + sizeof(struct strb_rec) <= len && !k->rc) {
+		if (consume && off - given_back >= CONSUMED_STEP) {
 			/* Read for good: the buffer shrinks while the trace grows. */
-			strb_tbuf_consumed(b, off);
+			strb_tbuf_consumed(consume, off);
 			given_back = off;
 		}
-		const struct strb_rec *r = (const void *)(b->base + off);
+		const struct strb_rec *r = (const void *)(base + off);
+		if (chunked) {
+			size_t in = off % STRB_TBUF_CHUNK, next = off - in + STRB_TBUF_CHUNK;
+			if (in + sizeof(*r) > STRB_TBUF_CHUNK || r->kind == STRB_REC_PAD || !r->kind) {
+				off = next;
+				continue;
+			}
+			if (in + record_size(r) > STRB_TBUF_CHUNK) {
+				t->stats.out_of_window++; /* cannot happen: the owner never writes one */
+				off = next;
+				continue;
+			}
+		}
 		off += record_size(r);
 		bool timed = r->kind != STRB_REC_ACTIVITY;
 		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP &&
@@ -458,15 +452,21 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 			t->stats.out_of_window++;
 			continue;
 		}
+		/* Before a flight dump's window only pushes and pops count: they
+		 * say what was open when the window began. */
+		if (k->flight && timed && r->ticks < w->start_ticks && r->kind != STRB_REC_RANGE_PUSH &&
+		    r->kind != STRB_REC_OP_PUSH && r->kind != STRB_REC_RANGE_POP &&
+		    r->kind != STRB_REC_OP_POP)
+			continue;
 		switch (r->kind) {
 		case STRB_REC_RANGE_PUSH: {
 			struct stack *s = range_stack(k, r);
 			if (s)
-				begin_range(k, s, STROBE_ACTIVITY_USER_ANNOTATION, r, b->tid);
+				begin_range(k, s, STROBE_ACTIVITY_USER_ANNOTATION, r, tid);
 			break;
 		}
 		case STRB_REC_OP_PUSH:
-			begin_range(k, &k->ops, STROBE_ACTIVITY_CPU_OP, r, b->tid);
+			begin_range(k, &k->ops, STROBE_ACTIVITY_CPU_OP, r, tid);
 			break;
 		case STRB_REC_RANGE_POP: {
 			struct stack *s = range_stack(k, r);
@@ -479,17 +479,17 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 			break;
 		case STRB_REC_INSTANT:
 			if (selected(w, STROBE_ACTIVITY_CPU_INSTANT_EVENT))
-				instant(k, r, b->tid);
+				instant(k, r, tid);
 			break;
 		case STRB_REC_COUNTER:
 			if (selected(w, STROBE_ACTIVITY_CPU_COUNTER))
-				counter(k, r, b->tid);
+				counter(k, r, tid);
 			break;
 		case STRB_REC_ACTIVITY:
-			recorded(k, r, b->tid);
+			recorded(k, r, tid);
 			break;
 		case STRB_REC_ASYNC_START:
-			async_start(k, r, b->tid);
+			async_start(k, r, tid);
 			break;
 		case STRB_REC_ASYNC_END:
 			if (async_add(&k->ends, *(const uint64_t *)(r + 1), r->ticks, 0))
@@ -500,33 +500,77 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 			break;
 		}
 	}
-	/* Ranges still open at stop end at stop. */
+}
+
+/* After a thread's records: what is still open ends at the window's end;
+ * the thread's accounting and rows. */
+static void finish_thread(struct walk *k, pid_t tid, const char *name, uint64_t dropped, uint64_t truncated,
+                          uint64_t bytes)
+{
+	struct strobe_trace *t = k->t;
 	close_open(k, &k->ranges);
 	close_open(k, &k->ops);
 	for (uint32_t d = 1; k->domains && d < STRB_DOMAINS_MAX; d++)
 		close_open(k, &k->domains[d]);
-	t->stats.dropped_events += atomic_load_explicit(&b->dropped, memory_order_relaxed);
-	t->stats.truncated_names += atomic_load_explicit(&b->truncated, memory_order_relaxed);
-	t->stats.buffer_bytes += published;
+	t->stats.dropped_events += dropped;
+	t->stats.truncated_names += truncated;
+	t->stats.buffer_bytes += bytes;
 	t->stats.threads++;
 
 	/* A name given to the thread by another thread (NVTX) beats none. */
 	char label[STRB_THREAD_NAME_MAX];
-	memcpy(label, b->name, sizeof(label));
+	memcpy(label, name, sizeof(label));
 	label[sizeof(label) - 1] = 0;
 	if (!label[0])
-		strb_thread_name_lookup(b->tid, label, sizeof(label));
+		strb_thread_name_lookup(tid, label, sizeof(label));
 	struct strobe_resource res = {
 	    .size = sizeof(res),
 	    .kind = STROBE_RESOURCE_THREAD,
 	    .device = t->pid,
-	    .resource = b->tid,
+	    .resource = tid,
 	    .name = label,
-	    .sort_index = b->tid,
+	    .sort_index = tid,
 	};
 	if (strb_trace_add_resource(t, &res))
 		k->rc = -ENOMEM;
-	domain_rows(k, b->tid, label);
+	domain_rows(k, tid, label);
+}
+
+static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
+{
+	struct walk *k = arg;
+	k->ranges.n = k->ops.n = 0;
+	walk_records(k, b->base, published, false, b->tid, b);
+	finish_thread(k, b->tid, b->name, atomic_load_explicit(&b->dropped, memory_order_relaxed),
+	              atomic_load_explicit(&b->truncated, memory_order_relaxed), published);
+}
+
+static void walk_view(const struct strb_tbuf_view *v, void *arg)
+{
+	struct walk *k = arg;
+	k->ranges.n = k->ops.n = 0;
+	walk_records(k, v->kept, v->kept_len, false, v->tid, NULL);
+	walk_records(k, v->ring, v->ring_len, true, v->tid, NULL);
+	finish_thread(k, v->tid, v->name, v->dropped, v->truncated, v->kept_len + v->ring_len);
+	k->aged_out += v->aged_out;
+	k->kept_lost += v->kept_lost;
+	k->torn += v->torn;
+}
+
+/* A flight dump keeps what ended inside its window, and what was still
+ * open at its end however long ago it began. */
+static void drop_before_window(struct strobe_trace *t, const struct strb_window *w)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->count; i++) {
+		const struct strobe_activity *a = &t->acts[i];
+		if (!(a->flags & STROBE_ACTIVITY_UNFINISHED) && a->end_ns < w->start_ns)
+			continue;
+		if (n != i)
+			t->acts[n] = *a;
+		n++;
+	}
+	t->count = n;
 }
 
 static int cmp_mark(const void *pa, const void *pb)
@@ -628,10 +672,19 @@ static void async_lanes(struct walk *k)
 	}
 }
 
-int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
+static int process_cpu(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc)
 {
-	struct walk k = {.t = t, .w = w};
-	strb_tbuf_foreach(w->session, walk_buffer, &k);
+	struct walk k = {.t = t, .w = w, .flight = fc != NULL};
+	if (fc) {
+		int rc = strb_tbuf_foreach_snapshot(w->session, walk_view, &k);
+		if (rc && !k.rc)
+			k.rc = rc;
+		fc->aged_out = k.aged_out;
+		fc->kept_lost = k.kept_lost;
+		fc->torn_threads = k.torn;
+	} else {
+		strb_tbuf_foreach(w->session, walk_buffer, &k);
+	}
 	if (!k.rc && (k.starts.n || k.ends.n)) {
 		pair_async(&k);
 		async_lanes(&k);
@@ -644,5 +697,18 @@ int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
 	free(k.ends.items);
 	free(k.ranges.items);
 	free(k.ops.items);
+	if (fc && !k.rc)
+		drop_before_window(t, w);
 	return k.rc;
+}
+
+int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
+{
+	return process_cpu(t, w, NULL);
+}
+
+int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w,
+                            struct strb_flight_counts *fc)
+{
+	return process_cpu(t, w, fc);
 }

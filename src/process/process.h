@@ -21,6 +21,16 @@ struct strb_window {
  * thread rows and accounting. Returns 0 or -ENOMEM. */
 int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w);
 
+/* The same for a flight dump, from copies of the session's rings taken
+ * while it goes on recording: ranges that ended before the window are
+ * left out, those still open are kept from where they began. */
+struct strb_flight_counts {
+	uint64_t aged_out;     /* records recycled before the dump */
+	uint64_t kept_lost;    /* open pushes too many to keep */
+	uint64_t torn_threads; /* threads whose ring could not be copied whole */
+};
+int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc);
+
 /* Checks and copies an activity handed back by a child profiler: device 0
  * becomes this process; types outside the mask are skipped. */
 int strb_process_child_activity(struct strobe_trace *t, const struct strb_window *w,

@@ -1,0 +1,411 @@
+/* The flight recorder: capture always on into per-thread rings
+ * (core/tbuf.c), the last seconds written as a normal trace when asked,
+ * when the program stops stepping (a watchdog thread), or at exit.
+ *
+ * Dumps are serialised by dump_lock, so two triggers close together give
+ * two files, one after the other; the program's threads never wait for a
+ * dump (the rings are copied while they record). */
+#define LOG_TAG "flight"
+#include "control/flight.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/opts.h"
+#include "control/controller.h"
+#include "core/clock.h"
+#include "process/process.h"
+#include "process/trace.h"
+
+#define DEFAULT_WINDOW_NS (30ull * 1000000000ull)
+#define DEFAULT_MEMORY    (256ull << 20)
+#define MIN_MEMORY        (1ull << 20)
+
+/* What a start set; under flight_lock (dump_lock for the dump's use). */
+static pthread_mutex_t flight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool running;
+static char output[4096];
+static uint64_t window_ns;
+static uint64_t hang_after_ns;
+static bool dump_on_exit;
+static unsigned next_seq = 1;
+
+/* The watchdog. */
+static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dog_cond;
+static bool dog_stop, dog_running;
+static pthread_t dog;
+static _Atomic int64_t last_step_ns; /* monotonic */
+static atomic_bool hang_dumped;
+
+/* ---- dumps ------------------------------------------------------------ */
+
+/* out = dir/STEM.N.SUFFIX for output dir/STEM.SUFFIX (the suffix from the
+ * name's first dot), the first N from next_seq whose file does not exist. */
+static int dump_path(char *out, size_t len)
+{
+	const char *slash = strrchr(output, '/');
+	const char *name = slash ? slash + 1 : output;
+	const char *dot = strchr(name, '.');
+	size_t stem = dot ? (size_t)(dot - output) : strlen(output);
+	for (unsigned tries = 0; tries < 100000; tries++) {
+		unsigned n = next_seq++;
+		int w = snprintf(out, len, "%.*s.%u%s", (int)stem, output, n, dot ? dot : "");
+		if (w < 0 || (size_t)w >= len)
+			return -ENAMETOOLONG;
+		if (access(out, F_OK) != 0)
+			return 0;
+	}
+	return -EEXIST;
+}
+
+static int add_meta(strobe_trace *t, const char *reason, const struct strb_flight_counts *fc)
+{
+	char json[1024], why[512];
+	/* The reason as a JSON string: printable ASCII, quotes and backslashes
+	 * replaced. */
+	size_t n = 0;
+	for (const char *p = reason ? reason : "requested"; *p && n + 1 < sizeof(why); p++)
+		why[n++] = (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+		               ? '_'
+		               : *p;
+	why[n] = 0;
+	snprintf(json, sizeof(json),
+	         "{\"reason\": \"%s\", \"window_s\": %.3f, \"aged_out\": %" PRIu64 ", \"kept_lost\": %" PRIu64
+	         ", \"torn_threads\": %" PRIu64 "}",
+	         why, (double)window_ns / 1e9, fc->aged_out, fc->kept_lost, fc->torn_threads);
+	struct strobe_arg meta[] = {
+	    {.key = "flight_recorder", .kind = STROBE_ARG_JSON, .value.str = json},
+	    {.key = "aged_out", .kind = STROBE_ARG_U64, .value.u64 = fc->aged_out},
+	};
+	for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++)
+		if (strb_trace_set_meta(t, &meta[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int dump(const char *reason, char *path, size_t path_len)
+{
+	char file[4200];
+	pthread_mutex_lock(&dump_lock);
+	strobe_trace *t = NULL;
+	struct strb_flight_counts fc = {0};
+	int rc = strb_control_flight_dump(window_ns, &t, &fc);
+	if (!rc && add_meta(t, reason, &fc))
+		rc = strb_error(-ENOMEM, "flight recorder dump: out of memory");
+	if (!rc) {
+		rc = dump_path(file, sizeof(file));
+		if (rc)
+			rc = strb_error(rc, "flight recorder dump: no free file name beside %s", output);
+	}
+	if (!rc)
+		rc = strobe_trace_save(t, file);
+	if (!rc) {
+		LOGW("flight recorder: wrote the last %.0f s to %s (%s)", (double)window_ns / 1e9, file,
+		     reason ? reason : "requested");
+		if (path && path_len)
+			snprintf(path, path_len, "%s", file);
+	} else {
+		LOGE("flight recorder: no dump written (%s): %s", reason ? reason : "requested",
+		     strobe_last_error());
+	}
+	strobe_trace_destroy(t);
+	pthread_mutex_unlock(&dump_lock);
+	return rc;
+}
+
+/* ---- the watchdog ------------------------------------------------------- */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	uint64_t period = hang_after_ns / 4;
+	if (period > 1000000000ull)
+		period = 1000000000ull;
+	if (period < 10000000ull)
+		period = 10000000ull;
+	pthread_mutex_lock(&dog_lock);
+	while (!dog_stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (time_t)(period / 1000000000ull);
+		until.tv_nsec += (long)(period % 1000000000ull);
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&dog_cond, &dog_lock, &until);
+		if (dog_stop)
+			break;
+		int64_t idle = mono_ns() - atomic_load(&last_step_ns);
+		if (idle < (int64_t)hang_after_ns || atomic_load(&hang_dumped))
+			continue;
+		/* Once per hang: stepping again re-arms it. */
+		atomic_store(&hang_dumped, true);
+		char reason[128];
+		snprintf(reason, sizeof(reason), "hang: strobe_step() not called for %.1f s",
+		         (double)idle / 1e9);
+		pthread_mutex_unlock(&dog_lock);
+		dump(reason, NULL, 0);
+		pthread_mutex_lock(&dog_lock);
+	}
+	pthread_mutex_unlock(&dog_lock);
+	return NULL;
+}
+
+static void dog_init_cond(void)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&dog_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static void watchdog_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, dog_init_cond);
+	atomic_store(&last_step_ns, mono_ns());
+	atomic_store(&hang_dumped, false);
+	dog_stop = false;
+	/* No signal of the program's is ever handled on it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	dog_running = pthread_create(&dog, NULL, watchdog_main, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (dog_running)
+		pthread_setname_np(dog, "strobe-watchdog");
+	else
+		LOGW("flight recorder: cannot start the watchdog thread; hangs are not dumped");
+}
+
+static void watchdog_stop(void)
+{
+	if (!dog_running)
+		return;
+	pthread_mutex_lock(&dog_lock);
+	dog_stop = true;
+	pthread_cond_signal(&dog_cond);
+	pthread_mutex_unlock(&dog_lock);
+	pthread_join(dog, NULL);
+	dog_running = false;
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+static void at_exit(void)
+{
+	if (atomic_load(&running) && dump_on_exit)
+		strb_flight_stop(true, "the program exited");
+}
+
+static void register_exit(void)
+{
+	atexit(at_exit);
+}
+
+int strb_flight_start(const struct strobe_flight_opts *opts)
+{
+	static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+	uint64_t mask = STRB_OPTS_GET(opts, activity_mask, 0);
+	uint64_t mem = STRB_OPTS_GET(opts, memory_bytes, 0);
+	const char *out = STRB_OPTS_GET(opts, output, NULL);
+	if (mem && mem < MIN_MEMORY)
+		return strb_error(
+		    -EINVAL, "strobe_flight_start: memory_bytes %" PRIu64 " is below the 1 MiB minimum", mem);
+	if (out && !*out)
+		return strb_error(-EINVAL, "strobe_flight_start: output is empty");
+	if (out && strlen(out) >= sizeof(output) - 32)
+		return strb_error(-ENAMETOOLONG, "strobe_flight_start: output path too long");
+	struct strb_config cfg;
+	char err[512];
+	int rc = strb_config_build(&cfg, NULL, NULL, mask, err, sizeof(err));
+	if (rc)
+		return strb_error(rc == -ENOMEM ? -ENOMEM : STROBE_E_CONFIG, "strobe_flight_start: %s", err);
+	cfg.max_cpu_buffer_bytes = (int64_t)(mem ? mem : DEFAULT_MEMORY);
+	pthread_mutex_lock(&flight_lock);
+	if (atomic_load(&running)) {
+		pthread_mutex_unlock(&flight_lock);
+		return strb_error(-EBUSY, "strobe_flight_start: the flight recorder is already running");
+	}
+	rc = strb_control_flight_start(&cfg);
+	if (!rc) {
+		pthread_mutex_lock(&dump_lock);
+		if (out)
+			snprintf(output, sizeof(output), "%s", out);
+		else
+			snprintf(output, sizeof(output), "strobe-flight-%d.json.gz", (int)getpid());
+		uint64_t win = STRB_OPTS_GET(opts, window_ns, 0);
+		window_ns = win ? win : DEFAULT_WINDOW_NS;
+		next_seq = 1;
+		pthread_mutex_unlock(&dump_lock);
+		hang_after_ns = STRB_OPTS_GET(opts, hang_after_ns, 0);
+		dump_on_exit = STRB_OPTS_GET(opts, dump_on_exit, false);
+		atomic_store(&running, true);
+		if (hang_after_ns)
+			watchdog_start();
+	}
+	pthread_mutex_unlock(&flight_lock);
+	if (!rc)
+		pthread_once(&exit_once, register_exit);
+	return rc;
+}
+
+int strb_flight_dump(const char *reason, char *path, size_t path_len)
+{
+	if (!atomic_load(&running))
+		return strb_error(STROBE_E_STATE, "strobe_flight_dump: the flight recorder is not running");
+	return dump(reason, path, path_len);
+}
+
+int strb_flight_stop(bool final_dump, const char *reason)
+{
+	pthread_mutex_lock(&flight_lock);
+	if (!atomic_load(&running)) {
+		pthread_mutex_unlock(&flight_lock);
+		return strb_error(STROBE_E_STATE, "strobe_flight_stop: the flight recorder is not running");
+	}
+	watchdog_stop();
+	if (final_dump && dump_on_exit)
+		dump(reason, NULL, 0);
+	atomic_store(&running, false);
+	int rc = strb_control_flight_stop();
+	pthread_mutex_unlock(&flight_lock);
+	return rc;
+}
+
+bool strb_flight_running(void)
+{
+	return atomic_load_explicit(&running, memory_order_relaxed);
+}
+
+void strb_flight_step(void)
+{
+	if (!atomic_load_explicit(&running, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&last_step_ns, mono_ns(), memory_order_relaxed);
+	if (atomic_load_explicit(&hang_dumped, memory_order_relaxed))
+		atomic_store_explicit(&hang_dumped, false, memory_order_relaxed);
+}
+
+/* ---- the environment ---------------------------------------------------- */
+
+/* "30s", "500ms", "2m", a bare number is seconds. */
+static int parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"", 1e9}};
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !(v > 0) || v > 1e7)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(end, units[i].unit)) {
+			*ns = (uint64_t)(v * units[i].ns);
+			return *ns ? 0 : -EINVAL;
+		}
+	}
+	return -EINVAL;
+}
+
+/* "256M", "1G", "512MB", "64MiB"; a bare number is MiB. */
+static int parse_size(const char *s, uint64_t *bytes)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !(v > 0) || v > 1e15)
+		return -EINVAL;
+	double mul = 1 << 20;
+	if (*end) {
+		char u = (char)(*end | 0x20);
+		mul = u == 'k' ? 1 << 10 : u == 'm' ? 1 << 20 : u == 'g' ? 1 << 30 : u == 'b' ? 1 : 0;
+		const char *rest = end + 1;
+		if (u != 'b' && (!strcmp(rest, "") || !strcmp(rest, "B") || !strcmp(rest, "iB")))
+			;
+		else if (u == 'b' && !*rest)
+			;
+		else
+			mul = 0;
+	}
+	if (!mul)
+		return -EINVAL;
+	*bytes = (uint64_t)(v * mul);
+	return 0;
+}
+
+void strb_flight_init_from_env(void)
+{
+	const char *flight = getenv("STROBE_FLIGHT");
+	if (!flight || !*flight || !strcmp(flight, "0"))
+		return;
+	struct strobe_flight_opts o = {.size = sizeof(o)};
+	const char *v;
+	if (parse_duration(flight, &o.window_ns)) {
+		LOGW("STROBE_FLIGHT=%.100s is not a duration (e.g. 30s, 500ms, 2m); the flight recorder is "
+		     "off",
+		     flight);
+		return;
+	}
+	if ((v = getenv("STROBE_FLIGHT_MEM")) && *v && parse_size(v, &o.memory_bytes)) {
+		LOGW("STROBE_FLIGHT_MEM=%.100s is not a size (e.g. 256M, 1G); the flight recorder is off", v);
+		return;
+	}
+	if ((v = getenv("STROBE_HANG_AFTER")) && *v && parse_duration(v, &o.hang_after_ns)) {
+		LOGW("STROBE_HANG_AFTER=%.100s is not a duration (e.g. 10m); the flight recorder is off", v);
+		return;
+	}
+	v = getenv("STROBE_DUMP_ON_EXIT");
+	o.dump_on_exit = v && *v && strcmp(v, "0");
+	v = getenv("STROBE_FLIGHT_OUTPUT");
+	o.output = v && *v ? v : NULL;
+	if (strb_flight_start(&o))
+		LOGW("the flight recorder asked for by STROBE_FLIGHT did not start: %s", strobe_last_error());
+}
+
+void strb_flight_atfork_child(void)
+{
+	/* The rings and the watchdog are the parent's. */
+	pthread_mutex_init(&flight_lock, NULL);
+	pthread_mutex_init(&dump_lock, NULL);
+	pthread_mutex_init(&dog_lock, NULL);
+	dog_running = false;
+	atomic_store(&running, false);
+}
+
+int strobe_flight_start(const struct strobe_flight_opts *opts)
+{
+	return strb_flight_start(opts);
+}
+
+int strobe_flight_dump(const char *reason, char *path, size_t path_len)
+{
+	return strb_flight_dump(reason, path, path_len);
+}
+
+int strobe_flight_stop(void)
+{
+	return strb_flight_stop(true, "strobe_flight_stop() was called");
+}

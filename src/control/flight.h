@@ -1,0 +1,23 @@
+/* The flight recorder (flight.c): the public strobe_flight_* calls, the
+ * environment (STROBE_FLIGHT...), the hang watchdog and dumps. */
+#ifndef STROBE_CONTROL_FLIGHT_H
+#define STROBE_CONTROL_FLIGHT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "strobe/strobe.h"
+
+int strb_flight_start(const struct strobe_flight_opts *opts);
+int strb_flight_dump(const char *reason, char *path, size_t path_len);
+/* Stops it; final_dump: write the last window first when dump_on_exit. */
+int strb_flight_stop(bool final_dump, const char *reason);
+bool strb_flight_running(void);
+/* strobe_step(): the watchdog's heartbeat. */
+void strb_flight_step(void);
+/* strobe_init: STROBE_FLIGHT=<window> [STROBE_FLIGHT_OUTPUT, STROBE_FLIGHT_MEM,
+ * STROBE_HANG_AFTER, STROBE_DUMP_ON_EXIT] starts it. */
+void strb_flight_init_from_env(void);
+void strb_flight_atfork_child(void);
+
+#endif
