@@ -3,6 +3,8 @@
  *   - push+pop pair while tracing, 1 and 2 threads, against two reads of
  *     the clock in use (what a pair cannot avoid);
  *   - push+pop pair while not tracing, against an empty loop;
+ *   - push+pop pair with the flight recorder's rings full (each new chunk
+ *     recycles the thread's oldest), against tracing;
  *   - resident bytes per captured event.
  * Usage: bench_capture [pairs-per-run] [runs]
  */
@@ -125,6 +127,37 @@ static double traced_pairs(int threads, double *cold)
 	return m;
 }
 
+/* The same pairs with the flight recorder on and its rings full, so that
+ * every chunk a thread starts recycles its own oldest one: median over
+ * runs after the rings have filled. */
+static double flight_pairs(int threads)
+{
+	struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .memory_bytes = 64ull << 20);
+	if (strobe_flight_start(&o)) {
+		fprintf(stderr, "bench_capture: %s\n", strobe_last_error());
+		return 0;
+	}
+	active_threads = threads;
+	/* 64 MiB of 48-byte pairs: fill the rings first. */
+	for (long filled = 0; filled < (64l << 20) / 48 / pairs + 2; filled++) {
+		pthread_barrier_wait(&go);
+		pthread_barrier_wait(&done);
+	}
+	double *v = calloc((size_t)runs, sizeof(double));
+	for (int r = 0; r < runs; r++) {
+		pthread_barrier_wait(&go);
+		pthread_barrier_wait(&done);
+		double sum = 0;
+		for (int i = 0; i < threads; i++)
+			sum += workers[i].ns;
+		v[r] = sum / threads;
+	}
+	double m = bench_median(v, runs);
+	free(v);
+	strobe_flight_stop();
+	return m;
+}
+
 static double median_of(double (*fn)(void))
 {
 	double *v = calloc((size_t)runs, sizeof(double));
@@ -176,6 +209,8 @@ int main(int argc, char **argv)
 	double cold1, cold2;
 	double on1 = traced_pairs(1, &cold1);
 	double on2 = traced_pairs(2, &cold2);
+	double flight1 = flight_pairs(1);
+	double flight2 = flight_pairs(2);
 	workers_stop();
 
 	printf("%-44s %8.2f ns\n", "empty loop iteration", empty);
@@ -188,6 +223,10 @@ int main(int argc, char **argv)
 	       on2 / clock2);
 	printf("%-44s %8.2f ns  (1 thread), %.2f ns (2 threads)\n", "first run on fresh buffer pages", cold1,
 	       cold2);
+	printf("%-44s %8.2f ns  (%.2fx tracing)\n", "push+pop pair, flight rings full, 1 thread", flight1,
+	       flight1 / on1);
+	printf("%-44s %8.2f ns  (%.2fx tracing)\n", "push+pop pair, flight rings full, 2 threads", flight2,
+	       flight2 / on2);
 	rss_per_event();
 	strobe_shutdown();
 	return 0;

@@ -49,6 +49,12 @@ struct strb_kept {
 	uint64_t lost_total;
 	size_t used;
 	uint8_t data[KEPT_BYTES];
+	/* Scratch of recycle(): the pushes of the chunk being recycled not yet
+	 * popped in it, in order (offset in the chunk, stack). */
+	struct {
+		uint16_t stack;
+		uint32_t off;
+	} open[STRB_TBUF_CHUNK / sizeof(struct strb_rec)];
 };
 
 /* The registry frees a dead thread's buffer after its events are
@@ -252,7 +258,11 @@ static void recycle(struct strb_tbuf *b, size_t at)
 	atomic_store_explicit(&b->seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	uint64_t aged = 0;
-	size_t off = 0;
+	size_t off = 0, nopen = 0;
+	struct strb_kept *kp = b->kept;
+	/* Pushes and pops of the chunk pair among themselves first (the common
+	 * case: cheap); pops of older pushes go to the kept ones; the chunk's
+	 * pushes still open at its end are kept, in order. */
 	while (off + sizeof(struct strb_rec) <= CLAIM_BYTES) {
 		const struct strb_rec *r = (const void *)(b->base + at + off);
 		if (r->kind == STRB_REC_PAD || !r->kind)
@@ -262,11 +272,28 @@ static void recycle(struct strb_tbuf *b, size_t at)
 			break;
 		bool push;
 		unsigned k = rec_stack(r, &push);
-		if (k < STRB_STACKS && b->kept)
-			push ? kept_push(b->kept, r, k) : kept_pop(b->kept, k);
+		if (k < STRB_STACKS && kp) {
+			if (push) {
+				kp->open[nopen].stack = (uint16_t)k;
+				kp->open[nopen++].off = (uint32_t)off;
+			} else {
+				size_t i = nopen;
+				while (i > 0 && kp->open[i - 1].stack != k)
+					i--;
+				if (i) {
+					memmove(&kp->open[i - 1], &kp->open[i],
+					        (nopen - i) * sizeof(kp->open[0]));
+					nopen--;
+				} else {
+					kept_pop(kp, k);
+				}
+			}
+		}
 		aged++;
 		off += len;
 	}
+	for (size_t i = 0; i < nopen; i++)
+		kept_push(kp, (const void *)(b->base + at + kp->open[i].off), kp->open[i].stack);
 	atomic_store_explicit(&b->aged_out, atomic_load_explicit(&b->aged_out, memory_order_relaxed) + aged,
 	                      memory_order_relaxed);
 	atomic_store_explicit(&b->tail, atomic_load_explicit(&b->tail, memory_order_relaxed) + CLAIM_BYTES,
