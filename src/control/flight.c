@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/opts.h"
 #include "control/controller.h"
+#include "control/flight_crash.h"
 #include "core/clock.h"
 #include "process/process.h"
 #include "process/trace.h"
@@ -263,6 +264,8 @@ int strb_flight_start(const struct strobe_flight_opts *opts)
 		hang_after_ns = STRB_OPTS_GET(opts, hang_after_ns, 0);
 		dump_on_exit = STRB_OPTS_GET(opts, dump_on_exit, false);
 		atomic_store(&running, true);
+		if (strb_flight_crash_arm(output, window_ns, cfg.activity_mask))
+			LOGW("flight recorder: fatal signals are not dumped: %s", strobe_last_error());
 		if (hang_after_ns)
 			watchdog_start();
 	}
@@ -290,6 +293,7 @@ int strb_flight_stop(bool final_dump, const char *reason)
 	if (final_dump && dump_on_exit)
 		dump(reason, NULL, 0);
 	atomic_store(&running, false);
+	strb_flight_crash_disarm();
 	int rc = strb_control_flight_stop();
 	pthread_mutex_unlock(&flight_lock);
 	return rc;

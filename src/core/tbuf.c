@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -594,4 +596,129 @@ void strb_tbuf_shutdown(void)
 		pthread_setspecific(exit_key, NULL);
 	strb_tls_buf = NULL;
 	pthread_mutex_unlock(&registry_lock);
+}
+
+/* ---- the fatal-signal path -------------------------------------------- */
+
+/* What follows runs inside a signal handler, maybe with a corrupted heap:
+ * write(), memcpy() and process_vm_readv() only, no lock, no allocation. */
+
+static const uint8_t raw_zeros[4096];
+static volatile sig_atomic_t raw_peek_direct; /* process_vm_readv refused: read directly */
+
+/* Copies n bytes at src into dst, or returns false where src is not
+ * readable (a broken pointer reads as the end of the list, not a fault). */
+static bool raw_peek(void *dst, const void *src, size_t n)
+{
+	if (!raw_peek_direct) {
+		struct iovec local = {dst, n}, remote = {(void *)(uintptr_t)src, n};
+		ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (r == (ssize_t)n)
+			return true;
+		if (r >= 0 || errno == EFAULT)
+			return false;
+		raw_peek_direct = 1; /* ENOSYS, EPERM (a seccomp filter): trust the pointers */
+	}
+	memcpy(dst, src, n);
+	return true;
+}
+
+int64_t strb_raw_write(int fd, const void *p, size_t n)
+{
+	const uint8_t *at = p;
+	int64_t zeroed = 0;
+	while (n) {
+		ssize_t w = write(fd, at, n);
+		if (w > 0) {
+			at += w;
+			n -= (size_t)w;
+		} else if (w < 0 && errno == EINTR) {
+			continue;
+		} else if (w < 0 && errno == EFAULT && at != raw_zeros) {
+			/* Unreadable: zeros up to the end of its page. */
+			size_t len = sizeof(raw_zeros) - ((uintptr_t)at & (sizeof(raw_zeros) - 1));
+			len = len < n ? len : n;
+			if (strb_raw_write(fd, raw_zeros, len) < 0)
+				return -1;
+			at += len;
+			n -= len;
+			zeroed += (int64_t)len;
+		} else {
+			return -1;
+		}
+	}
+	return zeroed;
+}
+
+/* One thread: b is the live buffer, snap the copy just read of it. */
+static int raw_thread(int fd, const struct strb_tbuf *b, const struct strb_tbuf *snap)
+{
+	static struct strb_raw_thread th;
+	memset(&th, 0, sizeof(th));
+	th.magic = STRB_RAW_THREAD_MAGIC;
+	th.size = sizeof(th);
+	th.tid = snap->tid;
+	th.seq = atomic_load_explicit(&snap->seq, memory_order_relaxed);
+	size_t cap = atomic_load_explicit(&snap->cap, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&snap->tail, memory_order_relaxed);
+	uint64_t pub = atomic_load_explicit(&snap->published, memory_order_relaxed);
+	size_t span = cap ? cap : snap->reserve;
+	if (pub < tail || pub - tail > span || tail % CLAIM_BYTES || (pub - tail) % 8 || cap % CLAIM_BYTES ||
+	    span > snap->reserve)
+		pub = tail; /* caught between two stores: the pushes kept, no ring */
+	th.cap = cap;
+	th.tail = tail;
+	th.published = pub;
+	th.ring_len = pub - tail;
+	th.aged_out = atomic_load_explicit(&snap->aged_out, memory_order_relaxed);
+	th.dropped = atomic_load_explicit(&snap->dropped, memory_order_relaxed);
+	th.truncated = atomic_load_explicit(&snap->truncated, memory_order_relaxed);
+	size_t used = 0;
+	if (snap->kept && raw_peek(&used, &snap->kept->used, sizeof(used)) &&
+	    raw_peek(&th.kept_lost, &snap->kept->lost_total, sizeof(th.kept_lost)))
+		used = (used < KEPT_BYTES ? used : KEPT_BYTES) & ~(size_t)7;
+	else
+		used = 0;
+	th.kept_len = used;
+	memcpy(th.name, snap->name, sizeof(th.name));
+	th.name[sizeof(th.name) - 1] = 0;
+
+	struct strb_raw_thread_end end = {.magic = STRB_RAW_END_MAGIC};
+	int64_t z;
+	if (strb_raw_write(fd, &th, sizeof(th)) < 0 ||
+	    (z = strb_raw_write(fd, used ? snap->kept->data : raw_zeros, used)) < 0)
+		return -1;
+	end.unreadable += (uint64_t)z;
+	for (uint64_t p = tail; p < pub;) {
+		size_t phys = cap ? (size_t)(p % cap) : (size_t)p;
+		size_t len = pub - p < CLAIM_BYTES ? (size_t)(pub - p) : CLAIM_BYTES;
+		if ((z = strb_raw_write(fd, snap->base + phys, len)) < 0)
+			return -1;
+		end.unreadable += (uint64_t)z;
+		p += len;
+	}
+	uint32_t seq = th.seq + 1; /* unreadable counts as torn */
+	if (raw_peek(&seq, &b->seq, sizeof(seq)))
+		end.seq = seq;
+	else
+		end.seq = th.seq + 1;
+	return strb_raw_write(fd, &end, sizeof(end)) < 0 ? -1 : 0;
+}
+
+int64_t strb_tbuf_write_raw(int fd, uint32_t session)
+{
+	static struct strb_tbuf snap;
+	int64_t n = 0;
+	const struct strb_tbuf *at = __atomic_load_n(&registry, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; at && i < STRB_RAW_THREADS_MAX; i++) {
+		if (!raw_peek(&snap, at, sizeof(snap)))
+			break; /* a broken link ends the walk */
+		if (snap.session == session && snap.ring && snap.base) {
+			if (raw_thread(fd, at, &snap) < 0)
+				return -1;
+			n++;
+		}
+		at = snap.next;
+	}
+	return n;
 }

@@ -269,4 +269,42 @@ void strb_tbuf_atfork_child(void);
 /* Frees everything (strobe_shutdown). */
 void strb_tbuf_shutdown(void);
 
+/* ---- the fatal-signal path ------------------------------------------- */
+
+/* One thread's ring in a raw crash dump (control/flight_crash.c writes
+ * the file): this block, kept_len bytes of kept pushes (linear records),
+ * ring_len bytes of the ring from its oldest chunk (chunked, as in a
+ * strb_tbuf_view), then a struct strb_raw_thread_end. Native byte order;
+ * every length is a multiple of 8. */
+#define STRB_RAW_THREAD_MAGIC 0x44524854u /* "THRD" */
+#define STRB_RAW_END_MAGIC    0x444e4554u /* "TEND" */
+struct strb_raw_thread {
+	uint32_t magic;
+	uint32_t size; /* sizeof(struct strb_raw_thread) */
+	int32_t tid;
+	uint32_t seq; /* the ring's seq before the copy: odd = being recycled */
+	uint64_t cap, tail, published;
+	uint64_t aged_out, dropped, truncated, kept_lost;
+	uint64_t kept_len, ring_len;
+	char name[STRB_THREAD_NAME_MAX];
+};
+struct strb_raw_thread_end {
+	uint32_t magic;
+	uint32_t seq;        /* after the copy: differs from the block's = torn */
+	uint64_t unreadable; /* bytes that could not be read, written as zeros */
+};
+
+/* Writes all of [p, p + n) to fd with write() alone: retries short writes
+ * and EINTR; bytes that cannot be read (EFAULT) go out as zeros so the
+ * file's lengths hold. Async-signal-safe. Returns the bytes that had to be
+ * zeroed, or -1 when fd fails. */
+int64_t strb_raw_write(int fd, const void *p, size_t n);
+/* Writes the ring of every thread of `session` to fd (a block each, as
+ * above), walking the registry without its lock: async-signal-safe, no
+ * memory allocated, every structure read through a copy that cannot fault,
+ * at most STRB_RAW_THREADS_MAX threads. Returns the threads written, or -1
+ * when fd fails. */
+#define STRB_RAW_THREADS_MAX 65536
+int64_t strb_tbuf_write_raw(int fd, uint32_t session);
+
 #endif

@@ -672,11 +672,16 @@ static void async_lanes(struct walk *k)
 	}
 }
 
-static int process_cpu(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc)
+/* views: copies already taken (a raw crash dump's), else the session's
+ * rings are copied now. */
+static int process_cpu(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc,
+                       const struct strb_tbuf_view *views, size_t nviews)
 {
 	struct walk k = {.t = t, .w = w, .flight = fc != NULL};
+	for (size_t i = 0; fc && i < nviews && !k.rc; i++)
+		walk_view(&views[i], &k);
 	if (fc) {
-		int rc = strb_tbuf_foreach_snapshot(w->session, walk_view, &k);
+		int rc = views ? 0 : strb_tbuf_foreach_snapshot(w->session, walk_view, &k);
 		if (rc && !k.rc)
 			k.rc = rc;
 		fc->aged_out = k.aged_out;
@@ -704,11 +709,17 @@ static int process_cpu(struct strobe_trace *t, const struct strb_window *w, stru
 
 int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
 {
-	return process_cpu(t, w, NULL);
+	return process_cpu(t, w, NULL, NULL, 0);
 }
 
 int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w,
                             struct strb_flight_counts *fc)
 {
-	return process_cpu(t, w, fc);
+	return process_cpu(t, w, fc, NULL, 0);
+}
+
+int strb_process_cpu_views(struct strobe_trace *t, const struct strb_window *w,
+                           const struct strb_tbuf_view *views, size_t n, struct strb_flight_counts *fc)
+{
+	return process_cpu(t, w, fc, views, n);
 }

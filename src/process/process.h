@@ -29,7 +29,13 @@ struct strb_flight_counts {
 	uint64_t kept_lost;    /* open pushes too many to keep */
 	uint64_t torn_threads; /* threads whose ring could not be copied whole */
 };
-int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc);
+int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w,
+                            struct strb_flight_counts *fc);
+/* The same from copies taken elsewhere (a raw crash dump's rings), whose
+ * records the caller has checked. */
+struct strb_tbuf_view;
+int strb_process_cpu_views(struct strobe_trace *t, const struct strb_window *w,
+                           const struct strb_tbuf_view *views, size_t n, struct strb_flight_counts *fc);
 
 /* Checks and copies an activity handed back by a child profiler: device 0
  * becomes this process; types outside the mask are skipped. */

@@ -25,6 +25,7 @@
 
 static const char usage_text[] =
     "usage: strobe convert [options] IN OUT\n"
+    "       strobe convert [options] RUN.crash-PID.raw [OUT]\n"
     "\n"
     "Converts a Chrome-trace JSON file written by strobe, libkineto (PyTorch's profiler) or\n"
     "any Chrome-trace writer, or a Perfetto trace. IN is plain, gzip or zstd JSON, or\n"
@@ -38,7 +39,13 @@ static const char usage_text[] =
     "stdin is saved to a temporary file for that. OUT is written under a temporary name and\n"
     "renamed when complete: a failure leaves nothing.\n"
     "\n"
+    "IN may also be the raw dump the flight recorder writes when the program dies of a fatal\n"
+    "signal (STEM.crash-PID.raw beside its output; docs/flight.md): it becomes a normal trace\n"
+    "of the last window, with the ranges open at the signal and the signal in its metadata.\n"
+    "OUT is then optional: STEM.crash-PID.json.gz beside IN.\n"
+    "\n"
     "options:\n"
+    "  -o, --output OUT       the output file (instead of the second file argument)\n"
     "  --min-dur DUR          drop complete (\"X\") events shorter than DUR, with the flow\n"
     "                         arrows bound to them; DUR is a number with a unit: ns, us, ms,\n"
     "                         s, m or h (a bare number is seconds, as for every strobe option)\n"
@@ -59,9 +66,14 @@ static const char usage_text[] =
     "  strobe convert trace.json trace.pftrace\n"
     "  strobe convert --min-dur 10us libkineto_trace.json.gz small.json.zst\n"
     "  strobe convert --categories kernel,cuda_runtime,cpu_op trace.json gpu.pftrace\n"
-    "  zcat huge.json.gz | strobe convert - huge.perfetto-trace\n";
+    "  zcat huge.json.gz | strobe convert - huge.perfetto-trace\n"
+    "  strobe convert run.crash-4242.raw\n";
 
 static const struct cli cli = {"convert", "strobe convert [options] IN OUT"};
+
+/* libstrobe's reader of the flight recorder's raw crash dumps: not API
+ * (STROBE_PRIVATE), this strobe's own library. */
+STROBE_API int strobe_internal_flight_convert(const char *raw, const char *out, char *err, size_t len);
 
 struct opts {
 	const char *in, *out;
@@ -72,6 +84,8 @@ struct opts {
 	char *cat_text[8]; /* the --categories values the names point into */
 	size_t ncat_text;
 	bool quiet, progress;
+	char *default_out; /* OUT named after a raw dump */
+	char *crash_json;  /* a raw dump converted before filtering: removed at the end */
 };
 
 struct conv {
@@ -316,19 +330,25 @@ static int parse_args(int argc, char **argv, struct opts *o, bool *done)
 			                   &v)) ||
 			    (rc = add_categories(o, v)))
 				return rc;
+		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
+			if (o->out)
+				return cli_usage(&cli, "give -o/--output once");
+			o->out = v;
 		} else if (a[0] == '-' && a[1]) {
 			return cli_usage(&cli, "unknown option '%s'", a);
-		} else if (nfiles == 2) {
+		} else if (nfiles == 2 || (nfiles == 1 && o->out)) {
 			return cli_usage(&cli, "one input and one output ('%s' is a third file)", a);
 		} else {
 			files[nfiles++] = a;
 		}
 	}
-	if (nfiles < 2)
-		return cli_usage(&cli, "%s",
-		                 nfiles ? "no output file given" : "no input or output file given");
+	if (!nfiles)
+		return cli_usage(&cli, "no input or output file given");
+	if (nfiles == 2 && o->out)
+		return cli_usage(&cli, "one input and one output ('%s' is a third file)", files[1]);
 	o->in = files[0];
-	o->out = files[1];
+	if (nfiles == 2)
+		o->out = files[1];
 	return 0;
 }
 
@@ -363,9 +383,67 @@ static void report(const struct conv *c)
 		        c->o->in, (unsigned long long)c->st.repaired);
 }
 
+/* IN is a raw crash dump: its magic, as libstrobe's reader checks it. */
+static bool is_crash_dump(const char *path)
+{
+	char magic[8];
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : NULL;
+	bool yes = f && fread(magic, 1, sizeof(magic), f) == sizeof(magic) && !memcmp(magic, "STRBCRSH", 8);
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* A raw crash dump becomes a trace at OUT, or, when events are filtered,
+ * a temporary JSON file that is then converted as any trace is. 0 to go
+ * on, else the exit status. */
+static int from_crash_dump(struct opts *o, bool *done)
+{
+	if (!o->out) {
+		size_t n = strlen(o->in);
+		if (n > 4 && !strcmp(o->in + n - 4, ".raw"))
+			n -= 4;
+		if (!(o->default_out = malloc(n + sizeof(".json.gz"))))
+			return cli_error(&cli, "out of memory");
+		memcpy(o->default_out, o->in, n);
+		strcpy(o->default_out + n, ".json.gz");
+		o->out = o->default_out;
+	}
+	bool filtered = o->has_min_dur || o->ncats;
+	const char *to = o->out;
+	if (filtered) {
+		const char *dir = getenv("TMPDIR");
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s/strobe-crash-XXXXXX", dir && *dir ? dir : "/tmp");
+		int fd = mkstemp(tmp);
+		if (fd < 0)
+			return cli_error(&cli, "cannot create a temporary file %.300s: %s", tmp,
+			                 strerror(errno));
+		close(fd);
+		unlink(tmp);
+		if (!(o->crash_json = malloc(strlen(tmp) + sizeof(".json"))))
+			return cli_error(&cli, "out of memory");
+		sprintf(o->crash_json, "%s.json", tmp);
+		to = o->crash_json;
+	}
+	char err[1024] = "";
+	if (strobe_internal_flight_convert(o->in, to, err, sizeof(err)))
+		return cli_error(&cli, "%s", *err ? err : "cannot convert the crash dump");
+	if (filtered) {
+		o->in = o->crash_json;
+		return 0;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "strobe: wrote %s from the crash dump %s\n", o->out, o->in);
+	*done = true;
+	return 0;
+}
+
 static int convert(struct conv *c)
 {
 	const struct opts *o = c->o;
+	if (!o->out)
+		return cli_usage(&cli, "no output file given");
 	bool perfetto = strb_output_is_perfetto_path(o->out);
 	if (!perfetto && !ends_with(o->out, ".json") && !ends_with(o->out, ".json.gz") &&
 	    !ends_with(o->out, ".json.zst"))
@@ -406,6 +484,17 @@ int cmd_convert(int argc, char **argv)
 	struct opts o = {0};
 	bool done = false;
 	int rc = parse_args(argc, argv, &o, &done);
+	if (!rc && !done && is_crash_dump(o.in)) {
+		bool known = !o.out || strb_output_is_perfetto_path(o.out) || ends_with(o.out, ".json") ||
+		             ends_with(o.out, ".json.gz") || ends_with(o.out, ".json.zst");
+		rc =
+		    known
+		        ? from_crash_dump(&o, &done)
+		        : cli_usage(&cli,
+		                    "%s: unknown output format; name it .json, .json.gz, .json.zst, .pftrace "
+		                    "or .perfetto-trace",
+		                    o.out);
+	}
 	if (!rc && !done) {
 		struct conv c = {.o = &o};
 		rc = convert(&c);
@@ -414,6 +503,10 @@ int cmd_convert(int argc, char **argv)
 		if (c.in && c.in != stdin)
 			fclose(c.in);
 	}
+	if (o.crash_json)
+		unlink(o.crash_json);
+	free(o.crash_json);
+	free(o.default_out);
 	for (size_t i = 0; i < o.ncat_text; i++)
 		free(o.cat_text[i]);
 	free(o.cats);
