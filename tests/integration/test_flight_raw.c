@@ -1,0 +1,294 @@
+/* Raw crash dumps without a crash: the flight recorder's file beside the
+ * output exists while it runs and goes when it stops unwritten; what the
+ * handler writes (strb_flight_crash_write, called here directly) converts
+ * to a trace; and a truncated or damaged file gives an error that names
+ * what is wrong, never a crash (every truncation, thousands of random
+ * byte changes, and each field the reader checks). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "control/flight_crash.h"
+#include "strobe/strobe.h"
+#include "testutil.h"
+
+static uint8_t *dump;
+static size_t dump_len;
+static pid_t other_tid;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int stage;
+
+static void *other(void *arg)
+{
+	(void)arg;
+	strobe_thread_set_name("other");
+	other_tid = (pid_t)syscall(SYS_gettid);
+	strobe_range_push("other_wait");
+	for (int i = 0; i < 50; i++) {
+		strobe_range_push("other_tick");
+		strobe_range_pop();
+	}
+	pthread_mutex_lock(&lock);
+	stage = 1;
+	pthread_cond_broadcast(&cond);
+	while (stage != 2)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	strobe_range_pop();
+	return NULL;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Converts bytes as a raw dump: the status, the error in err. */
+static int convert_bytes(const void *p, size_t n, char *err, size_t len)
+{
+	char raw[1200], out[1200];
+	TU_FORMAT(raw, "%s/t.raw", tu_dir);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	write_file(raw, p, n);
+	return strb_flight_raw_convert(raw, out, err, len);
+}
+
+static void expect_error(const void *p, size_t n, const char *needle)
+{
+	char err[1024];
+	int rc = convert_bytes(p, n, err, sizeof(err));
+	if (!rc)
+		fail_msg("converted though it should say \"%s\"", needle);
+	char want[1300];
+	TU_FORMAT(want, "%s/t.raw: ", tu_dir);
+	assert_memory_equal(err, want, strlen(want));
+	tu_assert_contains(err, needle);
+}
+
+/* A dump of two threads with open ranges: the recorder running, the
+ * handler's writer called as a SIGSEGV at 0x1234 on this thread would. */
+static int make_dump(void **state)
+{
+	if (tu_strobe_group_setup(state))
+		return -1;
+	char out[1200], raw[1300];
+	snprintf(out, sizeof(out), "%s/run.json", tu_dir);
+	snprintf(raw, sizeof(raw), "%s/run.crash-%d.raw", tu_dir, (int)getpid());
+	struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .output = out);
+	if (strobe_flight_start(&o))
+		return -1;
+	struct stat st;
+	if (stat(raw, &st) || st.st_size != 0) /* opened empty at start */
+		return -1;
+	pthread_t th;
+	if (pthread_create(&th, NULL, other, NULL))
+		return -1;
+	pthread_mutex_lock(&lock);
+	while (stage != 1)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	strobe_range_push("outer");
+	strobe_op_push("an op");
+	for (int i = 0; i < 100; i++) {
+		strobe_range_push("tick");
+		strobe_counter("progress", i);
+		strobe_range_pop();
+	}
+	strobe_range_push("inner");
+	char path[1300];
+	snprintf(path, sizeof(path), "%s/dump.raw", tu_dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGSEGV;
+	si.si_code = SEGV_MAPERR;
+	si.si_addr = (void *)0x1234;
+	int rc = fd < 0 ? -1 : strb_flight_crash_write(fd, SIGSEGV, &si, (pid_t)syscall(SYS_gettid));
+	if (fd >= 0)
+		close(fd);
+	strobe_range_pop();
+	strobe_op_pop();
+	strobe_range_pop();
+	pthread_mutex_lock(&lock);
+	stage = 2;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	pthread_join(th, NULL);
+	if (rc || strobe_flight_stop())
+		return -1;
+	if (access(raw, F_OK) == 0) /* nothing was written into it: removed */
+		return -1;
+	dump = (uint8_t *)tu_read_file(path, &dump_len);
+	return dump ? 0 : -1;
+}
+
+static int free_dump(void **state)
+{
+	free(dump);
+	return tu_strobe_group_teardown(state);
+}
+
+static void test_converts(void **state)
+{
+	(void)state;
+	char err[1024], out[1200];
+	assert_int_equal(convert_bytes(dump, dump_len, err, sizeof(err)), 0);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	yajl_val root = tu_load_trace(out);
+	yajl_val m = tu_get(root, "flight_recorder");
+	assert_string_equal(tu_get_str(m, "signal"), "SIGSEGV");
+	assert_string_equal(tu_get_str(m, "address"), "0x1234");
+	assert_int_equal((int64_t)tu_get_num(m, "thread"), (int64_t)getpid());
+	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 0);
+	const char *open_ranges[][2] = {{"user_annotation", "outer"},
+	                                {"cpu_op", "an op"},
+	                                {"user_annotation", "inner"},
+	                                {"user_annotation", "other_wait"}};
+	for (size_t i = 0; i < sizeof(open_ranges) / sizeof(open_ranges[0]); i++) {
+		yajl_val e = tu_find(root, "X", open_ranges[i][0], open_ranges[i][1]);
+		assert_non_null(e);
+		assert_true(YAJL_IS_FALSE(tu_get(tu_get(e, "args"), "finished")));
+	}
+	assert_int_equal((int64_t)tu_get_num(tu_find(root, "X", NULL, "other_wait"), "tid"), other_tid);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "tick"), 100);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "other_tick"), 50);
+	assert_int_equal(tu_count(root, "C", NULL, "progress"), 100);
+	yajl_tree_free(root);
+}
+
+static void test_every_truncation_is_named(void **state)
+{
+	(void)state;
+	expect_error(dump, 0, "empty");
+	expect_error(dump, 7, "not a strobe crash dump");
+	for (size_t n = 8; n < dump_len; n += n < 2048 ? 1 : 7)
+		expect_error(dump, n, "truncated");
+	expect_error(dump, dump_len - 1, "truncated");
+}
+
+/* The offset of the first thread block's first ring record. */
+static size_t first_record(void)
+{
+	const struct strb_raw_thread *th = (const void *)(dump + sizeof(struct strb_crash_header));
+	assert_int_equal(th->magic, STRB_RAW_THREAD_MAGIC);
+	assert_true(th->ring_len > 0);
+	return sizeof(struct strb_crash_header) + sizeof(*th) + th->kept_len;
+}
+
+static void test_damaged_fields_are_named(void **state)
+{
+	(void)state;
+	uint8_t *b = malloc(dump_len + 8);
+	assert_non_null(b);
+	struct strb_crash_header *h = (void *)b;
+	struct strb_raw_thread *th = (void *)(b + sizeof(*h));
+#define DAMAGE(what, needle)                                                                                 \
+	do {                                                                                                 \
+		memcpy(b, dump, dump_len);                                                                   \
+		what;                                                                                        \
+		expect_error(b, dump_len, needle);                                                           \
+	} while (0)
+	DAMAGE(b[0] = 'X', "not a strobe crash dump");
+	DAMAGE(h->version = 2, "format version 2; this strobe reads version 1");
+	DAMAGE(h->byte_order = 0x04030201u, "another byte order");
+	DAMAGE(h->size = 8, "the header says it has 8 bytes");
+	DAMAGE(h->pid = 0, "process id 0");
+	DAMAGE(h->signo = SIGTERM, "none of the fatal ones");
+	DAMAGE(h->npoints = 1, "1 clock samples");
+	DAMAGE(h->points[1].ticks = h->points[0].ticks, "clock sample 1 does not come after sample 0");
+	DAMAGE(h->now_ticks = h->start_ticks - 1, "before the flight recorder's start");
+	DAMAGE(th->magic = 0x12345678, "neither a thread block nor the end (0x12345678)");
+	DAMAGE(th->size = 7, "says it has 7 bytes");
+	DAMAGE(th->ring_len += 8, "inconsistent lengths");
+	DAMAGE(th->kept_len = 12, "inconsistent lengths");
+	DAMAGE(th->tail = 100, "inconsistent lengths");
+	size_t rec = first_record();
+	DAMAGE(b[rec + offsetof(struct strb_rec, kind)] = 200, "is damaged: kind 200 is unknown");
+	DAMAGE(((struct strb_rec *)(b + rec))->name_len = 65000, "run past its chunk");
+	struct strb_crash_end *end = (void *)(b + dump_len - sizeof(*end));
+	DAMAGE(end->threads = 9, "the end marker counts 9 threads, the file holds 2");
+	memcpy(b, dump, dump_len);
+	memset(b + dump_len, 0, 8);
+	expect_error(b, dump_len + 8, "8 bytes follow the end marker");
+
+	/* A ring copied while its thread recycled it: the damaged chunk is
+	 * left out and counted, the rest converts. */
+	memcpy(b, dump, dump_len);
+	th->seq = 1;
+	b[rec + offsetof(struct strb_rec, kind)] = 200;
+	char err[1024], out[1200];
+	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	yajl_val root = tu_load_trace(out);
+	yajl_val m = tu_get(root, "flight_recorder");
+	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 1);
+	assert_int_equal((int64_t)tu_get_num(m, "damaged_chunks"), 1);
+	yajl_tree_free(root);
+	free(b);
+#undef DAMAGE
+}
+
+/* Random byte changes: each converts to valid JSON or says why not. */
+static void test_random_damage_never_crashes(void **state)
+{
+	(void)state;
+	uint8_t *b = malloc(dump_len);
+	assert_non_null(b);
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	int converted = 0, refused = 0;
+	char out[1200];
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	for (int i = 0; i < 1500; i++) {
+		memcpy(b, dump, dump_len);
+		int changes = 1 + (int)(tu_xorshift(&seed) % 4);
+		for (int c = 0; c < changes; c++) {
+			/* Mostly the header and the blocks' fields, where the checks are. */
+			size_t span =
+			    tu_xorshift(&seed) % 2 ? dump_len : sizeof(struct strb_crash_header) + 256;
+			b[tu_xorshift(&seed) % (span < dump_len ? span : dump_len)] =
+			    (uint8_t)tu_xorshift(&seed);
+		}
+		char err[1024] = "";
+		if (convert_bytes(b, dump_len, err, sizeof(err)) == 0) {
+			if (converted++ % 50 == 0)
+				yajl_tree_free(tu_load_trace(out));
+		} else {
+			assert_true(strlen(err) > 0);
+			refused++;
+		}
+	}
+	assert_true(converted > 0);
+	assert_true(refused > 0);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_converts),
+	    cmocka_unit_test(test_every_truncation_is_named),
+	    cmocka_unit_test(test_damaged_fields_are_named),
+	    cmocka_unit_test(test_random_damage_never_crashes),
+	};
+	return cmocka_run_group_tests(tests, make_dump, free_dump);
+}

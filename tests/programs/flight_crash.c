@@ -1,0 +1,148 @@
+/* A program that dies of a fatal signal while the flight recorder runs
+ * (STROBE_FLIGHT in its environment starts it at strobe_init). The first
+ * argument picks how; each first records 200 "tick" ranges, "tick mark"
+ * instants and a "progress" counter on the thread that dies.
+ *
+ *   segv   a second thread, "crasher", writes through a null pointer inside
+ *          "fatal_step", itself inside "worker_loop"; the main thread waits
+ *          inside "main_wait"
+ *   abort  the main thread calls abort() inside "outer" > "middle" >
+ *          "inner" while a thread "sleeper" waits inside "sleeper_wait"
+ *   heap   as abort, inside "corrupt_heap": the program overwrites a
+ *          malloc block's size and frees it, and glibc aborts (exits 77
+ *          under AddressSanitizer, which owns the heap there)
+ *   chain  its own SIGSEGV handler installed first, then as segv on the
+ *          main thread: that handler runs after the dump and exits 42
+ *   exit   records, then returns 0 */
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strobe/strobe.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+static sem_t ready;
+static int *volatile nowhere;
+
+static void recent(void)
+{
+	for (int i = 0; i < 200; i++) {
+		strobe_range_push("tick");
+		strobe_counter("progress", i);
+		strobe_range_pop();
+		if (i % 50 == 0)
+			strobe_instant("tick mark");
+	}
+}
+
+static void segfault(void)
+{
+	strobe_range_push("fatal_step");
+	*nowhere = 1;
+	strobe_range_pop();
+}
+
+static void *crasher(void *arg)
+{
+	(void)arg;
+	strobe_thread_set_name("crasher");
+	strobe_range_push("worker_loop");
+	recent();
+	sem_wait(&ready);
+	segfault();
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	strobe_thread_set_name("sleeper");
+	strobe_range_push("sleeper_wait");
+	sem_post(&ready);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void own_handler(int sig)
+{
+	(void)sig;
+	static const char msg[] = "the program's own handler ran\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(43);
+	_exit(42);
+}
+
+static void corrupt_heap(void)
+{
+#ifdef UNDER_ASAN
+	exit(77);
+#else
+	char *a = malloc(64), *b = malloc(64);
+	/* a's bytes, then b's header as an overflow of a would leave it: a
+	 * size below the smallest chunk, and free() stops the program. */
+	memset(a, 0xa5, 64);
+	((volatile size_t *)b)[-1] = 0x11;
+	free(b);
+	free(a);
+#endif
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	alarm(30);
+	if (!strcmp(mode, "chain"))
+		signal(SIGSEGV, own_handler);
+	if (strobe_init(NULL))
+		return 2;
+	sem_init(&ready, 0, 0);
+	pthread_t th;
+	if (!strcmp(mode, "segv")) {
+		strobe_range_push("main_wait");
+		if (pthread_create(&th, NULL, crasher, NULL))
+			return 3;
+		sem_post(&ready);
+		pthread_join(th, NULL);
+		return 4;
+	}
+	if (!strcmp(mode, "abort") || !strcmp(mode, "heap")) {
+		if (pthread_create(&th, NULL, sleeper, NULL))
+			return 3;
+		sem_wait(&ready);
+		recent();
+		strobe_range_push("outer");
+		strobe_range_push("middle");
+		strobe_range_push("inner");
+		if (!strcmp(mode, "heap")) {
+			strobe_range_push("corrupt_heap");
+			corrupt_heap();
+		} else {
+			abort();
+		}
+		return 4;
+	}
+	if (!strcmp(mode, "chain")) {
+		recent();
+		segfault();
+		return 4;
+	}
+	if (!strcmp(mode, "exit")) {
+		recent();
+		strobe_shutdown();
+		return 0;
+	}
+	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|exit\n");
+	return 2;
+}
