@@ -142,8 +142,19 @@ static void test_self_time_nested(void **state)
 	tu_assert_contains(line, "100.000 µs");
 	tu_assert_contains(line, "50.000 µs");
 	free(line);
+	/* The op still open when the trace was written comes first, with
+	 * its thread and how long it had been open. */
+	assert_true(!strncmp(out, "Open at the dump (still running when it was written)", 52));
+	const char *table = strstr(out, "\nfile ");
+	assert_non_null(table);
+	tu_assert_contains(out, "\n  pid 10, tid 11\n    aten::mul ");
+	line = tu_line_with(out, "open for ");
+	tu_assert_contains(line, "aten::mul");
+	tu_assert_contains(line, "open for 20.000 µs");
+	assert_true(strstr(out, line) < table);
+	free(line);
 	/* aten::mul: 20 µs on one thread plus 5.5 µs on another. */
-	line = tu_line_with(out, "  aten::mul");
+	line = tu_line_with(table, "  aten::mul");
 	tu_assert_contains(line, "25.500 µs");
 	tu_assert_contains(line, "12.750 µs");
 	free(line);
@@ -212,9 +223,12 @@ static void write_bytes(const char *path, const void *data, size_t len)
 }
 
 /* Output past the first line, which names the file and its compression. */
+/* After the "file" line (the open ranges, when any, come before it). */
 static const char *body(const char *out)
 {
-	const char *nl = strchr(out, '\n');
+	const char *file = strncmp(out, "file ", 5) ? strstr(out, "\nfile ") : out;
+	assert_non_null(file);
+	const char *nl = strchr(file + 1, '\n');
 	assert_non_null(nl);
 	return nl + 1;
 }

@@ -543,7 +543,8 @@ static int on_event(const struct tr_event *ev, void *arg)
 	if (!strcmp(ev->name, "unknown"))
 		a->unknown++;
 	const struct tr_pair *fin = tr_event_arg(ev, "finished");
-	if (fin && !strcmp(fin->value, "false"))
+	bool open = fin && !strcmp(fin->value, "false");
+	if (open)
 		a->unfinished++;
 
 	bool complete = !strcmp(ev->ph, "X");
@@ -563,8 +564,13 @@ static int on_event(const struct tr_event *ev, void *arg)
 	a->pending_flow.active = false;
 	if (rc)
 		return rc;
-	if (complete)
-		return add_complete(a, ev);
+	if (complete) {
+		size_t nx = a->nx;
+		rc = add_complete(a, ev);
+		if (!rc && open && a->nx > nx && PUSH(a->open, a->nopen, a->capopen, a->x[a->nx - 1]))
+			rc = -ENOMEM;
+		return rc;
+	}
 	if (!strcmp(ev->ph, "M"))
 		return on_metadata(a, ev);
 	if (!strcmp(ev->ph, "C"))
@@ -1191,6 +1197,8 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	if (!rc)
 		rc = compute_self(a);
 	if (!rc)
+		sort_n(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
+	if (!rc)
 		rc = list_ranks(a);
 	if (!rc)
 		rc = compute_devices(a);
@@ -1220,6 +1228,7 @@ void an_free(struct an_trace *a)
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		an_table_free(tables[i]);
 	free(a->x);
+	free(a->open);
 	free(a->gpu);
 	free(a->copies);
 	free(a->launches);
@@ -1252,6 +1261,12 @@ const char *an_row_tid(const struct an_trace *a, uint32_t row)
 {
 	const struct an_row *r = an_table_item(&a->rows, row);
 	return a->rows.keys[row] + r->tid_off;
+}
+
+const char *an_row_pid(const struct an_trace *a, uint32_t row)
+{
+	const struct an_row *r = an_table_item(&a->rows, row);
+	return a->pids.keys[r->pid] + 1;
 }
 
 const char *an_device_label(const struct an_trace *a, uint32_t pid, char *buf, size_t len)

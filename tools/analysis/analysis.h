@@ -208,6 +208,11 @@ struct an_trace {
 	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs;
 	struct an_xrec *x;
 	size_t nx, capx;
+	/* Complete events with "finished": false: ranges open when the trace
+	 * was written (a flight recorder dump), each lasting to that moment;
+	 * sorted by row, then outermost (earliest) first. */
+	struct an_xrec *open;
+	size_t nopen, capopen;
 	struct an_gpurec *gpu;
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
@@ -262,6 +267,8 @@ void an_free(struct an_trace *a);
 const char *an_name(const struct an_trace *a, uint32_t i);
 /* The tid text of a row (the number, or the string). */
 const char *an_row_tid(const struct an_trace *a, uint32_t row);
+/* The pid of a row (the ident's text). */
+const char *an_row_pid(const struct an_trace *a, uint32_t row);
 
 /* ---- sorted views -------------------------------------------------------- */
 

@@ -173,6 +173,46 @@ static void json_accounting(yajl_gen g, const struct an_view *v)
 	yajl_gen_map_close(g);
 }
 
+/* "open_at_dump": [{"pid", "tid", "ranges": [{"name", "cat", "ts_ns",
+ * "open_ns", "depth"}, ...]}, ...], outermost first. */
+static void json_open(yajl_gen g, const struct an_trace *s)
+{
+	gs(g, "open_at_dump");
+	yajl_gen_array_open(g);
+	for (size_t i = 0, depth = 0; i < s->nopen; i++) {
+		const struct an_xrec *x = &s->open[i];
+		if (!i || x->row != s->open[i - 1].row) {
+			if (i) {
+				yajl_gen_array_close(g);
+				yajl_gen_map_close(g);
+			}
+			yajl_gen_map_open(g);
+			gs(g, "pid");
+			gs(g, an_row_pid(s, x->row));
+			gs(g, "tid");
+			gs(g, an_row_tid(s, x->row));
+			gs(g, "ranges");
+			yajl_gen_array_open(g);
+			depth = 0;
+		}
+		const struct an_name *sn = an_table_item(&s->names, x->name);
+		yajl_gen_map_open(g);
+		gs(g, "name");
+		gs(g, an_name(s, x->name));
+		gs(g, "cat");
+		yajl_gen_string(g, (const unsigned char *)s->names.keys[x->name], sn->cat_len);
+		gi(g, "ts_ns", x->ts);
+		gi(g, "open_ns", x->dur);
+		gi(g, "depth", (int64_t)depth++);
+		yajl_gen_map_close(g);
+	}
+	if (s->nopen) {
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
 int an_print_json(const struct an_view *v, FILE *out)
 {
 	const struct an_trace *s = v->a;
@@ -193,6 +233,8 @@ int an_print_json(const struct an_view *v, FILE *out)
 	gi(g, "file_bytes", (int64_t)st->file_bytes);
 	gi(g, "json_bytes", (int64_t)st->json_bytes);
 	gi(g, "events", (int64_t)st->events);
+	if (s->nopen)
+		json_open(g, s);
 	gs(g, "span");
 	if (s->timed) {
 		yajl_gen_map_open(g);

@@ -174,11 +174,34 @@ static const char *compression_name(enum tr_compression c)
 	return c == TR_GZIP ? "gzip" : c == TR_ZSTD ? "zstd" : "plain JSON";
 }
 
+/* Ranges open when the trace was written (a flight recorder dump): what
+ * each thread was inside, outermost first, and for how long. */
+static void open_ranges(FILE *f, const struct an_trace *s)
+{
+	char buf[40];
+	fprintf(f, "Open at the dump (still running when it was written), per thread, outermost first:\n");
+	for (size_t i = 0, depth = 0; i < s->nopen; i++) {
+		const struct an_xrec *x = &s->open[i];
+		if (!i || x->row != s->open[i - 1].row) {
+			fprintf(f, "  pid %s, tid %s\n", an_row_pid(s, x->row), an_row_tid(s, x->row));
+			depth = 0;
+		}
+		int pad = 2 * (int)(depth < 20 ? depth : 20);
+		fprintf(f, "    %*s%-*s  open for %s\n", pad, "", 48 - pad, an_name(s, x->name),
+		        an_fmt_dur(x->dur, buf, sizeof(buf)));
+		depth++;
+	}
+	fprintf(f, "\n");
+}
+
 int an_print_text(const struct an_view *v, FILE *f)
 {
 	const struct an_trace *s = v->a;
 	const struct tr_stats *st = v->st;
 	char buf[40];
+
+	if (s->nopen)
+		open_ranges(f, s);
 
 	if (st->perfetto)
 		fprintf(f, "file      %s (Perfetto protobuf, %" PRIu64 " bytes)\n", v->file, st->json_bytes);
