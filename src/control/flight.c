@@ -51,6 +51,14 @@ static pthread_t dog;
 static _Atomic int64_t last_step_ns; /* monotonic */
 static atomic_bool hang_dumped;
 
+/* Told of every dump (strobe record's channel). */
+static _Atomic(strb_flight_dump_hook) dump_hook;
+
+void strb_flight_set_dump_hook(strb_flight_dump_hook hook)
+{
+	atomic_store(&dump_hook, hook);
+}
+
 /* ---- dumps ------------------------------------------------------------ */
 
 /* out = dir/STEM.N.SUFFIX for output dir/STEM.SUFFIX (the suffix from the
@@ -122,6 +130,9 @@ static int dump(const char *reason, char *path, size_t path_len)
 		LOGE("flight recorder: no dump written (%s): %s", reason ? reason : "requested",
 		     strobe_last_error());
 	}
+	strb_flight_dump_hook hook = atomic_load(&dump_hook);
+	if (hook)
+		hook(rc ? NULL : file, reason ? reason : "requested", rc ? strobe_last_error() : NULL);
 	strobe_trace_destroy(t);
 	pthread_mutex_unlock(&dump_lock);
 	return rc;

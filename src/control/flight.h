@@ -19,5 +19,9 @@ void strb_flight_step(void);
  * STROBE_HANG_AFTER, STROBE_DUMP_ON_EXIT] starts it. */
 void strb_flight_init_from_env(void);
 void strb_flight_atfork_child(void);
+/* Called after every dump, on the thread that dumped (under the dump
+ * lock): path is the file written, or NULL with error saying why none was. */
+typedef void (*strb_flight_dump_hook)(const char *path, const char *reason, const char *error);
+void strb_flight_set_dump_hook(strb_flight_dump_hook hook);
 
 #endif

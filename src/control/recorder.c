@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/record_path.h"
 #include "control/controller.h"
+#include "control/flight.h"
 #include "core/clock.h"
 #include "nvtx/nvtx.h"
 
@@ -44,6 +45,9 @@ static struct {
 	struct strb_fd_id chan; /* the channel to strobe record (fd -1: none) */
 	pid_t root;
 	bool follow;
+	/* Flight mode (strobe record --flight): the window is the flight
+	 * recorder's life, and dumps are what gets written. */
+	int64_t flight_ns, flight_mem, hang_after_ns, dump_on_exit;
 } rs = {.chan.fd = -1};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -113,6 +117,33 @@ static bool env_i64(const char *name, int64_t *out)
 
 static char path[PATH_MAX];
 
+/* Each dump is reported as it is written: "dump PID PATH\nREASON", or
+ * "dumpfail PID WHY". */
+static void on_dump(const char *file, const char *reason, const char *error)
+{
+	if (file)
+		tell("dump %d %s\n%s", (int)getpid(), file, reason);
+	else
+		tell("dumpfail %d %s: %s", (int)getpid(), reason, error ? error : "unknown error");
+}
+
+/* Flight mode: the flight recorder with strobe record's settings; its
+ * dumps go beside this process's trace path (run.json.gz -> run.1.json.gz). */
+static int start_flight(const struct strb_config *cfg)
+{
+	struct strobe_flight_opts o = {
+	    .size = sizeof(o),
+	    .output = path,
+	    .window_ns = (uint64_t)rs.flight_ns,
+	    .memory_bytes = (uint64_t)rs.flight_mem,
+	    .hang_after_ns = (uint64_t)rs.hang_after_ns,
+	    .dump_on_exit = rs.dump_on_exit != 0,
+	    .activity_mask = cfg->activity_mask,
+	};
+	strb_flight_set_dump_hook(on_dump);
+	return strb_flight_start(&o);
+}
+
 static void begin_window(void)
 {
 	pthread_mutex_lock(&lock);
@@ -130,7 +161,9 @@ static void begin_window(void)
 		snprintf(err, sizeof(err), "bad config");
 	else if (rc && rc != STROBE_E_CONFIG)
 		snprintf(err, sizeof(err), "out of memory");
-	if (!rc && (rc = strb_control_prepare(&cfg, STRB_OWNER_RECORD)) == 0)
+	if (!rc && rs.flight_ns)
+		rc = start_flight(&cfg);
+	else if (!rc && (rc = strb_control_prepare(&cfg, STRB_OWNER_RECORD)) == 0)
 		rc = strb_control_start(STRB_OWNER_RECORD);
 	if (rc && !err[0])
 		snprintf(err, sizeof(err), "%s", strobe_last_error());
@@ -146,6 +179,25 @@ static void begin_window(void)
 	}
 	pthread_cond_broadcast(&cond);
 	pthread_mutex_unlock(&lock);
+}
+
+static void window_done(void)
+{
+	pthread_mutex_lock(&lock);
+	window = W_DONE;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+}
+
+/* Flight mode's end: the last window dumped when --dump-on-exit asked for
+ * it (reported by on_dump), then "done PID WHY". */
+static void finish_flight(const char *why)
+{
+	char reason[128];
+	snprintf(reason, sizeof(reason), "the program ended (%s)", why);
+	int rc = strb_flight_stop(true, reason);
+	tell("done %d %s", (int)getpid(), rc ? strobe_last_error() : "flight recorder stopped");
+	window_done();
 }
 
 /* Writes the trace exactly once, whoever asks first: the end of the
@@ -180,6 +232,10 @@ static void finish(const char *why, int64_t wait_ns)
 	}
 	if (was != W_RUNNING)
 		return;
+	if (rs.flight_ns) {
+		finish_flight(why);
+		return;
+	}
 
 	strobe_trace *t = NULL;
 	int rc = strb_control_end_capture(STRB_OWNER_RECORD);
@@ -200,11 +256,7 @@ static void finish(const char *why, int64_t wait_ns)
 		tell("wrote %d %s", (int)getpid(), path);
 	}
 	strobe_trace_destroy(t);
-
-	pthread_mutex_lock(&lock);
-	window = W_DONE;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
+	window_done();
 }
 
 static void at_exit(void)
@@ -416,7 +468,10 @@ static void boot(void)
 	if (!env_i64("STROBE_RECORD_DELAY_NS", &rs.delay_ns) ||
 	    !env_i64("STROBE_RECORD_DURATION_NS", &rs.duration_ns) || !env_i64("STROBE_RECORD_FD", &fd) ||
 	    !env_i64("STROBE_RECORD_ROOT_PID", &root) || !env_i64("STROBE_RECORD_FOLLOW", &follow) ||
-	    !env_i64("STROBE_RECORD_PID", &recorder))
+	    !env_i64("STROBE_RECORD_PID", &recorder) || !env_i64("STROBE_RECORD_FLIGHT_NS", &rs.flight_ns) ||
+	    !env_i64("STROBE_RECORD_FLIGHT_MEM", &rs.flight_mem) ||
+	    !env_i64("STROBE_RECORD_HANG_AFTER_NS", &rs.hang_after_ns) ||
+	    !env_i64("STROBE_RECORD_DUMP_ON_EXIT", &rs.dump_on_exit))
 		return;
 	rs.config = getenv("STROBE_RECORD_CONFIG");
 	rs.root = (pid_t)root;

@@ -14,9 +14,15 @@
  *                             the file name
  *   STROBE_RECORD_PID         strobe record itself (the socket's peer)
  *   STROBE_RECORD_FOLLOW      0: children are not traced
+ *   STROBE_RECORD_FLIGHT_NS   flight mode (--flight): the window a dump
+ *                             holds; no whole-run trace is written
+ *   STROBE_RECORD_FLIGHT_MEM, STROBE_RECORD_HANG_AFTER_NS,
+ *   STROBE_RECORD_DUMP_ON_EXIT  the flight recorder's other settings
  * and messages on the channel are one line of text each:
  *   to strobe record:  "hello PID", "wrote PID PATH", "failed PID WHY",
- *                      "nothing PID WHY"
+ *                      "nothing PID WHY"; in flight mode "dump PID PATH\nREASON"
+ *                      for each dump, "dumpfail PID WHY", and "done PID WHY"
+ *                      when the flight recorder stopped
  *   from strobe record: "finish" (write the trace now; each process takes
  *                      one such message and stops reading).
  */

@@ -16,6 +16,7 @@
 #include "common/fdguard.h"
 #include "common/ipc.h"
 #include "common/log.h"
+#include "control/flight.h"
 #include "control/ondemand.h"
 #include "core/clock.h"
 
@@ -209,6 +210,76 @@ static void submit_text(const char *text, enum strb_request_source source)
 	strb_ondemand_submit(&cfg, source);
 }
 
+/* The value of KEY in a config text (lines KEY=VALUE, blanks around both
+ * ignored, as dynolog indents what it forwards): true with it in out. */
+static bool config_value(const char *text, const char *key, char *out, size_t len)
+{
+	size_t klen = strlen(key);
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		while (n && (*line == ' ' || *line == '\t'))
+			line++, n--;
+		if (n > klen && !strncmp(line, key, klen)) {
+			const char *v = line + klen;
+			size_t vn = n - klen;
+			while (vn && (*v == ' ' || *v == '\t'))
+				v++, vn--;
+			if (vn && *v == '=') {
+				v++, vn--;
+				while (vn && (*v == ' ' || *v == '\t'))
+					v++, vn--;
+				while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t' || v[vn - 1] == '\r'))
+					vn--;
+				snprintf(out, len, "%.*s", (int)vn, v);
+				return true;
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+/* A request with STROBE_FLIGHT_DUMP=1 asks for the flight recorder's past,
+ * not for a trace of the future: the last window is written now (here, on
+ * the service thread). With STROBE_FLIGHT_DUMP_REPLY=NAME the outcome goes
+ * to the IPC endpoint NAME, as a reply datagram whose text is
+ * "STROBE_FLIGHT_DUMP_FILE=PATH" or "STROBE_FLIGHT_DUMP_ERROR=WHY".
+ * Returns false when the text is not such a request. */
+static bool flight_dump_request(struct service_state *s, const char *text, const struct strb_ipc_peer *peer)
+{
+	char v[16], reply_to[128] = "", file[4300], answer[4400];
+	if (!config_value(text, "STROBE_FLIGHT_DUMP", v, sizeof(v)) || !strcmp(v, "0") || !strcmp(v, "false"))
+		return false;
+	config_value(text, "STROBE_FLIGHT_DUMP_REPLY", reply_to, sizeof(reply_to));
+	if (!strb_flight_running()) {
+		snprintf(answer, sizeof(answer),
+		         "STROBE_FLIGHT_DUMP_ERROR=pid %d has no flight recorder running (start it with "
+		         "STROBE_FLIGHT=DURATION, strobe record --flight or strobe_flight_start)",
+		         (int)getpid());
+		LOGW("flight recorder dump asked for by pid %d: none is running", (int)peer->pid);
+	} else {
+		char reason[128];
+		snprintf(reason, sizeof(reason), "requested over IPC by pid %d", (int)peer->pid);
+		if (strb_flight_dump(reason, file, sizeof(file)))
+			snprintf(answer, sizeof(answer), "STROBE_FLIGHT_DUMP_ERROR=%s", strobe_last_error());
+		else
+			snprintf(answer, sizeof(answer), "STROBE_FLIGHT_DUMP_FILE=%s", file);
+	}
+	if (!reply_to[0])
+		return true;
+	/* One line: a newline in a message would end the value. */
+	for (char *c = answer; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	uint8_t dgram[STRB_IPC_HEADER_SIZE + sizeof(answer)];
+	ssize_t n = strb_ipc_encode_reply(answer, strlen(answer), dgram, sizeof(dgram));
+	int rc = n > 0 ? strb_ipc_send(s->ep, reply_to, dgram, (size_t)n) : (int)n;
+	if (rc)
+		LOGW("cannot tell %s where the flight recorder dump went: %s", reply_to, strerror(-rc));
+	return true;
+}
+
 static int64_t interval_ms(const struct service_state *s)
 {
 	return (int64_t)s->interval_s * 1000;
@@ -217,7 +288,10 @@ static int64_t interval_ms(const struct service_state *s)
 static void poll_daemon(struct service_state *s, int64_t now)
 {
 	struct strb_ipc_request req;
-	strb_ipc_make_request(&req, strb_ondemand_accepting());
+	/* A flight recorder takes dump requests whatever else runs: it says
+	 * "accepting" so that dynolog hands them over (a trace request that
+	 * comes instead is refused, with the reason logged). */
+	strb_ipc_make_request(&req, strb_ondemand_accepting() || strb_flight_running());
 	uint8_t dgram[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	ssize_t n = strb_ipc_encode_request(&req, dgram, sizeof(dgram));
 	const char *to = getenv("STROBE_DAEMON_NAME");
@@ -294,7 +368,8 @@ static void read_replies(struct service_state *s, bool discard)
 		memcpy(text, payload, len);
 		text[len] = 0;
 		LOGI("received an on-demand config from %s (pid %d)", peer.name, (int)peer.pid);
-		submit_text(text, STRB_SOURCE_DAEMON);
+		if (!flight_dump_request(s, text, &peer))
+			submit_text(text, STRB_SOURCE_DAEMON);
 		free(text);
 	}
 }

@@ -69,6 +69,18 @@ static const char usage_text[] =
     "  --config FILE         libkineto/strobe config file (KEY=VALUE lines)\n"
     "  --set KEY=VALUE       one config line, after --config (repeatable)\n"
     "  --no-follow           trace only PROGRAM, not the processes it starts\n"
+    "  --flight DUR          flight recorder: capture all the time into memory\n"
+    "                        rings and write only the last DUR (a dump) when the\n"
+    "                        program hangs (--hang-after), at exit (--dump-on-exit)\n"
+    "                        or when asked (strobe trigger --pid PID --dump); no\n"
+    "                        whole-run trace. Dumps go beside the output, numbered:\n"
+    "                        run.json.gz -> run.1.json.gz, run.2.json.gz, ...\n"
+    "  --flight-mem SIZE     memory for the rings of each process (default 256M):\n"
+    "                        a number with K, M or G (KB/KiB...); bare: MiB; at\n"
+    "                        least 1M. The oldest events are recycled past it\n"
+    "  --hang-after DUR      with --flight: dump once when the program has not\n"
+    "                        called strobe_step() for DUR (again after it steps)\n"
+    "  --dump-on-exit        with --flight: dump when the program exits\n"
     "  --strict              exit with status 3 when the program succeeded but a\n"
     "                        trace could not be written (default: the program's\n"
     "                        status, whatever happened to the traces)\n"
@@ -86,7 +98,8 @@ static const char usage_text[] =
     "examples:\n"
     "  strobe record -o trace.json.gz -- ./my_app --its --args\n"
     "  strobe record --delay 10s --duration 5s --activities kernel,cuda_runtime -- python train.py\n"
-    "  strobe record --set ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=512 -o run.json.zst -- ./bench\n";
+    "  strobe record --set ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=512 -o run.json.zst -- ./bench\n"
+    "  strobe record --flight 30s --hang-after 10m -o run.json.gz -- python train.py\n";
 
 static const struct cli cli = {"record", "strobe record [options] -- PROGRAM [ARGS...]"};
 
@@ -218,8 +231,16 @@ static int check_output(const char *path, char *why, size_t len)
 
 struct proc {
 	pid_t pid;
-	enum { P_RUNNING, P_WROTE, P_FAILED, P_NOTHING } state;
+	/* P_DONE: its flight recorder stopped (flight mode) */
+	enum { P_RUNNING, P_WROTE, P_FAILED, P_NOTHING, P_DONE } state;
 	char *detail; /* path or reason */
+};
+
+/* A flight recorder dump a process reported: the file, or why none was
+ * written (path NULL). */
+struct dump {
+	pid_t pid;
+	char *path, *why;
 };
 
 struct run {
@@ -232,7 +253,29 @@ struct run {
 	int status;
 	int nsignals; /* SIGINT, SIGTERM, SIGHUP, SIGQUIT received */
 	const char *program;
+	struct dump *dumps;
+	size_t ndumps, dumps_cap;
 };
+
+static void add_dump(struct run *r, pid_t pid, const char *path, const char *why)
+{
+	if (r->ndumps == r->dumps_cap) {
+		size_t cap = r->dumps_cap ? r->dumps_cap * 2 : 16;
+		struct dump *d = realloc(r->dumps, cap * sizeof(*d));
+		if (!d)
+			return;
+		r->dumps = d;
+		r->dumps_cap = cap;
+	}
+	struct dump *d = &r->dumps[r->ndumps];
+	*d = (struct dump){.pid = pid, .path = path ? strdup(path) : NULL, .why = strdup(why)};
+	if ((path && !d->path) || !d->why) {
+		free(d->path);
+		free(d->why);
+		return;
+	}
+	r->ndumps++;
+}
 
 static struct proc *proc_of(struct run *r, pid_t pid)
 {
@@ -269,6 +312,18 @@ static void read_reports(struct run *r)
 		if (!p)
 			continue;
 		const char *rest = msg + off;
+		if (!strcmp(kind, "dump")) {
+			/* "dump PID PATH\nREASON" */
+			char *nl = strchr(msg + off, '\n');
+			if (nl)
+				*nl = 0;
+			add_dump(r, (pid_t)pid, rest, nl ? nl + 1 : "");
+			continue;
+		}
+		if (!strcmp(kind, "dumpfail")) {
+			add_dump(r, (pid_t)pid, NULL, rest);
+			continue;
+		}
 		if (!strcmp(kind, "hello")) {
 			/* A process that exec'ed says hello again under the same pid. */
 			p->state = P_RUNNING;
@@ -280,6 +335,8 @@ static void read_reports(struct run *r)
 			p->state = P_WROTE;
 		else if (!strcmp(kind, "failed"))
 			p->state = P_FAILED;
+		else if (!strcmp(kind, "done"))
+			p->state = P_DONE;
 		else
 			p->state = P_NOTHING;
 	}
@@ -406,6 +463,11 @@ static void set_env_i64(const char *name, int64_t v)
 struct opts {
 	const char *output;
 	int64_t delay_ns, duration_ns;
+	/* --flight (0: off), --flight-mem (bytes, 0: the library's default),
+	 * --hang-after (0: never), --dump-on-exit */
+	int64_t flight_ns, flight_mem, hang_after_ns;
+	bool dump_on_exit;
+	const char *flight_only; /* the first flight option given, for the usage error without --flight */
 	const char *activities, *config_file;
 	struct text sets;
 	bool follow, quiet, strict;
@@ -445,6 +507,16 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 	set_env_i64("STROBE_RECORD_ROOT_PID", getpid());
 	set_env_i64("STROBE_RECORD_PID", getppid());
 	set_env_i64("STROBE_RECORD_FOLLOW", o->follow);
+	set_env_i64("STROBE_RECORD_FLIGHT_NS", o->flight_ns);
+	set_env_i64("STROBE_RECORD_FLIGHT_MEM", o->flight_mem);
+	set_env_i64("STROBE_RECORD_HANG_AFTER_NS", o->hang_after_ns);
+	set_env_i64("STROBE_RECORD_DUMP_ON_EXIT", o->dump_on_exit);
+	if (o->flight_ns) {
+		/* strobe record's flight recorder, not a second one from the
+		 * environment (it would refuse to start). */
+		unsetenv("STROBE_FLIGHT");
+		unsetenv("STROBE_FLIGHT_OUTPUT");
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -454,6 +526,47 @@ static void child_exec(const struct opts *o, const char *inject, const char *con
 		/* the parent sees the exit status instead */
 	}
 	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* A duration option that must be above 0. */
+static int positive_duration(const char *opt, const char *v, int64_t *ns)
+{
+	int rc = cli_duration(&cli, opt, v, ns);
+	if (!rc && *ns <= 0)
+		return cli_bad_value(&cli, opt, v, "a duration above 0 (" CLI_DURATION_HELP ")");
+	return rc;
+}
+
+/* --flight-mem: "256M", "1G", "512MB", "64MiB", "2048K"; a bare number is
+ * MiB. At least 1 MiB (the library's minimum). */
+static int parse_size(const char *s, int64_t *bytes)
+{
+	static const struct {
+		char unit;
+		int shift;
+	} units[] = {{'k', 10}, {'m', 20}, {'g', 30}, {'t', 40}};
+	if (!s || !*s || !strchr("0123456789.", *s))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s)
+		return -EINVAL;
+	int shift = 20;
+	if (*end) {
+		shift = -1;
+		for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+			if ((*end | 0x20) == units[k].unit)
+				shift = units[k].shift;
+		const char *rest = end + 1;
+		if (shift < 0 || (*rest && strcmp(rest, "B") && strcmp(rest, "iB") && strcmp(rest, "b")))
+			return -EINVAL;
+	}
+	double b = v * (double)(1ull << shift);
+	if (!(b >= (double)(1 << 20)) || b > 9e18)
+		return -EINVAL;
+	*bytes = (int64_t)b;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -478,6 +591,22 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->follow = false;
 		} else if (!strcmp(a, "--strict")) {
 			o->strict = true;
+		} else if (!strcmp(a, "--dump-on-exit")) {
+			o->dump_on_exit = true;
+			o->flight_only = o->flight_only ? o->flight_only : "--dump-on-exit";
+		} else if (cli_opt(argc, argv, &i, "--flight", NULL, &v)) {
+			if ((rc = positive_duration("--flight", v, &o->flight_ns)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--hang-after", NULL, &v)) {
+			if ((rc = positive_duration("--hang-after", v, &o->hang_after_ns)))
+				return rc;
+			o->flight_only = o->flight_only ? o->flight_only : "--hang-after";
+		} else if (cli_opt(argc, argv, &i, "--flight-mem", NULL, &v)) {
+			if (parse_size(v, &o->flight_mem))
+				return cli_bad_value(
+				    &cli, "--flight-mem", v,
+				    "a size of at least 1M (a number with K, M or G; bare: MiB)");
+			o->flight_only = o->flight_only ? o->flight_only : "--flight-mem";
 		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
 			if (v && !strcmp(v, "--"))
 				v = NULL; /* "-o -- prog": the file name is missing */
@@ -505,6 +634,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			return cli_usage(&cli, "unknown option '%s'", a);
 		}
 	}
+	if (o->flight_only && !o->flight_ns)
+		return cli_usage(&cli, "%s needs --flight DUR", o->flight_only);
+	if (o->flight_ns && (o->delay_ns || o->duration_ns))
+		return cli_usage(&cli, "--flight records all the time: it takes no %s",
+		                 o->delay_ns ? "--delay" : "--duration");
 	if (i >= argc)
 		return cli_usage(&cli, "no program to run: put it after '--'");
 	o->argv = argv + i;
@@ -545,6 +679,38 @@ oom:
 	fprintf(stderr, "strobe: record: out of memory\n");
 	free(t.s);
 	return NULL;
+}
+
+/* Flight mode's end of the run: the dumps the processes wrote (and the ones
+ * that failed), as they reported them. Raw dumps written by a fatal signal
+ * handler would be found and converted here, before they are listed.
+ * Returns how many dumps failed. */
+static size_t list_flight_dumps(const struct run *r, bool quiet)
+{
+	size_t ok = 0, bad = 0;
+	const char *last = NULL;
+	for (size_t i = 0; i < r->ndumps; i++) {
+		*(r->dumps[i].path ? &ok : &bad) += 1;
+		last = r->dumps[i].path ? r->dumps[i].path : last;
+	}
+	if (!quiet) {
+		if (ok)
+			fprintf(stderr, "strobe: flight recorder: %zu dump%s written:\n", ok,
+			        ok == 1 ? "" : "s");
+		else
+			fprintf(stderr, "strobe: flight recorder: no dump was written\n");
+	}
+	for (size_t i = 0; i < r->ndumps; i++) {
+		const struct dump *d = &r->dumps[i];
+		if (d->path && !quiet)
+			fprintf(stderr, "strobe:   %s (pid %d, %s)\n", d->path, (int)d->pid, d->why);
+		else if (!d->path)
+			fprintf(stderr, "strobe: pid %d: flight recorder dump not written: %s\n", (int)d->pid,
+			        d->why);
+	}
+	if (last && !quiet)
+		fprintf(stderr, "strobe: what each thread was inside: strobe summary %s\n", last);
+	return bad;
 }
 
 static int64_t mono_ms(void)
@@ -693,6 +859,14 @@ static int run(struct opts *op)
 	}
 	const char *root_trace = NULL;
 	size_t written = 0, nothing = 0, failed = 0;
+	if (o.flight_ns) {
+		failed = list_flight_dumps(r, o.quiet);
+		if (!r->nprocs)
+			fprintf(stderr,
+			        "strobe: record: the program never loaded strobe (statically linked, or "
+			        "it cleared LD_PRELOAD?); no flight recorder ran\n");
+		goto end;
+	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct proc *p = &r->procs[i];
 		char path[PATH_MAX];
@@ -738,7 +912,13 @@ static int run(struct opts *op)
 		fprintf(stderr, "strobe: record: no trace was written\n");
 	if (root_trace && !o.quiet)
 		record_summary(root_trace, wall_ms * 1000000, stderr);
-	if (o.strict && code == 0 && (!root_trace || failed)) {
+end:
+	if (o.flight_ns && o.strict && code == 0 && failed) {
+		fprintf(stderr,
+		        "strobe: record: --strict: a flight recorder dump was not written; exit status %d\n",
+		        STRICT_STATUS);
+		code = STRICT_STATUS;
+	} else if (!o.flight_ns && o.strict && code == 0 && (!root_trace || failed)) {
 		fprintf(stderr, "strobe: record: --strict: %s; exit status %d\n",
 		        !root_trace ? "the program's trace was not written" : "a trace was not written",
 		        STRICT_STATUS);
@@ -746,6 +926,11 @@ static int run(struct opts *op)
 	}
 	for (size_t i = 0; i < r->nprocs; i++)
 		free(r->procs[i].detail);
+	for (size_t i = 0; i < r->ndumps; i++) {
+		free(r->dumps[i].path);
+		free(r->dumps[i].why);
+	}
+	free(r->dumps);
 	if (r->sock >= 0)
 		close(r->sock);
 	close(sfd);

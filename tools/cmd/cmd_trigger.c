@@ -36,7 +36,8 @@ static const char usage_text[] =
     "                      [--duration-ms N | --iterations N [--start-iteration-roundup R]]\n"
     "                      [--log-file PATH] [--start-time MS] [--warmup-secs N] [--trace-id ID]\n"
     "                      [--config FILE] [--process-limit N] [--wait] [--timeout SEC]\n"
-    "                      [--dynolog-host H] [--dynolog-port P] [--no-dynolog] [--signal]\n\n"
+    "                      [--dynolog-host H] [--dynolog-port P] [--no-dynolog] [--signal]\n"
+    "       strobe trigger --pid PID[,PID...] | --job-id ID --dump [--wait] [--timeout SEC]\n\n"
     "Starts an on-demand trace in running processes that use strobe (or libkineto).\n"
     "The request goes to the dynolog daemon's RPC port when a daemon answers there;\n"
     "otherwise strobe trigger stands in for the daemon: it binds the daemon's IPC\n"
@@ -70,14 +71,22 @@ static const char usage_text[] =
     "  --no-dynolog         do not ask a daemon; serve the request directly\n"
     "  --signal             send STROBE_TRIGGER_SIGNAL (default SIGUSR2) instead; the\n"
     "                       process traces with its base config (STROBE_CONFIG). Only\n"
-    "                       sent when the process handles that signal\n\n"
+    "                       sent when the process handles that signal\n"
+    "Flight recorder:\n"
+    "  --dump               ask the process's flight recorder (STROBE_FLIGHT, strobe\n"
+    "                       record --flight) for its last seconds now, instead of a\n"
+    "                       trace of the next ones: it writes a dump beside its flight\n"
+    "                       output and answers with the file's name (delivered like a\n"
+    "                       trace request; takes no trace options). With --wait, the\n"
+    "                       dump's summary is printed too\n\n"
     "Exit status: 0 every target triggered, 1 some were not (or an error), 2 usage error.\n\n"
     "Examples:\n"
     "  strobe trigger --pid 4242                          # 500 ms, /tmp/strobe_trace_4242.json\n"
     "  strobe trigger --pid 4242 --iterations 10 --wait   # 10 steps, then its summary\n"
     "  strobe trigger --pid 4242,4243 --duration-ms 2000 --log-file /tmp/run/t.json\n"
     "  strobe trigger --job-id 1234 --iterations 5 --start-iteration-roundup 100\n"
-    "  strobe trigger --signal --pid 4242\n\n"
+    "  strobe trigger --signal --pid 4242\n"
+    "  strobe trigger --pid 4242 --dump                   # the flight recorder's last seconds\n\n"
     "See docs/on-demand.md.\n";
 
 struct opts {
@@ -87,7 +96,7 @@ struct opts {
 	bool have_job;
 	int64_t duration_ms, iterations, roundup, start_time, warmup_secs, timeout_s, port, process_limit;
 	const char *log_file, *trace_id, *config_file, *host;
-	bool wait, no_dynolog, use_signal, host_given;
+	bool wait, no_dynolog, use_signal, host_given, dump;
 };
 
 enum outcome {
@@ -102,6 +111,9 @@ struct target {
 	int served_pid; /* the process that took the request */
 	enum outcome out;
 	char file[PATH_MAX];
+	/* --dump: the process's answer came (file, or why in error) */
+	bool answered;
+	char error[512];
 };
 
 static const struct cli cli = {"trigger", "strobe trigger --pid PID[,PID...] | --job-id ID [options]"};
@@ -189,6 +201,10 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			o->use_signal = true;
 			continue;
 		}
+		if (!strcmp(a, "--dump")) {
+			o->dump = true;
+			continue;
+		}
 		bool done = false;
 		for (size_t k = 0; k < sizeof(num_opts) / sizeof(num_opts[0]) && !done; k++) {
 			const struct num_opt *n = &num_opts[k];
@@ -249,6 +265,16 @@ static int check_args(struct opts *o)
 		    o->warmup_secs >= 0 || o->trace_id || o->config_file)
 			return cli_usage(&cli, "--signal carries no config: the process uses its base config "
 			                       "(STROBE_CONFIG); drop the trace options");
+	}
+	if (o->dump) {
+		if (o->use_signal)
+			return cli_usage(&cli,
+			                 "--dump goes through strobe's IPC, not a signal: drop --signal");
+		if (o->duration_ms >= 0 || o->iterations >= 0 || o->roundup >= 0 || o->log_file ||
+		    o->start_time >= 0 || o->warmup_secs >= 0 || o->trace_id || o->config_file)
+			return cli_usage(&cli,
+			                 "--dump asks for the past the flight recorder holds: it takes no "
+			                 "trace options (--duration-ms, --iterations, --log-file, ...)");
 	}
 	if (o->log_file && strchr(o->log_file, '\n'))
 		return cli_usage(&cli, "--log-file must not contain a newline");
@@ -605,7 +631,7 @@ static void handle_poll(struct serve *s, struct strb_ipc_endpoint *ep, const str
 		return;
 	}
 	struct target *t = &s->t[i];
-	if (!(r->type & 2)) {
+	if (!(r->type & 2) && !s->o->dump) {
 		/* Busy (type 0): it keeps polling; serve it if it frees up in time. */
 		if (t->out != BUSY)
 			fprintf(stderr, "strobe: pid %d is busy with another trace; waiting\n", r->pids[0]);
@@ -754,6 +780,89 @@ static int try_dynolog(const struct opts *o, const char *text, const char *log_f
 	return 1;
 }
 
+/* ---- --dump: the answers ---------------------------------------------------- */
+
+static int report(const struct target *t, int n, bool job);
+
+#define DUMP_FILE_KEY  "STROBE_FLIGHT_DUMP_FILE="
+#define DUMP_ERROR_KEY "STROBE_FLIGHT_DUMP_ERROR="
+
+/* The request for a dump: the processes answer at `reply_to`. */
+static char *dump_request(const char *reply_to)
+{
+	char *t = malloc(512);
+	if (t)
+		snprintf(t, 512, "STROBE_FLIGHT_DUMP=1\nSTROBE_FLIGHT_DUMP_REPLY=%s\n", reply_to);
+	return t;
+}
+
+/* Waits (up to the timeout) for every triggered target's answer. */
+static void wait_dump_answers(const struct opts *o, struct strb_ipc_endpoint *ep, struct target *t, int n)
+{
+	static char buf[STRB_IPC_MAX_DGRAM + 1];
+	int64_t deadline = mono_ms() + o->timeout_s * 1000;
+	for (;;) {
+		int waiting = 0;
+		for (int i = 0; i < n; i++)
+			waiting += t[i].out == TRIGGERED && !t[i].answered;
+		int64_t left = deadline - mono_ms();
+		if (!waiting || left <= 0)
+			return;
+		struct pollfd pfd = {strb_ipc_fd(ep), POLLIN, 0};
+		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) <= 0)
+			continue;
+		size_t len;
+		struct strb_ipc_peer peer;
+		int got;
+		while ((got = strb_ipc_recv_reply(ep, buf, sizeof(buf), &len, &peer)) != 0 &&
+		       got != -EAGAIN) {
+			if (got != 1)
+				continue;
+			for (int i = 0; i < n; i++) {
+				struct target *x = &t[i];
+				if (x->out != TRIGGERED || x->answered ||
+				    (peer.pid != x->served_pid && peer.pid != x->pid))
+					continue;
+				x->answered = true;
+				if (!strncmp(buf, DUMP_FILE_KEY, strlen(DUMP_FILE_KEY)))
+					snprintf(x->file, sizeof(x->file), "%s", buf + strlen(DUMP_FILE_KEY));
+				else if (!strncmp(buf, DUMP_ERROR_KEY, strlen(DUMP_ERROR_KEY)))
+					snprintf(x->error, sizeof(x->error), "%s",
+					         buf + strlen(DUMP_ERROR_KEY));
+				else
+					snprintf(x->error, sizeof(x->error),
+					         "an answer strobe does not know: %.200s", buf);
+				break;
+			}
+		}
+	}
+}
+
+/* Prints each target's outcome; 0 when every target wrote a dump. */
+static int report_dumps(struct target *t, int n, bool job)
+{
+	int ok = 0;
+	for (int i = 0; i < n; i++) {
+		struct target *x = &t[i];
+		if (x->out != TRIGGERED) {
+			report(x, 1, false);
+		} else if (!x->answered) {
+			printf("pid %d: asked for a dump, but no answer came in time (see its log)\n",
+			       x->served_pid);
+			x->out = FAILED;
+		} else if (x->error[0]) {
+			printf("pid %d: no dump: %s\n", x->served_pid, x->error);
+			x->out = FAILED;
+		} else {
+			printf("pid %d: dump written: %s\n", x->served_pid, x->file);
+			ok++;
+		}
+	}
+	if (job && n == 0)
+		printf("job: no process polled (is SLURM_JOB_ID set in the job's environment?)\n");
+	return n > 0 && ok == n ? 0 : 1;
+}
+
 /* ---- reporting and --wait -------------------------------------------------- */
 
 static int report(const struct target *t, int n, bool job)
@@ -822,6 +931,51 @@ static int wait_for_files(const struct opts *o, const struct target *t, int n)
 	return rc;
 }
 
+/* Delivers the request (dynolog, else standing in for it); 0 or 1. */
+static int deliver(struct opts *o, const char *text, const char *log_file, struct target *t, int *nt)
+{
+	int via = o->no_dynolog ? 0 : try_dynolog(o, text, log_file, t, nt);
+	if (via < 0)
+		return 1;
+	if (via == 0) {
+		if (o->process_limit < 0)
+			o->process_limit = MAX_TARGETS;
+		struct serve s = {.o = o, .text = text, .log_file = log_file, .t = t, .nt = nt};
+		if (serve_requests(&s))
+			return 1;
+	}
+	return 0;
+}
+
+/* --dump: the request names an endpoint of ours where each process
+ * answers with the dump's file (or why there is none). */
+static int trigger_dump(struct opts *o, struct target *t, int nt)
+{
+	char name[STRB_IPC_CLIENT_NAME_SIZE], reply_to[STRB_IPC_CLIENT_NAME_SIZE + 16];
+	strb_ipc_client_name(name, sizeof(name));
+	/* "dynoconfigclient" + UUID: ours keeps the UUID under its own prefix. */
+	snprintf(reply_to, sizeof(reply_to), "strobedump%s", name + strlen("dynoconfigclient"));
+	struct strb_ipc_endpoint *ep;
+	int rc = strb_ipc_open(&ep, reply_to);
+	if (rc) {
+		fprintf(stderr, "strobe: cannot open an IPC endpoint for the answers: %s\n", strerror(-rc));
+		return 1;
+	}
+	char *text = dump_request(reply_to);
+	if (!text || deliver(o, text, "", t, &nt)) {
+		free(text);
+		strb_ipc_close(ep);
+		return 1;
+	}
+	free(text);
+	wait_dump_answers(o, ep, t, nt);
+	strb_ipc_close(ep);
+	rc = report_dumps(t, nt, o->have_job);
+	if (o->wait && wait_for_files(o, t, nt))
+		rc = 1;
+	return rc;
+}
+
 int cmd_trigger(int argc, char **argv)
 {
 	struct opts o = {.duration_ms = -1,
@@ -855,6 +1009,8 @@ int cmd_trigger(int argc, char **argv)
 			rc = 1;
 		return rc;
 	}
+	if (o.dump)
+		return trigger_dump(&o, t, nt);
 	const char *log_file = o.log_file ? o.log_file : DEFAULT_LOG_FILE;
 	char *text = build_config(&o, log_file);
 	if (!text)
@@ -864,19 +1020,9 @@ int cmd_trigger(int argc, char **argv)
 		free(text);
 		return rc;
 	}
-	int via = o.no_dynolog ? 0 : try_dynolog(&o, text, log_file, t, &nt);
-	if (via < 0) {
+	if (deliver(&o, text, log_file, t, &nt)) {
 		free(text);
 		return 1;
-	}
-	if (via == 0) {
-		if (o.process_limit < 0)
-			o.process_limit = MAX_TARGETS;
-		struct serve s = {.o = &o, .text = text, .log_file = log_file, .t = t, .nt = &nt};
-		if (serve_requests(&s)) {
-			free(text);
-			return 1;
-		}
 	}
 	free(text);
 	rc = report(t, nt, o.have_job);
