@@ -134,7 +134,7 @@ static void test_segfault_on_a_second_thread(void **state)
 	assert_int_equal(WTERMSIG(st), SIGSEGV);
 	yajl_val root = convert(pid, "segv.json");
 	yajl_val m = flight_meta(root, "SIGSEGV");
-	assert_string_equal(tu_get_str(m, "address"), "0x0");
+	assert_string_equal(tu_get_str(m, "address"), "0x10");
 	assert_string_equal(tu_get_str(m, "thread_name"), "crasher");
 	int64_t crasher = (int64_t)tu_get_num(m, "thread");
 	assert_true(crasher != pid);

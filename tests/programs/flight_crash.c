@@ -3,7 +3,7 @@
  * argument picks how; each first records 200 "tick" ranges, "tick mark"
  * instants and a "progress" counter on the thread that dies.
  *
- *   segv   a second thread, "crasher", writes through a null pointer inside
+ *   segv   a second thread, "crasher", writes to address 0x10 inside
  *          "fatal_step", itself inside "worker_loop"; the main thread waits
  *          inside "main_wait"
  *   abort  the main thread calls abort() inside "outer" > "middle" >
@@ -33,7 +33,8 @@
 #endif
 
 static sem_t ready;
-static int *volatile nowhere;
+/* Unmapped, but not null: UBSan would stop a null store itself. */
+static int *volatile nowhere = (int *)16;
 
 static void recent(void)
 {
@@ -89,13 +90,18 @@ static void corrupt_heap(void)
 #ifdef UNDER_ASAN
 	exit(77);
 #else
-	char *a = malloc(64), *b = malloc(64);
+	/* Through volatile pointers: the compiler must neither see the
+	 * overflow nor drop the allocations. */
+	void *(*volatile alloc)(size_t) = malloc;
+	void (*volatile release)(void *) = free;
+	char *a = alloc(64), *b = alloc(64);
 	/* a's bytes, then b's header as an overflow of a would leave it: a
 	 * size below the smallest chunk, and free() stops the program. */
 	memset(a, 0xa5, 64);
-	((volatile size_t *)b)[-1] = 0x11;
-	free(b);
-	free(a);
+	size_t *volatile words = (size_t *)(void *)b;
+	words[-1] = 0x11;
+	release(b);
+	release(a);
 #endif
 }
 
