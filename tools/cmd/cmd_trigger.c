@@ -825,10 +825,11 @@ static void wait_dump_answers(const struct opts *o, struct strb_ipc_endpoint *ep
 					continue;
 				x->answered = true;
 				if (!strncmp(buf, DUMP_FILE_KEY, strlen(DUMP_FILE_KEY)))
-					snprintf(x->file, sizeof(x->file), "%s", buf + strlen(DUMP_FILE_KEY));
+					snprintf(x->file, sizeof(x->file), "%.*s", (int)sizeof(x->file) - 1,
+					         buf + strlen(DUMP_FILE_KEY));
 				else if (!strncmp(buf, DUMP_ERROR_KEY, strlen(DUMP_ERROR_KEY)))
-					snprintf(x->error, sizeof(x->error), "%s",
-					         buf + strlen(DUMP_ERROR_KEY));
+					snprintf(x->error, sizeof(x->error), "%.*s",
+					         (int)sizeof(x->error) - 1, buf + strlen(DUMP_ERROR_KEY));
 				else
 					snprintf(x->error, sizeof(x->error),
 					         "an answer strobe does not know: %.200s", buf);
