@@ -207,6 +207,22 @@ static void test_program_handler_runs_after(void **state)
 	yajl_tree_free(root);
 }
 
+/* The thread that started the recorder got an alternate signal stack:
+ * its own stack running out is dumped too. */
+static void test_stack_overflow_on_the_starting_thread(void **state)
+{
+	(void)state;
+	pid_t pid;
+	int st = run("overflow", &pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	yajl_val root = convert(pid, "overflow.json");
+	flight_meta(root, "SIGSEGV");
+	assert_int_equal(open_range(root, "recurse"), pid);
+	recent_events(root, pid);
+	yajl_tree_free(root);
+}
+
 /* No signal: no raw file is left. The default output name. */
 static void test_no_crash_leaves_nothing_and_default_name(void **state)
 {
@@ -249,6 +265,7 @@ int main(void)
 	    cmocka_unit_test(test_abort_in_nested_ranges),
 	    cmocka_unit_test(test_abort_on_a_corrupted_heap),
 	    cmocka_unit_test(test_program_handler_runs_after),
+	    cmocka_unit_test(test_stack_overflow_on_the_starting_thread),
 	    cmocka_unit_test(test_no_crash_leaves_nothing_and_default_name),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

@@ -13,6 +13,9 @@
  *          under AddressSanitizer, which owns the heap there)
  *   chain  its own SIGSEGV handler installed first, then as segv on the
  *          main thread: that handler runs after the dump and exits 42
+ *   overflow  the main thread (which started the recorder, and so has its
+ *          alternate signal stack) recurses inside "recurse" until its
+ *          stack runs out: SIGSEGV
  *   exit   records, then returns 0 */
 #include <pthread.h>
 #include <semaphore.h>
@@ -74,6 +77,15 @@ static void *sleeper(void *arg)
 	for (;;)
 		pause();
 	return NULL;
+}
+
+static volatile int deeper = 1; /* always: the compiler must not know */
+
+static int recurse(int depth)
+{
+	volatile char frame[4096];
+	frame[0] = (char)depth;
+	return deeper ? recurse(depth + 1) + frame[0] : 0;
 }
 
 static void own_handler(int sig)
@@ -144,11 +156,16 @@ int main(int argc, char **argv)
 		segfault();
 		return 4;
 	}
+	if (!strcmp(mode, "overflow")) {
+		recent();
+		strobe_range_push("recurse");
+		return recurse(0);
+	}
 	if (!strcmp(mode, "exit")) {
 		recent();
 		strobe_shutdown();
 		return 0;
 	}
-	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|exit\n");
+	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|exit\n");
 	return 2;
 }
