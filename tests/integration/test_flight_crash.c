@@ -37,7 +37,7 @@
 
 /* Runs flight_crash MODE with the recorder writing beside DIR/run.json.gz;
  * returns its wait status, its pid in *pid. */
-static int run(const char *mode, pid_t *pid)
+static int run_mem(const char *mode, const char *mem, pid_t *pid)
 {
 	char out[1200];
 	TU_FORMAT(out, "%s/run.json.gz", tu_dir);
@@ -47,7 +47,7 @@ static int run(const char *mode, pid_t *pid)
 		struct rlimit no_core = {0, 0};
 		setrlimit(RLIMIT_CORE, &no_core);
 		setenv("STROBE_FLIGHT", "30s", 1);
-		setenv("STROBE_FLIGHT_MEM", "8M", 1);
+		setenv("STROBE_FLIGHT_MEM", mem, 1);
 		setenv("STROBE_FLIGHT_OUTPUT", out, 1);
 		unsetenv("STROBE_DUMP_ON_EXIT");
 		unsetenv("STROBE_HANG_AFTER");
@@ -68,6 +68,11 @@ static int run(const char *mode, pid_t *pid)
 	assert_int_equal(waitpid(p, &st, 0), p);
 	*pid = p;
 	return st;
+}
+
+static int run(const char *mode, pid_t *pid)
+{
+	return run_mem(mode, "8M", pid);
 }
 
 static void raw_path(pid_t pid, char *path, size_t len)
@@ -223,6 +228,26 @@ static void test_stack_overflow_on_the_starting_thread(void **state)
 	yajl_tree_free(root);
 }
 
+/* Rings that wrapped: the range opened in a recycled chunk is still
+ * there (kept), the oldest events aged out and are counted. */
+static void test_wrapped_rings(void **state)
+{
+	(void)state;
+	pid_t pid;
+	int st = run_mem("wrap", "1M", &pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	yajl_val root = convert(pid, "wrap.json");
+	yajl_val m = flight_meta(root, "SIGSEGV");
+	assert_true(tu_get_num(m, "aged_out") > 100000);
+	assert_int_equal(open_range(root, "long_range"), pid);
+	assert_int_equal(open_range(root, "fatal_step"), pid);
+	size_t many = tu_count(root, "X", "user_annotation", "many");
+	assert_true(many > 1000 && many < 300000);
+	recent_events(root, pid);
+	yajl_tree_free(root);
+}
+
 /* No signal: no raw file is left. The default output name. */
 static void test_no_crash_leaves_nothing_and_default_name(void **state)
 {
@@ -266,6 +291,7 @@ int main(void)
 	    cmocka_unit_test(test_abort_on_a_corrupted_heap),
 	    cmocka_unit_test(test_program_handler_runs_after),
 	    cmocka_unit_test(test_stack_overflow_on_the_starting_thread),
+	    cmocka_unit_test(test_wrapped_rings),
 	    cmocka_unit_test(test_no_crash_leaves_nothing_and_default_name),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

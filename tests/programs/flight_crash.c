@@ -16,6 +16,9 @@
  *   overflow  the main thread (which started the recorder, and so has its
  *          alternate signal stack) recurses inside "recurse" until its
  *          stack runs out: SIGSEGV
+ *   wrap   the main thread opens "long_range", records 300 000 ranges (far
+ *          more than 1 MiB of rings keeps: STROBE_FLIGHT_MEM=1M), then
+ *          segfaults inside "fatal_step"
  *   exit   records, then returns 0 */
 #include <pthread.h>
 #include <semaphore.h>
@@ -161,11 +164,21 @@ int main(int argc, char **argv)
 		strobe_range_push("recurse");
 		return recurse(0);
 	}
+	if (!strcmp(mode, "wrap")) {
+		strobe_range_push("long_range");
+		for (int i = 0; i < 300000; i++) {
+			strobe_range_push("many");
+			strobe_range_pop();
+		}
+		recent();
+		segfault();
+		return 4;
+	}
 	if (!strcmp(mode, "exit")) {
 		recent();
 		strobe_shutdown();
 		return 0;
 	}
-	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|exit\n");
+	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|wrap|exit\n");
 	return 2;
 }
