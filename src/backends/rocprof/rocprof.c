@@ -441,8 +441,9 @@ static int collect_op(int32_t kind, int32_t op, void *data)
 		return 0;
 	if (!s->op_names[op])
 		s->op_names[op] = strdup(name);
+	s->op_flags[op] = strb_rocprof_classify(name);
 	/* libkineto's deny list of noisy calls is left out at the source. */
-	if (!strb_rocprof_denied(name) && s->nhip_ops < STRB_ROCPROF_MAX_OPS)
+	if (!(s->op_flags[op] & STRB_ROCPROF_OP_DENIED) && s->nhip_ops < STRB_ROCPROF_MAX_OPS)
 		s->hip_ops[s->nhip_ops++] = op;
 	return 0;
 }

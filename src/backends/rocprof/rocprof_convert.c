@@ -12,7 +12,12 @@
 #include "common/log.h"
 
 #define MAX_STREAMS 4096
-#define DIMS_CACHE  8
+
+/* The buffers whose records the trace renders args from, kept with it. */
+struct kept {
+	uint8_t **data;
+	size_t n, cap;
+};
 
 struct conv {
 	struct strb_gpu g;
@@ -28,11 +33,11 @@ struct conv {
 	/* The HIP call record of each g.calls[i], for its arguments. */
 	const struct strb_rocprof_rec **call_rec;
 	size_t call_rec_cap;
-	struct {
-		uint32_t d[3];
-		const char *text;
-	} dims[DIMS_CACHE];
-	size_t dims_next;
+	/* Args rendered from the records when the trace is written (rendered:
+	 * the current buffer has such a record), or built now when the trace
+	 * already renders another backend's. */
+	bool lazy, rendered;
+	struct kept *kept;
 	/* The process's kernel names, by id. */
 	struct strb_rocprof_kernel *kernels;
 	size_t nkernels, last_kernel;
@@ -117,9 +122,17 @@ static const char *const deny_calls_[] = {"hipGetDevice",
                                           "hipModuleGetFunction",
                                           NULL};
 
-bool strb_rocprof_denied(const char *name)
+uint8_t strb_rocprof_classify(const char *name)
 {
-	return name_in(name, deny_calls_);
+	return (uint8_t)((name_in(name, deny_calls_) ? STRB_ROCPROF_OP_DENIED : 0) |
+	                 (name_in(name, flow_calls) ? STRB_ROCPROF_OP_FLOW : 0) |
+	                 (name_in(name, launch_calls) ? STRB_ROCPROF_OP_LAUNCH : 0));
+}
+
+/* The classification made once when the SDK named the op. */
+static uint8_t op_flags(int32_t op)
+{
+	return op >= 0 && op < STRB_ROCPROF_MAX_OPS ? strb_rocprof.op_flags[op] : 0;
 }
 
 static void walk(struct conv *c, void (*fn)(struct conv *, const struct strb_rocprof_rec *))
@@ -134,6 +147,13 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const struct strb_roc
 			fn(c, r);
 			at += r->len;
 		}
+		/* A buffer whose records render args goes with the trace (also
+		 * after an error: the trace points into it); room was made. */
+		if (c->rendered && c->kept->n < c->kept->cap) {
+			c->kept->data[c->kept->n++] = b->data;
+			b->data = NULL;
+		}
+		c->rendered = false;
 	}
 }
 
@@ -165,12 +185,13 @@ static void mark_calls(struct conv *c)
 {
 	for (size_t i = 0; i < c->g.ncalls; i++) {
 		struct strb_gpu_call *call = &c->g.calls[i];
-		const char *name = op_name((int32_t)call->op);
-		call->emitted = strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME) && name &&
-		                !strb_rocprof_denied(name) && call->start >= c->g.w->start_ns &&
-		                call->end <= c->g.w->stop_ns && call->end >= call->start;
-		call->flow = name_in(name, flow_calls);
-		call->launch = name_in(name, launch_calls);
+		uint8_t f = op_flags((int32_t)call->op);
+		call->emitted = strb_gpu_selected(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME) &&
+		                op_name((int32_t)call->op) && !(f & STRB_ROCPROF_OP_DENIED) &&
+		                call->start >= c->g.w->start_ns && call->end <= c->g.w->stop_ns &&
+		                call->end >= call->start;
+		call->flow = f & STRB_ROCPROF_OP_FLOW;
+		call->launch = f & STRB_ROCPROF_OP_LAUNCH;
 	}
 }
 
@@ -178,26 +199,127 @@ static void mark_calls(struct conv *c)
 #define ARG_S(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_STRING, .value.str = (v)})
 #define ARG_J(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_JSON, .value.str = (v)})
 
-/* "[x, y, z]", kept in the trace; the last few shapes are remembered
- * (kernels repeat them). */
-static const char *dims(struct conv *c, const uint32_t *d)
+static const char *const copy_kinds[] = {"Unknown", "HtoH", "HtoD", "DtoH", "DtoD"};
+
+/* String values of rendered args go in s->text; they are formatted by
+ * hand, as writing a trace renders them once per activity. */
+static char *digits(char *p, uint64_t v, unsigned base)
 {
-	for (size_t i = 0; i < DIMS_CACHE; i++)
-		if (c->dims[i].text && !memcmp(c->dims[i].d, d, sizeof(c->dims[i].d)))
-			return c->dims[i].text;
-	char buf[64];
-	snprintf(buf, sizeof(buf), "[%u, %u, %u]", d[0], d[1], d[2]);
-	size_t slot = c->dims_next++ % DIMS_CACHE;
-	memcpy(c->dims[slot].d, d, sizeof(c->dims[slot].d));
-	c->dims[slot].text = strb_gpu_keep(&c->g, buf);
-	return c->dims[slot].text;
+	char tmp[20];
+	size_t n = 0;
+	do
+		tmp[n++] = "0123456789abcdef"[v % base];
+	while ((v /= base));
+	while (n)
+		*p++ = tmp[--n];
+	return p;
 }
 
-static const char *pointer(struct conv *c, uint64_t p)
+/* "[x, y, z]" */
+static const char *dims(struct strb_arg_scratch *s, size_t *used, const uint32_t *d)
 {
-	char buf[32];
-	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)p);
-	return strb_gpu_keep(&c->g, buf);
+	char *at = s->text + *used, *p = at;
+	*p++ = '[';
+	for (int i = 0; i < 3; i++) {
+		p = digits(p, d[i], 10);
+		if (i < 2)
+			*p++ = ',', *p++ = ' ';
+	}
+	*p++ = ']';
+	*p++ = 0;
+	*used += (size_t)(p - at);
+	return at;
+}
+
+/* "0x..." */
+static const char *pointer(struct strb_arg_scratch *s, size_t *used, uint64_t v)
+{
+	char *at = s->text + *used, *p = at;
+	*p++ = '0', *p++ = 'x';
+	p = digits(p, v, 16);
+	*p++ = 0;
+	*used += (size_t)(p - at);
+	return at;
+}
+
+/* The args of a kernel, copy or HIP call, from its record (a kernel's or
+ * copy's stream is its row's index, written into its record at decode: the
+ * activity may move to an overlap row later). At most 8 args; strings of
+ * at most 38 bytes, 3 at most (s->text holds 256). */
+static size_t render(const void *ctx, const void *rec, const struct strobe_activity *a,
+                     struct strb_arg_scratch *s)
+{
+	const struct strb_rocprof_rec *r = rec;
+	struct strobe_arg *v = s->args;
+	size_t n = 0, used = 0;
+	(void)ctx, (void)a;
+	switch (r->type) {
+	case STRB_ROCPROF_KERNEL:
+		v[n++] = ARG_I("device", r->device);
+		v[n++] = ARG_I("stream", r->stream);
+		v[n++] = ARG_I("hsa_queue", r->queue);
+		v[n++] = ARG_I("correlation", r->corr);
+		v[n++] = ARG_S("kind", "Dispatch Kernel");
+		v[n++] = ARG_J("grid", dims(s, &used, r->grid));
+		v[n++] = ARG_J("block", dims(s, &used, r->block));
+		v[n++] = ARG_I("shared memory", r->lds);
+		break;
+	case STRB_ROCPROF_COPY:
+		v[n++] = ARG_I("device", r->device);
+		v[n++] = ARG_I("stream", r->stream);
+		v[n++] = ARG_I("correlation", r->corr);
+		v[n++] = ARG_S(
+		    "kind", copy_kinds[r->op >= 0 && r->op <= ROCP_MEMORY_COPY_DEVICE_TO_DEVICE ? r->op : 0]);
+		v[n++] = ARG_I("bytes", r->bytes);
+		break;
+	case STRB_ROCPROF_HIP:
+		v[n++] = ARG_I("cid", r->op);
+		v[n++] = ARG_I("correlation", r->corr);
+		v[n++] = ARG_S("stream", pointer(s, &used, r->stream));
+		if (op_flags(r->op) & STRB_ROCPROF_OP_LAUNCH) {
+			v[n++] = ARG_J("grid", dims(s, &used, r->grid));
+			v[n++] = ARG_J("block", dims(s, &used, r->block));
+			v[n++] = ARG_I("shared memory", r->lds);
+		} else if (r->bytes) {
+			v[n++] = ARG_I("bytes", r->bytes);
+		}
+		break;
+	default:
+		break;
+	}
+	return n;
+}
+
+static void release_kept(void *ctx)
+{
+	struct kept *k = ctx;
+	for (size_t i = 0; k && i < k->n; i++)
+		free(k->data[i]);
+	if (k)
+		free(k->data);
+	free(k);
+}
+
+/* The activity just emitted for r gets r's args: rendered from r when the
+ * trace is written (r's buffer then stays with the trace), or, when the
+ * trace renders another backend's records, copied now. */
+static void args_of(struct conv *c, struct strobe_activity *a, const struct strb_rocprof_rec *r)
+{
+	if (c->lazy) {
+		if (strb_trace_render_args(c->g.t, r))
+			c->g.rc = -ENOMEM;
+		c->rendered = true;
+		return;
+	}
+	struct strb_arg_scratch s;
+	size_t n = render(NULL, r, a, &s);
+	for (size_t i = 0; i < n; i++)
+		if (s.args[i].kind == STROBE_ARG_STRING || s.args[i].kind == STROBE_ARG_JSON)
+			s.args[i].value.str = strb_gpu_keep(&c->g, s.args[i].value.str);
+	a->args = strb_trace_copy_args(c->g.t, s.args, n);
+	a->arg_count = a->args ? n : 0;
+	if (!a->args)
+		c->g.rc = -ENOMEM;
 }
 
 static void hip_call(struct conv *c, const struct strb_rocprof_rec *r)
@@ -206,21 +328,12 @@ static void hip_call(struct conv *c, const struct strb_rocprof_rec *r)
 	struct strb_gpu_call *call = s.call;
 	if (!call || !call->emitted)
 		return;
-	struct strobe_arg args[7] = {ARG_I("cid", r->op), ARG_I("correlation", r->corr),
-	                             ARG_S("stream", pointer(c, r->stream))};
-	size_t n = 3;
-	if (call->launch) {
-		args[n++] = ARG_J("grid", dims(c, r->grid));
-		args[n++] = ARG_J("block", dims(c, r->block));
-		args[n++] = ARG_I("shared memory", r->lds);
-	} else if (r->bytes) {
-		args[n++] = ARG_I("bytes", r->bytes);
-	}
 	struct strobe_activity *a =
 	    strb_gpu_emit(&c->g, STROBE_ACTIVITY_CUDA_RUNTIME, op_name(r->op), call->start, call->end,
-	                  c->g.t->pid, (int64_t)r->tid, args, n);
+	                  c->g.t->pid, (int64_t)r->tid, NULL, 0);
 	if (!a)
 		return;
+	args_of(c, a, r);
 	a->id = r->corr;
 	a->linked_id = s.ext0 ? s.ext0 : call->op_id;
 	if (call->flow) {
@@ -238,6 +351,15 @@ static uint32_t row_of(struct conv *c, const struct strb_rocprof_rec *r)
 	if (s.call && c->call_rec)
 		return stream_of(c, r->device, c->call_rec[s.call - c->g.calls]->stream);
 	return stream_of(c, r->device, r->queue | 1ull << 63);
+}
+
+/* GPU work's row, kept in its record for its args (the records are
+ * strobe's own copies; a kernel's or copy's stream field is free). */
+static uint32_t set_row(struct conv *c, const struct strb_rocprof_rec *r)
+{
+	uint32_t stream = row_of(c, r);
+	((struct strb_rocprof_rec *)r)->stream = stream;
+	return stream;
 }
 
 static void roctx_range(struct conv *c, const struct strb_rocprof_rec *r, int64_t end, bool unfinished)
@@ -319,18 +441,13 @@ static void kernel(struct conv *c, const struct strb_rocprof_rec *r)
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL) || r->device < 0 ||
 	    !strb_gpu_record_ok(&c->g, sdk_to_strobe(c, r->start), sdk_to_strobe(c, r->end), &s, &e))
 		return;
-	uint32_t stream = row_of(c, r);
-	struct strobe_arg args[] = {
-	    ARG_I("device", r->device),        ARG_I("stream", stream),
-	    ARG_I("hsa_queue", r->queue),      ARG_I("correlation", r->corr),
-	    ARG_S("kind", "Dispatch Kernel"),  ARG_J("grid", dims(c, r->grid)),
-	    ARG_J("block", dims(c, r->block)), ARG_I("shared memory", r->lds),
-	};
+	uint32_t stream = set_row(c, r);
 	struct strobe_activity *a =
 	    strb_gpu_emit(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL, kernel_name(c, r->kernel_id), s, e,
-	                  r->device, stream, args, sizeof(args) / sizeof(args[0]));
+	                  r->device, stream, NULL, 0);
 	if (!a)
 		return;
+	args_of(c, a, r);
 	struct strb_gpu_call *call = strb_gpu_link(&c->g, a, r->corr, s, true);
 	if (call)
 		call->got_kernel = true;
@@ -339,7 +456,6 @@ static void kernel(struct conv *c, const struct strb_rocprof_rec *r)
 
 static void copy(struct conv *c, const struct strb_rocprof_rec *r)
 {
-	static const char *const kinds[] = {"Unknown", "HtoH", "HtoD", "DtoH", "DtoD"};
 	static const char *const names[] = {"Memcpy Unknown", "Memcpy HtoH (Host -> Host)",
 	                                    "Memcpy HtoD (Host -> Device)", "Memcpy DtoH (Device -> Host)",
 	                                    "Memcpy DtoD (Device -> Device)"};
@@ -348,15 +464,12 @@ static void copy(struct conv *c, const struct strb_rocprof_rec *r)
 	    !strb_gpu_record_ok(&c->g, sdk_to_strobe(c, r->start), sdk_to_strobe(c, r->end), &s, &e))
 		return;
 	int k = r->op >= 0 && r->op <= ROCP_MEMORY_COPY_DEVICE_TO_DEVICE ? r->op : 0;
-	uint32_t stream = row_of(c, r);
-	struct strobe_arg args[] = {
-	    ARG_I("device", r->device), ARG_I("stream", stream),  ARG_I("correlation", r->corr),
-	    ARG_S("kind", kinds[k]),    ARG_I("bytes", r->bytes),
-	};
-	struct strobe_activity *a = strb_gpu_emit(&c->g, STROBE_ACTIVITY_GPU_MEMCPY, names[k], s, e,
-	                                          r->device, stream, args, sizeof(args) / sizeof(args[0]));
+	uint32_t stream = set_row(c, r);
+	struct strobe_activity *a =
+	    strb_gpu_emit(&c->g, STROBE_ACTIVITY_GPU_MEMCPY, names[k], s, e, r->device, stream, NULL, 0);
 	if (!a)
 		return;
+	args_of(c, a, r);
 	strb_gpu_link(&c->g, a, r->corr, s, true);
 	strb_gpu_note_row(&c->g, (uint32_t)r->device, stream, s, e);
 }
@@ -442,6 +555,25 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	pthread_mutex_unlock(&strb_rocprof.lock);
 	if (c->nkernels)
 		qsort(c->kernels, c->nkernels, sizeof(*c->kernels), cmp_kernel);
+	/* The trace renders the args of kernels, copies and HIP calls from
+	 * the records when it is written (no args built here, which cost more
+	 * than the rest of decoding), keeping their buffers; when it already
+	 * renders another backend's records, they are built now. */
+	size_t nbuffers = 0;
+	for (struct strb_gpu_buffer *i = b; i; i = i->next)
+		nbuffers++;
+	c->kept = calloc(1, sizeof(*c->kept));
+	if (c->kept && nbuffers && !(c->kept->data = calloc(nbuffers, sizeof(*c->kept->data)))) {
+		free(c->kept);
+		c->kept = NULL;
+	}
+	if (!c->kept) {
+		c->g.rc = -ENOMEM;
+	} else {
+		c->kept->cap = nbuffers;
+		struct strb_arg_source src = {render, c->kept, release_kept};
+		c->lazy = strb_trace_set_arg_source(t, &src) == 0;
+	}
 	walk(c, pass1);
 	strb_gpu_build_table(&c->g);
 	strb_gpu_link_calls(&c->g);
@@ -465,6 +597,8 @@ int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, st
 	free(c->call_rec);
 	free(c->open);
 	free(c->kernels);
+	if (!c->lazy)
+		release_kept(c->kept);
 	free(c);
 	return rc;
 }

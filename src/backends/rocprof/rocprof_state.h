@@ -36,7 +36,7 @@ struct strb_rocprof_rec {
 	int32_t device, src_device, dst_device;
 	uint32_t lds;
 	uint64_t queue, kernel_id, bytes;
-	uint64_t stream;            /* HIP calls: the hipStream_t argument */
+	uint64_t stream;            /* HIP calls: the hipStream_t argument; GPU work: its row */
 	uint64_t ext;               /* HIP calls: the SDK's external id (strobe_correlation_push) */
 	uint32_t grid[3], block[3]; /* grid in blocks */
 };
@@ -74,7 +74,8 @@ struct strb_rocprof_state {
 	int32_t agent_ordinal[STRB_ROCPROF_MAX_AGENTS];
 	char agent_name[STRB_ROCPROF_MAX_AGENTS][64]; /* e.g. "gfx90a" */
 	char *op_names[STRB_ROCPROF_MAX_OPS];
-	int32_t hip_ops[STRB_ROCPROF_MAX_OPS]; /* traced: all but the deny list */
+	uint8_t op_flags[STRB_ROCPROF_MAX_OPS]; /* STRB_ROCPROF_OP_*, by name, once */
+	int32_t hip_ops[STRB_ROCPROF_MAX_OPS];  /* traced: all but the deny list */
 	size_t nhip_ops;
 	uint64_t mask;
 	/* SDK clock (BOOTTIME) against strobe's at start and stop: a reading of
@@ -93,8 +94,14 @@ rocp_configure_result_t *strb_rocprof_configure(uint32_t version, const char *ru
 STROBE_API void *strobe_internal_inject_rocprof(uint32_t version, const char *runtime_version,
                                                 uint32_t priority, void *client_id);
 
-/* A HIP call libkineto leaves out (hipGetDevice and the like). */
-bool strb_rocprof_denied(const char *name);
+/* What a HIP call is, by its name: one libkineto leaves out (hipGetDevice
+ * and the like), one that starts an ac2g arrow, a kernel launch. */
+enum {
+	STRB_ROCPROF_OP_DENIED = 1,
+	STRB_ROCPROF_OP_FLOW = 2,
+	STRB_ROCPROF_OP_LAUNCH = 4,
+};
+uint8_t strb_rocprof_classify(const char *name);
 
 /* Decodes the kept records into the trace. */
 int strb_rocprof_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *b);
