@@ -2,8 +2,11 @@
  * (tests/programs/flight_app.c): a hang dumped by the watchdog while two
  * threads deadlock, dumps asked for by strobe trigger --pid N --dump, a
  * dump at exit, strobe summary's open stacks, and the usage errors. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/ipc.h"
 #include "testutil.h"
 
 #define APP STROBE_TEST_PROGRAMS_DIR "/flight_app"
@@ -289,6 +293,101 @@ static void test_trigger_dump(void **state)
 	assert_false(exists(path_in("loop.3.json.gz")));
 }
 
+/* dynolog, as far as a dump needs it: its RPC port takes
+ * setKinetOnDemandRequest and says the pid was triggered; its IPC name
+ * answers the pid's next type-2 poll with the config wrapped as dynolog
+ * wraps it (indented lines and a REQUEST_TRACE_ID). */
+struct fake_dynolog {
+	int tcp, pid;
+	struct strb_ipc_endpoint *ep;
+	char config[1024];
+	bool delivered;
+};
+
+static void *fake_dynolog_main(void *arg)
+{
+	struct fake_dynolog *d = arg;
+	int c = accept(d->tcp, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	int32_t len = 0;
+	char req[4096] = "";
+	if (recv(c, &len, 4, MSG_WAITALL) == 4 && len > 0 && len < (int32_t)sizeof(req))
+		recv(c, req, (size_t)len, MSG_WAITALL);
+	yajl_val j = tu_parse_json(req);
+	const char *config = tu_get_str(j, "config");
+	snprintf(d->config, sizeof(d->config), "%s", config ? config : "");
+	yajl_tree_free(j);
+	char reply[512];
+	int32_t n =
+	    snprintf(reply, sizeof(reply),
+	             "{\"activityProfilersBusy\":0,\"activityProfilersTriggered\":[%d],"
+	             "\"eventProfilersBusy\":0,\"eventProfilersTriggered\":[],\"processesMatched\":[%d]}",
+	             d->pid, d->pid);
+	if (send(c, &n, 4, 0) != 4 || send(c, reply, (size_t)n, 0) != n)
+		d->config[0] = 0;
+	close(c);
+	char wrapped[1200];
+	snprintf(wrapped, sizeof(wrapped), "\n    %s\n    REQUEST_TRACE_ID=42\n", d->config);
+	uint8_t dgram[STRB_IPC_MAX_DGRAM];
+	ssize_t dlen = strb_ipc_encode_reply(wrapped, strlen(wrapped), dgram, sizeof(dgram));
+	for (int t = 0; t < 500 && !d->delivered && dlen > 0; t++) {
+		struct strb_ipc_request r;
+		struct strb_ipc_peer peer;
+		int got = strb_ipc_recv_request(d->ep, &r, &peer);
+		if (got == 1 && r.pids[0] == d->pid && (r.type & 2))
+			d->delivered = strb_ipc_send(d->ep, peer.name, dgram, (size_t)dlen) == 0;
+		else if (got <= 0)
+			nap_ms(20);
+	}
+	return NULL;
+}
+
+/* Through dynolog's existing request: the dump request is a config text
+ * the daemon forwards untouched; the answer comes straight back to strobe
+ * trigger. */
+static void test_trigger_dump_through_dynolog(void **state)
+{
+	(void)state;
+	struct bg rec;
+	char cmd[2048];
+	TU_FORMAT(cmd, "%s record --flight 10s -o dyno.json.gz -- %s loop", STROBE_CLI_PATH, APP);
+	setenv("STROBE_DAEMON_NAME", "fakedyno", 1);
+	bg_start(&rec, "dyno", cmd);
+	struct fake_dynolog d = {.pid = (int)bg_ready(&rec)};
+	assert_int_equal(strb_ipc_open(&d.ep, "fakedyno"), 0);
+	d.tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(d.tcp, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(d.tcp, 1), 0);
+	assert_int_equal(getsockname(d.tcp, (struct sockaddr *)&a, &alen), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, fake_dynolog_main, &d), 0);
+	char args[256], *out;
+	TU_FORMAT(args, "--pid %d --dump --dynolog-host 127.0.0.1 --dynolog-port %d --timeout 10", d.pid,
+	          ntohs(a.sin_port));
+	int rc = tu_strobe("trigger", args, 1, &out);
+	pthread_join(th, NULL);
+	close(d.tcp);
+	strb_ipc_close(d.ep);
+	unsetenv("STROBE_DAEMON_NAME");
+	assert_true(d.delivered);
+	assert_string_equal(strtok(d.config, "\n"), "STROBE_FLIGHT_DUMP=1");
+	assert_true(!strncmp(strtok(NULL, "\n"), "STROBE_FLIGHT_DUMP_REPLY=strobedump", 35));
+	tu_assert_contains(out, "dynolog at 127.0.0.1:");
+	tu_assert_contains(out, "triggered 1");
+	char want[1400];
+	TU_FORMAT(want, "pid %d: dump written: %s\n", d.pid, path_in("dyno.1.json.gz"));
+	tu_assert_contains(out, want);
+	assert_int_equal(rc, 0);
+	free(out);
+	assert_true(exists(path_in("dyno.1.json.gz")));
+	kill(d.pid, SIGKILL);
+	assert_int_equal(bg_wait(&rec, &out), 137);
+	free(out);
+}
+
 /* --dump-on-exit: one dump of the last window when the program exits, with
  * nothing open; without it no dump; -q prints nothing. */
 static void test_dump_on_exit(void **state)
@@ -385,9 +484,8 @@ static void test_usage_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_usage_errors),
-	    cmocka_unit_test(test_hang_dump_then_sigkill),
-	    cmocka_unit_test(test_trigger_dump),
+	    cmocka_unit_test(test_usage_errors), cmocka_unit_test(test_hang_dump_then_sigkill),
+	    cmocka_unit_test(test_trigger_dump), cmocka_unit_test(test_trigger_dump_through_dynolog),
 	    cmocka_unit_test(test_dump_on_exit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
