@@ -22,18 +22,13 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "fake_rocprofiler.h"
+#include "fake_rocprofiler_load.h"
 #include "strobe/strobe.h"
 
 #define STREAMS 4
 
 /* The fake's control API, reached as the backend reaches the SDK: dlopen by path. */
-static struct {
-	int (*dispatch)(const struct fake_rocp_dispatch *);
-	uint64_t (*now)(void);
-	uint64_t (*load)(int, const char *const *, size_t, uint64_t *);
-	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *);
-} fake;
+static struct fake_rocp_control fake;
 
 static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePfi",
                                            "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi",
@@ -101,8 +96,8 @@ static int one_run(long n, const char *dir, int i, struct run *r, struct bench_p
 	/* Code objects load once per process, before the first trace. */
 	static int loaded;
 	if (!loaded) {
-		fake.load(0, kernel_names, 4, kernel_ids[0]);
-		fake.load(1, kernel_names, 4, kernel_ids[1]);
+		fake.load_code_object(0, kernel_names, 4, kernel_ids[0]);
+		fake.load_code_object(1, kernel_names, 4, kernel_ids[1]);
 		loaded = 1;
 	}
 	if (strobe_start()) {
@@ -141,17 +136,9 @@ static int one_run(long n, const char *dir, int i, struct run *r, struct bench_p
 
 static int open_fake(void)
 {
-	void *h = dlopen(FAKE_ROCPROFILER_PATH, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		fprintf(stderr, "bench_rocprof: %s\n", dlerror());
-		return -1;
-	}
-	*(void **)&fake.dispatch = dlsym(h, "fake_rocp_dispatch");
-	*(void **)&fake.now = dlsym(h, "fake_rocp_now");
-	*(void **)&fake.load = dlsym(h, "fake_rocp_load_code_object");
-	*(void **)&fake.hip_call = dlsym(h, "fake_rocp_hip_call");
-	if (!fake.dispatch || !fake.now || !fake.load || !fake.hip_call) {
-		fprintf(stderr, "bench_rocprof: %s lacks the fake's control API\n", FAKE_ROCPROFILER_PATH);
+	char why[512];
+	if (fake_rocp_control_load(&fake, FAKE_ROCPROFILER_PATH, why, sizeof(why))) {
+		fprintf(stderr, "bench_rocprof: %s\n", why);
 		return -1;
 	}
 	for (int s = 0; s < STREAMS; s++) {

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "backends/rocprof/rocprof_abi.h"
-#include "fake_rocprofiler.h"
+#include "fake_rocprofiler_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -26,58 +26,13 @@
 #include "strobe/strobe.h"
 #include "testutil.h"
 
-static struct {
-	void *h;
-	int (*abi_major)(void);
-	void (*set_gpus)(int);
-	void (*fail)(const char *, int32_t);
-	void (*set_suspend_ns)(uint64_t);
-	uint64_t (*now)(void);
-	uint64_t (*load)(int, const char *const *, size_t, uint64_t *);
-	void (*unload)(uint64_t);
-	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *);
-	int (*dispatch)(const struct fake_rocp_dispatch *);
-	int (*copy)(const struct fake_rocp_copy *);
-	void (*roctx_mark)(const char *);
-	int (*roctx_push)(const char *);
-	int (*roctx_pop)(void);
-	uint64_t (*roctx_start)(const char *);
-	void (*roctx_stop)(uint64_t);
-	void (*drop)(uint64_t);
-	void (*set_watermark)(size_t);
-	uint64_t (*deliveries)(void);
-	size_t (*external_depth)(uint64_t);
-	void (*shutdown)(void);
-} F;
-
-#define FSYM(field, name) (*(void **)&F.field = dlsym(F.h, name), assert_non_null(*(void **)&F.field))
+static struct fake_rocp_control F;
 
 static void load_fake(void)
 {
-	if (F.h)
-		return;
-	F.h = dlopen(ROCPROF_FAKE_PATH, RTLD_NOW | RTLD_LOCAL);
-	assert_non_null(F.h);
-	FSYM(abi_major, "fake_rocp_abi_major");
-	FSYM(set_gpus, "fake_rocp_set_gpus");
-	FSYM(fail, "fake_rocp_fail");
-	FSYM(set_suspend_ns, "fake_rocp_set_suspend_ns");
-	FSYM(now, "fake_rocp_now");
-	FSYM(load, "fake_rocp_load_code_object");
-	FSYM(unload, "fake_rocp_unload_code_object");
-	FSYM(hip_call, "fake_rocp_hip_call");
-	FSYM(dispatch, "fake_rocp_dispatch");
-	FSYM(copy, "fake_rocp_copy");
-	FSYM(roctx_mark, "fake_rocp_roctx_mark");
-	FSYM(roctx_push, "fake_rocp_roctx_push");
-	FSYM(roctx_pop, "fake_rocp_roctx_pop");
-	FSYM(roctx_start, "fake_rocp_roctx_start");
-	FSYM(roctx_stop, "fake_rocp_roctx_stop");
-	FSYM(drop, "fake_rocp_drop");
-	FSYM(set_watermark, "fake_rocp_set_watermark");
-	FSYM(deliveries, "fake_rocp_deliveries");
-	FSYM(external_depth, "fake_rocp_external_depth");
-	FSYM(shutdown, "fake_rocp_shutdown");
+	char why[512];
+	if (!F.handle && fake_rocp_control_load(&F, ROCPROF_FAKE_PATH, why, sizeof(why)))
+		fail_msg("%s", why);
 }
 
 static char trace_path[1200];
@@ -207,8 +162,8 @@ static void test_kernels_copies_and_calls(void **state)
 	assert_int_equal(strobe_prepare(0, NULL), 0);
 	static const char *const k0[] = {"_Z5scalePfi", "_Z4fillPfm"};
 	static const char *const k1[] = {"_Z6reduceILi256EEvPKfPf"};
-	F.load(0, k0, 2, kernel_ids[0]);
-	uint64_t co1 = F.load(1, k1, 1, kernel_ids[1]);
+	F.load_code_object(0, k0, 2, kernel_ids[0]);
+	uint64_t co1 = F.load_code_object(1, k1, 1, kernel_ids[1]);
 	assert_int_equal(strobe_start(), 0);
 	uint64_t op = strobe_op_push("train_step");
 	strobe_correlation_push(op);
@@ -238,7 +193,7 @@ static void test_kernels_copies_and_calls(void **state)
 	strobe_correlation_pop();
 	strobe_op_pop();
 	/* The code object goes before the records are read: names survive. */
-	F.unload(co1);
+	F.unload_code_object(co1);
 	F.drop(7);
 	usleep(2000); /* the fake's work ends in its future: let it pass */
 	F.hip_call("hipDeviceSynchronize", NULL, 0, NULL, NULL);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "backends/rocprof/rocprof_abi.h"
+#include "fake_rocprofiler_load.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -43,12 +44,11 @@ static int child_trace(const char *path)
  * number v0_status. */
 static void arm(const char *fake, const char *fn, int32_t v0_status)
 {
-	void *h = dlopen(fake, RTLD_NOW | RTLD_LOCAL);
-	int (*major)(void) = (int (*)(void))dlsym(h, "fake_rocp_abi_major");
-	void (*arm_fail)(const char *, int32_t) = (void (*)(const char *, int32_t))dlsym(h, "fake_rocp_fail");
-	if (!major || !arm_fail)
+	struct fake_rocp_control f;
+	char why[512];
+	if (fake_rocp_control_load(&f, fake, why, sizeof(why)))
 		_exit(4);
-	arm_fail(fn, rocp_status_code((uint32_t)major(), v0_status));
+	(f.fail)(fn, rocp_status_code((uint32_t)f.abi_major(), v0_status));
 }
 
 /* strobe starts in each child only: a forked child of a traced process

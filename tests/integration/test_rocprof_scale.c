@@ -8,7 +8,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "fake_rocprofiler.h"
+#include "fake_rocprofiler_load.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -27,14 +27,13 @@
 
 #define KERNELS 1000000
 
-static int (*dispatch)(const struct fake_rocp_dispatch *);
-static uint64_t (*now)(void);
+static struct fake_rocp_control F;
 static uint64_t kernel_ids[4];
 
 static void launch_many(uint64_t corr, void *arg)
 {
 	(void)arg;
-	uint64_t t = now();
+	uint64_t t = F.now();
 	struct fake_rocp_dispatch d = {.correlation_id = corr, .grid = {256, 1, 1}, .workgroup = {64, 1, 1}};
 	for (uint32_t i = 0; i < KERNELS; i++) {
 		d.gpu = (int)(i & 1);
@@ -42,7 +41,7 @@ static void launch_many(uint64_t corr, void *arg)
 		d.kernel_id = kernel_ids[i & 1 ? 2 + (i >> 1 & 1) : (i >> 1 & 1)];
 		d.start = t + i;
 		d.end = t + i + 1;
-		if (dispatch(&d))
+		if (F.dispatch(&d))
 			fail_msg("dispatch %u refused", i);
 	}
 }
@@ -67,26 +66,16 @@ static int count(const struct strobe_activity *a, void *arg)
 static void test_million_kernels(void **state)
 {
 	(void)state;
-	void *h = dlopen(FAKE_ROCPROFILER_V1_PATH, RTLD_NOW | RTLD_LOCAL);
-	assert_non_null(h);
-	*(void **)&dispatch = dlsym(h, "fake_rocp_dispatch");
-	*(void **)&now = dlsym(h, "fake_rocp_now");
-	uint64_t (*load)(int, const char *const *, size_t, uint64_t *) =
-	    (uint64_t(*)(int, const char *const *, size_t, uint64_t *))dlsym(h, "fake_rocp_load_code_object");
-	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *) =
-	    (uint64_t(*)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *))dlsym(
-	        h, "fake_rocp_hip_call");
-	assert_non_null(dispatch);
-	assert_non_null(now);
-	assert_non_null(load);
-	assert_non_null(hip_call);
+	char why[512];
+	if (fake_rocp_control_load(&F, FAKE_ROCPROFILER_V1_PATH, why, sizeof(why)))
+		fail_msg("%s", why);
 
 	assert_int_equal(strobe_prepare(0, NULL), 0);
 	static const char *const names[] = {"_Z4axpyPfS_f", "_Z4gemmPKfS0_Pf"};
-	load(0, names, 2, kernel_ids);
-	load(1, names, 2, kernel_ids + 2);
+	F.load_code_object(0, names, 2, kernel_ids);
+	F.load_code_object(1, names, 2, kernel_ids + 2);
 	assert_int_equal(strobe_start(), 0);
-	uint64_t corr = hip_call("hipLaunchKernel", NULL, 0, launch_many, NULL);
+	uint64_t corr = F.hip_call("hipLaunchKernel", NULL, 0, launch_many, NULL);
 	struct timespec pause = {0, 2000000};
 	nanosleep(&pause, NULL); /* the last kernel's end is in the fake's future */
 	struct timespec a, b;

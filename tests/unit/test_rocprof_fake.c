@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #endif
 #include "backends/rocprof/rocprof_abi.h"
-#include "fake_rocprofiler.h"
+#include "fake_rocprofiler_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -53,22 +53,7 @@ struct sdk {
 	void *iterate_args; /* rocp_iterate_args_v0_fn or _v1_fn */
 	rocp_push_external_fn push_external;
 	rocp_pop_external_fn pop_external;
-	/* control API */
-	int (*runtime_init)(void);
-	void (*shutdown)(void);
-	void (*arm_fail)(const char *, int32_t);
-	void (*set_suspend_ns)(uint64_t);
-	uint64_t (*now)(void);
-	uint64_t (*load)(int, const char *const *, size_t, uint64_t *);
-	void (*unload)(uint64_t);
-	uint64_t (*hip_call)(const char *, const struct fake_rocp_arg *, size_t, fake_rocp_body_fn, void *);
-	int (*dispatch)(const struct fake_rocp_dispatch *);
-	int (*copy)(const struct fake_rocp_copy *);
-	void (*mark)(const char *);
-	int (*push)(const char *);
-	int (*pop)(void);
-	void (*drop)(uint64_t);
-	uint64_t (*agent)(int);
+	struct fake_rocp_control ctl; /* the control API */
 };
 
 static struct sdk sdks[2] = {{.path = FAKE_ROCPROFILER_V0_PATH}, {.path = FAKE_ROCPROFILER_V1_PATH}};
@@ -101,24 +86,12 @@ static void load_sdk(struct sdk *s)
 	    SYM(s, iterate_args, "rocprofiler_iterate_callback_tracing_kind_operation_args"),
 	    SYM(s, push_external, "rocprofiler_push_external_correlation_id"),
 	    SYM(s, pop_external, "rocprofiler_pop_external_correlation_id"),
-	    SYM(s, runtime_init, "fake_rocp_runtime_init"),
-	    SYM(s, shutdown, "fake_rocp_shutdown"),
-	    SYM(s, arm_fail, "fake_rocp_fail"),
-	    SYM(s, set_suspend_ns, "fake_rocp_set_suspend_ns"),
-	    SYM(s, now, "fake_rocp_now"),
-	    SYM(s, load, "fake_rocp_load_code_object"),
-	    SYM(s, unload, "fake_rocp_unload_code_object"),
-	    SYM(s, hip_call, "fake_rocp_hip_call"),
-	    SYM(s, dispatch, "fake_rocp_dispatch"),
-	    SYM(s, copy, "fake_rocp_copy"),
-	    SYM(s, mark, "fake_rocp_roctx_mark"),
-	    SYM(s, push, "fake_rocp_roctx_push"),
-	    SYM(s, pop, "fake_rocp_roctx_pop"),
-	    SYM(s, drop, "fake_rocp_drop"),
-	    SYM(s, agent, "fake_rocp_agent"),
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
 		assert_non_null(syms[i]);
+	char why[512];
+	if (fake_rocp_control_load(&s->ctl, s->path, why, sizeof(why)))
+		fail_msg("%s", why);
 	uint32_t minor, patch;
 	assert_int_equal(s->get_version(&s->major, &minor, &patch), ROCP_STATUS_SUCCESS);
 	/* 1.x has get_status_string; 0.x does not. */
@@ -525,7 +498,7 @@ static void test_registration(void **state)
 		char env[512];
 		snprintf(env, sizeof(env), "/nonexistent/libtool.so:%s", sdks[1].path);
 		setenv("ROCP_TOOL_LIBRARIES", env, 1);
-		assert_int_equal(s->runtime_init(), 1);
+		assert_int_equal(s->ctl.runtime_init(), 1);
 		unsetenv("ROCP_TOOL_LIBRARIES");
 		assert_int_equal(s->force_configure(rocprofiler_configure), locked_status());
 	} else {
@@ -533,7 +506,7 @@ static void test_registration(void **state)
 		 * function found again in the process is configured once. */
 		assert_int_equal(s->force_configure(rocprofiler_configure), ROCP_STATUS_SUCCESS);
 		assert_int_equal(s->force_configure(rocprofiler_configure), locked_status());
-		assert_int_equal(s->runtime_init(), 0);
+		assert_int_equal(s->ctl.runtime_init(), 0);
 	}
 	assert_int_equal(T.configure_calls, 1);
 	assert_int_equal(T.init_calls, 1);
@@ -559,7 +532,7 @@ static void test_registration(void **state)
 	assert_int_equal(T.gpu_ordinal[0], 0);
 	assert_int_equal(T.gpu_ordinal[1], 1);
 	assert_string_equal(T.gpu_name[0], "gfx90a");
-	assert_int_equal(T.gpu_handle[1], s->agent(1));
+	assert_int_equal(T.gpu_handle[1], s->ctl.agent(1));
 	assert_int_equal(s->query_agents(ROCP_AGENT_INFO_VERSION_0, agents_cb, 4096, NULL),
 	                 rocp_status_code(s->major, ROCP_STATUS_V0_ERROR_INCOMPATIBLE_ABI));
 }
@@ -582,9 +555,9 @@ static void launch_body(uint64_t cid, void *arg)
 	                               .lds_bytes = 1024,
 	                               .start = l->t0,
 	                               .end = l->t0 + 500};
-	assert_int_equal(cur->dispatch(&d), 0);
+	assert_int_equal(cur->ctl.dispatch(&d), 0);
 	/* A runtime call nested inside the launch. */
-	l->nested_cid = cur->hip_call("hipMalloc", NULL, 0, NULL, NULL);
+	l->nested_cid = cur->ctl.hip_call("hipMalloc", NULL, 0, NULL, NULL);
 }
 
 static void test_kernels(void **state)
@@ -594,7 +567,7 @@ static void test_kernels(void **state)
 	reset();
 	static const char *const names[] = {"_Z6vecaddPfS_S_i", "_Z4gemmv"};
 	uint64_t ids[2];
-	uint64_t co = s->load(1, names, 2, ids);
+	uint64_t co = s->ctl.load_code_object(1, names, 2, ids);
 	/* Symbols arrive at load time through the always-running context. */
 	assert_int_equal(T.nsym, 2);
 	assert_string_equal(T.symbols[0], names[0]);
@@ -606,19 +579,19 @@ static void test_kernels(void **state)
 	/* Two streams sharing HSA queue 7 on GPU 1. */
 	struct fake_rocp_arg a1[] = {{"stream", "hipStream_t", "0x1000"}, {"numBlocks", "dim3", "{4, 2, 1}"}};
 	struct fake_rocp_arg a2[] = {{"stream", "hipStream_t", "0x2000"}};
-	struct launch l1 = {.kernel_id = ids[0], .queue = 7, .gpu = 1, .t0 = s->now()};
-	struct launch l2 = {.kernel_id = ids[1], .queue = 7, .gpu = 1, .t0 = s->now() + 1000};
-	uint64_t c1 = s->hip_call("hipLaunchKernel", a1, 2, launch_body, &l1);
-	uint64_t c2 = s->hip_call("hipLaunchKernel", a2, 1, launch_body, &l2);
-	assert_int_equal(s->hip_call("hipNoSuchCall", NULL, 0, NULL, NULL), 0);
+	struct launch l1 = {.kernel_id = ids[0], .queue = 7, .gpu = 1, .t0 = s->ctl.now()};
+	struct launch l2 = {.kernel_id = ids[1], .queue = 7, .gpu = 1, .t0 = s->ctl.now() + 1000};
+	uint64_t c1 = s->ctl.hip_call("hipLaunchKernel", a1, 2, launch_body, &l1);
+	uint64_t c2 = s->ctl.hip_call("hipLaunchKernel", a2, 1, launch_body, &l2);
+	assert_int_equal(s->ctl.hip_call("hipNoSuchCall", NULL, 0, NULL, NULL), 0);
 	/* Fresh ids per call, nested calls included. */
 	assert_true(c1 > 0 && l1.nested_cid == c1 + 1 && c2 == c1 + 2 && l2.nested_cid == c2 + 1);
 	/* hipGetDevice was left out of the service: no callback, but its
 	 * buffer record is still produced (all HIP ops are buffered). */
-	uint64_t c3 = s->hip_call("hipGetDevice", NULL, 0, NULL, NULL);
+	uint64_t c3 = s->ctl.hip_call("hipGetDevice", NULL, 0, NULL, NULL);
 	assert_int_equal(s->stop_context(T.main), ROCP_STATUS_SUCCESS);
 	struct fake_rocp_dispatch late = {.correlation_id = c2, .gpu = 0, .kernel_id = ids[0]};
-	assert_int_equal(s->dispatch(&late), -1); /* context stopped at enqueue */
+	assert_int_equal(s->ctl.dispatch(&late), -1); /* context stopped at enqueue */
 	assert_int_equal(s->flush_buffer(T.buf), ROCP_STATUS_SUCCESS);
 
 	/* Callbacks: both launches and the nested mallocs, paired through
@@ -697,7 +670,7 @@ static void test_kernels(void **state)
 	assert_int_equal(*(const uint64_t *)T.kept_payload, 0xA5A5A5A5A5A5A5A5u);
 
 	/* Unload: UNLOAD callbacks name the kernels one last time. */
-	s->unload(co);
+	s->ctl.unload_code_object(co);
 	assert_int_equal(T.nsym, 4);
 	assert_int_equal(T.symbol_phase[2], ROCP_PHASE_UNLOAD);
 	assert_string_equal(T.symbols[3], names[1]);
@@ -709,14 +682,14 @@ static void test_copies(void **state)
 	struct sdk *s = cur;
 	reset();
 	assert_int_equal(s->start_context(T.main), ROCP_STATUS_SUCCESS);
-	uint64_t cid = s->hip_call("hipMemcpyAsync", NULL, 0, NULL, NULL);
-	uint64_t t = s->now();
+	uint64_t cid = s->ctl.hip_call("hipMemcpyAsync", NULL, 0, NULL, NULL);
+	uint64_t t = s->ctl.now();
 	struct fake_rocp_copy h2d = {cid,    ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0, 4096, 0x10, 0x20, t,
 	                             t + 100};
 	struct fake_rocp_copy d2h = {cid + 100, ROCP_MEMORY_COPY_DEVICE_TO_HOST, 1, -1, 512, 0x30, 0x40, t,
 	                             t + 50};
-	assert_int_equal(s->copy(&h2d), 0);
-	assert_int_equal(s->copy(&d2h), 0);
+	assert_int_equal(s->ctl.copy(&h2d), 0);
+	assert_int_equal(s->ctl.copy(&d2h), 0);
 	s->stop_context(T.main);
 	s->flush_buffer(T.buf);
 	assert_int_equal(count_kind(ROCP_BUFFER_MEMORY_COPY), 2);
@@ -728,13 +701,13 @@ static void test_copies(void **state)
 	                                        : sizeof(rocp_memory_copy_record_t));
 	assert_int_equal(a->op, ROCP_MEMORY_COPY_HOST_TO_DEVICE);
 	assert_int_equal(a->bytes, 4096);
-	assert_int_equal(a->src_agent, s->agent(-1));
+	assert_int_equal(a->src_agent, s->ctl.agent(-1));
 	assert_int_equal(a->dst_agent, T.gpu_handle[0]);
 	assert_int_equal(a->dst_address, s->major == 1 ? 0x20 : 0);
 	/* Device to host: the destination is the CPU, the GPU is the source. */
 	assert_int_equal(b->op, ROCP_MEMORY_COPY_DEVICE_TO_HOST);
 	assert_int_equal(b->src_agent, T.gpu_handle[1]);
-	assert_int_equal(b->dst_agent, s->agent(-1));
+	assert_int_equal(b->dst_agent, s->ctl.agent(-1));
 	assert_int_equal(b->end - b->start, 50);
 }
 
@@ -745,12 +718,12 @@ static void test_roctx(void **state)
 	reset();
 	s->start_context(T.main);
 	char msg[16] = "outer";
-	assert_int_equal(s->push(msg), 0);
+	assert_int_equal(s->ctl.roctx_push(msg), 0);
 	assert_int_equal((unsigned char)T.kept_message[0], 0xA5); /* gone after the callback */
 	strcpy(msg, "changed");
-	s->mark("tick");
-	assert_int_equal(s->pop(), 1);
-	assert_int_equal(s->pop(), -1);
+	s->ctl.roctx_mark("tick");
+	assert_int_equal(s->ctl.roctx_pop(), 1);
+	assert_int_equal(s->ctl.roctx_pop(), -1);
 	s->stop_context(T.main);
 	s->flush_buffer(T.buf);
 	assert_int_equal(T.napi, 4);
@@ -770,7 +743,7 @@ static void test_roctx(void **state)
 
 static void *call_elsewhere(void *p)
 {
-	*(uint64_t *)p = cur->hip_call("hipFree", NULL, 0, NULL, NULL);
+	*(uint64_t *)p = cur->ctl.hip_call("hipFree", NULL, 0, NULL, NULL);
 	return NULL;
 }
 
@@ -793,15 +766,15 @@ static void test_external(void **state)
 	assert_int_equal(s->push_external((rocp_context_id_t){999}, me, u),
 	                 ROCP_STATUS_ERROR_CONTEXT_NOT_FOUND);
 	assert_int_equal(s->start_context(T.main), ROCP_STATUS_SUCCESS);
-	struct launch l = {.kernel_id = 1, .queue = 3, .gpu = 0, .t0 = s->now()};
-	uint64_t c = s->hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	struct launch l = {.kernel_id = 1, .queue = 3, .gpu = 0, .t0 = s->ctl.now()};
+	uint64_t c = s->ctl.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
 	uint64_t other = 0;
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, call_elsewhere, &other), 0);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(s->pop_external(T.main, me, &out), ROCP_STATUS_SUCCESS);
 	assert_int_equal(out.value, 11);
-	uint64_t after = s->hip_call("hipMalloc", NULL, 0, NULL, NULL);
+	uint64_t after = s->ctl.hip_call("hipMalloc", NULL, 0, NULL, NULL);
 	assert_int_equal(s->pop_external(T.main, me, &out), ROCP_STATUS_SUCCESS);
 	assert_int_equal(out.value, 0);
 	assert_int_equal(s->pop_external(T.util, me, &out), ROCP_STATUS_SUCCESS);
@@ -833,7 +806,7 @@ static void test_watermark_and_drops(void **state)
 	for (int i = 0; i < 100; i++) {
 		struct fake_rocp_dispatch d = {
 		    .correlation_id = 5000 + (uint64_t)i, .gpu = 0, .kernel_id = 1};
-		assert_int_equal(s->dispatch(&d), 0);
+		assert_int_equal(s->ctl.dispatch(&d), 0);
 	}
 	for (int i = 0; i < 200; i++) {
 		pthread_mutex_lock(&T.mu);
@@ -848,9 +821,9 @@ static void test_watermark_and_drops(void **state)
 	assert_true(T.nrec >=
 	            (8 * 1024) / (sizeof(rocp_kernel_dispatch_record_t) + sizeof(rocp_record_header_t)));
 	pthread_mutex_unlock(&T.mu);
-	s->drop(7);
+	s->ctl.drop(7);
 	struct fake_rocp_dispatch d = {.correlation_id = 6000, .gpu = 0, .kernel_id = 1};
-	s->dispatch(&d);
+	s->ctl.dispatch(&d);
 	s->stop_context(T.main);
 	assert_int_equal(s->flush_buffer(T.buf), ROCP_STATUS_SUCCESS);
 	assert_int_equal(count_kind(ROCP_BUFFER_KERNEL_DISPATCH), 101);
@@ -865,7 +838,7 @@ static void test_watermark_and_drops(void **state)
 	for (int i = 0; i < 1000; i++) {
 		struct fake_rocp_dispatch k = {
 		    .correlation_id = 7000 + (uint64_t)i, .gpu = 1, .kernel_id = 2};
-		assert_int_equal(s->dispatch(&k), 0);
+		assert_int_equal(s->ctl.dispatch(&k), 0);
 	}
 	s->stop_context(T.main);
 	s->flush_buffer(T.buf);
@@ -881,18 +854,18 @@ static void test_failures_and_clock(void **state)
 {
 	(void)state;
 	struct sdk *s = cur;
-	s->arm_fail("rocprofiler_flush_buffer", ROCP_STATUS_ERROR);
+	(s->ctl.fail)("rocprofiler_flush_buffer", ROCP_STATUS_ERROR);
 	assert_int_equal(s->flush_buffer(T.buf), ROCP_STATUS_ERROR);
-	s->arm_fail("rocprofiler_flush_buffer", 0);
+	(s->ctl.fail)("rocprofiler_flush_buffer", 0);
 	assert_int_equal(s->flush_buffer(T.buf), ROCP_STATUS_SUCCESS);
-	s->arm_fail("rocprofiler_get_timestamp", ROCP_STATUS_ERROR_CONTEXT_ERROR);
+	(s->ctl.fail)("rocprofiler_get_timestamp", ROCP_STATUS_ERROR_CONTEXT_ERROR);
 	uint64_t ts;
 	assert_int_equal(s->get_timestamp(&ts), ROCP_STATUS_ERROR_CONTEXT_ERROR);
-	s->arm_fail("rocprofiler_get_timestamp", 0);
+	(s->ctl.fail)("rocprofiler_get_timestamp", 0);
 
 	/* The SDK's clock is BOOTTIME: after 5 s of suspend it runs 5 s plus
 	 * the host's earlier suspend time ahead of MONOTONIC. */
-	s->set_suspend_ns(5000000000u);
+	s->ctl.set_suspend_ns(5000000000u);
 	struct timespec m0, m1, b;
 	clock_gettime(CLOCK_MONOTONIC, &m0);
 	assert_int_equal(s->get_timestamp(&ts), ROCP_STATUS_SUCCESS);
@@ -903,7 +876,7 @@ static void test_failures_and_clock(void **state)
 	    (int64_t)(b.tv_sec * 1000000000ll + b.tv_nsec) - (int64_t)(m1.tv_sec * 1000000000ll + m1.tv_nsec);
 	int64_t off = (int64_t)ts - mono - 5000000000ll - boot_minus_mono;
 	assert_true(off > -2000000 && off < 2000000);
-	s->set_suspend_ns(0);
+	s->ctl.set_suspend_ns(0);
 }
 
 static void test_shutdown(void **state)
@@ -913,8 +886,8 @@ static void test_shutdown(void **state)
 	int fin = -1;
 	assert_int_equal(s->is_finalized(&fin), 0);
 	assert_int_equal(fin, 0);
-	s->shutdown();
-	s->shutdown();
+	s->ctl.shutdown();
+	s->ctl.shutdown();
 	assert_int_equal(T.fini_calls, 1);
 	assert_int_equal(s->is_finalized(&fin), 0);
 	assert_int_equal(fin, 1);
@@ -934,11 +907,11 @@ static int run_exit_child(int abi)
 	struct sdk *s = &sdks[abi];
 	load_sdk(s);
 	cur = s;
-	if (s->runtime_init() != 1 || s->start_context(T.main) != ROCP_STATUS_SUCCESS)
+	if (s->ctl.runtime_init() != 1 || s->start_context(T.main) != ROCP_STATUS_SUCCESS)
 		return 2;
-	s->hip_call("hipLaunchKernel", NULL, 0, NULL, NULL);
+	s->ctl.hip_call("hipLaunchKernel", NULL, 0, NULL, NULL);
 	struct fake_rocp_dispatch d = {.correlation_id = 1, .gpu = 0, .kernel_id = 1};
-	return s->dispatch(&d) == 0 ? 0 : 3;
+	return s->ctl.dispatch(&d) == 0 ? 0 : 3;
 }
 
 /* At process exit the SDK delivers what is pending, then calls the tool's
