@@ -450,6 +450,8 @@ static void test_usage_errors(void **state)
 	    {"--flight-mem 64M -- true", "--flight-mem needs --flight DUR"},
 	    {"--flight 5s --flight-mem 12Q -- true", "--flight-mem: '12Q' is not a size of at least 1M"},
 	    {"--flight 5s --flight-mem 512K -- true", "--flight-mem: '512K' is not a size of at least 1M"},
+	    {"--flight 5s --flight-mem 1e3M -- true", "--flight-mem: '1e3M' is not a size of at least 1M"},
+	    {"--flight 5s --flight-mem -1G -- true", "--flight-mem: '-1G' is not a size of at least 1M"},
 	    {"--flight 5s --hang-after 0 -- true", "--hang-after: '0' is not a duration above 0"},
 	    {"--flight 5s --duration 2s -- true", "--flight records all the time: it takes no --duration"},
 	    {"--flight 5s --delay 2s -- true", "--flight records all the time: it takes no --delay"},

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -76,7 +77,7 @@ static const char usage_text[] =
     "                        whole-run trace. Dumps go beside the output, numbered:\n"
     "                        run.json.gz -> run.1.json.gz, run.2.json.gz, ...\n"
     "  --flight-mem SIZE     memory for the rings of each process (default 256M):\n"
-    "                        a number with K, M or G (KB/KiB...); bare: MiB; at\n"
+    "                        a number with K, M, G or T (KB, KiB...); bare: MiB; at\n"
     "                        least 1M. The oldest events are recycled past it\n"
     "  --hang-after DUR      with --flight: dump once when the program has not\n"
     "                        called strobe_step() for DUR (again after it steps)\n"
@@ -545,12 +546,14 @@ static int parse_size(const char *s, int64_t *bytes)
 		char unit;
 		int shift;
 	} units[] = {{'k', 10}, {'m', 20}, {'g', 30}, {'t', 40}};
-	if (!s || !*s || !strchr("0123456789.", *s))
+	/* Digits and a fraction only: no sign, exponent or space. */
+	size_t digits = s ? strspn(s, "0123456789.") : 0;
+	if (!digits)
 		return -EINVAL;
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s)
+	if (errno || end != s + digits)
 		return -EINVAL;
 	int shift = 20;
 	if (*end) {
@@ -559,7 +562,7 @@ static int parse_size(const char *s, int64_t *bytes)
 			if ((*end | 0x20) == units[k].unit)
 				shift = units[k].shift;
 		const char *rest = end + 1;
-		if (shift < 0 || (*rest && strcmp(rest, "B") && strcmp(rest, "iB") && strcmp(rest, "b")))
+		if (shift < 0 || (*rest && strcasecmp(rest, "b") && strcasecmp(rest, "ib")))
 			return -EINVAL;
 	}
 	double b = v * (double)(1ull << shift);
@@ -605,7 +608,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if (parse_size(v, &o->flight_mem))
 				return cli_bad_value(
 				    &cli, "--flight-mem", v,
-				    "a size of at least 1M (a number with K, M or G; bare: MiB)");
+				    "a size of at least 1M (a number with K, M, G or T; bare: MiB)");
 			o->flight_only = o->flight_only ? o->flight_only : "--flight-mem";
 		} else if (cli_opt(argc, argv, &i, "--output", "-o", &v)) {
 			if (v && !strcmp(v, "--"))
