@@ -229,10 +229,10 @@ static void test_hang_dump_then_sigkill(void **state)
 	free(out);
 }
 
-static char *trigger_dump(int pid, int *rc)
+static char *trigger_dump(int pid, int *rc, const char *more)
 {
 	char args[256], *out;
-	TU_FORMAT(args, "--pid %d --dump --no-dynolog --timeout 10", pid);
+	TU_FORMAT(args, "--pid %d --dump --no-dynolog --timeout 10%s", pid, more);
 	*rc = tu_strobe("trigger", args, 1, &out);
 	return out;
 }
@@ -249,14 +249,18 @@ static void test_trigger_dump(void **state)
 	bg_start(&rec, "loop", cmd);
 	pid_t app = bg_ready(&rec);
 	int rc;
-	char *out = trigger_dump(app, &rc), want[1400];
+	char *out = trigger_dump(app, &rc, ""), want[1400];
 	TU_FORMAT(want, "pid %d: dump written: %s\n", (int)app, path_in("loop.1.json.gz"));
 	tu_assert_contains(out, want);
 	assert_int_equal(rc, 0);
 	free(out);
-	out = trigger_dump(app, &rc);
+	/* --wait: the dump's summary follows. */
+	out = trigger_dump(app, &rc, " --wait");
 	TU_FORMAT(want, "pid %d: dump written: %s\n", (int)app, path_in("loop.2.json.gz"));
 	tu_assert_contains(out, want);
+	TU_FORMAT(want, "\n== %s\n", path_in("loop.2.json.gz"));
+	tu_assert_contains(out, want);
+	tu_assert_contains(strstr(out, want), "\nuser_annotation\n");
 	assert_int_equal(rc, 0);
 	free(out);
 	for (int i = 1; i <= 2; i++) {
@@ -274,7 +278,7 @@ static void test_trigger_dump(void **state)
 	TU_FORMAT(cmd, "%s loop", APP);
 	bg_start(&plain, "plain", cmd);
 	pid_t p = bg_ready(&plain);
-	out = trigger_dump(p, &rc);
+	out = trigger_dump(p, &rc, "");
 	assert_int_equal(rc, 1);
 	TU_FORMAT(want, "pid %d: no dump: pid %d has no flight recorder running", (int)p, (int)p);
 	tu_assert_contains(out, want);

@@ -711,6 +711,14 @@ static size_t list_flight_dumps(const struct run *r, bool quiet)
 			fprintf(stderr, "strobe: pid %d: flight recorder dump not written: %s\n", (int)d->pid,
 			        d->why);
 	}
+	/* A process whose flight recorder could not start said why. */
+	for (size_t i = 0; i < r->nprocs; i++) {
+		if (r->procs[i].state != P_FAILED)
+			continue;
+		bad++;
+		fprintf(stderr, "strobe: pid %d: no flight recorder: %s\n", (int)r->procs[i].pid,
+		        r->procs[i].detail ? r->procs[i].detail : "");
+	}
 	if (last && !quiet)
 		fprintf(stderr, "strobe: what each thread was inside: strobe summary %s\n", last);
 	return bad;
