@@ -260,7 +260,8 @@ static void test_trigger_dump(void **state)
 	tu_assert_contains(out, want);
 	TU_FORMAT(want, "\n== %s\n", path_in("loop.2.json.gz"));
 	tu_assert_contains(out, want);
-	tu_assert_contains(strstr(out, want), "\nuser_annotation\n");
+	tu_assert_contains(out, "\nuser_annotation\n");
+	assert_true(strstr(out, "\nuser_annotation\n") > strstr(out, want));
 	assert_int_equal(rc, 0);
 	free(out);
 	for (int i = 1; i <= 2; i++) {
