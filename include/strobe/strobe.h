@@ -402,9 +402,10 @@ STROBE_API uint64_t strobe_now_ns(void);
  * `strobe trigger --dump`), when the program stops calling strobe_step()
  * for hang_after_ns, or at exit. Ranges still open at a dump are written
  * from where they began, with "finished": false, however old they are.
- * While it runs, other traces are refused (-EBUSY). CPU capture only for
- * now: GPU records are not kept. STROBE_FLIGHT=<duration> in the
- * environment starts it at strobe_init (docs/flight.md).
+ * GPU records are kept too, their buffers rotating within a quarter of the
+ * budget. While it runs, other traces are refused (-EBUSY).
+ * STROBE_FLIGHT=<duration> in the environment starts it at strobe_init
+ * (docs/flight.md).
  * ------------------------------------------------------------------------ */
 
 struct strobe_flight_opts {
@@ -412,7 +413,7 @@ struct strobe_flight_opts {
 	const char *output;     /* dumps go beside it: run.json.gz -> run.1.json.gz, run.2.json.gz, ...
 	                         * (NULL: strobe-flight-PID.json.gz in the working directory) */
 	uint64_t window_ns;     /* a dump holds the last window_ns (0: 30 s) */
-	uint64_t memory_bytes;  /* the rings of the whole process (0: 256 MiB) */
+	uint64_t memory_bytes;  /* CPU rings and GPU buffers of the whole process (0: 256 MiB) */
 	uint64_t hang_after_ns; /* dump once when strobe_step() is not called for this long (0: never) */
 	bool dump_on_exit;      /* dump at exit() and at strobe_shutdown() */
 	uint64_t activity_mask; /* 0: the default set */

@@ -33,6 +33,9 @@ struct strb_backend {
 	void (*toggle)(bool enable);
 	/* Adds its activities, rows and accounting to the trace. */
 	int (*process)(struct strobe_trace *t, const struct strb_window *w);
+	/* Optional, flight mode: adds the records collected so far (within the
+	 * window w) to t without consuming them; capture goes on. */
+	int (*flight_dump)(struct strobe_trace *t, const struct strb_window *w);
 	/* Optional: trace metadata of its own (the vendor library's version),
 	 * written whether capture was on or off for the trace. */
 	int (*metadata)(struct strobe_trace *t);

@@ -17,6 +17,7 @@
 #include "core/capture.h"
 #include "core/clock.h"
 #include "core/tbuf.h"
+#include "process/gpu_buffers.h"
 #include "process/process.h"
 
 /* Everything below is guarded by `lock`, except what the sampler thread
@@ -404,11 +405,12 @@ int strb_control_flight_start(const struct strb_config *cfg)
 		goto out;
 	}
 	config = *cfg;
-	/* CPU capture only: GPU records are not kept in rings yet. */
-	memset(backend_on, 0, sizeof(backend_on));
-	memset(backend_off_reason, 0, sizeof(backend_off_reason));
 	strb_tbuf_set_budget(cfg->max_cpu_buffer_bytes);
 	strb_tbuf_set_ring(true);
+	/* GPU records rotate in their pools the same way. */
+	strb_gpu_pool_set_rotate_next(true);
+	prepare_backends(cfg);
+	strb_gpu_pool_set_rotate_next(false);
 	if (++last_session == 0)
 		last_session = 1;
 	session = last_session;
@@ -417,6 +419,9 @@ int strb_control_flight_start(const struct strb_config *cfg)
 	pthread_mutex_unlock(&map_lock);
 	if (rc) {
 		strb_tbuf_set_ring(false);
+		FOR_EACH_ACTIVE_BACKEND(i)
+		strb_backends[i]->release();
+		memset(backend_on, 0, sizeof(backend_on));
 		rc = strb_error(-ENOMEM, "the flight recorder cannot start: out of memory");
 		goto out;
 	}
@@ -424,6 +429,8 @@ int strb_control_flight_start(const struct strb_config *cfg)
 	atomic_store(&public_owner, STRB_OWNER_FLIGHT);
 	atomic_store(&strb_epoch_anchor, clock_map.real_minus_mono);
 	start_ticks = strb_clock_ticks();
+	FOR_EACH_ACTIVE_BACKEND(i)
+	strb_backends[i]->start();
 	sampler_start();
 	__atomic_store_n(&strobe_internal_session, session, __ATOMIC_RELEASE);
 	state = STRB_RUNNING;
@@ -447,7 +454,8 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 	uint64_t now = strb_clock_ticks();
 	uint64_t span = strb_clock_ns_to_ticks(window_ns) - strb_clock_ns_to_ticks(0);
 	uint64_t from = now - start_ticks > span ? now - span : start_ticks;
-	/* The sampler adds to the map meanwhile: processing holds its lock. */
+	/* The sampler adds to the map meanwhile: processing holds its lock
+	 * (the sampler waits; no capture thread takes it). */
 	pthread_mutex_lock(&map_lock);
 	strb_clock_map_sample(&clock_map);
 	struct strb_window w = {
@@ -469,7 +477,19 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 		t->activity_mask = w.mask;
 		rc = strb_process_cpu_flight(t, &w, fc);
 	}
-	pthread_mutex_unlock(&map_lock);
+	/* GPU records of the window, from copies of the backends' buffers. */
+	FOR_EACH_ACTIVE_BACKEND(i)
+	if (!rc && strb_backends[i]->flight_dump)
+		rc = strb_backends[i]->flight_dump(t, &w);
+	for (int i = 0; strb_backends[i] && !rc; i++) {
+		struct strobe_arg e = {.key = strb_backends[i]->capture_key,
+		                       .kind = STROBE_ARG_STRING,
+		                       .value.str = backend_off_reason[i]};
+		if (backend_off_reason[i][0])
+			rc = strb_trace_set_meta(t, &e);
+		if (!rc && strb_backends[i]->metadata)
+			rc = strb_backends[i]->metadata(t);
+	}
 	if (!rc) {
 		/* Ranges open since before the window start where they began. */
 		for (size_t i = 0; i < t->count; i++)
@@ -477,6 +497,7 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 				t->start_ns = t->acts[i].start_ns;
 		rc = strb_process_finish(t, &w, &config);
 	}
+	pthread_mutex_unlock(&map_lock);
 	if (rc) {
 		strobe_trace_destroy(t);
 		rc = strb_error(-ENOMEM, "flight recorder dump: out of memory");

@@ -255,7 +255,11 @@ int strb_flight_start(const struct strobe_flight_opts *opts)
 	int rc = strb_config_build(&cfg, NULL, NULL, mask, err, sizeof(err));
 	if (rc)
 		return strb_error(rc == -ENOMEM ? -ENOMEM : STROBE_E_CONFIG, "strobe_flight_start: %s", err);
-	cfg.max_cpu_buffer_bytes = (int64_t)(mem ? mem : DEFAULT_MEMORY);
+	/* One budget for the process: three quarters for the CPU rings, one
+	 * for the GPU records' buffers (which rotate the same way). */
+	uint64_t total = mem ? mem : DEFAULT_MEMORY;
+	cfg.max_cpu_buffer_bytes = (int64_t)(total / 4 * 3);
+	cfg.max_gpu_buffer_bytes = (int64_t)(total / 4);
 	pthread_mutex_lock(&flight_lock);
 	if (atomic_load(&running)) {
 		pthread_mutex_unlock(&flight_lock);

@@ -158,6 +158,11 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 		         s->gpu_incomplete_records, s->gpu_paused_records, s->gpu_bad_buffers,
 		         s->gpu_launches, s->gpu_launches_without_kernel);
 	}
+	if (s->gpu_aged_buffers) {
+		size_t n = strlen(stats) - 1;
+		snprintf(stats + n, sizeof(stats) - n, ", \"gpu_aged_buffers\": %" PRIu64 "}",
+		         s->gpu_aged_buffers);
+	}
 	if (s->gpu || s->gpu_overlap_moved) {
 		/* Last, also for device work from a child profiler alone. */
 		size_t n = strlen(stats) - 1;

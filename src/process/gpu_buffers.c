@@ -8,9 +8,17 @@
 
 #include "common/log.h"
 
+static atomic_bool rotate_next;
+
+void strb_gpu_pool_set_rotate_next(bool rotate)
+{
+	atomic_store(&rotate_next, rotate);
+}
+
 void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t buffer_bytes, bool can_reject)
 {
 	pthread_mutex_lock(&p->lock);
+	p->rotate = atomic_load(&rotate_next);
 	p->buffer_bytes = buffer_bytes;
 	p->max_buffers = 1 + (size_t)(budget_bytes / buffer_bytes);
 	p->can_reject = can_reject;
@@ -34,6 +42,20 @@ uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 {
 	pthread_mutex_lock(&p->lock);
 	bool over = p->in_use >= p->max_buffers;
+	if (over && p->rotate && p->ready) {
+		/* Flight mode: the oldest completed buffer makes room. */
+		struct strb_gpu_buffer *old = p->ready;
+		p->ready = old->next;
+		if (!p->ready)
+			p->ready_tail = &p->ready;
+		p->counts.aged_buffers++;
+		p->outstanding++;
+		*size = p->buffer_bytes;
+		pthread_mutex_unlock(&p->lock);
+		uint8_t *data = old->data;
+		free(old);
+		return data;
+	}
 	if (over && !p->stopped_early) {
 		p->stopped_early = true;
 		LOGW("GPU activity buffers exhausted (ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB); further records "
@@ -111,6 +133,38 @@ void strb_gpu_pool_free(struct strb_gpu_pool *p, struct strb_gpu_buffer *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
+struct strb_gpu_buffer *strb_gpu_pool_copy(struct strb_gpu_pool *p, bool *failed)
+{
+	struct strb_gpu_buffer *head = NULL, **tail = &head;
+	*failed = false;
+	pthread_mutex_lock(&p->lock);
+	for (const struct strb_gpu_buffer *b = p->ready; b; b = b->next) {
+		struct strb_gpu_buffer *c = malloc(sizeof(*c));
+		uint8_t *data = c ? aligned_alloc(16, b->valid ? (b->valid + 15) & ~(size_t)15 : 16) : NULL;
+		if (!data) {
+			free(c);
+			*failed = true;
+			break;
+		}
+		memcpy(data, b->data, b->valid);
+		*c = (struct strb_gpu_buffer){.data = data, .valid = b->valid, .size = b->valid};
+		*tail = c;
+		tail = &c->next;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return head;
+}
+
+void strb_gpu_pool_free_copy(struct strb_gpu_buffer *b)
+{
+	while (b) {
+		struct strb_gpu_buffer *next = b->next;
+		free(b->data);
+		free(b);
+		b = next;
+	}
+}
+
 void strb_gpu_pool_add_dropped(struct strb_gpu_pool *p, uint64_t records)
 {
 	pthread_mutex_lock(&p->lock);
@@ -132,6 +186,7 @@ void strb_gpu_pool_account(struct strb_gpu_pool *p, struct strb_trace_stats *st)
 	st->gpu_discarded_buffers += p->counts.discarded_buffers;
 	st->gpu_dropped_records += p->counts.dropped_records;
 	st->gpu_warmup_records += p->counts.warmup_records;
+	st->gpu_aged_buffers += p->counts.aged_buffers;
 	pthread_mutex_unlock(&p->lock);
 }
 

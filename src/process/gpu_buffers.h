@@ -32,6 +32,7 @@ struct strb_gpu_pool_counts {
 	uint64_t discarded_buffers; /* completed after the budget ran out, or after release */
 	uint64_t dropped_records;   /* the vendor library's own drops */
 	uint64_t warmup_records;    /* collected before the window, discarded */
+	uint64_t aged_buffers;      /* flight mode: the oldest completed buffers, recycled */
 };
 
 struct strb_gpu_pool {
@@ -39,6 +40,7 @@ struct strb_gpu_pool {
 	struct strb_gpu_buffer *ready, **ready_tail;
 	size_t outstanding, in_use, max_buffers, buffer_bytes;
 	bool can_reject, stopped_early;
+	bool rotate; /* flight mode: at the budget, recycle the oldest completed buffer */
 	bool active; /* taking part in the current trace (atomic) */
 	struct strb_gpu_pool_counts counts;
 };
@@ -55,6 +57,15 @@ struct strb_gpu_pool {
 void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t buffer_bytes,
                          bool can_reject);
 void strb_gpu_pool_set_active(struct strb_gpu_pool *p, bool active);
+/* Flight mode for the pools begun next (the controller sets it before the
+ * backends prepare): a pool at its budget frees its oldest completed
+ * buffer for a new one, so GPU records rotate like the CPU rings. */
+void strb_gpu_pool_set_rotate_next(bool rotate);
+/* A deep copy of the completed buffers, left in the pool (a flight dump
+ * decodes the copy); free it with strb_gpu_pool_free_copy. NULL when there
+ * are none or memory is short (*failed set then). */
+struct strb_gpu_buffer *strb_gpu_pool_copy(struct strb_gpu_pool *p, bool *failed);
+void strb_gpu_pool_free_copy(struct strb_gpu_buffer *b);
 bool strb_gpu_pool_active(const struct strb_gpu_pool *p);
 
 /* Vendor thread: a buffer of *size bytes, or NULL (*size 0) when refused

@@ -58,6 +58,7 @@ struct strb_trace_stats {
 	uint64_t gpu_launches;                /* kernel launch calls in the window */
 	uint64_t gpu_launches_without_kernel; /* launches whose kernel never arrived */
 	uint64_t gpu_overlap_moved;           /* GPU work moved to a stream's overlap row */
+	uint64_t gpu_aged_buffers;            /* flight mode: oldest buffers recycled */
 };
 
 /* Args rendered when they are read. A backend that keeps its vendor records

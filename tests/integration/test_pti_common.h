@@ -402,6 +402,48 @@ static void test_collectives(void **state)
 	yajl_tree_free(root);
 }
 
+/* The flight recorder keeps XPU work too: its buffers rotate at the GPU
+ * share of the budget, a dump holds the newest work linked to the op open
+ * around it, and the recording goes on. */
+static void test_flight_recorder(void **state)
+{
+	(void)state;
+	char out[1200], path[1300];
+	snprintf(out, sizeof(out), "%s/flight.json", tu_dir);
+	struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .output = out, .activity_mask = XPU_ALL,
+	                                          .memory_bytes = 64ull << 20);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	assert_true(F.enabled(PTI_VIEW_DEVICE_GPU_KERNEL));
+	enum { OLD = 100000 }; /* more than the GPU share (16 MiB) holds */
+	for (int i = 0; i < OLD; i++)
+		launch(i & 1, 1, "old");
+	uint64_t op = strobe_op_push("still running");
+	launch(0, 2, "newest");
+	usleep(3000);
+	assert_int_equal(strobe_flight_dump("test", path, sizeof(path)), 0);
+	yajl_val root = tu_load_trace(path);
+	yajl_val k = tu_find(root, "X", "kernel", "newest");
+	assert_non_null(k);
+	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
+	assert_int_equal(tu_count(root, "s", "ac2g", NULL), tu_count(root, "f", "ac2g", NULL));
+	size_t kept = tu_count(root, "X", "kernel", "old");
+	assert_true(kept > 1000);
+	assert_true(kept < OLD);
+	assert_true(stat_of(root, "gpu_aged_buffers") > 0);
+	assert_non_null(tu_find(root, "X", "cpu_op", "still running"));
+	yajl_tree_free(root);
+	/* Still recording: a later dump has later work. */
+	strobe_op_pop();
+	launch(1, 3, "after the dump");
+	usleep(3000);
+	assert_int_equal(strobe_flight_dump("again", path, sizeof(path)), 0);
+	root = tu_load_trace(path);
+	assert_int_equal(tu_count(root, "X", "kernel", "after the dump"), 1);
+	yajl_tree_free(root);
+	assert_int_equal(strobe_flight_stop(), 0);
+	assert_false(F.enabled(PTI_VIEW_DEVICE_GPU_KERNEL));
+}
+
 static int run_pti_tests(void)
 {
 	setenv("STROBE_PTI_PATH", PTI_FAKE_PATH, 1);
@@ -410,6 +452,7 @@ static int run_pti_tests(void)
 	    cmocka_unit_test(test_external_ids),
 	    cmocka_unit_test(test_many_buffers_pause_and_warmup),
 	    cmocka_unit_test(test_collectives),
+	    cmocka_unit_test(test_flight_recorder),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

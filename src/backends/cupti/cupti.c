@@ -331,6 +331,18 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 	return rc;
 }
 
+/* Flight mode: what CUPTI completed so far, decoded from a copy; its
+ * buffers stay for later dumps (and rotate at the budget). */
+static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
+{
+	bool failed;
+	strb_cupti.lib->cuptiActivityFlushAll(0);
+	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&strb_cupti.pool, &failed);
+	int rc = failed ? -ENOMEM : strb_cupti_convert(t, w, b);
+	strb_gpu_pool_free_copy(b);
+	return rc;
+}
+
 static void atfork_child(void)
 {
 	/* CUPTI does not follow a fork: forget it all; capture stays off. */
@@ -349,6 +361,7 @@ const struct strb_backend strb_cupti_backend = {
     .stop = stop,
     .toggle = toggle,
     .process = process,
+    .flight_dump = flight_dump,
     .release = release,
     .atfork_child = atfork_child,
 };

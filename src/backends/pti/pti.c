@@ -357,6 +357,18 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 	return rc;
 }
 
+/* Flight mode: what PTI completed so far, decoded from a copy; its
+ * buffers stay for later dumps (and rotate at the budget). */
+static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
+{
+	bool failed;
+	strb_pti.lib->flush_all();
+	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&strb_pti.pool, &failed);
+	int rc = failed ? -ENOMEM : strb_pti_convert(t, w, b);
+	strb_gpu_pool_free_copy(b);
+	return rc;
+}
+
 static int metadata(struct strobe_trace *t)
 {
 	if (!strb_pti.attempted || !strb_pti.lib)
@@ -385,6 +397,7 @@ const struct strb_backend strb_pti_backend = {
     .stop = stop,
     .toggle = toggle,
     .process = process,
+    .flight_dump = flight_dump,
     .metadata = metadata,
     .release = release,
     .atfork_child = atfork_child,

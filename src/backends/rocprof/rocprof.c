@@ -757,6 +757,29 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 	return rc;
 }
 
+/* Flight mode: what the SDK delivered so far, decoded from a copy; the
+ * buffers stay for later dumps (and rotate at the budget). The SDK's clock
+ * is bracketed again now, for the line through start and now. */
+static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
+{
+	struct strb_rocprof_state *s = &strb_rocprof;
+	pthread_mutex_lock(&s->ctl_lock);
+	bool running = s->running;
+	if (running)
+		bracket(1);
+	pthread_mutex_unlock(&s->ctl_lock);
+	if (running)
+		s->lib->flush_buffer(s->buf);
+	pthread_mutex_lock(&s->buf_lock);
+	complete_current();
+	pthread_mutex_unlock(&s->buf_lock);
+	bool failed;
+	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&s->pool, &failed);
+	int rc = failed ? -ENOMEM : strb_rocprof_convert(t, w, b);
+	strb_gpu_pool_free_copy(b);
+	return rc;
+}
+
 static void atfork_child(void)
 {
 	/* The SDK's threads are gone; a lock one of them held stays held. */
@@ -781,6 +804,7 @@ const struct strb_backend strb_rocprof_backend = {
     .stop = stop,
     .toggle = toggle,
     .process = process,
+    .flight_dump = flight_dump,
     .release = release,
     .atfork_child = atfork_child,
 };
