@@ -414,7 +414,8 @@ struct strobe_flight_opts {
 	                         * (NULL: strobe-flight-PID.json.gz in the working directory) */
 	uint64_t window_ns;     /* a dump holds the last window_ns (0: 30 s) */
 	uint64_t memory_bytes;  /* CPU rings and GPU buffers of the whole process (0: 256 MiB) */
-	uint64_t hang_after_ns; /* dump once when strobe_step() is not called for this long (0: never) */
+	uint64_t hang_after_ns; /* dump once when strobe_step() is not called for this long, counted from
+	                         * the first strobe_step() (0: never) */
 	bool dump_on_exit;      /* dump at exit() and at strobe_shutdown() */
 	uint64_t activity_mask; /* 0: the default set */
 };

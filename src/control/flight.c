@@ -168,8 +168,11 @@ static void *watchdog_main(void *arg)
 		pthread_cond_timedwait(&dog_cond, &dog_lock, &until);
 		if (dog_stop)
 			break;
-		int64_t idle = mono_ns() - atomic_load(&last_step_ns);
-		if (idle < (int64_t)hang_after_ns || atomic_load(&hang_dumped))
+		/* Armed by the first strobe_step(): a process that never steps
+		 * (a launcher, a helper child) is not hanging. */
+		int64_t last = atomic_load(&last_step_ns);
+		int64_t idle = mono_ns() - last;
+		if (!last || idle < (int64_t)hang_after_ns || atomic_load(&hang_dumped))
 			continue;
 		/* Once per hang: stepping again re-arms it. */
 		atomic_store(&hang_dumped, true);
@@ -197,7 +200,7 @@ static void watchdog_start(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, dog_init_cond);
-	atomic_store(&last_step_ns, mono_ns());
+	atomic_store(&last_step_ns, 0);
 	atomic_store(&hang_dumped, false);
 	dog_stop = false;
 	/* No signal of the program's is ever handled on it. */

@@ -13,7 +13,7 @@ int strb_flight_dump(const char *reason, char *path, size_t path_len);
 /* Stops it; final_dump: write the last window first when dump_on_exit. */
 int strb_flight_stop(bool final_dump, const char *reason);
 bool strb_flight_running(void);
-/* strobe_step(): the watchdog's heartbeat. */
+/* strobe_step(): the watchdog's heartbeat (the first one arms it). */
 void strb_flight_step(void);
 /* strobe_init: STROBE_FLIGHT=<window> [STROBE_FLIGHT_OUTPUT, STROBE_FLIGHT_MEM,
  * STROBE_HANG_AFTER, STROBE_DUMP_ON_EXIT] starts it. */

@@ -182,8 +182,8 @@ static void test_window_and_refusals(void **state)
 	strobe_trace_destroy(t);
 }
 
-/* The watchdog dumps once when strobe_step() stops, and re-arms when it
- * resumes. */
+/* The watchdog, armed by the first strobe_step(), dumps once when the
+ * steps stop, and re-arms when they resume. */
 static void test_hang_watchdog(void **state)
 {
 	(void)state;
@@ -191,6 +191,13 @@ static void test_hang_watchdog(void **state)
 	struct strobe_flight_opts o =
 	    STROBE_OPTS(strobe_flight_opts, .output = out, .hang_after_ns = 150ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);
+	char first[1300], second[1300];
+	snprintf(first, sizeof(first), "%s/hang.1.json", tu_dir);
+	snprintf(second, sizeof(second), "%s/hang.2.json", tu_dir);
+	/* Not armed before the first step: a process that never steps is not
+	 * hanging. */
+	usleep(400000);
+	assert_int_not_equal(access(first, F_OK), 0);
 	for (int i = 0; i < 5; i++) {
 		strobe_range_push("step");
 		usleep(20000);
@@ -198,9 +205,6 @@ static void test_hang_watchdog(void **state)
 		strobe_step();
 	}
 	strobe_range_push("stuck here");
-	char first[1300], second[1300];
-	snprintf(first, sizeof(first), "%s/hang.1.json", tu_dir);
-	snprintf(second, sizeof(second), "%s/hang.2.json", tu_dir);
 	for (int i = 0; i < 200 && access(first, F_OK); i++)
 		usleep(10000);
 	assert_int_equal(access(first, F_OK), 0);
