@@ -1,0 +1,92 @@
+/* The flight recorder with CUDA: CUPTI's buffers rotate within the GPU
+ * share of the budget, a dump decodes a copy of what CUPTI completed (the
+ * newest kernels, linked to the op open around their launch) and capture
+ * goes on; a later dump has later work. Driven through the fake libcupti. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_cupti_common.h"
+
+#define LAUNCH CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000
+
+static uint64_t last;
+
+static uint64_t stamp(void)
+{
+	last = ct_stamp_after(last, 200);
+	return last;
+}
+
+static uint32_t launch(uint32_t stream, const char *name)
+{
+	uint64_t s = stamp();
+	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, LAUNCH, s, stamp());
+	assert_true(corr > 0);
+	uint64_t k = stamp();
+	CT_QUEUE(ct_kernel(corr, 0, stream, k, stamp(), name));
+	return corr;
+}
+
+static yajl_val dump(const char *reason)
+{
+	char path[1300];
+	fake_cupti_complete_all();
+	assert_int_equal(strobe_flight_dump(reason, path, sizeof(path)), 0);
+	return tu_load_trace(path);
+}
+
+static void test_flight_rotates_cupti_buffers(void **state)
+{
+	(void)state;
+	fake_cupti_reset();
+	char out[1200];
+	snprintf(out, sizeof(out), "%s/cuda.json", tu_dir);
+	/* 64 MiB: 16 MiB of GPU buffers, four of CUPTI's 4 MiB (and one more). */
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .memory_bytes = 64ull << 20);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	assert_true(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	enum { OLD = 120000 }; /* about 30 MiB of records */
+	for (int i = 0; i < OLD; i++) {
+		launch(7, "old_kernel");
+		if (i % 40000 == 39999) /* dumps along the way leave the buffers in place */
+			assert_int_equal(strobe_flight_dump(NULL, NULL, 0), 0);
+	}
+	uint64_t op = strobe_op_push("still running");
+	uint32_t corr = launch(8, "newest_kernel");
+	yajl_val root = dump("test");
+	assert_null(tu_get(root, "gpu_capture"));
+	yajl_val k = tu_find(root, "X", "kernel", "newest_kernel");
+	assert_non_null(k);
+	assert_int_equal((int64_t)tu_get_num(tu_get(k, "args"), "correlation"), corr);
+	assert_int_equal((int64_t)tu_get_num(tu_get(k, "args"), "External id"), (int64_t)op);
+	size_t kept = tu_count(root, "X", "kernel", "old_kernel");
+	assert_true(kept > 1000);
+	assert_true(kept < OLD);
+	assert_true(ct_stat(root, "gpu_aged_buffers") > 0);
+	yajl_tree_free(root);
+	strobe_op_pop();
+	launch(9, "after_the_dump");
+	root = dump("again");
+	assert_int_equal(tu_count(root, "X", "kernel", "after_the_dump"), 1);
+	assert_int_equal(tu_count(root, "X", "kernel", "newest_kernel"), 1);
+	yajl_tree_free(root);
+	assert_int_equal(strobe_flight_stop(), 0);
+	assert_false(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+}
+
+int main(void)
+{
+	ct_use_fake();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_flight_rotates_cupti_buffers),
+	};
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
+}
