@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -353,29 +354,26 @@ static int parse_duration(const char *s, uint64_t *ns)
 	return -EINVAL;
 }
 
-/* "256M", "1G", "512MB", "64MiB"; a bare number is MiB. */
+/* "256M", "1G", "512MB", "64MiB", "4096B"; a bare number is MiB. */
 static int parse_size(const char *s, uint64_t *bytes)
 {
+	static const struct {
+		const char *unit;
+		double bytes;
+	} units[] = {{"", 1 << 20},    {"B", 1},        {"K", 1 << 10},  {"KB", 1 << 10},
+	             {"KiB", 1 << 10}, {"M", 1 << 20},  {"MB", 1 << 20}, {"MiB", 1 << 20},
+	             {"G", 1 << 30},   {"GB", 1 << 30}, {"GiB", 1 << 30}};
 	char *end;
 	double v = strtod(s, &end);
-	if (end == s || !(v > 0) || v > 1e15)
+	if (end == s || !(v > 0) || v > 1e6)
 		return -EINVAL;
-	double mul = 1 << 20;
-	if (*end) {
-		char u = (char)(*end | 0x20);
-		mul = u == 'k' ? 1 << 10 : u == 'm' ? 1 << 20 : u == 'g' ? 1 << 30 : u == 'b' ? 1 : 0;
-		const char *rest = end + 1;
-		if (u != 'b' && (!strcmp(rest, "") || !strcmp(rest, "B") || !strcmp(rest, "iB")))
-			;
-		else if (u == 'b' && !*rest)
-			;
-		else
-			mul = 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcasecmp(end, units[i].unit)) {
+			*bytes = (uint64_t)(v * units[i].bytes);
+			return 0;
+		}
 	}
-	if (!mul)
-		return -EINVAL;
-	*bytes = (uint64_t)(v * mul);
-	return 0;
+	return -EINVAL;
 }
 
 void strb_flight_init_from_env(void)
