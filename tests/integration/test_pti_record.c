@@ -63,8 +63,8 @@ static char *record(const char *fake, const char *activities, yajl_val *root)
 	snprintf(env, sizeof(env), "%s/env.txt", dir);
 	assert_int_equal(tu_write_file(py, program), 0);
 	setenv("STROBE_PTI_PATH", fake, 1);
-	snprintf(args, sizeof(args), "-q %s%s -o '%s' -- python3 '%s' '%s' '%s'", activities ? "--activities " : "",
-	         activities ? activities : "", out, py, fake, env);
+	snprintf(args, sizeof(args), "-q %s%s -o '%s' -- python3 '%s' '%s' '%s'",
+	         activities ? "--activities " : "", activities ? activities : "", out, py, fake, env);
 	assert_int_equal(tu_strobe("record", args, 1, NULL), 0);
 	*root = tu_load_trace(out);
 	unlink(out);
