@@ -211,6 +211,45 @@ static int check_records(struct reader *r, uint8_t *base, size_t *len, bool kept
 	return 0;
 }
 
+/* The first and last ticks of the records in the chunk at base. */
+static bool chunk_span(const uint8_t *base, size_t len, uint64_t *first, uint64_t *last)
+{
+	bool any = false;
+	for (size_t off = 0; off + sizeof(struct strb_rec) <= len;) {
+		const struct strb_rec *rec = (const void *)(base + off);
+		if (rec->kind == STRB_REC_PAD || !rec->kind)
+			break;
+		if (!any)
+			*first = rec->ticks;
+		*last = rec->ticks;
+		any = true;
+		off += strb_rec_size(rec, sizeof(struct strb_rec_attrs));
+	}
+	return any;
+}
+
+/* A torn copy: its thread recycled its oldest chunks while they were
+ * copied, so a chunk may hold records newer than the chunks after it. The
+ * chunks run oldest first; one whose records end after the next chunk's
+ * begin is left out. */
+static void drop_rewritten(uint8_t *ring, size_t len, uint64_t *left_out)
+{
+	size_t chunks = (len + STRB_TBUF_CHUNK - 1) / STRB_TBUF_CHUNK;
+	uint64_t later = UINT64_MAX; /* the earliest first record of the chunks after */
+	for (size_t c = chunks; c-- > 0;) {
+		size_t at = c * STRB_TBUF_CHUNK, n = len - at < STRB_TBUF_CHUNK ? len - at : STRB_TBUF_CHUNK;
+		uint64_t first, last;
+		if (!chunk_span(ring + at, n, &first, &last))
+			continue;
+		if (last > later) {
+			((struct strb_rec *)(ring + at))->kind = STRB_REC_PAD;
+			(*left_out)++;
+			continue;
+		}
+		later = first;
+	}
+}
+
 struct threads {
 	struct strb_tbuf_view *v;
 	size_t n, cap;
@@ -250,6 +289,8 @@ static int read_thread(struct reader *r, struct threads *ts)
 	if (check_records(r, kept, &kept_len, true, torn, th->tid, th->name, &ts->left_out) ||
 	    check_records(r, ring, &ring_len, false, torn, th->tid, th->name, &ts->left_out))
 		return r->rc;
+	if (torn)
+		drop_rewritten(ring, ring_len, &ts->left_out);
 	if (ts->n == ts->cap) {
 		size_t cap = ts->cap ? ts->cap * 2 : 16;
 		void *p = realloc(ts->v, cap * sizeof(*ts->v));

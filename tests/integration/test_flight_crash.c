@@ -248,6 +248,23 @@ static void test_wrapped_rings(void **state)
 	yajl_tree_free(root);
 }
 
+/* Another thread recycles its ring while the dump is written: the dump
+ * converts, with that thread's open range (its copy may be torn). */
+static void test_busy_thread_during_the_dump(void **state)
+{
+	(void)state;
+	pid_t pid;
+	int st = run_mem("busy", "1M", &pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	yajl_val root = convert(pid, "busy.json");
+	flight_meta(root, "SIGSEGV");
+	assert_int_equal(open_range(root, "fatal_step"), pid);
+	assert_true(open_range(root, "busy_loop") != pid);
+	recent_events(root, pid);
+	yajl_tree_free(root);
+}
+
 /* No signal: no raw file is left. The default output name. */
 static void test_no_crash_leaves_nothing_and_default_name(void **state)
 {
@@ -281,6 +298,18 @@ static void test_no_crash_leaves_nothing_and_default_name(void **state)
 	assert_int_equal(tu_count(root, "i", NULL, "tick mark"), 4);
 	assert_int_equal(tu_count(root, "X", NULL, NULL), 0);
 	yajl_tree_free(root);
+	/* -o names the output of any conversion; a second one is refused. */
+	TU_FORMAT(args, "-q '%s' -o '%s/again.json'", want, tu_dir);
+	assert_int_equal(tu_strobe("convert", args, 1, &text), 0);
+	free(text);
+	TU_FORMAT(want, "%s/again.json", tu_dir);
+	root = tu_load_trace(want);
+	assert_int_equal(tu_count(root, "i", NULL, "tick mark"), 4);
+	yajl_tree_free(root);
+	TU_FORMAT(args, "'%s' -o a.json b.json", raw);
+	assert_int_equal(tu_strobe("convert", args, 1, &text), 2);
+	tu_assert_contains(text, "one input and one output ('b.json' is a third file)");
+	free(text);
 }
 
 int main(void)
@@ -292,6 +321,7 @@ int main(void)
 	    cmocka_unit_test(test_program_handler_runs_after),
 	    cmocka_unit_test(test_stack_overflow_on_the_starting_thread),
 	    cmocka_unit_test(test_wrapped_rings),
+	    cmocka_unit_test(test_busy_thread_during_the_dump),
 	    cmocka_unit_test(test_no_crash_leaves_nothing_and_default_name),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

@@ -27,6 +27,8 @@
 #include "strobe/strobe.h"
 #include "testutil.h"
 
+#define OTHER_TICKS 5000
+
 static uint8_t *dump;
 static size_t dump_len;
 static pid_t other_tid;
@@ -41,7 +43,7 @@ static void *other(void *arg)
 	strobe_thread_set_name("other");
 	other_tid = (pid_t)syscall(SYS_gettid);
 	strobe_range_push("other_wait");
-	for (int i = 0; i < 50; i++) {
+	for (int i = 0; i < OTHER_TICKS; i++) { /* several chunks */
 		strobe_range_push("other_tick");
 		strobe_range_pop();
 	}
@@ -171,7 +173,7 @@ static void test_converts(void **state)
 	}
 	assert_int_equal((int64_t)tu_get_num(tu_find(root, "X", NULL, "other_wait"), "tid"), other_tid);
 	assert_int_equal(tu_count(root, "X", "user_annotation", "tick"), 100);
-	assert_int_equal(tu_count(root, "X", "user_annotation", "other_tick"), 50);
+	assert_int_equal(tu_count(root, "X", "user_annotation", "other_tick"), OTHER_TICKS);
 	assert_int_equal(tu_count(root, "C", NULL, "progress"), 100);
 	yajl_tree_free(root);
 }
@@ -248,6 +250,55 @@ static void test_damaged_fields_are_named(void **state)
 #undef DAMAGE
 }
 
+/* The block of thread tid in b. */
+static struct strb_raw_thread *block_of(uint8_t *b, pid_t tid)
+{
+	size_t off = sizeof(struct strb_crash_header);
+	for (;;) {
+		struct strb_raw_thread *th = (void *)(b + off);
+		assert_int_equal(th->magic, STRB_RAW_THREAD_MAGIC);
+		if (th->tid == tid)
+			return th;
+		off += sizeof(*th) + th->kept_len + th->ring_len + sizeof(struct strb_raw_thread_end);
+	}
+}
+
+/* A torn copy whose oldest chunk was rewritten with newer records: that
+ * chunk is left out (with what it held: here the push of "other_wait"),
+ * the others pair as they should. */
+static void test_rewritten_chunk_is_left_out(void **state)
+{
+	(void)state;
+	uint8_t *b = malloc(dump_len);
+	assert_non_null(b);
+	memcpy(b, dump, dump_len);
+	struct strb_raw_thread *th = block_of(b, other_tid);
+	assert_true(th->ring_len > 3 * STRB_TBUF_CHUNK);
+	uint8_t *ring = (uint8_t *)(th + 1) + th->kept_len;
+	memcpy(ring, ring + 2 * STRB_TBUF_CHUNK, STRB_TBUF_CHUNK);
+	th->seq = 2;
+	((struct strb_raw_thread_end *)(ring + th->ring_len))->seq = 4;
+	char err[1024], out[1200];
+	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	yajl_val root = tu_load_trace(out);
+	yajl_val m = tu_get(root, "flight_recorder");
+	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 1);
+	assert_int_equal((int64_t)tu_get_num(m, "damaged_chunks"), 1);
+	size_t ticks = tu_count(root, "X", "user_annotation", "other_tick");
+	assert_true(ticks > OTHER_TICKS / 2 && ticks < OTHER_TICKS);
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val dur = tu_get(YAJL_GET_ARRAY(evs)->values[i], "dur");
+		assert_true(!dur || YAJL_GET_DOUBLE(dur) >= 0);
+	}
+	/* The other thread's copy is whole. */
+	assert_non_null(tu_find(root, "X", "user_annotation", "outer"));
+	assert_int_equal(tu_count(root, "X", "user_annotation", "tick"), 100);
+	yajl_tree_free(root);
+	free(b);
+}
+
 /* Random byte changes: each converts to valid JSON or says why not. */
 static void test_random_damage_never_crashes(void **state)
 {
@@ -288,6 +339,7 @@ int main(void)
 	    cmocka_unit_test(test_converts),
 	    cmocka_unit_test(test_every_truncation_is_named),
 	    cmocka_unit_test(test_damaged_fields_are_named),
+	    cmocka_unit_test(test_rewritten_chunk_is_left_out),
 	    cmocka_unit_test(test_random_damage_never_crashes),
 	};
 	return cmocka_run_group_tests(tests, make_dump, free_dump);

@@ -19,6 +19,9 @@
  *   wrap   the main thread opens "long_range", records 300 000 ranges (far
  *          more than 1 MiB of rings keeps: STROBE_FLIGHT_MEM=1M), then
  *          segfaults inside "fatal_step"
+ *   busy   a thread "busy" records ranges inside "busy_loop" as fast as it
+ *          can, recycling its ring all along, while the main thread
+ *          segfaults inside "fatal_step": the dump is taken under it
  *   exit   records, then returns 0 */
 #include <pthread.h>
 #include <semaphore.h>
@@ -89,6 +92,19 @@ static int recurse(int depth)
 	volatile char frame[4096];
 	frame[0] = (char)depth;
 	return deeper ? recurse(depth + 1) + frame[0] : 0;
+}
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	strobe_thread_set_name("busy");
+	strobe_range_push("busy_loop");
+	sem_post(&ready);
+	for (;;) {
+		strobe_range_push("spin");
+		strobe_range_pop();
+	}
+	return NULL;
 }
 
 static void own_handler(int sig)
@@ -174,11 +190,22 @@ int main(int argc, char **argv)
 		segfault();
 		return 4;
 	}
+	if (!strcmp(mode, "busy")) {
+		/* First: a thread that has no chunk when the budget is gone
+		 * records nothing. */
+		recent();
+		if (pthread_create(&th, NULL, busy, NULL))
+			return 3;
+		sem_wait(&ready);
+		usleep(100000);
+		segfault();
+		return 4;
+	}
 	if (!strcmp(mode, "exit")) {
 		recent();
 		strobe_shutdown();
 		return 0;
 	}
-	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|wrap|exit\n");
+	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|wrap|busy|exit\n");
 	return 2;
 }
