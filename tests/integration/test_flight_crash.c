@@ -99,6 +99,16 @@ static yajl_val convert(pid_t pid, const char *name)
 	return tu_load_trace(path);
 }
 
+/* Runs MODE with MEM of rings, expects it killed by sig, and loads the
+ * trace its raw dump converts to (DIR/NAME). */
+static yajl_val crashed(const char *mode, const char *mem, int sig, const char *name, pid_t *pid)
+{
+	int st = run_mem(mode, mem, pid);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != sig)
+		fail_msg("flight_crash %s: wait status 0x%x, not killed by signal %d", mode, st, sig);
+	return convert(*pid, name);
+}
+
 /* The unfinished range NAME: its tid. */
 static int64_t open_range(yajl_val root, const char *name)
 {
@@ -134,10 +144,7 @@ static void test_segfault_on_a_second_thread(void **state)
 {
 	(void)state;
 	pid_t pid;
-	int st = run("segv", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGSEGV);
-	yajl_val root = convert(pid, "segv.json");
+	yajl_val root = crashed("segv", "8M", SIGSEGV, "segv.json", &pid);
 	yajl_val m = flight_meta(root, "SIGSEGV");
 	assert_string_equal(tu_get_str(m, "address"), "0x10");
 	assert_string_equal(tu_get_str(m, "thread_name"), "crasher");
@@ -161,10 +168,7 @@ static void test_abort_in_nested_ranges(void **state)
 {
 	(void)state;
 	pid_t pid;
-	int st = run("abort", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGABRT);
-	yajl_val root = convert(pid, "abort.json");
+	yajl_val root = crashed("abort", "8M", SIGABRT, "abort.json", &pid);
 	yajl_val m = flight_meta(root, "SIGABRT");
 	assert_int_equal((int64_t)tu_get_num(m, "thread"), pid);
 	assert_int_equal((int64_t)tu_get_num(m, "sender_pid"), pid); /* abort() raised it */
@@ -185,10 +189,7 @@ static void test_abort_on_a_corrupted_heap(void **state)
 	skip(); /* AddressSanitizer owns the heap */
 #else
 	pid_t pid;
-	int st = run("heap", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGABRT);
-	yajl_val root = convert(pid, "heap.json");
+	yajl_val root = crashed("heap", "8M", SIGABRT, "heap.json", &pid);
 	flight_meta(root, "SIGABRT");
 	assert_int_equal(open_range(root, "corrupt_heap"), pid);
 	assert_int_equal(open_range(root, "inner"), pid);
@@ -218,10 +219,7 @@ static void test_stack_overflow_on_the_starting_thread(void **state)
 {
 	(void)state;
 	pid_t pid;
-	int st = run("overflow", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGSEGV);
-	yajl_val root = convert(pid, "overflow.json");
+	yajl_val root = crashed("overflow", "8M", SIGSEGV, "overflow.json", &pid);
 	flight_meta(root, "SIGSEGV");
 	assert_int_equal(open_range(root, "recurse"), pid);
 	recent_events(root, pid);
@@ -234,10 +232,7 @@ static void test_wrapped_rings(void **state)
 {
 	(void)state;
 	pid_t pid;
-	int st = run_mem("wrap", "1M", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGSEGV);
-	yajl_val root = convert(pid, "wrap.json");
+	yajl_val root = crashed("wrap", "1M", SIGSEGV, "wrap.json", &pid);
 	yajl_val m = flight_meta(root, "SIGSEGV");
 	assert_true(tu_get_num(m, "aged_out") > 100000);
 	assert_int_equal(open_range(root, "long_range"), pid);
@@ -254,10 +249,7 @@ static void test_busy_thread_during_the_dump(void **state)
 {
 	(void)state;
 	pid_t pid;
-	int st = run_mem("busy", "1M", &pid);
-	assert_true(WIFSIGNALED(st));
-	assert_int_equal(WTERMSIG(st), SIGSEGV);
-	yajl_val root = convert(pid, "busy.json");
+	yajl_val root = crashed("busy", "1M", SIGSEGV, "busy.json", &pid);
 	flight_meta(root, "SIGSEGV");
 	assert_int_equal(open_range(root, "fatal_step"), pid);
 	assert_true(open_range(root, "busy_loop") != pid);

@@ -75,6 +75,21 @@ static int convert_bytes(const void *p, size_t n, char *err, size_t len)
 	return strb_flight_raw_convert(raw, out, err, len);
 }
 
+/* b converts, its metadata counting one torn thread and one chunk left
+ * out; the trace, loaded. */
+static yajl_val converts_torn(const uint8_t *b)
+{
+	char err[1024], out[1200];
+	if (convert_bytes(b, dump_len, err, sizeof(err)))
+		fail_msg("%s", err);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	yajl_val root = tu_load_trace(out);
+	yajl_val m = tu_get(root, "flight_recorder");
+	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 1);
+	assert_int_equal((int64_t)tu_get_num(m, "damaged_chunks"), 1);
+	return root;
+}
+
 static void expect_error(const void *p, size_t n, const char *needle)
 {
 	char err[1024];
@@ -238,13 +253,7 @@ static void test_damaged_fields_are_named(void **state)
 	memcpy(b, dump, dump_len);
 	th->seq = 1;
 	b[rec + offsetof(struct strb_rec, kind)] = 200;
-	char err[1024], out[1200];
-	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
-	TU_FORMAT(out, "%s/t.json", tu_dir);
-	yajl_val root = tu_load_trace(out);
-	yajl_val m = tu_get(root, "flight_recorder");
-	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 1);
-	assert_int_equal((int64_t)tu_get_num(m, "damaged_chunks"), 1);
+	yajl_val root = converts_torn(b);
 	yajl_tree_free(root);
 	free(b);
 #undef DAMAGE
@@ -278,13 +287,7 @@ static void test_rewritten_chunk_is_left_out(void **state)
 	memcpy(ring, ring + 2 * STRB_TBUF_CHUNK, STRB_TBUF_CHUNK);
 	th->seq = 2;
 	((struct strb_raw_thread_end *)(ring + th->ring_len))->seq = 4;
-	char err[1024], out[1200];
-	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
-	TU_FORMAT(out, "%s/t.json", tu_dir);
-	yajl_val root = tu_load_trace(out);
-	yajl_val m = tu_get(root, "flight_recorder");
-	assert_int_equal((int64_t)tu_get_num(m, "torn_threads"), 1);
-	assert_int_equal((int64_t)tu_get_num(m, "damaged_chunks"), 1);
+	yajl_val root = converts_torn(b);
 	size_t ticks = tu_count(root, "X", "user_annotation", "other_tick");
 	assert_true(ticks > OTHER_TICKS / 2 && ticks < OTHER_TICKS);
 	yajl_val evs = tu_events(root);
