@@ -49,9 +49,9 @@ static atomic_int armed_pid; /* 0: not armed; else the process that armed (a for
 static atomic_int writer;    /* the thread writing the dump, 0 before */
 static atomic_bool written;
 
-/* An alternate stack for the thread that starts the recorder when it has
- * none, so that its stack overflowing is caught too. Never unmapped: the
- * thread may keep it registered. */
+/* An alternate stack for the thread that first starts the recorder when
+ * it has none, so that its stack overflowing is caught too. Never
+ * unmapped: the thread may keep it registered. */
 #define ALT_STACK_BYTES (128 * 1024)
 static void *alt_stack;
 
@@ -137,15 +137,14 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 static void give_alt_stack(void)
 {
 	stack_t cur;
-	if (sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
-		return; /* the thread has one already */
-	if (!alt_stack) {
-		void *p =
-		    mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			return;
-		alt_stack = p;
-	}
+	/* One thread only, the first to start the recorder: two threads must
+	 * never share one. */
+	if (alt_stack || sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
+		return;
+	void *p = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	alt_stack = p;
 	stack_t ss = {.ss_sp = alt_stack, .ss_size = ALT_STACK_BYTES};
 	sigaltstack(&ss, NULL);
 }
