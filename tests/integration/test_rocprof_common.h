@@ -665,6 +665,48 @@ static void test_external_correlation(void **state)
 	yajl_tree_free(root);
 }
 
+/* The flight recorder keeps AMD work too: strobe's copies of the SDK's
+ * records rotate within the GPU share of the budget, a dump holds the
+ * newest kernels linked to the op around their launch, and the recording
+ * goes on. */
+static void test_flight_recorder(void **state)
+{
+	(void)state;
+	char out[1200], path[1300];
+	snprintf(out, sizeof(out), "%s/flight.json", tu_dir);
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .memory_bytes = 64ull << 20);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	enum { OLD = 100000 }; /* 200 000 records: more than the 16 MiB GPU share holds */
+	struct launch l = {0, 0x1000, kernel_ids[0][0], 0, 0};
+	for (int i = 0; i < OLD; i++)
+		F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &l);
+	uint64_t op = strobe_op_push("still running");
+	struct launch n = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	uint64_t corr = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &n);
+	usleep(2000);
+	assert_int_equal(strobe_flight_dump("test", path, sizeof(path)), 0);
+	yajl_val root = tu_load_trace(path);
+	assert_null(tu_get(root, "rocm_capture"));
+	yajl_val k = find_named(root, "kernel", "reduce<256>");
+	assert_non_null(k);
+	assert_int_equal(num(arg(k, "correlation")), (int64_t)corr);
+	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
+	size_t kept = count_named(root, "kernel", "scale(float*, int)");
+	assert_true(kept > 1000);
+	assert_true(kept < OLD);
+	assert_true(num(tu_get(tu_get(root, "strobe"), "gpu_aged_buffers")) > 0);
+	yajl_tree_free(root);
+	strobe_op_pop();
+	F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &n);
+	usleep(2000);
+	assert_int_equal(strobe_flight_dump("again", path, sizeof(path)), 0);
+	root = tu_load_trace(path);
+	assert_int_equal(count_named(root, "kernel", "reduce<256>"), 2);
+	yajl_tree_free(root);
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 /* A second trace sees only its own window's records. */
 static void test_second_trace(void **state)
 {
@@ -692,13 +734,10 @@ static int run_rocprof_tests(void)
 {
 	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kernels_copies_and_calls),
-	    cmocka_unit_test(test_paused_work_dropped),
-	    cmocka_unit_test(test_roctx_start_stop),
-	    cmocka_unit_test(test_threads_during_delivery),
-	    cmocka_unit_test(test_split_and_late_buffers),
-	    cmocka_unit_test(test_external_correlation),
-	    cmocka_unit_test(test_second_trace),
+	    cmocka_unit_test(test_kernels_copies_and_calls), cmocka_unit_test(test_paused_work_dropped),
+	    cmocka_unit_test(test_roctx_start_stop),         cmocka_unit_test(test_threads_during_delivery),
+	    cmocka_unit_test(test_split_and_late_buffers),   cmocka_unit_test(test_external_correlation),
+	    cmocka_unit_test(test_flight_recorder),          cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
