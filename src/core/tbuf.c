@@ -374,40 +374,50 @@ static size_t kept_copy(const struct strb_kept *kp, uint8_t *out)
 }
 
 /* One consistent copy of b (a few tries while the owner recycles). */
+/* A consistent copy of b while its owner records: the ring from its tail
+ * to what is published, then the kept pushes with the tail they go with
+ * (retried while the owner is recycling); the ring's chunks below that
+ * tail may have been rewritten during the copy and are left out, their
+ * open pushes being among the kept ones. The owner never waits. */
 static int snapshot_one(struct strb_tbuf *b, strb_tbuf_view_fn fn, void *arg)
 {
 	size_t cap = atomic_load_explicit(&b->cap, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
+	uint64_t pub = atomic_load_explicit(&b->published, memory_order_acquire);
 	size_t most = (cap ? cap : b->reserve) + CLAIM_BYTES;
-	uint8_t *ring = malloc(most), *kept = malloc(KEPT_BYTES);
+	if (pub < tail || pub - tail > most)
+		pub = tail; /* cannot be: take no ring rather than a wrong one */
+	uint8_t *ring = malloc(pub - tail ? (size_t)(pub - tail) : 1), *kept = malloc(KEPT_BYTES);
 	if (!ring || !kept) {
 		free(ring);
 		free(kept);
 		return -ENOMEM;
 	}
-	struct strb_tbuf_view v = {.ring = ring, .kept = kept, .tid = b->tid, .name = b->name, .torn = true};
-	for (int tries = 0; tries < 8 && v.torn; tries++) {
+	copy_ring(b, cap, tail, pub, ring);
+	struct strb_tbuf_view v = {.kept = kept, .tid = b->tid, .name = b->name};
+	uint64_t kept_tail = tail;
+	bool whole = false;
+	for (int tries = 0; tries < 1000 && !whole; tries++) {
 		uint32_t s1 = atomic_load_explicit(&b->seq, memory_order_acquire);
 		if (s1 & 1) {
 			sched_yield();
 			continue;
 		}
-		cap = atomic_load_explicit(&b->cap, memory_order_acquire);
-		uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-		uint64_t pub = atomic_load_explicit(&b->published, memory_order_acquire);
-		if (pub < tail || pub - tail > most)
-			continue;
 		v.kept_len = kept_copy(b->kept, kept);
 		v.kept_lost = b->kept ? b->kept->lost_total : 0;
-		copy_ring(b, cap, tail, pub, ring);
-		v.ring_len = (size_t)(pub - tail);
+		kept_tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
 		atomic_thread_fence(memory_order_acquire);
-		v.torn = atomic_load_explicit(&b->seq, memory_order_relaxed) != s1;
+		whole = atomic_load_explicit(&b->seq, memory_order_relaxed) == s1;
 	}
-	if (v.torn) {
-		/* The owner recycles faster than a copy: keep what is surely
-		 * whole, the kept pushes and none of the ring. */
-		v.ring_len = 0;
-	}
+	if (!whole)
+		v.kept_len = 0, v.kept_lost = 0;
+	/* Chunks recycled since the ring was read are dropped from the copy. */
+	uint64_t from = kept_tail > tail ? kept_tail : tail;
+	if (from > pub)
+		from = pub;
+	v.ring = ring + (from - tail);
+	v.ring_len = (size_t)(pub - from);
+	v.torn = from > tail || !whole;
 	v.aged_out = atomic_load_explicit(&b->aged_out, memory_order_relaxed);
 	v.dropped = atomic_load_explicit(&b->dropped, memory_order_relaxed);
 	v.truncated = atomic_load_explicit(&b->truncated, memory_order_relaxed);

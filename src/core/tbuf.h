@@ -245,7 +245,7 @@ struct strb_tbuf_view {
 	const char *name;
 	uint64_t aged_out, dropped, truncated;
 	uint64_t kept_lost; /* open pushes too many to keep: their pops pair with nothing */
-	bool torn;          /* the owner kept recycling: this copy may miss its newest chunk */
+	bool torn;          /* the owner recycled while it was copied: its oldest chunks are left out */
 };
 typedef void (*strb_tbuf_view_fn)(const struct strb_tbuf_view *v, void *arg);
 /* Copies each ring of `session` in turn (one thread's at a time) and hands

@@ -447,6 +447,11 @@ static void walk_records(struct walk *k, const uint8_t *base, size_t len, bool c
 		}
 		off += record_size(r);
 		bool timed = r->kind != STRB_REC_ACTIVITY;
+		/* A flight dump copies rings their threads go on writing: what a
+		 * thread recorded after the dump's instant is not in it (ranges it
+		 * closed since were open at that instant). */
+		if (k->flight && timed && r->ticks > w->stop_ticks)
+			break;
 		if (timed && r->ticks > w->stop_ticks && r->kind != STRB_REC_RANGE_POP &&
 		    r->kind != STRB_REC_OP_POP && r->kind != STRB_REC_ASYNC_END) {
 			t->stats.out_of_window++;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -150,6 +151,51 @@ static void test_rings_recycle_and_keep_open_stacks(void **state)
 	assert_int_equal(strobe_flight_stop(), 0);
 }
 
+struct busy {
+	atomic_bool stop;
+	int64_t tid;
+};
+
+static void *busy_main(void *p)
+{
+	struct busy *b = p;
+	b->tid = (int64_t)syscall(SYS_gettid);
+	strobe_range_push("busy outer");
+	while (!atomic_load(&b->stop)) {
+		strobe_range_push("busy");
+		strobe_range_pop();
+	}
+	strobe_range_pop();
+	return NULL;
+}
+
+/* A thread recycling its ring as fast as it can while dumps copy it: each
+ * dump still has its recent events and its open range (the chunks it
+ * recycled during a copy are the only ones left out). */
+static void test_dumps_of_a_busy_thread(void **state)
+{
+	(void)state;
+	start(4 << 20, 60ull * 1000000000ull, 0);
+	struct busy b = {0};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);
+	usleep(200000); /* its ring wraps many times over */
+	for (int i = 0; i < 5; i++) {
+		char path[1300];
+		yajl_val root = dump_and_load("busy", path, sizeof(path));
+		yajl_val outer = open_range(root, "user_annotation", "busy outer");
+		assert_int_equal(num(tu_get(outer, "tid")), b.tid);
+		assert_true(tu_count(root, "X", "user_annotation", "busy") > 1000);
+		assert_true(num(tu_get(root, "aged_out")) > 0);
+		assert_int_equal(num(tu_get(tu_get(root, "strobe"), "unmatched_pops")), 0);
+		yajl_tree_free(root);
+		unlink(path);
+	}
+	atomic_store(&b.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 /* A dump holds the last window: older events are gone, an older range
  * still open is not. Other traces are refused meanwhile. */
 static void test_window_and_refusals(void **state)
@@ -279,6 +325,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rings_recycle_and_keep_open_stacks),
+	    cmocka_unit_test(test_dumps_of_a_busy_thread),
 	    cmocka_unit_test(test_window_and_refusals),
 	    cmocka_unit_test(test_hang_watchdog),
 	    cmocka_unit_test(test_environment_and_exit),
