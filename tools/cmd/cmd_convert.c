@@ -71,10 +71,6 @@ static const char usage_text[] =
 
 static const struct cli cli = {"convert", "strobe convert [options] IN OUT"};
 
-/* libstrobe's reader of the flight recorder's raw crash dumps: not API
- * (STROBE_PRIVATE), this strobe's own library. */
-STROBE_API int strobe_internal_flight_convert(const char *raw, const char *out, char *err, size_t len);
-
 struct opts {
 	const char *in, *out;
 	int64_t min_dur;

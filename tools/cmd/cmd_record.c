@@ -684,9 +684,44 @@ oom:
 	return NULL;
 }
 
+/* A process that died by a fatal signal left a raw dump beside the
+ * output, <dir>/<stem>.crash-<pid>.raw (the stem: the name up to its
+ * first dot): each is turned into a trace named like the output,
+ * <dir>/<stem>.crash-<pid><suffix>, and removed. Returns how many failed. */
+static size_t convert_crash_dumps(const struct run *r, const char *output, bool quiet)
+{
+	const char *slash = strrchr(output, '/');
+	const char *name = slash ? slash + 1 : output;
+	const char *dot = strchr(name, '.');
+	int stem = (int)(dot ? (size_t)(dot - output) : strlen(output));
+	size_t bad = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		char raw[PATH_MAX], out[PATH_MAX], err[512];
+		struct stat st;
+		snprintf(raw, sizeof(raw), "%.*s.crash-%d.raw", stem, output, (int)r->procs[i].pid);
+		if (stat(raw, &st) != 0 || !st.st_size)
+			continue;
+		snprintf(out, sizeof(out), "%.*s.crash-%d%s", stem, output, (int)r->procs[i].pid,
+		         dot ? dot : ".json.gz");
+		if (strobe_internal_flight_convert(raw, out, err, sizeof(err))) {
+			fprintf(stderr,
+			        "strobe: pid %d died by a fatal signal; its raw dump %s could not be "
+			        "converted: %s\n",
+			        (int)r->procs[i].pid, raw, err);
+			bad++;
+			continue;
+		}
+		unlink(raw);
+		if (!quiet)
+			fprintf(stderr, "strobe: pid %d died by a fatal signal; its last window: %s\n",
+			        (int)r->procs[i].pid, out);
+	}
+	return bad;
+}
+
 /* Flight mode's end of the run: the dumps the processes wrote (and the ones
- * that failed), as they reported them. Raw dumps written by a fatal signal
- * handler would be found and converted here, before they are listed.
+ * that failed), as they reported them (raw dumps of fatal signals are
+ * converted before, by convert_crash_dumps).
  * Returns how many dumps failed. */
 static size_t list_flight_dumps(const struct run *r, bool quiet)
 {
@@ -871,7 +906,7 @@ static int run(struct opts *op)
 	const char *root_trace = NULL;
 	size_t written = 0, nothing = 0, failed = 0;
 	if (o.flight_ns) {
-		failed = list_flight_dumps(r, o.quiet);
+		failed = convert_crash_dumps(r, o.output, o.quiet) + list_flight_dumps(r, o.quiet);
 		if (!r->nprocs)
 			fprintf(stderr,
 			        "strobe: record: the program never loaded strobe (statically linked, or "

@@ -4,6 +4,10 @@
 #ifndef STROBE_TOOLS_COMMANDS_H
 #define STROBE_TOOLS_COMMANDS_H
 
+#include <stddef.h>
+
+#include "strobe/strobe.h"
+
 int cmd_config(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
@@ -11,5 +15,10 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
+
+/* libstrobe's reader of the flight recorder's raw crash dumps (convert,
+ * record): not API (STROBE_PRIVATE in src/libstrobe.map), this strobe's own
+ * library; src/control/flight_crash.h declares it for the library. */
+STROBE_API int strobe_internal_flight_convert(const char *raw, const char *out, char *err, size_t len);
 
 #endif
