@@ -330,8 +330,18 @@ static void *ring_grow(struct strb_tbuf *b, size_t n, size_t keep)
 			atomic_fetch_add_explicit(&budget_left, CLAIM_BYTES, memory_order_relaxed);
 		}
 		b->exhausted = true;
-		if (!next)
-			goto drop; /* not a single chunk to recycle */
+		if (!next) {
+			/* A thread that starts after the others spent the budget
+			 * still gets one chunk to recycle (the budget is exceeded by
+			 * at most a chunk per such thread): a late thread, a data
+			 * loader or a watchdog of the program's, is recorded too. */
+			if (CLAIM_BYTES > b->reserve)
+				goto drop;
+			atomic_fetch_sub_explicit(&budget_left, CLAIM_BYTES, memory_order_relaxed);
+			b->head = 0;
+			b->limit = CLAIM_BYTES;
+			goto place;
+		}
 		atomic_store_explicit(&b->cap, next, memory_order_relaxed);
 		cap = next;
 	}

@@ -162,24 +162,29 @@ static void *busy_main(void *p)
 	b->tid = (int64_t)syscall(SYS_gettid);
 	strobe_range_push("busy outer");
 	while (!atomic_load(&b->stop)) {
-		strobe_range_push("busy");
-		strobe_range_pop();
+		/* About 50 MB/s of records: its ring laps every few tenths of a
+		 * second, many times during the test. */
+		for (int i = 0; i < 1000; i++) {
+			strobe_range_push("busy");
+			strobe_range_pop();
+		}
+		usleep(1000);
 	}
 	strobe_range_pop();
 	return NULL;
 }
 
-/* A thread recycling its ring as fast as it can while dumps copy it: each
- * dump still has its recent events and its open range (the chunks it
- * recycled during a copy are the only ones left out). */
+/* A thread recycling its ring all along while dumps copy it: each dump
+ * still has its recent events and its open range (the chunks it recycled
+ * during a copy are the only ones left out). */
 static void test_dumps_of_a_busy_thread(void **state)
 {
 	(void)state;
-	start(4 << 20, 60ull * 1000000000ull, 0);
+	start(16 << 20, 60ull * 1000000000ull, 0);
 	struct busy b = {0};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);
-	usleep(200000); /* its ring wraps many times over */
+	usleep(600000); /* its ring wraps over */
 	for (int i = 0; i < 5; i++) {
 		char path[1300];
 		yajl_val root = dump_and_load("busy", path, sizeof(path));
@@ -193,6 +198,39 @@ static void test_dumps_of_a_busy_thread(void **state)
 	}
 	atomic_store(&b.stop, true);
 	pthread_join(th, NULL);
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
+static void *late_main(void *p)
+{
+	(void)p;
+	strobe_range_push("late open");
+	for (int i = 0; i < 100; i++) {
+		strobe_range_push("late");
+		strobe_range_pop();
+	}
+	return NULL; /* "late open" stays open: the thread exits inside it */
+}
+
+/* A thread that starts after the others spent the whole budget is still
+ * recorded (it gets one chunk of its own to recycle). */
+static void test_late_thread(void **state)
+{
+	(void)state;
+	start(1 << 20, 60ull * 1000000000ull, 0);
+	for (int i = 0; i < 100000; i++) { /* far more than 1 MiB */
+		strobe_range_push("early");
+		strobe_range_pop();
+	}
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, late_main, NULL), 0);
+	pthread_join(th, NULL);
+	char path[1300];
+	yajl_val root = dump_and_load("late", path, sizeof(path));
+	assert_int_equal(tu_count(root, "X", "user_annotation", "late"), 100);
+	open_range(root, "user_annotation", "late open");
+	assert_int_equal(num(tu_get(tu_get(root, "strobe"), "dropped_events")), 0);
+	yajl_tree_free(root);
 	assert_int_equal(strobe_flight_stop(), 0);
 }
 
@@ -326,6 +364,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rings_recycle_and_keep_open_stacks),
 	    cmocka_unit_test(test_dumps_of_a_busy_thread),
+	    cmocka_unit_test(test_late_thread),
 	    cmocka_unit_test(test_window_and_refusals),
 	    cmocka_unit_test(test_hang_watchdog),
 	    cmocka_unit_test(test_environment_and_exit),
