@@ -249,6 +249,53 @@ out:
 	return rc;
 }
 
+/* The window [from, to] of the current session, through the clock map. */
+static struct strb_window window_of(uint64_t from, uint64_t to)
+{
+	struct strb_window w = {
+	    .session = session,
+	    .start_ticks = from,
+	    .stop_ticks = to,
+	    /* Both ends through the latest map: converting the start at start
+	     * time, from a single sample, could put it after the first events. */
+	    .start_ns = strb_clock_map_to_epoch(&clock_map, from),
+	    .stop_ns = strb_clock_map_to_epoch(&clock_map, to),
+	    .map = &clock_map,
+	    .mask = config.activity_mask,
+	};
+	return w;
+}
+
+/* An empty trace for window w. */
+static struct strobe_trace *trace_for(const struct strb_window *w)
+{
+	struct strobe_trace *t = strb_trace_new();
+	if (t) {
+		t->start_ns = w->start_ns;
+		t->end_ns = w->stop_ns;
+		t->pid = getpid();
+		t->activity_mask = w->mask;
+	}
+	return t;
+}
+
+/* One key per vendor, written when its backend is off, and each
+ * backend's own metadata. */
+static int backend_metadata(struct strobe_trace *t)
+{
+	int rc = 0;
+	for (int i = 0; strb_backends[i] && !rc; i++) {
+		struct strobe_arg e = {.key = strb_backends[i]->capture_key,
+		                       .kind = STROBE_ARG_STRING,
+		                       .value.str = backend_off_reason[i]};
+		if (backend_off_reason[i][0])
+			rc = strb_trace_set_meta(t, &e);
+		if (!rc && strb_backends[i]->metadata)
+			rc = strb_backends[i]->metadata(t);
+	}
+	return rc;
+}
+
 struct child_emit {
 	struct strobe_trace *t;
 	const struct strb_window *w;
@@ -301,40 +348,18 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 	stop_collectors();
 	strb_clock_map_sample(&clock_map);
 
-	struct strb_window w = {
-	    .session = session,
-	    .start_ticks = start_ticks,
-	    .stop_ticks = stop_ticks,
-	    /* Both ends through the final map: converting the start at start
-	     * time, from a single sample, could put it after the first events. */
-	    .start_ns = strb_clock_map_to_epoch(&clock_map, start_ticks),
-	    .stop_ns = strb_clock_map_to_epoch(&clock_map, stop_ticks),
-	    .map = &clock_map,
-	    .mask = config.activity_mask,
-	};
-	struct strobe_trace *t = strb_trace_new();
+	struct strb_window w = window_of(start_ticks, stop_ticks);
+	struct strobe_trace *t = trace_for(&w);
 	if (!t) {
 		rc = strb_error(-ENOMEM, "strobe_stop: out of memory");
 		goto out;
 	}
-	t->start_ns = w.start_ns;
-	t->end_ns = w.stop_ns;
-	t->pid = getpid();
-	t->activity_mask = w.mask;
 	rc = strb_process_cpu(t, &w);
 	FOR_EACH_ACTIVE_BACKEND(i)
 	if (!rc)
 		rc = strb_backends[i]->process(t, &w);
-	/* One key per vendor, written when its backend is off. */
-	for (int i = 0; strb_backends[i] && !rc; i++) {
-		struct strobe_arg e = {.key = strb_backends[i]->capture_key,
-		                       .kind = STROBE_ARG_STRING,
-		                       .value.str = backend_off_reason[i]};
-		if (backend_off_reason[i][0])
-			rc = strb_trace_set_meta(t, &e);
-		if (!rc && strb_backends[i]->metadata)
-			rc = strb_backends[i]->metadata(t);
-	}
+	if (!rc)
+		rc = backend_metadata(t);
 	struct child_emit ce = {t, &w};
 	if (!rc)
 		rc = strb_profilers_collect(&profilers, child_emit, &ce);
@@ -458,38 +483,15 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 	 * (the sampler waits; no capture thread takes it). */
 	pthread_mutex_lock(&map_lock);
 	strb_clock_map_sample(&clock_map);
-	struct strb_window w = {
-	    .session = session,
-	    .start_ticks = from,
-	    .stop_ticks = now,
-	    .start_ns = strb_clock_map_to_epoch(&clock_map, from),
-	    .stop_ns = strb_clock_map_to_epoch(&clock_map, now),
-	    .map = &clock_map,
-	    .mask = config.activity_mask,
-	};
-	struct strobe_trace *t = strb_trace_new();
-	if (!t) {
-		rc = -ENOMEM;
-	} else {
-		t->start_ns = w.start_ns;
-		t->end_ns = w.stop_ns;
-		t->pid = getpid();
-		t->activity_mask = w.mask;
-		rc = strb_process_cpu_flight(t, &w, fc);
-	}
+	struct strb_window w = window_of(from, now);
+	struct strobe_trace *t = trace_for(&w);
+	rc = t ? strb_process_cpu_flight(t, &w, fc) : -ENOMEM;
 	/* GPU records of the window, from copies of the backends' buffers. */
 	FOR_EACH_ACTIVE_BACKEND(i)
 	if (!rc && strb_backends[i]->flight_dump)
 		rc = strb_backends[i]->flight_dump(t, &w);
-	for (int i = 0; strb_backends[i] && !rc; i++) {
-		struct strobe_arg e = {.key = strb_backends[i]->capture_key,
-		                       .kind = STROBE_ARG_STRING,
-		                       .value.str = backend_off_reason[i]};
-		if (backend_off_reason[i][0])
-			rc = strb_trace_set_meta(t, &e);
-		if (!rc && strb_backends[i]->metadata)
-			rc = strb_backends[i]->metadata(t);
-	}
+	if (!rc)
+		rc = backend_metadata(t);
 	if (!rc) {
 		/* Ranges open since before the window start where they began. */
 		for (size_t i = 0; i < t->count; i++)
