@@ -66,6 +66,8 @@ static int sig_index(int sig)
 static void sample_point(struct strb_clock_point *p)
 {
 	uint64_t best = UINT64_MAX;
+	p->ticks = 0;
+	p->mono_ns = 0;
 	for (int i = 0; i < 3; i++) {
 		uint64_t t0 = strb_clock_ticks();
 		int64_t m = strb_clock_mono_ns();
