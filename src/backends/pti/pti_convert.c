@@ -199,7 +199,7 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const pti_record_base
 {
 	for (struct strb_gpu_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
 		pti_record_base_t *rec = NULL;
-		pti_result_t r;
+		pti_result_t r = PTI_SUCCESS;
 		while (!c->g.rc && (r = c->lib->next_record(b->data, b->valid, &rec)) == PTI_SUCCESS && rec)
 			fn(c, rec);
 		if (r != PTI_SUCCESS && r != PTI_STATUS_END_OF_BUFFER)
