@@ -9,6 +9,13 @@
  * Records are walked only with ptiViewGetNextRecord, which knows the loaded
  * library's record sizes; only fields both families share are read.
  *
+ * Kernels, copies, fills and runtime/driver calls have their args rendered
+ * when the trace is written (trace.h, "Args rendered when they are read"):
+ * the buffers holding their records go with the trace, and a record's PTI
+ * strings (call and source file names) are replaced in the record by the
+ * trace's copies. When the trace already renders another backend's records,
+ * the same args are built at decode.
+ *
  * A runtime call and the driver calls it makes share one correlation id:
  * GPU work is linked to the runtime call when there is one, else to the
  * driver call, else to the launching thread at the time the work was
@@ -31,6 +38,27 @@ enum { CALL_WORK = 0, CALL_DRIVER = 1, CALL_RUNTIME = 2 };
 #define API_GROUPS    6
 #define NAME_CACHE    1024 /* a power of two */
 #define UNKNOWN_QUEUE UINT32_MAX
+#define DEV_KEY       (2 * PTI_MAX_DEVICE_UUID_SIZE + 1)
+#define SEEN_CACHE    8
+
+/* What rendering needs besides the records, owned by the trace: the
+ * buffers the records live in, and the device keys (a peer-to-peer copy's
+ * destination index). */
+struct kept {
+	uint8_t **data;
+	size_t n, cap;
+	char dev[STRB_GPU_MAX_DEVICES][DEV_KEY];
+	int ndev;
+};
+
+/* The record of a runtime or driver call's activity: its one arg is its
+ * correlation id, the activity's id. */
+static const char call_rec;
+
+struct work_call {
+	uint32_t corr, tid;
+	uint64_t t; /* PTI's clock */
+};
 
 struct conv {
 	struct strb_gpu g;
@@ -38,17 +66,34 @@ struct conv {
 	struct strb_gpu_buffer *buffers;
 	/* Device keys (PCI address, else UUID in hex), sorted: the index is
 	 * the device's pid. */
-	char dev[STRB_GPU_MAX_DEVICES][2 * PTI_MAX_DEVICE_UUID_SIZE + 1];
-	int ndev, last_dev;
+	char dev[STRB_GPU_MAX_DEVICES][DEV_KEY];
+	int ndev;
+	/* Devices by their records' own bytes, the last few seen (records
+	 * of one device repeat them): no key is made per record. */
+	struct seen {
+		char pci[PTI_MAX_PCI_ADDRESS_SIZE];
+		uint8_t uuid[PTI_MAX_DEVICE_UUID_SIZE];
+		int index;
+	} seen[SEEN_CACHE];
+	int nseen, seen_next;
 	bool dev_overflow;
-	/* Names by API group and id, looked up once. */
+	/* Names by API group and id, looked up once, and whether each is a
+	 * kernel launch. */
 	const char **api[API_GROUPS];
+	bool *launch[API_GROUPS];
 	/* PTI's strings (kernel names, Level Zero call names) kept in the
 	 * trace, by pointer. */
 	const char *name_key[NAME_CACHE], *name_val[NAME_CACHE];
 	const char *copy_names[16][4][4];
-	uint64_t last_ctx, last_queue;
-	const char *last_ctx_s, *last_queue_s;
+	/* Args rendered when the trace is written (rendered: the current
+	 * buffer has such a record), or built now when the trace already
+	 * renders another backend's. */
+	bool lazy, rendered;
+	struct kept *kept;
+	/* GPU work's launching thread and time (pass 1), for work whose id
+	 * has no runtime or driver call. */
+	struct work_call *work;
+	size_t nwork, work_cap;
 };
 
 #define ARG_I(k, v) ((struct strobe_arg){.key = (k), .kind = STROBE_ARG_I64, .value.i64 = (int64_t)(v)})
@@ -58,11 +103,20 @@ struct conv {
 
 /* ---- names ------------------------------------------------------------- */
 
+static bool is_launch(const char *name)
+{
+	return name && (strstr(name, "LaunchKernel") || strstr(name, "KernelLaunch"));
+}
+
 static const char *api_name(struct conv *c, uint32_t group, uint32_t id)
 {
 	if (group >= API_GROUPS || id >= MAX_API_ID)
 		return NULL;
-	if (!c->api[group] && !(c->api[group] = calloc(MAX_API_ID, sizeof(*c->api[group])))) {
+	if (!c->api[group])
+		c->api[group] = calloc(MAX_API_ID, sizeof(*c->api[group]));
+	if (!c->launch[group])
+		c->launch[group] = calloc(MAX_API_ID, sizeof(*c->launch[group]));
+	if (!c->api[group] || !c->launch[group]) {
 		c->g.rc = -ENOMEM;
 		return NULL;
 	}
@@ -75,8 +129,15 @@ static const char *api_name(struct conv *c, uint32_t group, uint32_t id)
 			name = buf;
 		}
 		*slot = strb_gpu_keep(&c->g, name);
+		c->launch[group][id] = is_launch(*slot);
 	}
 	return *slot;
+}
+
+/* Whether the call is a kernel launch, by its name, classified once. */
+static bool launch_call(struct conv *c, uint32_t group, uint32_t id)
+{
+	return api_name(c, group, id) && c->launch[group][id];
 }
 
 /* A string of PTI's, kept in the trace (PTI's strings live as long as the
@@ -94,17 +155,6 @@ static const char *pti_string(struct conv *c, const char *s, const char *fallbac
 		c->name_val[j] = kept;
 	}
 	return c->name_val[j];
-}
-
-static const char *hex(struct conv *c, uint64_t v, uint64_t *last, const char **last_s)
-{
-	if (*last_s && *last == v)
-		return *last_s;
-	char buf[24];
-	snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)v);
-	*last = v;
-	*last_s = strb_gpu_keep(&c->g, buf);
-	return *last_s;
 }
 
 static const char *copy_name(struct conv *c, uint32_t type, uint32_t src, uint32_t dst)
@@ -135,32 +185,58 @@ static void device_key(char *key, const char *pci, const uint8_t *uuid)
 		snprintf(key + 2 * i, 3, "%02x", uuid[i]);
 }
 
+/* The device's index in k, or -1. */
+static int key_index(const struct kept *k, const char *pci, const uint8_t *uuid)
+{
+	char key[DEV_KEY];
+	device_key(key, pci, uuid);
+	for (int i = 0; i < k->ndev; i++)
+		if (!strcmp(k->dev[i], key))
+			return i;
+	return -1;
+}
+
 static int find_device(const struct conv *c, const char *key)
 {
-	if (c->ndev && !strcmp(c->dev[c->last_dev], key))
-		return c->last_dev;
 	for (int i = 0; i < c->ndev; i++)
 		if (!strcmp(c->dev[i], key))
 			return i;
 	return -1;
 }
 
+/* The index noted for a record's device bytes, or -2 when none is. */
+static int cached_device(const struct conv *c, const char *pci, const uint8_t *uuid)
+{
+	for (int i = 0; i < c->nseen; i++)
+		if (!memcmp(c->seen[i].pci, pci, sizeof(c->seen[i].pci)) &&
+		    !memcmp(c->seen[i].uuid, uuid, sizeof(c->seen[i].uuid)))
+			return c->seen[i].index;
+	return -2;
+}
+
+static void cache_device(struct conv *c, const char *pci, const uint8_t *uuid, int index)
+{
+	struct seen *s = &c->seen[c->nseen < SEEN_CACHE ? c->nseen++ : c->seen_next++ % SEEN_CACHE];
+	memcpy(s->pci, pci, sizeof(s->pci));
+	memcpy(s->uuid, uuid, sizeof(s->uuid));
+	s->index = index;
+}
+
 /* Pass 1: a device seen. */
 static void see_device(struct conv *c, const char *pci, const uint8_t *uuid)
 {
 	char key[sizeof(c->dev[0])];
+	if (cached_device(c, pci, uuid) != -2)
+		return;
 	device_key(key, pci, uuid);
 	int i = find_device(c, key);
-	if (i >= 0) {
-		c->last_dev = i;
-		return;
-	}
-	if (c->ndev == STRB_GPU_MAX_DEVICES) {
+	if (i < 0 && c->ndev == STRB_GPU_MAX_DEVICES) {
 		c->dev_overflow = true;
-		return;
+	} else if (i < 0) {
+		memcpy(c->dev[c->ndev], key, sizeof(key));
+		i = c->ndev++;
 	}
-	memcpy(c->dev[c->ndev], key, sizeof(key));
-	c->last_dev = c->ndev++;
+	cache_device(c, pci, uuid, i);
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -172,10 +248,12 @@ static int cmp_key(const void *a, const void *b)
 static int device_of(struct conv *c, const char *pci, const uint8_t *uuid)
 {
 	char key[sizeof(c->dev[0])];
+	int i = cached_device(c, pci, uuid);
+	if (i != -2)
+		return i;
 	device_key(key, pci, uuid);
-	int i = find_device(c, key);
-	if (i >= 0)
-		c->last_dev = i;
+	i = find_device(c, key);
+	cache_device(c, pci, uuid, i);
 	return i;
 }
 
@@ -204,21 +282,23 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const pti_record_base
 			fn(c, rec);
 		if (r != PTI_SUCCESS && r != PTI_STATUS_END_OF_BUFFER)
 			c->g.st->gpu_bad_buffers++;
+		/* A buffer whose records render args goes with the trace (also
+		 * after an error: the trace points into it); room was made. */
+		if (c->rendered && c->kept->n < c->kept->cap) {
+			c->kept->data[c->kept->n++] = b->data;
+			b->data = NULL;
+		}
+		c->rendered = false;
 	}
 }
 
 static void add_work_call(struct conv *c, uint32_t corr, uint32_t tid, uint64_t append, uint64_t start)
 {
 	uint64_t t = append ? append : start;
-	struct strb_gpu_call call = {
-	    .corr = corr,
-	    .kind = CALL_WORK,
-	    .tid = (pid_t)tid,
-	    .start = strb_gpu_epoch(&c->g, t),
-	    .end = strb_gpu_epoch(&c->g, t),
-	};
-	if (corr && t)
-		strb_gpu_add_call(&c->g, &call);
+	if (!corr || !t ||
+	    !strb_gpu_grow(&c->g, (void **)&c->work, &c->work_cap, c->nwork + 1, sizeof(*c->work)))
+		return;
+	c->work[c->nwork++] = (struct work_call){corr, tid, t};
 }
 
 static void pass1(struct conv *c, const pti_record_base_t *rec)
@@ -281,27 +361,85 @@ static void pass1(struct conv *c, const pti_record_base_t *rec)
 	}
 }
 
-/* Work calls first, then driver, then runtime calls: the table keeps the
- * last call of an id, so a runtime call wins over the driver calls it made
- * and both over the work's own thread and time. */
-static void order_calls(struct conv *c)
+/* Driver calls before runtime calls, each in record order: the table keeps
+ * the last call of an id, so a runtime call wins over the driver calls it
+ * made. */
+static void order_api_calls(struct strb_gpu *g)
 {
-	struct strb_gpu *g = &c->g;
-	if (g->rc || !g->ncalls)
+	size_t nrt = 0;
+	for (size_t i = 0; i < g->ncalls; i++)
+		nrt += CALL_TYPE(g->calls[i].kind) == CALL_RUNTIME;
+	if (!nrt || nrt == g->ncalls)
 		return;
-	struct strb_gpu_call *sorted = malloc(g->ncalls * sizeof(*sorted));
-	if (!sorted) {
+	struct strb_gpu_call *rt = malloc(nrt * sizeof(*rt));
+	if (!rt) {
 		g->rc = -ENOMEM;
 		return;
 	}
-	size_t n = 0;
-	for (uint32_t type = CALL_WORK; type <= CALL_RUNTIME; type++)
-		for (size_t i = 0; i < g->ncalls; i++)
-			if (CALL_TYPE(g->calls[i].kind) == type)
-				sorted[n++] = g->calls[i];
-	free(g->calls);
-	g->calls = sorted;
-	g->calls_cap = g->ncalls;
+	size_t ndrv = 0, k = 0;
+	for (size_t i = 0; i < g->ncalls; i++) {
+		if (CALL_TYPE(g->calls[i].kind) == CALL_RUNTIME)
+			rt[k++] = g->calls[i];
+		else
+			g->calls[ndrv++] = g->calls[i];
+	}
+	memcpy(g->calls + ndrv, rt, nrt * sizeof(*rt));
+	free(rt);
+}
+
+/* Which ids have a runtime or driver call, when they are dense enough for
+ * a bitmap (NULL: not known, every work call is kept). */
+static uint8_t *api_ids(const struct strb_gpu *g, uint64_t *base, uint64_t *span)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < g->ncalls; i++) {
+		uint64_t id = g->calls[i].corr;
+		lo = id < lo ? id : lo;
+		hi = id > hi ? id : hi;
+	}
+	if (!g->ncalls || hi - lo >= 64 * (uint64_t)g->ncalls + 65536)
+		return NULL;
+	uint8_t *bits = calloc((hi - lo) / 8 + 1, 1);
+	for (size_t i = 0; bits && i < g->ncalls; i++) {
+		uint64_t d = g->calls[i].corr - lo;
+		bits[d / 8] |= (uint8_t)(1u << (d % 8));
+	}
+	*base = lo, *span = hi - lo + 1;
+	return bits;
+}
+
+/* Work calls before the runtime and driver calls: they stand for GPU work
+ * whose id no call was recorded for (one that was is never found through
+ * its work, and is left out). */
+static void order_calls(struct conv *c)
+{
+	struct strb_gpu *g = &c->g;
+	order_api_calls(g);
+	if (g->rc || !c->nwork)
+		return;
+	uint64_t base = 0, span = 0;
+	uint8_t *bits = api_ids(g, &base, &span);
+	size_t keep = 0;
+	for (size_t i = 0; i < c->nwork; i++) {
+		uint64_t d = c->work[i].corr - base;
+		bool called = bits && c->work[i].corr >= base && d < span && (bits[d / 8] >> (d % 8) & 1);
+		if (!called)
+			c->work[keep++] = c->work[i];
+	}
+	free(bits);
+	if (!keep ||
+	    !strb_gpu_grow(g, (void **)&g->calls, &g->calls_cap, g->ncalls + keep, sizeof(*g->calls)))
+		return;
+	memmove(g->calls + keep, g->calls, g->ncalls * sizeof(*g->calls));
+	for (size_t i = 0; i < keep; i++) {
+		int64_t t = strb_gpu_epoch(g, c->work[i].t);
+		g->calls[i] = (struct strb_gpu_call){.corr = c->work[i].corr,
+		                                     .kind = CALL_WORK,
+		                                     .tid = (pid_t)c->work[i].tid,
+		                                     .start = t,
+		                                     .end = t};
+	}
+	g->ncalls += keep;
 }
 
 /* Device indexes: Intel GPUs of this machine and devices seen, by PCI
@@ -316,12 +454,7 @@ static void order_devices(struct conv *c)
 			memcpy(c->dev[c->ndev++], key, sizeof(key));
 	}
 	qsort(c->dev, (size_t)c->ndev, sizeof(c->dev[0]), cmp_key);
-	c->last_dev = 0;
-}
-
-static bool is_launch(const char *name)
-{
-	return name && (strstr(name, "LaunchKernel") || strstr(name, "KernelLaunch"));
+	c->nseen = c->seen_next = 0; /* indexes change */
 }
 
 static void mark_calls(struct conv *c)
@@ -340,8 +473,133 @@ static void mark_calls(struct conv *c)
 		 * ids); the launch self-check counts the call work links to. */
 		call->flow = call->emitted && type == CALL_RUNTIME;
 		call->launch = call->emitted && strb_gpu_find(g, call->corr).call == call &&
-		               is_launch(api_name(c, CALL_GROUP(call->kind), call->op));
+		               launch_call(c, CALL_GROUP(call->kind), call->op);
 	}
+}
+
+/* ---- args ---------------------------------------------------------------- */
+
+/* Frees the kept buffers with the trace (its arg source's release). */
+static void release_kept(void *ctx)
+{
+	struct kept *k = ctx;
+	if (!k)
+		return;
+	while (k->n)
+		free(k->data[--k->n]);
+	free(k->data);
+	free(k);
+}
+
+/* String values of rendered args go in s->text, formatted by hand: writing
+ * a trace renders them once per activity. "0x" and 16 hex digits. */
+static const char *handle(struct strb_arg_scratch *s, size_t *used, uint64_t v)
+{
+	char *p = s->text + *used;
+	p[0] = '0', p[1] = 'x';
+	for (int i = 0; i < 16; i++)
+		p[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 15];
+	p[18] = 0;
+	*used += 19;
+	return p;
+}
+
+/* A copy's or fill's common args, after those of its kind; returns how
+ * many. */
+static size_t mem_args(struct strobe_arg *v, size_t n, struct strb_arg_scratch *s, size_t *used,
+                       const struct strobe_activity *a, uint64_t queue, uint64_t l0q, uint64_t ctx,
+                       uint32_t corr, const char *call, uint64_t op_id, uint64_t bytes)
+{
+	int64_t dur = a->end_ns - a->start_ns;
+	v[n++] = ARG_I("device", a->device);
+	v[n++] = ARG_U("sycl queue", queue);
+	v[n++] = ARG_S("l0 queue", handle(s, used, l0q));
+	v[n++] = ARG_S("context", handle(s, used, ctx));
+	v[n++] = ARG_U("correlation", corr);
+	v[n++] = ARG_S("l0 call", call);
+	v[n++] = ARG_U("memory opration id", op_id); /* libkineto's spelling */
+	v[n++] = ARG_U("bytes", bytes);
+	if (dur > 0)
+		v[n++] = ARG_F("memory bandwidth (GB/s)", (double)bytes / (double)dur);
+	return n;
+}
+
+/* The args of a kernel, copy, fill or runtime/driver call, from its record
+ * (whose PTI strings are the trace's copies by then) and its activity (its
+ * device index, times, and a call's correlation id). At most 11 args, 2
+ * strings of 19 bytes in s->text. */
+static size_t render(const void *ctx, const void *rec, const struct strobe_activity *a,
+                     struct strb_arg_scratch *s)
+{
+	struct strobe_arg *v = s->args;
+	size_t n = 0, used = 0;
+	if (rec == &call_rec) {
+		v[n++] = ARG_U("correlation", a->id);
+		return n;
+	}
+	switch (((const pti_record_base_t *)rec)->kind) {
+	case PTI_VIEW_DEVICE_GPU_KERNEL: {
+		const pti_record_kernel_t *r = rec;
+		v[n++] = ARG_I("device", a->device);
+		v[n++] = ARG_U("sycl queue", r->sycl_queue_id);
+		v[n++] = ARG_S("l0 queue", handle(s, &used, r->queue_handle));
+		v[n++] = ARG_S("context", handle(s, &used, r->context_handle));
+		v[n++] = ARG_U("correlation", r->correlation_id);
+		v[n++] = ARG_U("kernel_id", r->kernel_id);
+		v[n++] = ARG_U("sycl_node_id", r->sycl_node_id);
+		v[n++] = ARG_U("sycl_invocation_id", r->sycl_invocation_id);
+		if (r->source_file_name) {
+			v[n++] = ARG_S("source_file_name", r->source_file_name);
+			v[n++] = ARG_U("source_line_number", r->source_line_number);
+		}
+		break;
+	}
+	case PTI_VIEW_DEVICE_GPU_MEM_COPY: {
+		const pti_record_copy_t *r = rec;
+		n = mem_args(v, n, s, &used, a, r->sycl_queue_id, r->queue_handle, r->context_handle,
+		             r->correlation_id, r->name, r->mem_op_id, r->bytes);
+		break;
+	}
+	case PTI_VIEW_DEVICE_GPU_MEM_COPY_P2P: {
+		const pti_record_copy_p2p_t *r = rec;
+		n = mem_args(v, n, s, &used, a, r->sycl_queue_id, r->queue_handle, r->context_handle,
+		             r->correlation_id, r->name, r->mem_op_id, r->bytes);
+		v[n++] = ARG_I("dst device", key_index(ctx, r->dst_pci_address, r->dst_uuid));
+		break;
+	}
+	case PTI_VIEW_DEVICE_GPU_MEM_FILL: {
+		const pti_record_fill_t *r = rec;
+		n = mem_args(v, n, s, &used, a, r->sycl_queue_id, r->queue_handle, r->context_handle,
+		             r->correlation_id, r->name, r->mem_op_id, r->bytes);
+		v[n++] = ARG_U("value", r->value_for_set);
+		break;
+	}
+	default:
+		break;
+	}
+	return n;
+}
+
+/* The activity just emitted for rec gets its args: rendered from rec when
+ * the trace is written (rec's buffer then stays with the trace), or, when
+ * the trace renders another backend's records, built now. */
+static void args_of(struct conv *c, struct strobe_activity *a, const void *rec)
+{
+	if (c->lazy) {
+		if (strb_trace_render_args(c->g.t, rec))
+			c->g.rc = -ENOMEM;
+		c->rendered |= rec != &call_rec;
+		return;
+	}
+	struct strb_arg_scratch s;
+	size_t n = render(c->kept, rec, a, &s);
+	for (size_t i = 0; i < n; i++)
+		if (s.args[i].kind == STROBE_ARG_STRING)
+			s.args[i].value.str = strb_gpu_keep(&c->g, s.args[i].value.str);
+	a->args = n ? strb_trace_copy_args(c->g.t, s.args, n) : NULL;
+	a->arg_count = a->args ? n : 0;
+	if (n && !a->args)
+		c->g.rc = -ENOMEM;
 }
 
 /* ---- pass 2 ------------------------------------------------------------- */
@@ -360,12 +618,27 @@ static void link_work(struct conv *c, struct strobe_activity *a, uint32_t corr, 
 	call->got_kernel |= kernel;
 }
 
-static const char *handle_arg(struct conv *c, uint64_t v, bool queue)
+/* GPU work on its device's row, args from its record. */
+static void work(struct conv *c, enum strobe_activity_type type, const char *name, int dev, uint64_t queue,
+                 uint32_t corr, const void *rec, int64_t s, int64_t e)
 {
-	return queue ? hex(c, v, &c->last_queue, &c->last_queue_s) : hex(c, v, &c->last_ctx, &c->last_ctx_s);
+	uint32_t stream = row_of(queue);
+	struct strobe_activity *a = strb_gpu_emit(&c->g, type, name, s, e, dev, stream, NULL, 0);
+	if (!a)
+		return;
+	args_of(c, a, rec);
+	link_work(c, a, corr, s, type == STROBE_ACTIVITY_CONCURRENT_KERNEL);
+	strb_gpu_note_row(&c->g, (uint32_t)dev, stream, s, e);
 }
 
-static void kernel(struct conv *c, const pti_record_kernel_t *r)
+/* PTI's strings in a record become the trace's copies (the records are
+ * strobe's; their args are rendered from them). */
+static const char *own_string(struct conv *c, const char **field)
+{
+	return *field = pti_string(c, *field, "");
+}
+
+static void kernel(struct conv *c, pti_record_kernel_t *r)
 {
 	int64_t s, e;
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL) ||
@@ -374,100 +647,44 @@ static void kernel(struct conv *c, const pti_record_kernel_t *r)
 	int dev = device_of(c, r->pci_address, r->device_uuid);
 	if (dev < 0)
 		return;
-	uint32_t stream = row_of(r->sycl_queue_id);
-	struct strobe_arg args[10] = {
-	    ARG_I("device", dev),
-	    ARG_U("sycl queue", r->sycl_queue_id),
-	    ARG_S("l0 queue", handle_arg(c, r->queue_handle, true)),
-	    ARG_S("context", handle_arg(c, r->context_handle, false)),
-	    ARG_U("correlation", r->correlation_id),
-	    ARG_U("kernel_id", r->kernel_id),
-	    ARG_U("sycl_node_id", r->sycl_node_id),
-	    ARG_U("sycl_invocation_id", r->sycl_invocation_id),
-	};
-	size_t n = 8;
-	if (r->source_file_name) {
-		args[n++] = ARG_S("source_file_name", pti_string(c, r->source_file_name, ""));
-		args[n++] = ARG_U("source_line_number", r->source_line_number);
-	}
-	struct strobe_activity *a =
-	    strb_gpu_emit(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL,
-	                  pti_string(c, r->name, "<unknown kernel>"), s, e, dev, stream, args, n);
-	if (!a)
-		return;
-	link_work(c, a, r->correlation_id, s, true);
-	strb_gpu_note_row(&c->g, (uint32_t)dev, stream, s, e);
+	if (r->source_file_name)
+		own_string(c, &r->source_file_name);
+	work(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, pti_string(c, r->name, "<unknown kernel>"), dev,
+	     r->sycl_queue_id, r->correlation_id, r, s, e);
 }
 
-/* A copy's or fill's common args; returns how many. */
-static size_t mem_args(struct conv *c, struct strobe_arg *args, int dev, uint64_t queue, uint64_t l0q,
-                       uint64_t ctx, uint32_t corr, const char *call, uint64_t op_id, uint64_t bytes,
-                       int64_t dur)
-{
-	size_t n = 0;
-	args[n++] = ARG_I("device", dev);
-	args[n++] = ARG_U("sycl queue", queue);
-	args[n++] = ARG_S("l0 queue", handle_arg(c, l0q, true));
-	args[n++] = ARG_S("context", handle_arg(c, ctx, false));
-	args[n++] = ARG_U("correlation", corr);
-	args[n++] = ARG_S("l0 call", pti_string(c, call, ""));
-	args[n++] = ARG_U("memory opration id", op_id); /* libkineto's spelling */
-	args[n++] = ARG_U("bytes", bytes);
-	if (dur > 0)
-		args[n++] = ARG_F("memory bandwidth (GB/s)", (double)bytes / (double)dur);
-	return n;
-}
-
-static void mem_op(struct conv *c, enum strobe_activity_type type, const char *name, int dev, uint64_t queue,
-                   uint32_t corr, const struct strobe_arg *args, size_t n, int64_t s, int64_t e)
-{
-	uint32_t stream = row_of(queue);
-	struct strobe_activity *a = strb_gpu_emit(&c->g, type, name, s, e, dev, stream, args, n);
-	if (!a)
-		return;
-	link_work(c, a, corr, s, false);
-	strb_gpu_note_row(&c->g, (uint32_t)dev, stream, s, e);
-}
-
-static void copy(struct conv *c, const pti_record_copy_t *r)
+static void copy(struct conv *c, pti_record_copy_t *r)
 {
 	int64_t s, e;
-	struct strobe_arg args[9];
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMCPY) ||
 	    !strb_gpu_record_ok(&c->g, r->start_timestamp, r->end_timestamp, &s, &e))
 		return;
 	int dev = device_of(c, r->pci_address, r->device_uuid);
 	if (dev < 0)
 		return;
-	size_t n = mem_args(c, args, dev, r->sycl_queue_id, r->queue_handle, r->context_handle,
-	                    r->correlation_id, r->name, r->mem_op_id, r->bytes, e - s);
-	mem_op(c, STROBE_ACTIVITY_GPU_MEMCPY, copy_name(c, r->memcpy_type, r->mem_src, r->mem_dst), dev,
-	       r->sycl_queue_id, r->correlation_id, args, n, s, e);
+	own_string(c, &r->name);
+	work(c, STROBE_ACTIVITY_GPU_MEMCPY, copy_name(c, r->memcpy_type, r->mem_src, r->mem_dst), dev,
+	     r->sycl_queue_id, r->correlation_id, r, s, e);
 }
 
 /* Peer to peer: on the source device's row. */
-static void copy_p2p(struct conv *c, const pti_record_copy_p2p_t *r)
+static void copy_p2p(struct conv *c, pti_record_copy_p2p_t *r)
 {
 	int64_t s, e;
-	struct strobe_arg args[10];
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMCPY) ||
 	    !strb_gpu_record_ok(&c->g, r->start_timestamp, r->end_timestamp, &s, &e))
 		return;
 	int dev = device_of(c, r->src_pci_address, r->src_uuid);
-	int dst = device_of(c, r->dst_pci_address, r->dst_uuid);
 	if (dev < 0)
 		return;
-	size_t n = mem_args(c, args, dev, r->sycl_queue_id, r->queue_handle, r->context_handle,
-	                    r->correlation_id, r->name, r->mem_op_id, r->bytes, e - s);
-	args[n++] = ARG_I("dst device", dst);
-	mem_op(c, STROBE_ACTIVITY_GPU_MEMCPY, copy_name(c, r->memcpy_type, r->mem_src, r->mem_dst), dev,
-	       r->sycl_queue_id, r->correlation_id, args, n, s, e);
+	own_string(c, &r->name);
+	work(c, STROBE_ACTIVITY_GPU_MEMCPY, copy_name(c, r->memcpy_type, r->mem_src, r->mem_dst), dev,
+	     r->sycl_queue_id, r->correlation_id, r, s, e);
 }
 
-static void fill(struct conv *c, const pti_record_fill_t *r)
+static void fill(struct conv *c, pti_record_fill_t *r)
 {
 	int64_t s, e;
-	struct strobe_arg args[10];
 	if (!strb_gpu_selected(&c->g, STROBE_ACTIVITY_GPU_MEMSET) ||
 	    !strb_gpu_record_ok(&c->g, r->start_timestamp, r->end_timestamp, &s, &e))
 		return;
@@ -477,11 +694,9 @@ static void fill(struct conv *c, const pti_record_fill_t *r)
 	char buf[96];
 	snprintf(buf, sizeof(buf), "Memset (%llu -> %s)", (unsigned long long)r->value_for_set,
 	         strb_pti.memory_type[r->mem_type & 3]);
-	size_t n = mem_args(c, args, dev, r->sycl_queue_id, r->queue_handle, r->context_handle,
-	                    r->correlation_id, r->name, r->mem_op_id, r->bytes, e - s);
-	args[n++] = ARG_U("value", r->value_for_set);
-	mem_op(c, STROBE_ACTIVITY_GPU_MEMSET, strb_gpu_keep(&c->g, buf), dev, r->sycl_queue_id,
-	       r->correlation_id, args, n, s, e);
+	own_string(c, &r->name);
+	work(c, STROBE_ACTIVITY_GPU_MEMSET, strb_gpu_keep(&c->g, buf), dev, r->sycl_queue_id,
+	     r->correlation_id, r, s, e);
 }
 
 /* A host-side event (sync, overhead, collective) on its thread's row. */
@@ -497,13 +712,15 @@ static struct strobe_activity *host_event(struct conv *c, enum strobe_activity_t
 
 static void sync_event(struct conv *c, const pti_record_sync_t *r)
 {
+	struct strb_arg_scratch h;
+	size_t used = 0;
 	static const char *const types[] = {
 	    "Unknown",    "GPU Barrier Execution", "GPU Barrier Memory", "Host Fence",
 	    "Host Event", "Host Command List",     "Host Command Queue", "Host Device"};
 	struct strobe_arg args[] = {
 	    ARG_S("Type", types[r->synch_type < 8 ? r->synch_type : 0]),
-	    ARG_S("Context_handle", handle_arg(c, r->context_handle, false)),
-	    ARG_S("Queue_handle", handle_arg(c, r->queue_handle, true)),
+	    ARG_S("Context_handle", strb_gpu_keep(&c->g, handle(&h, &used, r->context_handle))),
+	    ARG_S("Queue_handle", strb_gpu_keep(&c->g, handle(&h, &used, r->queue_handle))),
 	    ARG_U("Event_handle", r->event_handle),
 	    ARG_U("Number_wait_events", r->number_wait_events),
 	    ARG_U("Return_code", r->return_code),
@@ -550,17 +767,18 @@ static void comms(struct conv *c, const pti_record_comms_t *r)
 static void pass2(struct conv *c, const pti_record_base_t *rec)
 {
 	switch (rec->kind) {
+	/* GPU work's records are strobe's to change (own_string). */
 	case PTI_VIEW_DEVICE_GPU_KERNEL:
-		kernel(c, (const void *)rec);
+		kernel(c, (void *)(uintptr_t)rec);
 		break;
 	case PTI_VIEW_DEVICE_GPU_MEM_COPY:
-		copy(c, (const void *)rec);
+		copy(c, (void *)(uintptr_t)rec);
 		break;
 	case PTI_VIEW_DEVICE_GPU_MEM_COPY_P2P:
-		copy_p2p(c, (const void *)rec);
+		copy_p2p(c, (void *)(uintptr_t)rec);
 		break;
 	case PTI_VIEW_DEVICE_GPU_MEM_FILL:
-		fill(c, (const void *)rec);
+		fill(c, (void *)(uintptr_t)rec);
 		break;
 	case PTI_VIEW_DEVICE_SYNCHRONIZATION:
 		sync_event(c, (const void *)rec);
@@ -590,15 +808,15 @@ static void emit_calls(struct conv *c)
 		if (!call->emitted)
 			continue;
 		bool runtime = CALL_TYPE(call->kind) == CALL_RUNTIME;
-		struct strobe_arg args[] = {ARG_U("correlation", call->corr)};
 		struct strobe_activity *a =
 		    strb_gpu_emit(g, runtime ? STROBE_ACTIVITY_XPU_RUNTIME : STROBE_ACTIVITY_XPU_DRIVER,
 		                  api_name(c, CALL_GROUP(call->kind), call->op), call->start, call->end,
-		                  g->t->pid, (int64_t)call->tid, args, 1);
+		                  g->t->pid, (int64_t)call->tid, NULL, 0);
 		if (!a)
 			return;
 		struct strb_gpu_ref ref = strb_gpu_find(g, call->corr);
 		a->id = call->corr;
+		args_of(c, a, &call_rec);
 		a->linked_id = ref.ext0 ? ref.ext0 : call->op_id;
 		if (runtime && call->flow && call->got_work) {
 			a->flow_id = call->corr;
@@ -606,6 +824,27 @@ static void emit_calls(struct conv *c)
 			a->flags |= STROBE_ACTIVITY_FLOW_START;
 		}
 	}
+}
+
+/* The trace renders the args of kernels, copies, fills and calls from the
+ * records when it is written (building them cost more than the rest of
+ * decoding), keeping their buffers; when it already renders another
+ * backend's records, they are built now. False on allocation failure. */
+static bool setup_args(struct conv *c)
+{
+	size_t nbuffers = 0;
+	for (struct strb_gpu_buffer *i = c->buffers; i; i = i->next)
+		nbuffers++;
+	c->kept = calloc(1, sizeof(*c->kept));
+	if (!c->kept || (nbuffers && !(c->kept->data = calloc(nbuffers, sizeof(*c->kept->data))))) {
+		free(c->kept);
+		c->kept = NULL;
+		return false;
+	}
+	c->kept->cap = nbuffers;
+	struct strb_arg_source src = {render, c->kept, release_kept};
+	c->lazy = strb_trace_set_arg_source(c->g.t, &src) == 0;
+	return true;
 }
 
 int strb_pti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *b)
@@ -621,10 +860,16 @@ int strb_pti_convert(struct strobe_trace *t, const struct strb_window *w, struct
 	c->g.count_unmatched = strb_gpu_selected(&c->g, STROBE_ACTIVITY_XPU_RUNTIME) ||
 	                       strb_gpu_selected(&c->g, STROBE_ACTIVITY_XPU_DRIVER);
 	strb_gpu_pool_account(&strb_pti.pool, &t->stats);
+	if (c->lib && !setup_args(c))
+		c->g.rc = -ENOMEM;
 	if (c->lib) {
 		walk(c, pass1);
 		order_calls(c);
 		order_devices(c);
+		if (c->kept) {
+			memcpy(c->kept->dev, c->dev, sizeof(c->dev));
+			c->kept->ndev = c->ndev;
+		}
 		strb_gpu_build_table(&c->g);
 		strb_gpu_link_calls(&c->g);
 		if (!c->g.rc)
@@ -644,7 +889,10 @@ int strb_pti_convert(struct strobe_trace *t, const struct strb_window *w, struct
 	int rc = c->g.rc;
 	strb_gpu_free(&c->g);
 	for (int i = 0; i < API_GROUPS; i++)
-		free(c->api[i]);
+		free(c->api[i]), free(c->launch[i]);
+	if (!c->lazy)
+		release_kept(c->kept);
+	free(c->work);
 	free(c);
 	return rc;
 }
