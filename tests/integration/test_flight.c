@@ -180,12 +180,12 @@ static void *busy_main(void *p)
 static void test_dumps_of_a_busy_thread(void **state)
 {
 	(void)state;
-	start(16 << 20, 60ull * 1000000000ull, 0);
+	start(4 << 20, 60ull * 1000000000ull, 0);
 	struct busy b = {0};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);
-	usleep(600000); /* its ring wraps over */
-	for (int i = 0; i < 5; i++) {
+	usleep(300000); /* its ring wraps over */
+	for (int i = 0; i < 3; i++) {
 		char path[1300];
 		yajl_val root = dump_and_load("busy", path, sizeof(path));
 		yajl_val outer = open_range(root, "user_annotation", "busy outer");
