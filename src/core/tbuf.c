@@ -279,6 +279,8 @@ static void recycle(struct strb_tbuf *b, size_t at)
 			if (push) {
 				kp->open[nopen].stack = (uint16_t)k;
 				kp->open[nopen++].off = (uint32_t)off;
+			} else if (nopen && kp->open[nopen - 1].stack == k) {
+				nopen--; /* the common case: it closes the last push */
 			} else {
 				size_t i = nopen;
 				while (i > 0 && kp->open[i - 1].stack != k)
