@@ -474,9 +474,13 @@ static void test_split_and_late_buffers(void **state)
 	struct launch ls = {0, 0x1000, kernel_ids[0][0], 0, 0};
 	struct copy_arg htod = {ROCP_MEMORY_COPY_HOST_TO_DEVICE, -1, 0};
 	for (int i = 0; i < SPLIT_LAUNCHES; i++) {
+		uint64_t before = F.deliveries();
 		calls[ncalls++] = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &ls);
 		calls[ncalls++] = F.hip_call("hipMemcpyAsync", NULL, 0, copy_body, &htod);
-		usleep(200); /* let the SDK's thread deliver between launches */
+		/* Let the SDK's thread deliver between launches (however slowly
+		 * a loaded or sanitized build schedules it). */
+		for (int w = 0; w < 1000 && F.deliveries() == before; w++)
+			usleep(1000);
 	}
 	uint64_t d1 = deliveries_settled();
 	/* Split: the records went out in several deliveries, not one. */
