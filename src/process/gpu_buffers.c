@@ -2,6 +2,7 @@
 #define LOG_TAG "gpu"
 #include "process/gpu_buffers.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,16 @@ void strb_gpu_pool_free_copy(struct strb_gpu_buffer *b)
 		free(b);
 		b = next;
 	}
+}
+
+int strb_gpu_pool_decode_copy(struct strb_gpu_pool *p, strb_gpu_convert_fn convert, struct strobe_trace *t,
+                              const struct strb_window *w)
+{
+	bool failed;
+	struct strb_gpu_buffer *b = strb_gpu_pool_copy(p, &failed);
+	int rc = failed ? -ENOMEM : convert(t, w, b);
+	strb_gpu_pool_free_copy(b);
+	return rc;
 }
 
 void strb_gpu_pool_add_dropped(struct strb_gpu_pool *p, uint64_t records)

@@ -66,6 +66,14 @@ void strb_gpu_pool_set_rotate_next(bool rotate);
  * are none or memory is short (*failed set then). */
 struct strb_gpu_buffer *strb_gpu_pool_copy(struct strb_gpu_pool *p, bool *failed);
 void strb_gpu_pool_free_copy(struct strb_gpu_buffer *b);
+struct strb_window;
+/* A flight dump's decoding: convert (the backend's own, as its process
+ * uses) over a copy of the completed buffers, which stay in the pool.
+ * Returns convert's result, or -ENOMEM. */
+typedef int (*strb_gpu_convert_fn)(struct strobe_trace *t, const struct strb_window *w,
+                                   struct strb_gpu_buffer *b);
+int strb_gpu_pool_decode_copy(struct strb_gpu_pool *p, strb_gpu_convert_fn convert, struct strobe_trace *t,
+                              const struct strb_window *w);
 bool strb_gpu_pool_active(const struct strb_gpu_pool *p);
 
 /* Vendor thread: a buffer of *size bytes, or NULL (*size 0) when refused

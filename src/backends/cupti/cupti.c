@@ -335,12 +335,8 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
  * buffers stay for later dumps (and rotate at the budget). */
 static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
 {
-	bool failed;
 	strb_cupti.lib->cuptiActivityFlushAll(0);
-	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&strb_cupti.pool, &failed);
-	int rc = failed ? -ENOMEM : strb_cupti_convert(t, w, b);
-	strb_gpu_pool_free_copy(b);
-	return rc;
+	return strb_gpu_pool_decode_copy(&strb_cupti.pool, strb_cupti_convert, t, w);
 }
 
 static void atfork_child(void)

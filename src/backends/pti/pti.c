@@ -361,12 +361,8 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
  * buffers stay for later dumps (and rotate at the budget). */
 static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
 {
-	bool failed;
 	strb_pti.lib->flush_all();
-	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&strb_pti.pool, &failed);
-	int rc = failed ? -ENOMEM : strb_pti_convert(t, w, b);
-	strb_gpu_pool_free_copy(b);
-	return rc;
+	return strb_gpu_pool_decode_copy(&strb_pti.pool, strb_pti_convert, t, w);
 }
 
 static int metadata(struct strobe_trace *t)

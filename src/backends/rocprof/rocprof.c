@@ -773,11 +773,7 @@ static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
 	pthread_mutex_lock(&s->buf_lock);
 	complete_current();
 	pthread_mutex_unlock(&s->buf_lock);
-	bool failed;
-	struct strb_gpu_buffer *b = strb_gpu_pool_copy(&s->pool, &failed);
-	int rc = failed ? -ENOMEM : strb_rocprof_convert(t, w, b);
-	strb_gpu_pool_free_copy(b);
-	return rc;
+	return strb_gpu_pool_decode_copy(&s->pool, strb_rocprof_convert, t, w);
 }
 
 static void atfork_child(void)
