@@ -175,6 +175,18 @@ static const char *owner_name(enum strb_owner o)
 	                                : "synchronous";
 }
 
+/* The next session number and a fresh clock map (0 or -ENOMEM). */
+static int new_session(void)
+{
+	if (++last_session == 0)
+		last_session = 1;
+	session = last_session;
+	pthread_mutex_lock(&map_lock);
+	int rc = strb_clock_map_begin(&clock_map);
+	pthread_mutex_unlock(&map_lock);
+	return rc;
+}
+
 int strb_control_prepare(const struct strb_config *cfg, enum strb_owner who)
 {
 	pthread_mutex_lock(&lock);
@@ -225,12 +237,7 @@ int strb_control_start(enum strb_owner who)
 		                "strobe_start: no trace is prepared (call strobe_prepare first)");
 		goto out;
 	}
-	if (++last_session == 0)
-		last_session = 1;
-	session = last_session;
-	pthread_mutex_lock(&map_lock);
-	rc = strb_clock_map_begin(&clock_map);
-	pthread_mutex_unlock(&map_lock);
+	rc = new_session();
 	if (rc) {
 		rc = strb_error(-ENOMEM, "strobe_start: out of memory");
 		goto out;
@@ -436,12 +443,7 @@ int strb_control_flight_start(const struct strb_config *cfg)
 	strb_gpu_pool_set_rotate_next(true);
 	prepare_backends(cfg);
 	strb_gpu_pool_set_rotate_next(false);
-	if (++last_session == 0)
-		last_session = 1;
-	session = last_session;
-	pthread_mutex_lock(&map_lock);
-	rc = strb_clock_map_begin(&clock_map);
-	pthread_mutex_unlock(&map_lock);
+	rc = new_session();
 	if (rc) {
 		strb_tbuf_set_ring(false);
 		FOR_EACH_ACTIVE_BACKEND(i)
