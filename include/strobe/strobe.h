@@ -168,7 +168,14 @@ enum strobe_activity_type {
 	STROBE_ACTIVITY_KINETO_COUNT = 29,        /* libkineto's ENUM_COUNT */
 
 	STROBE_ACTIVITY_CPU_COUNTER = 48, /* "cpu_counter": strobe_counter() */
-	STROBE_ACTIVITY_TYPE_MAX = 63,    /* types fit in a 64-bit mask */
+	/* Selection-only types (not in the default mask): GPU allocations and
+	 * frees ("[memory]" instants and a "GPU memory allocated (bytes)"
+	 * counter per device), and sampled device counters (NVML). Their
+	 * events are written as cpu_instant_event / hardware_counters, as
+	 * libkineto writes memory events and counters. */
+	STROBE_ACTIVITY_GPU_MEMORY = 49,   /* "gpu_memory" */
+	STROBE_ACTIVITY_GPU_COUNTERS = 50, /* "gpu_counters" */
+	STROBE_ACTIVITY_TYPE_MAX = 63,     /* types fit in a 64-bit mask */
 };
 
 /* Bit of a type in an activity mask. */

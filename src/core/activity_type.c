@@ -34,6 +34,8 @@ static const char *const type_names[STROBE_ACTIVITY_TYPE_MAX + 1] = {
     [STROBE_ACTIVITY_XPU_SYNC] = "xpu_sync",
     [STROBE_ACTIVITY_HARDWARE_COUNTERS] = "hardware_counters",
     [STROBE_ACTIVITY_CPU_COUNTER] = "cpu_counter",
+    [STROBE_ACTIVITY_GPU_MEMORY] = "gpu_memory",
+    [STROBE_ACTIVITY_GPU_COUNTERS] = "gpu_counters",
 };
 
 const char *strobe_activity_type_name(enum strobe_activity_type type)

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,6 +81,20 @@ static inline CUpti_ActivityAPI ct_api(CUpti_ActivityKind kind, CUpti_CallbackId
 		__typeof__(rec) ct_rec_ = (rec);                                                             \
 		assert_int_equal(fake_cupti_queue(&ct_rec_, sizeof(ct_rec_)), 1);                            \
 	} while (0)
+
+/* Stops the trace once the clock is past after + gap ns (every record ends
+ * inside the window), saves it as tu_dir/NAME.json into path and parses it. */
+static inline yajl_val ct_stop_and_load(uint64_t after, uint64_t gap, const char *name, char *path,
+                                        size_t path_len)
+{
+	ct_stamp_after(after, gap);
+	strobe_trace *t = NULL;
+	assert_int_equal(strobe_stop(&t), 0);
+	snprintf(path, path_len, "%s/%s.json", tu_dir, name);
+	assert_int_equal(strobe_trace_save(t, path), 0);
+	strobe_trace_destroy(t);
+	return tu_load_trace(path);
+}
 
 /* A member of the trace's "strobe" accounting object. */
 static inline double ct_stat(yajl_val root, const char *key)

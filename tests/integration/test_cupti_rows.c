@@ -42,14 +42,7 @@ static uint32_t kernel_at(uint32_t device, uint32_t stream, uint64_t from_us, ui
 
 static yajl_val finish(const char *name, uint64_t last_us)
 {
-	/* Every record ends inside the window. */
-	ct_stamp_after(base, (last_us + 5) * US);
-	strobe_trace *t = NULL;
-	assert_int_equal(strobe_stop(&t), 0);
-	snprintf(path_buf, sizeof(path_buf), "%s/%s.json", tu_dir, name);
-	assert_int_equal(strobe_trace_save(t, path_buf), 0);
-	strobe_trace_destroy(t);
-	return tu_load_trace(path_buf);
+	return ct_stop_and_load(base, (last_us + 5) * US, name, path_buf, sizeof(path_buf));
 }
 
 static bool num_is(yajl_val obj, const char *key, double v)

@@ -360,9 +360,14 @@ static void test_activity_type_names(void **state)
 	assert_int_equal(strobe_activity_type_parse("cpu_counter", &parsed), 0);
 	assert_int_equal(parsed, 48);
 
-	/* 29..47 stay free for libkineto; nothing else above 48 exists yet. */
+	assert_int_equal(strobe_activity_type_parse("gpu_memory", &parsed), 0);
+	assert_int_equal(parsed, 49);
+	assert_int_equal(strobe_activity_type_parse("gpu_counters", &parsed), 0);
+	assert_int_equal(parsed, 50);
+
+	/* 29..47 stay free for libkineto; nothing else above 50 exists yet. */
 	for (int i = STROBE_ACTIVITY_KINETO_COUNT; i <= STROBE_ACTIVITY_TYPE_MAX; i++)
-		if (i != STROBE_ACTIVITY_CPU_COUNTER)
+		if (i < STROBE_ACTIVITY_CPU_COUNTER || i > STROBE_ACTIVITY_GPU_COUNTERS)
 			assert_null(strobe_activity_type_name((enum strobe_activity_type)i));
 	assert_null(strobe_activity_type_name((enum strobe_activity_type)64));
 	assert_null(strobe_activity_type_name((enum strobe_activity_type) - 1));

@@ -145,6 +145,11 @@ static void choose_kinds(uint64_t mask)
 		enable_kind(CUPTI_ACTIVITY_KIND_DRIVER);
 	if (mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_OVERHEAD))
 		enable_kind(CUPTI_ACTIVITY_KIND_OVERHEAD);
+	if (mask & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY)) {
+		/* Allocations and frees as events (MEMORY is their lifetimes). */
+		enable_kind(CUPTI_ACTIVITY_KIND_MEMORY2);
+		enable_kind(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+	}
 }
 
 static uint64_t gpu_types(void)
@@ -155,6 +160,7 @@ static uint64_t gpu_types(void)
 	    STROBE_ACTIVITY_CUDA_DRIVER,          STROBE_ACTIVITY_CUDA_SYNC,
 	    STROBE_ACTIVITY_CUDA_EVENT,           STROBE_ACTIVITY_OVERHEAD,
 	    STROBE_ACTIVITY_EXTERNAL_CORRELATION, STROBE_ACTIVITY_GPU_USER_ANNOTATION,
+	    STROBE_ACTIVITY_GPU_MEMORY,
 	};
 	uint64_t m = 0;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)

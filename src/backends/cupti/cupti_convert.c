@@ -17,6 +17,7 @@
 
 #include "backends/cupti/cupti_args.h"
 #include "backends/cupti/cupti_cuda.h"
+#include "backends/cupti/cupti_memory.h"
 #include "backends/cupti/cupti_names.h"
 #include "backends/cupti/cupti_state.h"
 #include "common/log.h"
@@ -59,6 +60,8 @@ struct conv {
 	 * copied: their buffers are reused as trace memory before the end. */
 	CUpti_ActivitySynchronization *waits;
 	size_t nwaits, waits_cap;
+
+	struct strb_cupti_mem mem; /* allocations, frees, pool events */
 };
 
 #define PUSH(c, arr, count, cap, value)                                                                      \
@@ -170,6 +173,11 @@ static void pass1(struct conv *c, const CUpti_Activity *rec)
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
 		const CUpti_ActivityMemset4 *m = (const void *)rec;
+		note_context(c, m->contextId, m->deviceId);
+		break;
+	}
+	case CUPTI_ACTIVITY_KIND_MEMORY2: {
+		const CUpti_ActivityMemory4 *m = (const void *)rec;
 		note_context(c, m->contextId, m->deviceId);
 		break;
 	}
@@ -480,6 +488,12 @@ static void pass2(struct conv *c, const CUpti_Activity *rec)
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		overhead(c, (const void *)rec);
 		break;
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		strb_cupti_mem_add(&c->mem, &c->g, (const void *)rec);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+		strb_cupti_mem_add_pool(&c->mem, &c->g, (const void *)rec);
+		break;
 	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
 	case CUPTI_ACTIVITY_KIND_DEVICE:
 		break;
@@ -627,6 +641,13 @@ static void finish(struct conv *c)
 		if (strb_gpu_row_busy(&c->g, context_device(c, r->contextId), r->streamId))
 			sync_record(c, r, true);
 	}
+	unsigned char uuid[MAX_DEVICES][16];
+	bool uuid_known[MAX_DEVICES];
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		memcpy(uuid[d], c->dev[d].uuid, 16);
+		uuid_known[d] = c->dev[d].uuid_known;
+	}
+	strb_cupti_mem_emit(&c->mem, &c->g, (const unsigned char(*)[16])uuid, uuid_known, MAX_DEVICES);
 	strb_gpu_emit_spans(&c->g);
 	uint64_t missing = strb_gpu_count_launches(&c->g);
 	if (missing && strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL))
@@ -728,5 +749,6 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	free(c.events);
 	free(c.sync_rows);
 	free(c.waits);
+	strb_cupti_mem_free(&c.mem);
 	return rc;
 }

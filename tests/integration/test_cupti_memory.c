@@ -1,0 +1,239 @@
+/* The GPU memory timeline through the fake libcupti: MEMORY2 allocations and
+ * frees become "[memory]" instants with PyTorch's arg names, pool events
+ * their own instants, and each device gets a "GPU memory allocated (bytes)"
+ * counter that runs in time order from the level at trace start, even when
+ * the records arrive out of order. */
+#include "test_cupti_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MALLOC CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020
+#define FREE   CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020
+#define US     1000
+#define TRACK  "GPU memory allocated (bytes)"
+
+static char path_buf[1200];
+static uint64_t base;
+
+static int setup(void **state)
+{
+	(void)state;
+	fake_cupti_reset();
+	return 0;
+}
+
+static void begin(uint64_t mask)
+{
+	assert_int_equal(strobe_prepare(mask, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	base = ct_stamp_after(0, 0);
+}
+
+static CUpti_ActivityMemory4 mem(bool alloc, uint32_t corr, uint32_t device, uint32_t stream, uint64_t addr,
+                                 uint64_t bytes, uint64_t at_us, CUpti_ActivityMemoryKind kind)
+{
+	CUpti_ActivityMemory4 m = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMORY2,
+	    .memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+	                                 : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+	    .memoryKind = kind,
+	    .correlationId = corr,
+	    .address = addr,
+	    .bytes = bytes,
+	    .timestamp = base + at_us * US,
+	    .processId = (uint32_t)getpid(),
+	    .deviceId = device,
+	    .contextId = 100 + device,
+	    .streamId = stream,
+	};
+	return m;
+}
+
+static yajl_val finish(const char *name, uint64_t last_us)
+{
+	return ct_stop_and_load(base, (last_us + 5) * US, name, path_buf, sizeof(path_buf));
+}
+
+/* The ph events named name on pid, in file order (at most max); for
+ * "[memory]", those of device memory only. */
+static size_t events_of(yajl_val root, const char *ph, const char *name, double pid, yajl_val *out,
+                        size_t max)
+{
+	yajl_val evs = tu_events(root);
+	size_t n = 0;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
+		const char *p = tu_get_str(e, "ph"), *what = tu_get_str(e, "name");
+		if (!p || !what || strcmp(p, ph) || strcmp(what, name) || tu_get_num(e, "pid") != pid)
+			continue;
+		if (!strcmp(name, "[memory]") && tu_get_num(tu_get(e, "args"), "Device Type") != 1)
+			continue;
+		if (n < max)
+			out[n++] = e;
+	}
+	return n;
+}
+
+static void test_allocations_and_frees(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_DEFAULT_MASK | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	assert_true(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+	assert_true(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY_POOL));
+	uint64_t s = ct_stamp_after(0, 0);
+	uint32_t c1 = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, MALLOC, s, s + 10);
+	uint32_t c2 = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, MALLOC, s + 20, s + 30);
+	uint32_t c3 = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, FREE, s + 40, s + 50);
+	/* Out of order: the free first, then the second allocation. */
+	CT_QUEUE(mem(false, c3, 0, 7, 0x1000, 4096, 30, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	CT_QUEUE(mem(true, c2, 0, 7, 0x9000, 1 << 20, 20, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	CT_QUEUE(mem(true, c1, 0, 7, 0x1000, 4096, 10, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	/* Pinned host memory: an instant, not the device's level. */
+	CT_QUEUE(mem(true, c1, 0, 7, 0x5000, 999, 15, CUPTI_ACTIVITY_MEMORY_KIND_PINNED));
+	yajl_val root = finish("allocs", 30);
+
+	yajl_val ev[8];
+	assert_int_equal(events_of(root, "i", "[memory]", 0, ev, 8), 3);
+	/* In time order: +4096, +1 MiB, -4096. */
+	const double bytes[] = {4096, 1 << 20, -4096};
+	const double total[] = {4096, 4096 + (1 << 20), 1 << 20};
+	for (int i = 0; i < 3; i++) {
+		yajl_val a = tu_get(ev[i], "args");
+		assert_string_equal(tu_get_str(ev[i], "cat"), "cpu_instant_event");
+		assert_int_equal(tu_get_num(ev[i], "tid"), 7);
+		assert_int_equal(tu_get_num(a, "Device Type"), 1);
+		assert_int_equal(tu_get_num(a, "Device Id"), 0);
+		assert_true(tu_get_num(a, "Bytes") == bytes[i]);
+		assert_true(tu_get_num(a, "Total Allocated") == total[i]);
+		assert_true(tu_get_num(a, "Total Reserved") == total[i]);
+		assert_string_equal(tu_get_str(a, "kind"), "Device");
+		assert_string_equal(tu_get_str(a, "operation"), i == 2 ? "release" : "allocation");
+		assert_int_equal(tu_get_num(a, "stream"), 7);
+	}
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "Addr"), 0x1000);
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "correlation"), c1);
+	assert_int_equal(tu_get_num(tu_get(ev[2], "args"), "correlation"), c3);
+	assert_true(tu_get_ns(ev[0], "ts") < tu_get_ns(ev[1], "ts"));
+	assert_true(tu_get_ns(ev[1], "ts") < tu_get_ns(ev[2], "ts"));
+
+	/* The host allocation: CPU memory, no device totals. */
+	size_t nhost = 0;
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val a = tu_get(YAJL_GET_ARRAY(evs)->values[i], "args");
+		const char *k = a ? tu_get_str(a, "kind") : NULL;
+		if (k && !strcmp(k, "Pinned")) {
+			assert_int_equal(tu_get_num(a, "Device Type"), 0);
+			assert_null(tu_get(a, "Total Allocated"));
+			nhost++;
+		}
+	}
+	assert_int_equal(nhost, 1);
+
+	/* The counter: window start, three changes, window end. */
+	yajl_val c[8];
+	assert_int_equal(events_of(root, "C", TRACK, 0, c, 8), 5);
+	const double level[] = {0, 4096, 4096 + (1 << 20), 1 << 20, 1 << 20};
+	for (int i = 0; i < 5; i++) {
+		assert_string_equal(tu_get_str(c[i], "cat"), "hardware_counters");
+		assert_true(tu_get_num(tu_get(c[i], "args"), TRACK) == level[i]);
+	}
+	/* No counter source measured the start level: the trace says so. */
+	yajl_val start = tu_get(tu_get(root, "gpu_memory_start"), "0");
+	assert_non_null(start);
+	assert_true(YAJL_IS_NULL(tu_get(start, "bytes")));
+	tu_assert_contains(tu_get_str(root, "gpu_memory_start_unknown"), "start level unknown: ");
+	yajl_tree_free(root);
+}
+
+static void test_pools_and_async(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_DEFAULT_MASK | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	CUpti_ActivityMemoryPool3 p = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL,
+	    .memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED,
+	    .memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+	    .deviceId = 1,
+	    .address = 0xa0000,
+	    .size = 32 << 20,
+	    .timestamp = base + 5 * US,
+	};
+	CT_QUEUE(p);
+	CUpti_ActivityMemory4 m =
+	    mem(true, 0, 1, 13, 0xa0000, 2 << 20, 10, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+	m.isAsync = 1;
+	m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+	m.memoryPoolConfig.address = 0xa0000;
+	m.memoryPoolConfig.pool.size = 64 << 20;
+	m.memoryPoolConfig.utilizedSize = 2 << 20;
+	CT_QUEUE(m);
+	p.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED;
+	p.size = 8 << 20;
+	p.timestamp = base + 20 * US;
+	CT_QUEUE(p);
+	yajl_val root = finish("pools", 20);
+
+	yajl_val ev[4];
+	assert_int_equal(events_of(root, "i", "Memory pool created", 1, ev, 4), 1);
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "size"), 32 << 20);
+	assert_int_equal(events_of(root, "i", "[memory]", 1, ev, 4), 1);
+	yajl_val a = tu_get(ev[0], "args");
+	assert_int_equal(tu_get_num(a, "Total Allocated"), 2 << 20);
+	/* Reserved: the pool's size as the allocation reported it. */
+	assert_int_equal(tu_get_num(a, "Total Reserved"), 64 << 20);
+	assert_true(YAJL_IS_TRUE(tu_get(a, "async")));
+	assert_int_equal(tu_get_num(a, "pool"), 0xa0000);
+	assert_int_equal(tu_get_num(a, "stream"), 13);
+	assert_int_equal(events_of(root, "i", "Memory pool trimmed", 1, ev, 4), 1);
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "Total Reserved"), 8 << 20);
+	/* Device 1's process is named. */
+	yajl_val names[4];
+	assert_int_equal(events_of(root, "M", "process_name", 1, names, 4), 1);
+	yajl_tree_free(root);
+}
+
+static void test_not_selected(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_DEFAULT_MASK);
+	assert_false(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+	/* Not enabled: the fake refuses to queue it, as the GPU produces none. */
+	CUpti_ActivityMemory4 m = mem(true, 0, 0, 7, 0x1000, 4096, 10, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+	assert_int_equal(fake_cupti_queue(&m, sizeof(m)), 0);
+	yajl_val root = finish("off", 10);
+	assert_int_equal(tu_count(root, "i", NULL, "[memory]"), 0);
+	assert_int_equal(tu_count(root, "C", NULL, TRACK), 0);
+	assert_null(tu_get(root, "gpu_memory_start"));
+	yajl_tree_free(root);
+}
+
+static void test_type_names(void **state)
+{
+	(void)state;
+	enum strobe_activity_type t;
+	assert_int_equal(strobe_activity_type_parse("gpu_memory", &t), 0);
+	assert_int_equal(t, STROBE_ACTIVITY_GPU_MEMORY);
+	assert_int_equal(strobe_activity_type_parse("gpu_counters", &t), 0);
+	assert_int_equal(t, STROBE_ACTIVITY_GPU_COUNTERS);
+	assert_false(STROBE_ACTIVITY_DEFAULT_MASK & STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	/* Selected by name in the config, the allocations are traced. */
+	assert_int_equal(strobe_prepare(0, "ACTIVITY_TYPES=kernel,cuda_runtime,gpu_memory"), 0);
+	assert_true(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+	assert_int_equal(strobe_prepare(0, "ACTIVITY_TYPES=kernel"), 0);
+	assert_false(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+	assert_int_equal(strobe_stop(NULL), STROBE_E_STATE);
+}
+
+int main(void)
+{
+	ct_use_fake();
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_allocations_and_frees, setup),
+	    cmocka_unit_test_setup(test_pools_and_async, setup),
+	    cmocka_unit_test_setup(test_not_selected, setup),
+	    cmocka_unit_test_setup(test_type_names, setup),
+	};
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
+}
