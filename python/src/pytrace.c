@@ -1,0 +1,464 @@
+/* Python function tracing: each call of a Python function (and, when asked,
+ * of a C function) becomes one python_function event on its thread, as
+ * libkineto's Python tracer writes them: named "file(first line): qualname"
+ * with args "Python id", "Python parent id" and "Python thread".
+ *
+ * Hooks: sys.monitoring on 3.12+ (strobe/_pytrace.py registers the _mon_*
+ * functions below as the callbacks of its tool id; events fire on every
+ * thread), the C profile function on 3.10 and 3.11 (PyEval_SetProfile for
+ * the thread that starts, threading.setprofile(_thread_hook) for threads
+ * started later).
+ *
+ * Each thread keeps its own stack of open calls; a call becomes an event
+ * (strobe_record, with its start and end) when it returns, yields or
+ * unwinds, so a generator or coroutine gives one event per resumption and
+ * nothing is mis-nested. Returns of calls begun before the trace started
+ * are ignored, except the starting thread's, whose stack is taken as it is
+ * at the start. Calls still open at the stop are recorded as unfinished.
+ *
+ * Everything here runs with the GIL held, which guards the shared state.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pytrace.h"
+#include "strobe/strobe.h"
+
+enum { FRAME_PY, FRAME_C };
+
+struct frame {
+	int64_t start_ns;
+	uint64_t id;
+	uint64_t parent;  /* id of the nearest recorded call below, 0 for none */
+	const char *name; /* NULL: not recorded (strobe's own code) */
+	int kind;
+};
+
+struct tstate {
+	uint32_t gen;   /* the session the stack belongs to */
+	int64_t tid;    /* system thread id */
+	uint64_t index; /* "Python thread": the order threads were first seen in */
+	uint32_t depth; /* open calls */
+	uint32_t cap;   /* stack's size */
+	uint32_t lost;  /* pushes not kept (no memory), popped first */
+	struct frame *stack;
+	struct tstate *next;
+};
+
+static bool active;
+static bool c_calls;
+static uint32_t gen;
+static uint64_t next_id;
+static uint64_t thread_count;
+static struct tstate *threads;
+static char *own_prefix; /* strobe's package folder: its functions are not recorded */
+static size_t own_prefix_len;
+static __thread struct tstate *tls;
+
+/* ---- names: one string per code object or C function, made once --------- */
+
+struct name_slot {
+	const void *key;
+	PyObject *ref; /* keeps key alive, so its address is not reused */
+	char *name;
+};
+static struct name_slot *names;
+static size_t names_cap, names_used;
+
+static size_t slot_of(const void *key, size_t cap)
+{
+	uintptr_t h = (uintptr_t)key;
+	h ^= h >> 17;
+	h *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 20) & (cap - 1);
+}
+
+static bool names_grow(void)
+{
+	size_t cap = names_cap ? names_cap * 2 : 1024;
+	struct name_slot *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < names_cap; i++) {
+		if (!names[i].key)
+			continue;
+		size_t j = slot_of(names[i].key, cap);
+		while (t[j].key)
+			j = (j + 1) & (cap - 1);
+		t[j] = names[i];
+	}
+	free(names);
+	names = t;
+	names_cap = cap;
+	return true;
+}
+
+static void names_clear(void)
+{
+	for (size_t i = 0; i < names_cap; i++) {
+		if (names[i].key) {
+			Py_XDECREF(names[i].ref);
+			free(names[i].name);
+		}
+	}
+	free(names);
+	names = NULL;
+	names_cap = names_used = 0;
+}
+
+static char *code_name_make(PyObject *code)
+{
+	PyObject *file = PyObject_GetAttrString(code, "co_filename");
+	PyObject *line = PyObject_GetAttrString(code, "co_firstlineno");
+	PyObject *func = PyObject_GetAttrString(code, "co_qualname");
+	if (!func) {
+		PyErr_Clear();
+		func = PyObject_GetAttrString(code, "co_name");
+	}
+	char *out = NULL;
+	if (file && line && func) {
+		const char *f = PyUnicode_AsUTF8(file), *q = PyUnicode_AsUTF8(func);
+		long l = PyLong_AsLong(line);
+		if (f && own_prefix && !strncmp(f, own_prefix, own_prefix_len))
+			out = strdup("");
+		else if (f && q && asprintf(&out, "%s(%ld): %s", f, l, q) < 0)
+			out = NULL;
+	}
+	Py_XDECREF(file);
+	Py_XDECREF(line);
+	Py_XDECREF(func);
+	PyErr_Clear();
+	return out;
+}
+
+/* The C function's PyMethodDef (the key: bound methods are made afresh at
+ * each attribute access, their definition is static) and its name, as
+ * libkineto shows it: "<built-in function len>", "<built-in method append
+ * of list object>". NULL for other callables. */
+static const PyMethodDef *c_function_def(PyObject *callable, const char **owner)
+{
+	if (PyCFunction_Check(callable)) {
+		PyObject *self = PyCFunction_GET_SELF(callable);
+		*owner = !self || PyModule_Check(self) ? NULL : Py_TYPE(self)->tp_name;
+		return ((PyCFunctionObject *)callable)->m_ml;
+	}
+	if (Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
+		*owner = ((PyMethodDescrObject *)callable)->d_common.d_type->tp_name;
+		return ((PyMethodDescrObject *)callable)->d_method;
+	}
+	return NULL;
+}
+
+static const char *name_of(const void *key, PyObject *obj, const char *owner)
+{
+	if (names_used * 2 >= names_cap && !names_grow())
+		return "?";
+	size_t i = slot_of(key, names_cap);
+	while (names[i].key) {
+		if (names[i].key == key)
+			return *names[i].name ? names[i].name : NULL;
+		i = (i + 1) & (names_cap - 1);
+	}
+	char *name = NULL;
+	if (PyCode_Check(obj)) {
+		name = code_name_make(obj);
+	} else {
+		const PyMethodDef *def = key;
+		if (asprintf(&name, owner ? "<built-in method %s of %s object>" : "<built-in function %s>",
+		             def->ml_name, owner) < 0)
+			name = NULL;
+	}
+	if (!name)
+		return "?";
+	names[i] = (struct name_slot){key, PyCode_Check(obj) ? Py_NewRef(obj) : NULL, name};
+	names_used++;
+	return *name ? name : NULL;
+}
+
+/* ---- the per-thread stacks --------------------------------------------- */
+
+static struct tstate *thread_state(void)
+{
+	struct tstate *t = tls;
+	if (__builtin_expect(t && t->gen == gen, 1))
+		return t;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		t->tid = (int64_t)syscall(SYS_gettid);
+		t->index = thread_count++;
+		t->next = threads;
+		threads = t;
+		tls = t;
+	}
+	t->gen = gen;
+	t->depth = t->lost = 0;
+	return t;
+}
+
+static void push(struct tstate *t, const char *name, int kind, int64_t now)
+{
+	if (__builtin_expect(t->depth == t->cap, 0)) {
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		struct frame *s = realloc(t->stack, cap * sizeof(*s));
+		if (!s) {
+			t->lost++;
+			return;
+		}
+		t->stack = s;
+		t->cap = cap;
+	}
+	struct frame *f = &t->stack[t->depth++];
+	f->start_ns = now;
+	f->id = ++next_id;
+	f->parent = t->depth < 2 ? 0 : f[-1].name ? f[-1].id : f[-1].parent;
+	f->name = name;
+	f->kind = kind;
+}
+
+/* Records the top call as ending at end and pops it. */
+static void emit_top(struct tstate *t, int64_t end, uint32_t flags, int64_t resource)
+{
+	struct frame *f = &t->stack[--t->depth];
+	if (!f->name)
+		return;
+	struct strobe_arg args[3] = {
+	    {.key = "Python id", .kind = STROBE_ARG_U64, .value.u64 = f->id},
+	    {.key = "Python parent id", .kind = STROBE_ARG_U64, .value.u64 = f->parent},
+	    {.key = "Python thread", .kind = STROBE_ARG_U64, .value.u64 = t->index},
+	};
+	struct strobe_activity a = {
+	    .size = sizeof(a),
+	    .type = STROBE_ACTIVITY_PYTHON_FUNCTION,
+	    .flags = flags,
+	    .name = f->name,
+	    .start_ns = f->start_ns,
+	    .end_ns = end,
+	    .resource = resource,
+	    .args = args,
+	    .arg_count = 3,
+	};
+	(void)strobe_record(&a); /* fails only when the window closed or the budget is spent (counted) */
+}
+
+static void pop(struct tstate *t, int kind)
+{
+	if (t->lost) {
+		t->lost--;
+		return;
+	}
+	int64_t now = (int64_t)strobe_now_ns();
+	if (kind == FRAME_C) {
+		if (t->depth && t->stack[t->depth - 1].kind == FRAME_C)
+			emit_top(t, now, 0, 0);
+		return;
+	}
+	/* A C call whose return was not seen ends with the Python call above it. */
+	while (t->depth && t->stack[t->depth - 1].kind == FRAME_C)
+		emit_top(t, now, 0, 0);
+	if (t->depth)
+		emit_top(t, now, 0, 0);
+}
+
+static void push_code(PyObject *code)
+{
+	struct tstate *t = thread_state();
+	if (t)
+		push(t, name_of(code, code, NULL), FRAME_PY, (int64_t)strobe_now_ns());
+}
+
+static void push_c(PyObject *callable)
+{
+	const char *owner = NULL;
+	const PyMethodDef *def = c_function_def(callable, &owner);
+	struct tstate *t = def ? thread_state() : NULL;
+	if (!t)
+		return;
+	/* What strobe's own code calls is not recorded either. */
+	bool own = t->depth && t->stack[t->depth - 1].kind == FRAME_PY && !t->stack[t->depth - 1].name;
+	push(t, own ? NULL : name_of(def, callable, owner), FRAME_C, (int64_t)strobe_now_ns());
+}
+
+static void pop_kind(int kind)
+{
+	struct tstate *t = thread_state();
+	if (t)
+		pop(t, kind);
+}
+
+/* ---- sys.monitoring callbacks (3.12+) ----------------------------------- */
+
+/* PY_START, PY_RESUME, PY_THROW: (code, offset[, exception]) */
+static PyObject *pytrace_mon_push(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m;
+	if (active && n >= 1)
+		push_code(args[0]);
+	Py_RETURN_NONE;
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND: (code, offset, value) */
+static PyObject *pytrace_mon_pop(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m, (void)args, (void)n;
+	if (active)
+		pop_kind(FRAME_PY);
+	Py_RETURN_NONE;
+}
+
+/* CALL: (code, offset, callable, arg0); only C functions are recorded. */
+static PyObject *pytrace_mon_call(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m;
+	if (active && c_calls && n >= 3)
+		push_c(args[2]);
+	Py_RETURN_NONE;
+}
+
+/* C_RETURN, C_RAISE: (code, offset, callable, arg0) */
+static PyObject *pytrace_mon_c_pop(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m;
+	const char *owner;
+	if (active && c_calls && n >= 3 && c_function_def(args[2], &owner))
+		pop_kind(FRAME_C);
+	Py_RETURN_NONE;
+}
+
+/* ---- the C profile function (3.10, 3.11) -------------------------------- */
+
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	(void)obj;
+	if (!active) {
+		PyEval_SetProfile(NULL, NULL);
+		return 0;
+	}
+	switch (what) {
+	case PyTrace_CALL: {
+		PyCodeObject *code = PyFrame_GetCode(frame);
+		push_code((PyObject *)code);
+		Py_DECREF(code);
+		break;
+	}
+	case PyTrace_RETURN:
+		pop_kind(FRAME_PY);
+		break;
+	case PyTrace_C_CALL:
+		if (c_calls)
+			push_c(arg);
+		break;
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION:
+		if (c_calls)
+			pop_kind(FRAME_C);
+		break;
+	}
+	return 0;
+}
+
+/* threading.setprofile's hook, run once in each thread started while
+ * tracing: it hands the thread to the C profile function. */
+static PyObject *pytrace_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m;
+	if (!active) {
+		PyEval_SetProfile(NULL, NULL);
+		Py_RETURN_NONE;
+	}
+	PyEval_SetProfile(profile, NULL);
+	if (n == 3 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
+	    PyUnicode_CompareWithASCIIString(args[1], "call") == 0)
+		profile(NULL, (PyFrameObject *)args[0], PyTrace_CALL, NULL);
+	Py_RETURN_NONE;
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+/* The calling thread's stack as it is now, outermost call first. */
+static void take_current_stack(struct tstate *t, int64_t now)
+{
+	PyObject *codes[512];
+	int n = 0;
+	PyFrameObject *f = PyEval_GetFrame();
+	Py_XINCREF(f);
+	while (f && n < (int)(sizeof(codes) / sizeof(codes[0]))) {
+		codes[n++] = (PyObject *)PyFrame_GetCode(f);
+		PyFrameObject *back = PyFrame_GetBack(f);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	for (int i = n - 1; i >= 0; i--) {
+		push(t, name_of(codes[i], codes[i], NULL), FRAME_PY, now);
+		Py_DECREF(codes[i]);
+	}
+}
+
+static PyObject *pytrace_start(PyObject *m, PyObject *args)
+{
+	(void)m;
+	int want_c, monitoring;
+	const char *prefix;
+	if (!PyArg_ParseTuple(args, "pps", &want_c, &monitoring, &prefix))
+		return NULL;
+	if (active)
+		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
+	free(own_prefix);
+	own_prefix = strdup(prefix);
+	own_prefix_len = own_prefix ? strlen(own_prefix) : 0;
+	gen++;
+	c_calls = want_c;
+	struct tstate *t = thread_state();
+	if (!t)
+		return PyErr_NoMemory();
+	take_current_stack(t, (int64_t)strobe_now_ns());
+	active = true;
+	if (!monitoring)
+		PyEval_SetProfile(profile, NULL);
+	Py_RETURN_NONE;
+}
+
+static PyObject *pytrace_stop(PyObject *m, PyObject *unused)
+{
+	(void)m, (void)unused;
+	if (!active)
+		Py_RETURN_NONE;
+	active = false;
+	PyEval_SetProfile(NULL, NULL);
+	int64_t now = (int64_t)strobe_now_ns();
+	for (struct tstate *t = threads; t; t = t->next) {
+		if (t->gen != gen)
+			continue;
+		while (t->depth)
+			emit_top(t, now, STROBE_ACTIVITY_UNFINISHED, t == tls ? 0 : t->tid);
+		t->lost = 0;
+	}
+	names_clear();
+	Py_RETURN_NONE;
+}
+
+#define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL
+
+PyMethodDef pytrace_methods[] = {
+    {"pytrace_start", pytrace_start, METH_VARARGS,
+     "pytrace_start(c_calls, use_monitoring, own_prefix): starts recording Python calls"},
+    {"pytrace_stop", pytrace_stop, METH_NOARGS,
+     "pytrace_stop(): stops; calls still open are recorded unfinished"},
+    {"_thread_hook", FASTCALL(pytrace_thread_hook), NULL},
+    {"_mon_push", FASTCALL(pytrace_mon_push), NULL},
+    {"_mon_pop", FASTCALL(pytrace_mon_pop), NULL},
+    {"_mon_call", FASTCALL(pytrace_mon_call), NULL},
+    {"_mon_c_pop", FASTCALL(pytrace_mon_c_pop), NULL},
+    {NULL, NULL, 0, NULL},
+};

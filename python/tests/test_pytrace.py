@@ -1,0 +1,203 @@
+import asyncio
+import sys
+import threading
+
+import pytest
+import strobe
+from conftest import events, inside, load
+
+
+def py_events(path):
+    return events(load(path), "python_function")
+
+
+def traced(path, fn, **kw):
+    """fn() under a trace with Python tracing; its python_function events."""
+    with strobe.trace(path, python=True, **kw):
+        fn()
+    return py_events(path)
+
+
+def named(evs, suffix):
+    return [e for e in evs if e["name"].endswith(suffix)]
+
+
+def check_laminar(evs):
+    """On each thread, two events are nested or disjoint, and each event's
+    "Python parent id" is the innermost event around it."""
+    by_tid = {}
+    for e in evs:
+        by_tid.setdefault(e["tid"], []).append(e)
+    for tevs in by_tid.values():
+        tevs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        ids = {e["args"]["Python id"]: e for e in tevs}
+        for i, a in enumerate(tevs):
+            for b in tevs[i + 1:]:
+                if b["ts"] >= a["ts"] + a["dur"]:
+                    break
+                assert inside(b, a), (a, b)
+            parent = a["args"]["Python parent id"]
+            if parent:
+                assert inside(a, ids[parent]), (a, ids[parent])
+
+
+def leaf():
+    return 1
+
+
+def middle():
+    return leaf() + leaf()
+
+
+def test_calls_nest_with_ranges(tmp_trace):
+    with strobe.trace(tmp_trace, python=True):
+        with strobe.range("block"):
+            middle()
+    doc = load(tmp_trace)
+    evs = events(doc, "python_function")
+    (mid,) = named(evs, ": middle")
+    leaves = named(evs, ": leaf")
+    assert len(leaves) == 2
+    assert mid["name"] == f"{__file__}({middle.__code__.co_firstlineno}): middle"
+    for lf in leaves:
+        assert inside(lf, mid) and lf["args"]["Python parent id"] == mid["args"]["Python id"]
+    (block,) = [e for e in events(doc, "user_annotation") if e["name"] == "block"]
+    assert inside(mid, block)
+    (test,) = named(evs, ": test_calls_nest_with_ranges")
+    assert test["args"]["finished"] is False and inside(block, test)
+    assert not [e for e in evs if "/strobe/" in e["name"]], "strobe's own functions are recorded"
+    check_laminar(evs)
+
+
+def gen(n):
+    for i in range(n):
+        leaf()
+        yield i
+
+
+def consume():
+    return sum(gen(3))
+
+
+def test_generators_give_one_event_per_resumption(tmp_trace):
+    evs = traced(tmp_trace, consume)
+    (c,) = named(evs, ": consume")
+    g = named(evs, ": gen")
+    assert len(g) == 4  # three yields and the return
+    for e in g:
+        assert inside(e, c) and e["args"]["Python parent id"] == c["args"]["Python id"]
+    assert len(named(evs, ": leaf")) == 3
+    check_laminar(evs)
+
+
+def raiser(depth):
+    if depth == 0:
+        raise KeyError("x")
+    return raiser(depth - 1)
+
+
+def catcher():
+    try:
+        raiser(3)
+    except KeyError:
+        pass
+    return leaf()
+
+
+def test_exceptions_unwind_the_stack(tmp_trace):
+    evs = traced(tmp_trace, catcher)
+    (c,) = named(evs, ": catcher")
+    r = named(evs, ": raiser")
+    assert len(r) == 4
+    for e in r:
+        assert inside(e, c)
+    (lf,) = named(evs, ": leaf")
+    assert lf["args"]["Python parent id"] == c["args"]["Python id"]  # not under a raiser
+    check_laminar(evs)
+
+
+async def worker(n):
+    for _ in range(n):
+        await asyncio.sleep(0)
+        leaf()
+
+
+async def main_coro():
+    await asyncio.gather(worker(3), worker(2))
+
+
+def test_coroutines_are_not_misnested(tmp_trace):
+    evs = traced(tmp_trace, lambda: asyncio.run(main_coro()))
+    w = named(evs, ": worker")
+    assert len(w) >= 5 + 2  # one per resumption
+    assert len(named(evs, ": leaf")) == 5
+    check_laminar(evs)
+
+
+def in_thread():
+    middle()
+
+
+def test_threads_started_later_are_traced(tmp_trace):
+    with strobe.trace(tmp_trace, python=True):
+        t = threading.Thread(target=in_thread)
+        t.start()
+        t.join()
+        middle()
+    evs = py_events(tmp_trace)
+    mids = named(evs, ": middle")
+    assert len(mids) == 2
+    (th,) = named(evs, ": in_thread")
+    (main,) = named(evs, ": test_threads_started_later_are_traced")
+    assert th["tid"] != main["tid"]
+    assert {m["tid"] for m in mids} == {th["tid"], main["tid"]}
+    assert {m["args"]["Python thread"] for m in mids} == {th["args"]["Python thread"], main["args"]["Python thread"]}
+    check_laminar(evs)
+
+
+def c_caller():
+    lst = []
+    lst.append(len("abc"))
+    return lst
+
+
+def test_c_calls_on_request(tmp_trace):
+    assert not named(traced(tmp_trace, c_caller), "<built-in function len>")
+    evs = traced(tmp_trace, c_caller, python_c_calls=True)
+    (c,) = named(evs, ": c_caller")
+    (ln,) = named(evs, "<built-in function len>")
+    (ap,) = named(evs, "<built-in method append of list object>")
+    assert inside(ln, c) and inside(ap, c) and ln["ts"] + ln["dur"] <= ap["ts"]
+    check_laminar(evs)
+
+
+def test_tracing_stops_with_the_trace(tmp_trace):
+    with strobe.trace(tmp_trace, python=True):
+        pass
+    middle()  # after: not recorded anywhere, and no error
+    with strobe.trace(tmp_trace, activities=["user_annotation"]):
+        middle()
+    assert not py_events(tmp_trace)
+
+
+def test_python_function_added_to_named_activities(tmp_trace):
+    assert named(traced(tmp_trace, middle, activities=["cpu_op"]), ": middle")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="threads running before the start are traced on 3.12+ only")
+def test_threads_running_before_the_start_are_traced(tmp_trace):
+    go, done = threading.Event(), threading.Event()
+
+    def loop():
+        go.wait()
+        middle()
+        done.set()
+
+    t = threading.Thread(target=loop)
+    t.start()
+    with strobe.trace(tmp_trace, python=True):
+        go.set()
+        done.wait()
+    t.join()
+    mids = named(py_events(tmp_trace), ": middle")
+    assert len(mids) == 1
