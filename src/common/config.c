@@ -90,6 +90,7 @@ static const struct option options[] = {
     {"XPUPTI_PROFILER_METRICS", OPT_LIST, 0, FIELD(xpu_metrics), 1},
     {"XPUPTI_PROFILER_ENABLE_PER_KERNEL", OPT_BOOL, 0, FIELD(xpu_per_kernel), 1},
     {"XPUPTI_PROFILER_MAX_SCOPES", OPT_I64, 0, FIELD(xpu_max_scopes), 1},
+    {"GPU_COUNTERS_SAMPLE_RATE_HZ", OPT_I32, 0, FIELD(gpu_counters_hz), 1},
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -366,6 +367,8 @@ static int set_value(struct parse_ctx *ctx, const struct option *o, const char *
 		int64_t max = (o->flags & F_WIDE) ? INT32_MAX : INT32_MAX / o->scale;
 		if (parse_int(ctx, v, n, max, &i))
 			return -1;
+		if (o->off == FIELD(gpu_counters_hz) && (i < 1 || i > 1000))
+			return fail(ctx, "invalid argument %lld, expected range [1, 1000]", (long long)i);
 		if (o->flags & F_WIDE)
 			*(int64_t *)dst = i * o->scale;
 		else
@@ -492,6 +495,7 @@ void strb_config_init(struct strb_config *cfg)
 	cfg->on_demand_interval_secs = 5;
 	cfg->verbose_log_level = -1;
 	cfg->profile_memory_duration_ms = 1000;
+	cfg->gpu_counters_hz = 10;
 }
 
 void strb_config_validate(struct strb_config *cfg, int64_t now_ms)

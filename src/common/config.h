@@ -71,6 +71,9 @@ struct strb_config {
 	char xpu_metrics[STRB_CONFIG_STR_MAX]; /* XPUPTI_PROFILER_METRICS */
 	bool xpu_per_kernel;                   /* XPUPTI_PROFILER_ENABLE_PER_KERNEL */
 	int64_t xpu_max_scopes;                /* XPUPTI_PROFILER_MAX_SCOPES */
+
+	/* Device counters (activity type gpu_counters) */
+	int32_t gpu_counters_hz; /* GPU_COUNTERS_SAMPLE_RATE_HZ, 10 (1..1000) */
 };
 
 /* How a text is parsed. */

@@ -36,6 +36,9 @@ enum strb_counter_id {
 /* The track name of a counter ("SM clock (MHz)"). */
 const char *strb_counter_name(enum strb_counter_id id);
 
+/* The most devices one source reports. */
+#define STRB_COUNTERS_MAX_DEVICES 64
+
 /* One device of a source. */
 struct strb_counter_device {
 	unsigned char uuid[16]; /* to match the GPU backend's device ids */
@@ -58,14 +61,18 @@ struct strb_counter_source {
 	int (*open)(char *why, size_t why_len);
 	/* Fills up to max devices, returns how many. */
 	int (*devices)(struct strb_counter_device *out, int max);
-	/* Samples device i (of devices()) into *s. 0, or a negative status when
-	 * the device is gone (the sampler stops asking it). Called on the
-	 * sampler's thread only, never concurrently with open or close. */
-	int (*sample)(int i, struct strb_counter_sample *s);
+	/* Samples device i (of devices()) into *s at now_ns (strobe's clock,
+	 * for sources that read a slow counter less often). 0, or a negative
+	 * status when the device is gone (the sampler stops asking it). Called
+	 * on the sampler's thread only, never concurrently with open or close. */
+	int (*sample)(int i, int64_t now_ns, struct strb_counter_sample *s);
 	/* Device memory in use now (bytes), for the memory timeline's start
 	 * level; 0 or a negative status. Optional. */
 	int (*memory_used)(int i, uint64_t *bytes);
 	void (*close)(void);
+	/* In a fork child: forget the parent's state without calling the
+	 * vendor library. */
+	void (*forget)(void);
 };
 
 /* ---- the memory level at trace start ------------------------------------ */

@@ -67,6 +67,11 @@ static const char usage_text[] =
     "                        names (cpu_op,user_annotation,kernel,gpu_memcpy,\n"
     "                        gpu_memset,cuda_runtime,cuda_driver,...); default:\n"
     "                        ACTIVITY_TYPES from the config, else all of them\n"
+    "  --gpu-memory          also record GPU allocations and frees ([memory]\n"
+    "                        events, a GPU memory allocated track per device)\n"
+    "  --gpu-counters[=HZ]   also sample device counters (NVML: utilisation,\n"
+    "                        clocks, power, temperature, memory, PCIe, throttle\n"
+    "                        reasons) HZ times a second, 1..1000 (default 10)\n"
     "  --config FILE         libkineto/strobe config file (KEY=VALUE lines)\n"
     "  --set KEY=VALUE       one config line, after --config (repeatable)\n"
     "  --no-follow           trace only PROGRAM, not the processes it starts\n"
@@ -470,6 +475,8 @@ struct opts {
 	bool dump_on_exit;
 	const char *flight_only; /* the first flight option given, for the usage error without --flight */
 	const char *activities, *config_file;
+	bool gpu_memory;
+	const char *gpu_counters; /* "" for the config's rate, else HZ; NULL: off */
 	struct text sets;
 	bool follow, quiet, strict;
 	char **argv;
@@ -625,6 +632,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if ((rc = cli_text(&cli, "--activities", v,
 			                   "a comma-separated list of activity types", &o->activities)))
 				return rc;
+		} else if (!strcmp(a, "--gpu-memory")) {
+			o->gpu_memory = true;
+		} else if (!strcmp(a, "--gpu-counters") || !strncmp(a, "--gpu-counters=", 15)) {
+			o->gpu_counters = a[14] ? a + 15 : "";
+			char *end = NULL;
+			long hz = a[14] ? strtol(o->gpu_counters, &end, 10) : 10;
+			if (a[14] && (!*o->gpu_counters || *end || hz < 1 || hz > 1000))
+				return cli_bad_value(&cli, "--gpu-counters", o->gpu_counters,
+				                     "a sampling rate in Hz, 1..1000");
 		} else if (cli_opt(argc, argv, &i, "--config", NULL, &v)) {
 			if ((rc = cli_text(&cli, "--config", v, "a file name", &o->config_file)))
 				return rc;
@@ -648,8 +664,31 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* --gpu-memory, --gpu-counters: their types added to the set the config
+ * chose, and the sampling rate. False when memory is short. */
+static bool add_gpu_types(const struct opts *o, const struct strb_config *cfg, struct text *t)
+{
+	uint64_t mask = cfg->activity_mask ? cfg->activity_mask : STROBE_ACTIVITY_DEFAULT_MASK;
+	if (o->gpu_memory)
+		mask |= STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY);
+	if (o->gpu_counters)
+		mask |= STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_COUNTERS);
+	char line[4096];
+	size_t at = (size_t)snprintf(line, sizeof(line), "ACTIVITY_TYPES=");
+	for (unsigned b = 0; b <= STROBE_ACTIVITY_TYPE_MAX && at < sizeof(line); b++) {
+		const char *name = strobe_activity_type_name((enum strobe_activity_type)b);
+		if ((mask >> b & 1) && name)
+			at += (size_t)snprintf(line + at, sizeof(line) - at, "%s%s",
+			                       line[at - 1] == '=' ? "" : ",", name);
+	}
+	if (o->gpu_counters && *o->gpu_counters && at < sizeof(line))
+		snprintf(line + at, sizeof(line) - at, "\nGPU_COUNTERS_SAMPLE_RATE_HZ=%s", o->gpu_counters);
+	return text_add(t, line, strlen(line));
+}
+
 /* The config the program's strobe uses: --config, then --set lines, then
- * --activities; checked here so a mistake stops before the program runs. */
+ * --activities, then --gpu-memory / --gpu-counters; checked here so a
+ * mistake stops before the program runs. */
 static char *build_config(const struct opts *o)
 {
 	struct text t = {0};
@@ -677,6 +716,8 @@ static char *build_config(const struct opts *o)
 		free(t.s);
 		return NULL;
 	}
+	if ((o->gpu_memory || o->gpu_counters) && !add_gpu_types(o, &cfg, &t))
+		goto oom;
 	return t.s;
 oom:
 	fprintf(stderr, "strobe: record: out of memory\n");
