@@ -16,8 +16,8 @@
 	", \"ts\": " #ts ", \"dur\": " #dur ", \"args\": {" args "}},\n"
 
 /* Rank 0: host pid 1000, GPU pid 1001 with a compute (7), an NCCL (8) and
- * a copy stream (9); an idle gap 35-50 µs; an instant, a counter and the
- * accounting object. */
+ * a copy stream (9); an idle gap 35-50 µs; an instant, a counter, a GPU
+ * memory level and the accounting object. */
 static const char trace[] = "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2}, \"traceEvents\": [\n" X(
     "cpu_op", "aten::mm", 1000, 1000, 0, 40, "")
     X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 10, 2, "\"correlation\": 1")
@@ -26,7 +26,10 @@ static const char trace[] = "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2
                 X("kernel", "ncclDevKernel_AllReduce", 1001, 8, 20, 10, "\"correlation\": 2")
                     X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1001, 9, 30, 5, "\"bytes\": 1000")
                         X("kernel", "gemm", 1001, 7, 50, 10,
-                          "") "{\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 1000, "
+                          "") "{\"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"GPU memory "
+                              "allocated (bytes)\", \"pid\": 1001, \"tid\": 0, \"ts\": 11, \"args\": {\"GPU "
+                              "memory allocated (bytes)\": 4096}},\n"
+                              "{\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 1000, "
                               "\"tid\": 1000, \"ts\": 5,"
                               " \"args\": {\"bytes\": 10}},\n"
                               "{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"cpu_instant_event\", \"name\": "

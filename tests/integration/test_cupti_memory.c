@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define MALLOC CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020
 #define FREE   CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020
@@ -209,6 +210,86 @@ static void test_not_selected(void **state)
 	yajl_tree_free(root);
 }
 
+static void sleep_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* An allocation (bytes > 0) or free inside op `name`, stamped now. */
+static void in_op(const char *name, bool alloc, uint64_t addr, uint64_t bytes)
+{
+	assert_true(strobe_op_push(name) > 0);
+	sleep_us(200);
+	uint64_t s = fake_cupti_now();
+	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, alloc ? MALLOC : FREE, s, s + 10);
+	CUpti_ActivityMemory4 m = mem(alloc, corr, 0, 7, addr, bytes, 0, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+	m.timestamp = s + 5;
+	CT_QUEUE(m);
+	sleep_us(200);
+	strobe_op_pop();
+}
+
+/* strobe summary and strobe report show each device's peak, when it was
+ * reached and the op running then. */
+static void test_peak_in_summary_and_report(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_DEFAULT_MASK | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	in_op("small_alloc", true, 0x1000, 1 << 20);
+	in_op("big_alloc", true, 0x200000, 8 << 20);
+	in_op("cleanup", false, 0x200000, 8 << 20);
+	yajl_val root = finish("peak", 0);
+	yajl_val evs = tu_events(root);
+	int64_t peak_ts = 0;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
+		const char *n = tu_get_str(e, "name");
+		if (n && !strcmp(n, "[memory]") &&
+		    tu_get_num(tu_get(e, "args"), "Total Allocated") == 9 << 20)
+			peak_ts = tu_get_ns(e, "ts");
+	}
+	assert_true(peak_ts > 0);
+	yajl_tree_free(root);
+
+	char args[2600], *out = NULL;
+	TU_FORMAT(args, "--json '%s'", path_buf);
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	yajl_val sum = tu_parse_json(out);
+	free(out);
+	yajl_val rows = tu_get(sum, "gpu_memory");
+	assert_true(rows && YAJL_IS_ARRAY(rows) && YAJL_GET_ARRAY(rows)->len == 1);
+	yajl_val r = YAJL_GET_ARRAY(rows)->values[0];
+	assert_true(tu_get_num(r, "peak_bytes") == 9 << 20);
+	assert_true(tu_get_num(r, "start_bytes") == 0);
+	assert_true(tu_get_num(r, "end_bytes") == 1 << 20);
+	assert_true(tu_get_num(r, "peak_ts_ns") == (double)peak_ts);
+	assert_string_equal(tu_get_str(r, "peak_op"), "big_alloc");
+	tu_assert_contains(tu_get_str(r, "name"), "GPU 0");
+	yajl_tree_free(sum);
+
+	TU_FORMAT(args, "'%s'", path_buf);
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	char *line = tu_line_with(out, "9437184");
+	tu_assert_contains(line, "GPU 0 (pid 0)");
+	tu_assert_contains(line, "big_alloc");
+	free(line);
+	free(out);
+
+	char html_path[1300];
+	TU_FORMAT(html_path, "%s/peak.html", tu_dir);
+	TU_FORMAT(args, "-o '%s' '%s' 2>&1", html_path, path_buf);
+	assert_int_equal(tu_strobe("report", args, 0, NULL), 0);
+	char *html = tu_read_file(html_path, NULL);
+	tu_assert_contains(html, "<h2>GPU memory</h2>");
+	tu_assert_contains(html, "<svg id=\"mem-0\"");
+	tu_assert_contains(html, "<table id=\"gpu-memory\">");
+	tu_assert_contains(strstr(html, "<table id=\"gpu-memory\">"), "big_alloc");
+	/* The chart's data: the peak and the level per slice of the window. */
+	tu_assert_contains(html, "\"memory\":[{\"peak\":9.43718e+06");
+	free(html);
+}
+
 static void test_type_names(void **state)
 {
 	(void)state;
@@ -233,6 +314,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_allocations_and_frees, setup),
 	    cmocka_unit_test_setup(test_pools_and_async, setup),
 	    cmocka_unit_test_setup(test_not_selected, setup),
+	    cmocka_unit_test_setup(test_peak_in_summary_and_report, setup),
 	    cmocka_unit_test_setup(test_type_names, setup),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

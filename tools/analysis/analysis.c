@@ -517,6 +517,12 @@ static int add_counter(struct an_trace *a, const struct tr_event *ev)
 		if (!c->count || v > c->max)
 			c->max = v;
 		int64_t ts = ev->has_ts ? ev->ts_ns : INT64_MIN;
+		if (ev->has_ts && !strcmp(ev->name, AN_MEMORY_TRACK) &&
+		    !strcmp(ev->args[i].key, AN_MEMORY_TRACK)) {
+			struct an_process *p = process_of(a, &ev->pid);
+			if (!p || an_memory_add(a, (uint32_t)an_table_index(&a->pids, p), ts, v))
+				return -ENOMEM;
+		}
 		if (!c->count || ts >= c->last_ts) {
 			c->last = v;
 			c->last_ts = ts;
@@ -1210,6 +1216,8 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		rc = compute_latency(a);
 	if (!rc)
 		rc = compute_cpu_ops(a);
+	if (!rc)
+		rc = an_memory_compute(a);
 	if (!rc && a->strobe_meta) {
 		yajl_val root = yajl_tree_parse(a->strobe_meta, NULL, 0);
 		a->meta_root = root;
@@ -1245,6 +1253,7 @@ void an_free(struct an_trace *a)
 	free(a->copy_stats);
 	free(a->latency);
 	free(a->cpu_ops);
+	an_memory_free(a);
 	for (size_t i = 0; i < a->nmeta; i++)
 		free(a->meta[i].key);
 	free(a->meta);

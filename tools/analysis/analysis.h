@@ -197,6 +197,27 @@ struct an_cpu_op {
 	int64_t total, self;
 };
 
+/* One sample of a device's "GPU memory allocated (bytes)" track. */
+struct an_memsample {
+	uint32_t pid;
+	int64_t ts;
+	double bytes;
+};
+
+/* A device's memory timeline: its peak, when it was first reached, and
+ * the op running then (the innermost cpu_op or user_annotation around that
+ * moment, else the kernel on the device; UINT32_MAX for none). buckets:
+ * the highest level in each slice of the trace window (-1: no sample yet). */
+struct an_memory {
+	uint32_t pid;
+	int64_t rank;
+	double peak, start, last;
+	int64_t peak_ts;
+	uint32_t op; /* index in the names table */
+	uint64_t samples;
+	float buckets[AN_BUCKETS];
+};
+
 /* A flattened numeric member of the "strobe" metadata object. */
 struct an_meta_num {
 	char *key;
@@ -252,6 +273,10 @@ struct an_trace {
 	size_t nlatency;
 	struct an_cpu_op *cpu_ops; /* cpu_op events by rank, then self time */
 	size_t ncpu_ops;
+	struct an_memsample *memsamples; /* collected */
+	size_t nmemsamples, capmemsamples;
+	struct an_memory *memory; /* per device with a memory track, in pid order */
+	size_t nmemory;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -262,6 +287,13 @@ struct an_trace {
  * st is filled in either way. a must be zeroed; free it with an_free. */
 int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen);
 void an_free(struct an_trace *a);
+
+/* The GPU memory timeline (memory.c): the track's name, a sample of it on
+ * pids-table entry pid, and the per-device peaks once everything is read. */
+#define AN_MEMORY_TRACK "GPU memory allocated (bytes)"
+int an_memory_add(struct an_trace *a, uint32_t pid, int64_t ts, double bytes);
+int an_memory_compute(struct an_trace *a);
+void an_memory_free(struct an_trace *a);
 
 /* The display name of names-table entry i (the part after its category). */
 const char *an_name(const struct an_trace *a, uint32_t i);

@@ -225,6 +225,36 @@ const struct an_spec an_cpu_ops = {.key = "cpu_ops_by_self",
                                    .flags = AN_T_TOP | AN_T_RANKED,
                                    .rows = cpu_ops_rows};
 
+/* ---- GPU memory ----------------------------------------------------------- */
+
+GET(mem_name, struct an_memory, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(mem_peak, struct an_memory, v->i = (int64_t)r->peak)
+GET(mem_start, struct an_memory, v->i = (int64_t)r->start)
+GET(mem_last, struct an_memory, v->i = (int64_t)r->last)
+GET(mem_op, struct an_memory, v->s = r->op == UINT32_MAX ? "" : an_name(a, r->op))
+
+#define MEM(f) F(struct an_memory, f)
+static const struct an_column memory_cols[] = {
+    {"rank", "rank", AN_RANK, MEM(rank)},
+    {"device", "name", AN_TEXT, 30, 0, .get = mem_name},
+    {"peak bytes", "peak_bytes", AN_COUNT, 14, 0, .get = mem_peak},
+    {"at", "peak_ts_ns", AN_TS, 14, MEM(peak_ts)},
+    {"start bytes", "start_bytes", AN_COUNT, 14, 0, .get = mem_start},
+    {"end bytes", "end_bytes", AN_COUNT, 14, 0, .get = mem_last},
+    {"op running at the peak", "peak_op", AN_TEXT, 0, AN_NAME, .get = mem_op},
+};
+ROWS(memory_rows, v->a->memory, v->a->nmemory)
+const struct an_spec an_gpu_memory = {
+    .key = "gpu_memory",
+    .id = "gpu-memory",
+    .title = "GPU memory: peak of each device's \"" AN_MEMORY_TRACK "\" track",
+    .heading = "GPU memory",
+    .note = "Each device's allocated memory (the level at trace start plus allocations minus frees), "
+            "its peak, when it was first reached, and the innermost CPU op (else the kernel) running "
+            "then.",
+    COLS(memory_cols),
+    .rows = memory_rows};
+
 /* ---- instants, counters, accounting --------------------------------------- */
 
 #define INSTANT(r) ((const struct an_instant *)an_table_item(&a->instants, (r)->id))
@@ -293,9 +323,9 @@ const struct an_spec an_accounting = {.key = "accounting",
                                       .rows = accounting_rows,
                                       .warn = acct_warn};
 
-const struct an_spec *const an_tables[] = {&an_categories, &an_names,     &an_devices, &an_kernels,
-                                           &an_memcpy,     &an_latency,   &an_cpu_ops, &an_instants,
-                                           &an_counters,   &an_accounting};
+const struct an_spec *const an_tables[] = {&an_categories, &an_names,    &an_devices,    &an_kernels,
+                                           &an_memcpy,     &an_latency,  &an_gpu_memory, &an_cpu_ops,
+                                           &an_instants,   &an_counters, &an_accounting};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */

@@ -242,27 +242,52 @@ static void names_tables(FILE *p, const struct an_view *v)
 		}
 }
 
+/* One device's chart: its label, a phrase, and the SVG the script draws
+ * into (id PREFIX-i). */
+static void device_chart(FILE *p, const struct an_trace *a, uint32_t pid, const char *what,
+                         const char *prefix, size_t i)
+{
+	char label[TR_SHORT_MAX + 32];
+	fprintf(p, "<div class=\"device\"><b>");
+	esc(p, an_device_label(a, pid, label, sizeof(label)));
+	fprintf(p, "</b> %s<svg id=\"%s-%zu\" class=\"util\" width=\"1000\" height=\"70\"></svg></div>\n",
+	        what, prefix, i);
+}
+
 /* The utilisation timelines, one SVG per device, drawn by the script. */
 static void timelines(FILE *p, const struct an_trace *a)
 {
-	char label[TR_SHORT_MAX + 32];
+	char what[64];
 	fputs("<h2>GPU utilisation</h2>\n<p class=\"note\">Busy fraction of each device in 200 slices "
 	      "of the trace window (busy = the union of its kernels, copies and memsets).</p>\n",
 	      p);
 	size_t drawn = a->ndevices < MAX_CHART_DEVICES ? a->ndevices : MAX_CHART_DEVICES;
 	for (size_t i = 0; i < drawn; i++) {
-		fprintf(p, "<div class=\"device\"><b>");
-		esc(p, an_device_label(a, a->devices[i].pid, label, sizeof(label)));
-		fprintf(p,
-		        "</b> busy %.1f%%<svg id=\"util-%zu\" class=\"util\" width=\"1000\" "
-		        "height=\"70\"></svg></div>\n",
-		        an_pct(a->devices[i].busy, an_window(a)), i);
+		snprintf(what, sizeof(what), "busy %.1f%%", an_pct(a->devices[i].busy, an_window(a)));
+		device_chart(p, a, a->devices[i].pid, what, "util", i);
 	}
 	if (drawn < a->ndevices)
 		fprintf(p,
 		        "<p class=\"more\">%zu more devices not drawn here or in the stream chart; the table "
 		        "below lists them all.</p>\n",
 		        a->ndevices - drawn);
+}
+
+/* Each device's GPU memory level across the window, drawn by the script,
+ * then the peaks table. */
+static void memory_charts(FILE *p, const struct an_view *v)
+{
+	const struct an_trace *a = v->a;
+	if (!a->nmemory)
+		return;
+	section(p, &an_gpu_memory);
+	char what[64];
+	size_t drawn = a->nmemory < MAX_CHART_DEVICES ? a->nmemory : MAX_CHART_DEVICES;
+	for (size_t i = 0; i < drawn; i++) {
+		snprintf(what, sizeof(what), "peak %.0f bytes", a->memory[i].peak);
+		device_chart(p, a, a->memory[i].pid, what, "mem", i);
+	}
+	html_table(p, v, &an_gpu_memory, an_gpu_memory.rows(v), NULL);
 }
 
 /* ---- chart data and the script that draws it -------------------------------- */
@@ -335,6 +360,23 @@ static int chart_data(FILE *p, const struct an_view *v)
 	}
 	yajl_gen_array_close(g);
 	gnum(g, "kernels_not_shown", (double)(it.rows.n - it.shown));
+	gs(g, "memory");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->nmemory && i < MAX_CHART_DEVICES; i++) {
+		const struct an_memory *m = &a->memory[i];
+		yajl_gen_map_open(g);
+		gnum(g, "peak", m->peak);
+		gnum(g, "peak_at_ns", (double)an_span(a->first_ts, m->peak_ts));
+		gs(g, "buckets");
+		yajl_gen_array_open(g);
+		for (size_t b = 0; b < AN_BUCKETS; b++) {
+			snprintf(buf, sizeof(buf), "%.9g", (double)m->buckets[b]);
+			yajl_gen_number(g, buf, strlen(buf));
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 
 	const unsigned char *out;
@@ -419,6 +461,21 @@ static const char script[] =
     "    });\n"
     "    occ.setAttribute('height', row * 20 + 8);\n"
     "  }\n"
+    "  D.memory.forEach(function (m, i) {\n"
+    "    var svg = document.getElementById('mem-' + i), w = 1000 / m.buckets.length, level = -1;\n"
+    "    el('rect', {'class': 'bg', x: 0, y: 0, width: 1000, height: 50}, svg);\n"
+    "    m.buckets.forEach(function (v, b) {\n"
+    "      if (v >= 0) level = v;\n"
+    "      if (level < 0 || m.peak <= 0) return;\n"
+    "      var f = level / m.peak;\n"
+    "      var r = el('rect', {'class': 'b', x: (b * w).toFixed(2), y: (50 - 50 * f).toFixed(2),\n"
+    "                          width: w.toFixed(2), height: (50 * f).toFixed(2)}, svg);\n"
+    "      el('title', {}, r, level + ' bytes at +' + dur(D.window_ns * b / m.buckets.length));\n"
+    "    });\n"
+    "    el('text', {x: 0, y: 64}, svg, '0');\n"
+    "    el('text', {x: 1000, y: 64, 'text-anchor': 'end'}, svg, 'peak ' + m.peak + ' bytes at +' + "
+    "dur(m.peak_at_ns));\n"
+    "  });\n"
     "  if (document.body.dataset.rendered !== 'error') document.body.dataset.rendered = 'ok';\n"
     "})();\n"
     "</script>\n";
@@ -451,6 +508,7 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	}
 	titled(p, v, &an_memcpy);
 	titled(p, v, &an_latency);
+	memory_charts(p, v);
 	titled(p, v, &an_cpu_ops);
 	titled(p, v, &an_categories);
 	names_tables(p, v);

@@ -237,6 +237,7 @@ int an_print_text(const struct an_view *v, FILE *f)
 	titled(f, v, &an_kernels);
 	titled(f, v, &an_memcpy);
 	titled(f, v, &an_latency);
+	titled(f, v, &an_gpu_memory);
 	/* Without ranks, each category's tables above have the cpu_op self times. */
 	if (s->ranked)
 		titled(f, v, &an_cpu_ops);
