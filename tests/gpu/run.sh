@@ -3,7 +3,9 @@
 # builds strobe and the CUDA example, traces the example through the C API,
 # checks the trace (every launched kernel present, ac2g arrows, stream rows
 # named, GPU work linked to the ops that launched it), traces it again
-# unmodified through `strobe record` (CUDA driver injection), and measures
+# unmodified through `strobe record` (CUDA driver injection), checks the
+# GPU memory timeline and NVML's counters (an allocation of known size,
+# plausible values) under `strobe record --gpu-memory --gpu-counters`, and measures
 # the slowdown of a launch-bound loop with tracing against without. Prints a
 # short report; exits non-zero if a check fails. Runs in a few minutes.
 #   tests/gpu/run.sh [BUILD_DIR]
@@ -72,6 +74,59 @@ check(len(kernels) == launched, f"kernel count equals launches ({len(kernels)} =
 check(len(runtime) > 0 and len(arrows) >= len(kernels) // 2, f"runtime calls ({len(runtime)}) and arrows ({len(arrows)})")
 sys.exit(1 if fail else 0)
 PY
+
+echo "== GPU memory and device counters: strobe record --gpu-memory --gpu-counters=50"
+# The example allocates two device buffers and one pinned host buffer of
+# 2^20 floats (4 MiB) each with cudaMalloc / cudaMallocHost before its loop.
+"$BUILD/strobe" record --gpu-memory --gpu-counters=50 -o "$OUT/memory.json" -- "$EX" --no-trace -i 20 | tee "$OUT/memory.out"
+python3 - "$OUT/memory.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+BYTES = (1 << 20) * 4
+mem = [e for e in ev if e.get("ph") == "i" and e.get("name") == "[memory]"]
+dev_allocs = [e for e in mem if e["args"].get("Device Type") == 1 and e["args"].get("Bytes") == BYTES
+              and e["args"].get("operation") == "allocation"]
+host_allocs = [e for e in mem if e["args"].get("Device Type") == 0 and e["args"].get("Bytes") == BYTES]
+track = [e for e in ev if e.get("ph") == "C" and e.get("name") == "GPU memory allocated (bytes)"]
+start = t.get("gpu_memory_start", {})
+def series(name):
+    return [e["args"][name] for e in ev if e.get("ph") == "C" and e.get("name") == name]
+fail = []
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: fail.append(what)
+print(f"[memory] events {len(mem)}, memory track samples {len(track)}, start level {start}")
+check(t.get("gpu_capture") is None, "GPU capture on (" + str(t.get("gpu_capture")) + ")")
+check(t.get("gpu_counters_capture") is None, "NVML counters on (" + str(t.get("gpu_counters_capture")) + ")")
+check(len(dev_allocs) >= 2, f"the two cudaMalloc of {BYTES} bytes appear with that size ({len(dev_allocs)})")
+check(len(host_allocs) >= 1, f"the cudaMallocHost of {BYTES} bytes appears as host memory ({len(host_allocs)})")
+check(all(e["args"]["kind"] == "Device" for e in dev_allocs), "device allocations are of kind Device")
+check(all(isinstance(v.get("bytes"), int) and v["bytes"] >= 0 for v in start.values()) and len(start) > 0,
+      "the memory track starts from NVML's level")
+levels = [e["args"]["GPU memory allocated (bytes)"] for e in track]
+check(len(levels) >= 3 and max(levels) - levels[0] >= 2 * BYTES,
+      f"the track rises by at least the two allocations ({levels[:1]} .. {max(levels) if levels else None})")
+meta = t.get("gpu_counters", {})
+devs = meta.get("devices", [])
+check(len(devs) > 0 and all(d.get("matched_by") == "uuid" for d in devs), f"NVML devices matched by UUID ({devs})")
+def plausible(name, lo, hi, need=True):
+    v = series(name)
+    ok = (len(v) > 0 or not need) and all(lo <= x <= hi for x in v)
+    check(ok, f"{name}: {len(v)} samples within [{lo}, {hi}] (min {min(v) if v else None}, max {max(v) if v else None})")
+plausible("SM utilization (%)", 0, 100)
+plausible("Memory utilization (%)", 0, 100)
+plausible("SM clock (MHz)", 100, 5000)
+plausible("Memory clock (MHz)", 100, 20000)
+plausible("Power (W)", 1, 2000)
+plausible("Temperature (C)", 5, 110)
+plausible("Memory used (bytes)", 2 * BYTES, 1 << 42)
+plausible("Throttle reasons (bitmask)", 0, 1 << 40)
+plausible("PCIe TX (KB/s)", 0, 1 << 31, need=False)
+check(meta.get("samples", 0) >= 5, f"the sampler ran ({meta.get('samples')} samples, {meta.get('late_rounds')} late rounds)")
+sys.exit(1 if fail else 0)
+PY
+"$BUILD/strobe" summary "$OUT/memory.json" | sed -n '/^GPU memory/,/^$/p'
 
 echo "== launch-bound loop: slowdown with tracing"
 N=${LAUNCHES:-200000}
