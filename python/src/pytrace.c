@@ -9,18 +9,27 @@
  * the thread that starts, threading.setprofile(_thread_hook) for threads
  * started later).
  *
- * Each thread keeps its own stack of open calls; a call becomes an event
- * (strobe_record, with its start and end) when it returns, yields or
- * unwinds, so a generator or coroutine gives one event per resumption and
- * nothing is mis-nested. Returns of calls begun before the trace started
- * are ignored, except the starting thread's, whose stack is taken as it is
- * at the start. Calls still open at the stop are recorded as unfinished.
+ * Each thread keeps its own stack of open calls; a call is finished when it
+ * returns, yields or unwinds, so a generator or coroutine gives one event
+ * per resumption and nothing is mis-nested. Finished calls go to a
+ * per-thread log (40 bytes each, no name copy, within a memory cap; calls
+ * over it are counted) and are handed to strobe (strobe_record, on their
+ * thread's row) at the stop: during the run a call costs two clock reads
+ * and a few stores. Returns of calls begun before the trace started are
+ * ignored, except the starting thread's, whose stack is taken as it is at
+ * the start. Calls still open at the stop are recorded as unfinished.
  *
  * Everything here runs with the GIL held, which guards the shared state.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+
+#include <math.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,6 +60,8 @@ struct tstate {
 	uint32_t cap;   /* stack's size */
 	uint32_t lost;  /* pushes not kept (no memory), popped first */
 	struct frame *stack;
+	struct done *done; /* finished calls, in the order they ended */
+	size_t ndone, done_cap;
 	struct tstate *next;
 };
 
@@ -63,6 +74,93 @@ static struct tstate *threads;
 static char *own_prefix; /* strobe's package folder: its functions are not recorded */
 static size_t own_prefix_len;
 static __thread struct tstate *tls;
+static size_t done_bytes, done_budget; /* the finished-call logs' memory, and its cap */
+static uint64_t dropped;               /* calls not recorded: over the cap */
+
+/* ---- time: stamps taken during the run, epoch ns at the stop ----------- */
+
+/* Stamps are TSC ticks where the kernel's clocksource is the TSC (as
+ * strobe's own capture), else CLOCK_MONOTONIC ns. The stop maps them to
+ * CLOCK_MONOTONIC through (ticks, ns) samples taken at the start, every
+ * 65536 calls of a thread and at the stop, piecewise-linearly as strobe maps
+ * its own ticks, then to strobe_now_ns()'s epoch. */
+static bool use_tsc;
+static int64_t epoch_minus_mono;
+struct calib {
+	int64_t ticks, ns;
+};
+static struct calib *cal;
+static size_t ncal, cal_cap;
+
+static inline int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t stamp(void)
+{
+#if defined(__x86_64__)
+	if (__builtin_expect(use_tsc, 1))
+		return (int64_t)__rdtsc();
+#endif
+	return mono_ns();
+}
+
+static bool tsc_is_the_clocksource(void)
+{
+#if defined(__x86_64__)
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return !strcmp(buf, "tsc\n");
+#else
+	return false;
+#endif
+}
+
+static void calib_sample(void)
+{
+	if (!use_tsc || (ncal == cal_cap && ncal >= 1u << 20))
+		return;
+	if (ncal == cal_cap) {
+		size_t cap = cal_cap ? cal_cap * 2 : 64;
+		struct calib *c = realloc(cal, cap * sizeof(*c));
+		if (!c)
+			return;
+		cal = c;
+		cal_cap = cap;
+	}
+	int64_t t0 = stamp(), ns = mono_ns(), t1 = stamp();
+	if (ncal && t0 <= cal[ncal - 1].ticks)
+		return;
+	cal[ncal++] = (struct calib){t0 + (t1 - t0) / 2, ns};
+}
+
+/* A stamp as epoch ns. */
+static int64_t stamp_ns(int64_t s)
+{
+	if (!use_tsc)
+		return s + epoch_minus_mono;
+	if (ncal < 2) /* no memory for the samples: every call at the one known instant */
+		return (ncal ? cal[0].ns : mono_ns()) + epoch_minus_mono;
+	size_t lo = 0, hi = ncal - 1; /* the segment [lo, lo + 1] holding s, or an end one */
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (cal[mid].ticks <= s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct calib *a = &cal[lo], *b = &cal[lo + 1];
+	double slope = (double)(b->ns - a->ns) / (double)(b->ticks - a->ticks);
+	return a->ns + (int64_t)llround((double)(s - a->ticks) * slope) + epoch_minus_mono;
+}
 
 /* ---- names: one string per code object or C function, made once --------- */
 
@@ -226,29 +324,66 @@ static void push(struct tstate *t, const char *name, int kind, int64_t now)
 	f->kind = kind;
 }
 
-/* Records the top call as ending at end and pops it. */
-static void emit_top(struct tstate *t, int64_t end, uint32_t flags, int64_t resource)
+/* A finished call, kept until the stop hands it to strobe. */
+struct done {
+	int64_t start_ns, end_ns;
+	uint64_t id, parent;
+	const char *name;
+	uint32_t flags;
+};
+
+/* Pops the top call, ending at end, into the thread's log. */
+static void emit_top(struct tstate *t, int64_t end, uint32_t flags)
 {
 	struct frame *f = &t->stack[--t->depth];
 	if (!f->name)
 		return;
-	struct strobe_arg args[3] = {
-	    {.key = "Python id", .kind = STROBE_ARG_U64, .value.u64 = f->id},
-	    {.key = "Python parent id", .kind = STROBE_ARG_U64, .value.u64 = f->parent},
-	    {.key = "Python thread", .kind = STROBE_ARG_U64, .value.u64 = t->index},
-	};
-	struct strobe_activity a = {
-	    .size = sizeof(a),
-	    .type = STROBE_ACTIVITY_PYTHON_FUNCTION,
-	    .flags = flags,
-	    .name = f->name,
-	    .start_ns = f->start_ns,
-	    .end_ns = end,
-	    .resource = resource,
-	    .args = args,
-	    .arg_count = 3,
-	};
-	(void)strobe_record(&a); /* fails only when the window closed or the budget is spent (counted) */
+	if (__builtin_expect(t->ndone == t->done_cap, 0)) {
+		size_t cap = t->done_cap ? t->done_cap * 2 : 4096;
+		struct done *d = NULL;
+		if ((done_bytes + (cap - t->done_cap) * sizeof(*d)) <= done_budget)
+			d = realloc(t->done, cap * sizeof(*d));
+		if (!d) {
+			dropped++;
+			return;
+		}
+		done_bytes += (cap - t->done_cap) * sizeof(*d);
+		t->done = d;
+		t->done_cap = cap;
+	}
+	t->done[t->ndone++] = (struct done){f->start_ns, end, f->id, f->parent, f->name, flags};
+	if (__builtin_expect(!(t->ndone & 0xffff), 0))
+		calib_sample();
+}
+
+/* Hands a thread's log to strobe as python_function events on its row. */
+static void flush(struct tstate *t, int64_t resource)
+{
+	for (size_t i = 0; i < t->ndone; i++) {
+		const struct done *d = &t->done[i];
+		struct strobe_arg args[3] = {
+		    {.key = "Python id", .kind = STROBE_ARG_U64, .value.u64 = d->id},
+		    {.key = "Python parent id", .kind = STROBE_ARG_U64, .value.u64 = d->parent},
+		    {.key = "Python thread", .kind = STROBE_ARG_U64, .value.u64 = t->index},
+		};
+		struct strobe_activity a = {
+		    .size = sizeof(a),
+		    .type = STROBE_ACTIVITY_PYTHON_FUNCTION,
+		    .flags = d->flags,
+		    .name = d->name,
+		    .start_ns = stamp_ns(d->start_ns),
+		    .end_ns = stamp_ns(d->end_ns),
+		    .resource = resource,
+		    .args = args,
+		    .arg_count = 3,
+		};
+		if (strobe_record(&a) < 0)
+			dropped++; /* the window's CPU buffer budget is spent */
+	}
+	free(t->done);
+	done_bytes -= t->done_cap * sizeof(*t->done);
+	t->done = NULL;
+	t->ndone = t->done_cap = 0;
 }
 
 static void pop(struct tstate *t, int kind)
@@ -257,24 +392,24 @@ static void pop(struct tstate *t, int kind)
 		t->lost--;
 		return;
 	}
-	int64_t now = (int64_t)strobe_now_ns();
+	int64_t now = stamp();
 	if (kind == FRAME_C) {
 		if (t->depth && t->stack[t->depth - 1].kind == FRAME_C)
-			emit_top(t, now, 0, 0);
+			emit_top(t, now, 0);
 		return;
 	}
 	/* A C call whose return was not seen ends with the Python call above it. */
 	while (t->depth && t->stack[t->depth - 1].kind == FRAME_C)
-		emit_top(t, now, 0, 0);
+		emit_top(t, now, 0);
 	if (t->depth)
-		emit_top(t, now, 0, 0);
+		emit_top(t, now, 0);
 }
 
 static void push_code(PyObject *code)
 {
 	struct tstate *t = thread_state();
 	if (t)
-		push(t, name_of(code, code, NULL), FRAME_PY, (int64_t)strobe_now_ns());
+		push(t, name_of(code, code, NULL), FRAME_PY, stamp());
 }
 
 static void push_c(PyObject *callable)
@@ -286,7 +421,7 @@ static void push_c(PyObject *callable)
 		return;
 	/* What strobe's own code calls is not recorded either. */
 	bool own = t->depth && t->stack[t->depth - 1].kind == FRAME_PY && !t->stack[t->depth - 1].name;
-	push(t, own ? NULL : name_of(def, callable, owner), FRAME_C, (int64_t)strobe_now_ns());
+	push(t, own ? NULL : name_of(def, callable, owner), FRAME_C, stamp());
 }
 
 static void pop_kind(int kind)
@@ -410,8 +545,16 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	(void)m;
 	int want_c, monitoring;
 	const char *prefix;
-	if (!PyArg_ParseTuple(args, "pps", &want_c, &monitoring, &prefix))
+	unsigned long long budget;
+	if (!PyArg_ParseTuple(args, "ppsK", &want_c, &monitoring, &prefix, &budget))
 		return NULL;
+	done_budget = budget;
+	dropped = 0;
+	use_tsc = tsc_is_the_clocksource();
+	ncal = 0;
+	int64_t m0 = mono_ns(), e = (int64_t)strobe_now_ns(), m1 = mono_ns();
+	epoch_minus_mono = e - (m0 + (m1 - m0) / 2);
+	calib_sample();
 	if (active)
 		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
 	free(own_prefix);
@@ -422,7 +565,7 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	struct tstate *t = thread_state();
 	if (!t)
 		return PyErr_NoMemory();
-	take_current_stack(t, (int64_t)strobe_now_ns());
+	take_current_stack(t, stamp());
 	active = true;
 	if (!monitoring)
 		PyEval_SetProfile(profile, NULL);
@@ -436,25 +579,29 @@ static PyObject *pytrace_stop(PyObject *m, PyObject *unused)
 		Py_RETURN_NONE;
 	active = false;
 	PyEval_SetProfile(NULL, NULL);
-	int64_t now = (int64_t)strobe_now_ns();
+	int64_t now = stamp();
+	calib_sample();
 	for (struct tstate *t = threads; t; t = t->next) {
 		if (t->gen != gen)
 			continue;
 		while (t->depth)
-			emit_top(t, now, STROBE_ACTIVITY_UNFINISHED, t == tls ? 0 : t->tid);
+			emit_top(t, now, STROBE_ACTIVITY_UNFINISHED);
 		t->lost = 0;
+		flush(t, t == tls ? 0 : t->tid);
 	}
 	names_clear();
-	Py_RETURN_NONE;
+	uint64_t n = dropped;
+	dropped = 0;
+	return PyLong_FromUnsignedLongLong(n);
 }
 
 #define FASTCALL(fn) (PyCFunction)(void (*)(void))(fn), METH_FASTCALL
 
 PyMethodDef pytrace_methods[] = {
     {"pytrace_start", pytrace_start, METH_VARARGS,
-     "pytrace_start(c_calls, use_monitoring, own_prefix): starts recording Python calls"},
+     "pytrace_start(c_calls, use_monitoring, own_prefix, budget_bytes): starts recording Python calls"},
     {"pytrace_stop", pytrace_stop, METH_NOARGS,
-     "pytrace_stop(): stops; calls still open are recorded unfinished"},
+     "pytrace_stop() -> calls dropped: stops, recording the calls (those still open as unfinished)"},
     {"_thread_hook", FASTCALL(pytrace_thread_hook), NULL},
     {"_mon_push", FASTCALL(pytrace_mon_push), NULL},
     {"_mon_pop", FASTCALL(pytrace_mon_pop), NULL},

@@ -182,3 +182,12 @@ def test_hot_calls_cost_nothing_visible_when_off():
         strobe.counter("off", 1.0)
         strobe.step()
     assert strobe.now_ns() > 1_600_000_000 * 10**9
+
+
+def test_torch_ops_without_torch_names_the_problem():
+    import importlib.util
+    if importlib.util.find_spec("torch"):
+        pytest.skip("torch is installed")
+    with pytest.raises(strobe.StrobeError, match="torch_ops=True needs PyTorch importable"):
+        strobe.trace(torch_ops=True).start()
+    assert not strobe.is_tracing()

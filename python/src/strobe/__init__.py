@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import tempfile
+import warnings
 from typing import Any, Callable, Iterable, NamedTuple, Union
 
 from . import _pytrace, _strobe
@@ -120,7 +121,7 @@ class Event(NamedTuple):
 
 def _event(t: tuple) -> Event:
     args = {k: json.loads(v[0]) if isinstance(v, tuple) else v for k, v in t[10].items()}
-    return Event(*t[:10], args)
+    return Event._make((*t[:10], args))
 
 
 class trace:
@@ -130,7 +131,8 @@ class trace:
     suffix picks the format: .json, .json.gz, .json.zst, .pftrace).
     activities: type names (["cpu_op", "kernel"] or "cpu_op,kernel"); None
     is libkineto's default set. python: record every Python function call
-    as a python_function event (python_c_calls: C functions too).
+    as a python_function event (python_c_calls: C functions too), keeping
+    up to python_buffer_mb of them (40 bytes a call) until the stop.
     torch_ops: record PyTorch's aten ops as cpu_op events (record_shapes:
     with their input shapes). config: libkineto config text; other keyword
     arguments are config keys, e.g. activities_max_cpu_buffer_size_mb=64.
@@ -138,11 +140,13 @@ class trace:
 
     def __init__(self, output: str | os.PathLike[str] | None = None, *,
                  activities: Iterable[str] | str | None = None, python: bool = False,
-                 python_c_calls: bool = False, torch_ops: bool = False, record_shapes: bool = False,
-                 config: str | None = None, **keys: ConfigValue) -> None:
+                 python_c_calls: bool = False, python_buffer_mb: int = 512, torch_ops: bool = False,
+                 record_shapes: bool = False, config: str | None = None, **keys: ConfigValue) -> None:
         self.output = os.fspath(output) if output is not None else None
         self.python = python or python_c_calls
         self.python_c_calls = python_c_calls
+        self.python_buffer_mb = python_buffer_mb
+        self.python_dropped = 0
         self.torch_ops = torch_ops
         self.record_shapes = record_shapes
         self._mask = _activity_mask(activities) if activities is not None else 0
@@ -166,7 +170,7 @@ class trace:
         if self._torch is not None:
             self._torch.start()
         if self.python:
-            _pytrace.start(self.python_c_calls)
+            _pytrace.start(self.python_c_calls, self.python_buffer_mb << 20)
         return self
 
     def stop(self) -> "trace":
@@ -176,7 +180,11 @@ class trace:
         self._running = False
         try:
             if self.python:
-                _pytrace.stop()
+                self.python_dropped = _pytrace.stop()
+                if self.python_dropped:
+                    warnings.warn(f"strobe: {self.python_dropped} Python calls were not recorded: over "
+                                  f"python_buffer_mb={self.python_buffer_mb} or the CPU buffer budget",
+                                  RuntimeWarning, stacklevel=2)
         finally:
             if self._torch is not None:
                 self._torch.stop()

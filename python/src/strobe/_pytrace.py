@@ -19,7 +19,7 @@ _tool_id: int | None = None
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _monitoring_start(c_calls: bool) -> None:
+def _monitoring_start(c_calls: bool, budget: int) -> None:
     global _tool_id
     mon = sys.monitoring  # type: ignore[attr-defined]
     ev = mon.events
@@ -46,34 +46,36 @@ def _monitoring_start(c_calls: bool) -> None:
     for event, fn in callbacks.items():
         mon.register_callback(_tool_id, event, fn)
         mask |= event
-    _strobe.pytrace_start(c_calls, True, _OWN)
+    _strobe.pytrace_start(c_calls, True, _OWN, budget)
     mon.set_events(_tool_id, mask)
 
 
-def _monitoring_stop() -> None:
+def _monitoring_stop() -> int:
     global _tool_id
     mon = sys.monitoring  # type: ignore[attr-defined]
-    if _tool_id is None:
-        return
-    _strobe.pytrace_stop()
-    mon.set_events(_tool_id, 0)
-    mon.free_tool_id(_tool_id)
-    _tool_id = None
+    dropped = _strobe.pytrace_stop()
+    if _tool_id is not None:
+        mon.set_events(_tool_id, 0)
+        mon.free_tool_id(_tool_id)
+        _tool_id = None
+    return dropped
 
 
-def start(c_calls: bool = False) -> None:
-    """Records every Python call (and C call with c_calls) from now on."""
+def start(c_calls: bool = False, budget: int = 512 << 20) -> None:
+    """Records every Python call (and C call with c_calls) from now on,
+    keeping up to budget bytes of finished calls (40 bytes each)."""
     if _USE_MONITORING:
-        _monitoring_start(c_calls)
+        _monitoring_start(c_calls, budget)
     else:
         threading.setprofile(_strobe._thread_hook)
-        _strobe.pytrace_start(c_calls, False, _OWN)
+        _strobe.pytrace_start(c_calls, False, _OWN, budget)
 
 
-def stop() -> None:
-    """Stops; calls still open are recorded as unfinished."""
+def stop() -> int:
+    """Stops and records the calls (those still open as unfinished) in the
+    running trace; returns how many were dropped (over the budget)."""
     if _USE_MONITORING:
-        _monitoring_stop()
-    else:
-        _strobe.pytrace_stop()  # first: the rest is not recorded
-        threading.setprofile(None)  # type: ignore[arg-type]
+        return _monitoring_stop()
+    dropped = _strobe.pytrace_stop()  # first: the rest is not recorded
+    threading.setprofile(None)  # type: ignore[arg-type]
+    return dropped
