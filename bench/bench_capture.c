@@ -4,7 +4,8 @@
  *     the clock in use (what a pair cannot avoid);
  *   - push+pop pair while not tracing, against an empty loop;
  *   - push+pop pair with the flight recorder's rings full (each new chunk
- *     recycles the thread's oldest), against tracing;
+ *     recycles the thread's oldest), against tracing in the same rounds
+ *     (the median of the rounds' ratios);
  *   - resident bytes per captured event.
  * Usage: bench_capture [pairs-per-run] [runs]
  */
@@ -128,33 +129,42 @@ static double traced_pairs(int threads, double *cold)
 }
 
 /* The same pairs with the flight recorder on and its rings full, so that
- * every chunk a thread starts recycles its own oldest one: median over
- * runs after the rings have filled. */
-static double flight_pairs(int threads)
+ * every chunk a thread starts recycles its own oldest one, against a
+ * traced run just before it: rounds of (traced run, flight run), so that
+ * a machine whose load drifts weighs on both alike. Returns the median of
+ * the rounds' ratios; *flight_ns and *traced_ns get the medians of each. */
+static double flight_vs_traced(int threads, double *flight_ns, double *traced_ns)
 {
-	struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .memory_bytes = 64ull << 20);
-	if (strobe_flight_start(&o)) {
-		fprintf(stderr, "bench_capture: %s\n", strobe_last_error());
-		return 0;
-	}
+	double *fl = calloc((size_t)runs, sizeof(double)), *tr = calloc((size_t)runs, sizeof(double));
+	double *ratio = calloc((size_t)runs, sizeof(double));
 	active_threads = threads;
-	/* 64 MiB of 48-byte pairs: fill the rings first. */
-	for (long filled = 0; filled < (64l << 20) / 48 / pairs + 2; filled++) {
-		pthread_barrier_wait(&go);
-		pthread_barrier_wait(&done);
-	}
-	double *v = calloc((size_t)runs, sizeof(double));
 	for (int r = 0; r < runs; r++) {
+		tr[r] = traced_run(threads);
+		struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .memory_bytes = 64ull << 20);
+		if (strobe_flight_start(&o)) {
+			fprintf(stderr, "bench_capture: %s\n", strobe_last_error());
+			break;
+		}
+		/* 64 MiB of 48-byte pairs: fill the rings first. */
+		for (long filled = 0; filled < (64l << 20) / 48 / pairs + 2; filled++) {
+			pthread_barrier_wait(&go);
+			pthread_barrier_wait(&done);
+		}
 		pthread_barrier_wait(&go);
 		pthread_barrier_wait(&done);
 		double sum = 0;
 		for (int i = 0; i < threads; i++)
 			sum += workers[i].ns;
-		v[r] = sum / threads;
+		fl[r] = sum / threads;
+		ratio[r] = fl[r] / tr[r];
+		strobe_flight_stop();
 	}
-	double m = bench_median(v, runs);
-	free(v);
-	strobe_flight_stop();
+	*flight_ns = bench_median(fl, runs);
+	*traced_ns = bench_median(tr, runs);
+	double m = bench_median(ratio, runs);
+	free(fl);
+	free(tr);
+	free(ratio);
 	return m;
 }
 
@@ -209,8 +219,9 @@ int main(int argc, char **argv)
 	double cold1, cold2;
 	double on1 = traced_pairs(1, &cold1);
 	double on2 = traced_pairs(2, &cold2);
-	double flight1 = flight_pairs(1);
-	double flight2 = flight_pairs(2);
+	double flight1, flight2, beside1, beside2;
+	double ratio1 = flight_vs_traced(1, &flight1, &beside1);
+	double ratio2 = flight_vs_traced(2, &flight2, &beside2);
 	workers_stop();
 
 	printf("%-44s %8.2f ns\n", "empty loop iteration", empty);
@@ -223,10 +234,10 @@ int main(int argc, char **argv)
 	       on2 / clock2);
 	printf("%-44s %8.2f ns  (1 thread), %.2f ns (2 threads)\n", "first run on fresh buffer pages", cold1,
 	       cold2);
-	printf("%-44s %8.2f ns  (%.2fx tracing)\n", "push+pop pair, flight rings full, 1 thread", flight1,
-	       flight1 / on1);
-	printf("%-44s %8.2f ns  (%.2fx tracing)\n", "push+pop pair, flight rings full, 2 threads", flight2,
-	       flight2 / on2);
+	printf("%-44s %8.2f ns  (%.2fx tracing, %.2f ns, in the same rounds)\n",
+	       "push+pop pair, flight rings full, 1 thread", flight1, ratio1, beside1);
+	printf("%-44s %8.2f ns  (%.2fx tracing, %.2f ns, in the same rounds)\n",
+	       "push+pop pair, flight rings full, 2 threads", flight2, ratio2, beside2);
 	rss_per_event();
 	strobe_shutdown();
 	return 0;

@@ -37,27 +37,51 @@ static atomic_bool ring_next; /* the next session records into flight rings */
 
 _Static_assert(CLAIM_BYTES == STRB_TBUF_CHUNK, "a flight ring's chunk is one budget claim");
 
-/* Pushes of recycled chunks whose pops are still to come, per thread: the
- * records themselves (names cut to what fits), in push order. */
+/* A flight ring's side state, per thread. Recycling a chunk reads no more
+ * of it than the pushes still open at its end:
+ * - kept: the pushes of recycled chunks still open, or whose pop is still
+ *   in the ring (names cut to what fits), packed in push order; each with
+ *   the monotonic position of its push and of its pop (0: still open);
+ * - bnd: pushes of the ring's chunks still open when their chunk ended, in
+ *   order (the shadow stack's part in a chunk, when the next one begins),
+ *   with their pops' positions as they come;
+ * - nrec: the records of each chunk (a chunk's index is its physical
+ *   offset / STRB_TBUF_CHUNK);
+ * - shadow: the storage behind strb_tbuf.shadow. */
 #define KEPT_MAX   512
 #define KEPT_BYTES (64 * 1024)
+struct strb_bnd {
+	uint64_t pos, pop_pos;
+	uint16_t stack;
+};
 struct strb_kept {
 	uint32_t n;
 	struct {
 		uint32_t off, len;
-		uint16_t stack;
+		uint64_t pos, pop_pos;
 	} ent[KEPT_MAX];
-	uint32_t lost[STRB_STACKS]; /* pushes past KEPT_MAX on each stack, newest */
-	uint64_t lost_total;
+	uint32_t closed;     /* entries with a pop_pos */
+	uint64_t lost_total; /* open pushes not kept: KEPT_MAX, KEPT_BYTES or no memory */
+	uint64_t lost_next;  /* the same, counted at the next recycle */
 	size_t used;
 	uint8_t data[KEPT_BYTES];
-	/* Scratch of recycle(): the pushes of the chunk being recycled not yet
-	 * popped in it, in order (offset in the chunk, stack). */
-	struct {
-		uint16_t stack;
-		uint32_t off;
-	} open[STRB_TBUF_CHUNK / sizeof(struct strb_rec)];
+	struct strb_bnd *bnd;
+	size_t bnd_head, bnd_n, bnd_cap;
+	uint16_t *nrec;
+	size_t nrec_slots;
+	uint64_t shadow[STRB_SHADOW_MAX];
 };
+_Static_assert(STRB_TBUF_CHUNK / sizeof(struct strb_rec) <= UINT16_MAX, "a chunk's record count is 16 bits");
+_Static_assert(STRB_STACKS <= 0xffff, "a stack fits the shadow entry's low bits");
+
+static void kept_free(struct strb_kept *kp)
+{
+	if (kp) {
+		free(kp->bnd);
+		free(kp->nrec);
+		free(kp);
+	}
+}
 
 /* The registry frees a dead thread's buffer after its events are
  * processed; one that shutdown already took off the registry is ours to
@@ -74,7 +98,7 @@ static void on_thread_exit(void *p)
 	if (orphan) {
 		if (b->base)
 			munmap(b->base, b->reserve);
-		free(b->kept);
+		kept_free(b->kept);
 		free(b);
 	}
 }
@@ -123,6 +147,41 @@ static bool map_reserve(struct strb_tbuf *b, size_t want)
 	return true;
 }
 
+/* A ring's side state, sized for b's reservation and emptied; false
+ * when there is no memory for it (the thread then records as when
+ * tracing, and drops once the budget is spent). */
+static bool ring_ready(struct strb_tbuf *b)
+{
+	struct strb_kept *kp = b->kept;
+	if (!kp) {
+		kp = b->kept = calloc(1, sizeof(*kp));
+		if (!kp) {
+			LOGE("no memory for a flight ring's state; this thread records until the budget is "
+			     "spent");
+			return false;
+		}
+	}
+	size_t slots = b->reserve / CLAIM_BYTES;
+	if (kp->nrec_slots < slots) {
+		uint16_t *p = realloc(kp->nrec, slots * sizeof(*p));
+		if (!p) {
+			LOGE("no memory for a flight ring's state; this thread records until the budget is "
+			     "spent");
+			return false;
+		}
+		kp->nrec = p;
+		kp->nrec_slots = slots;
+	}
+	kp->n = 0;
+	kp->used = 0;
+	kp->closed = 0;
+	kp->lost_total = 0;
+	kp->lost_next = 0;
+	kp->bnd_head = kp->bnd_n = 0;
+	b->shadow = kp->shadow;
+	return true;
+}
+
 struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 {
 	struct strb_tbuf *b = strb_tls_buf;
@@ -146,19 +205,14 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	b->exhausted = false;
 	b->pop_room = 0;
 	b->released = 0;
-	b->ring = atomic_load(&ring_next);
+	b->ring = atomic_load(&ring_next) && ok && ring_ready(b);
 	b->pos_off = 0;
+	b->shadow_n = 0;
+	b->chunk_nrec = 0;
+	b->chunk_pos = 0;
 	atomic_store_explicit(&b->cap, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->aged_out, 0, memory_order_relaxed);
-	if (b->ring && !b->kept)
-		b->kept = malloc(sizeof(*b->kept));
-	if (b->kept) {
-		b->kept->n = 0;
-		b->kept->used = 0;
-		b->kept->lost_total = 0;
-		memset(b->kept->lost, 0, sizeof(b->kept->lost));
-	}
 	memset(b->open, 0, sizeof(b->open));
 	memset(b->skip, 0, sizeof(b->skip));
 	atomic_store_explicit(&b->dropped, 0, memory_order_relaxed);
@@ -185,30 +239,19 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 
 /* ---- flight rings ---------------------------------------------------- */
 
-/* The stack a push or pop record goes on, or STRB_STACKS for neither. */
-static unsigned rec_stack(const struct strb_rec *r, bool *push)
-{
-	*push = r->kind == STRB_REC_RANGE_PUSH || r->kind == STRB_REC_OP_PUSH;
-	if (r->kind == STRB_REC_OP_PUSH || r->kind == STRB_REC_OP_POP)
-		return STRB_STACK_OPS;
-	if (r->kind == STRB_REC_RANGE_PUSH || r->kind == STRB_REC_RANGE_POP)
-		return STRB_RANGE_STACK(r->aux);
-	return STRB_STACKS;
-}
-
-static void kept_push(struct strb_kept *kp, const struct strb_rec *r, unsigned k)
+/* Keeps the push at r (monotonic position pos, its pop at pop_pos or 0):
+ * the whole record when it fits, else without its attributes and with as
+ * much of its name as fits; counted as lost when nothing does. */
+static void kept_push(struct strb_kept *kp, const struct strb_rec *r, uint64_t pos, uint64_t pop_pos)
 {
 	size_t payload = r->kind == STRB_REC_OP_PUSH ? 8 : 0; /* an op's id */
 	size_t src_attrs =
 	    r->kind == STRB_REC_RANGE_PUSH && (r->aux & STRB_AUX_ATTRS) ? sizeof(struct strb_rec_attrs) : 0;
 	size_t room = KEPT_BYTES - kp->used, attrs = src_attrs, name = r->name_len;
 	if (kp->n == KEPT_MAX || room < sizeof(*r) + payload) {
-		kp->lost[k]++;
 		kp->lost_total++;
 		return;
 	}
-	/* The whole record when it fits, else without its attributes and with
-	 * as much of its name as fits. */
 	if (sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7) > room) {
 		attrs = 0;
 		size_t fit = (room - sizeof(*r) - payload) & ~(size_t)7;
@@ -226,83 +269,147 @@ static void kept_push(struct strb_kept *kp, const struct strb_rec *r, unsigned k
 	size_t len = sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7);
 	kp->ent[kp->n].off = (uint32_t)kp->used;
 	kp->ent[kp->n].len = (uint32_t)len;
-	kp->ent[kp->n].stack = (uint16_t)k;
+	kp->ent[kp->n].pos = pos;
+	kp->ent[kp->n].pop_pos = pop_pos;
+	kp->closed += pop_pos != 0;
 	kp->n++;
 	kp->used += len;
 }
 
-static void kept_pop(struct strb_kept *kp, unsigned k)
+/* Forgets the kept pushes whose pops lie in [from, to): the chunk being
+ * recycled. The rest stay packed, in order. */
+static void kept_forget(struct strb_kept *kp, uint64_t from, uint64_t to)
 {
-	if (kp->lost[k]) {
-		kp->lost[k]--;
-		return;
-	}
-	for (uint32_t i = kp->n; i-- > 0;) {
-		if (kp->ent[i].stack != k)
+	uint32_t n = 0;
+	size_t used = 0;
+	for (uint32_t i = 0; i < kp->n; i++) {
+		uint64_t pop = kp->ent[i].pop_pos;
+		if (pop && pop >= from && pop < to) {
+			kp->closed--;
 			continue;
-		uint32_t off = kp->ent[i].off, len = kp->ent[i].len;
-		memmove(kp->data + off, kp->data + off + len, kp->used - off - len);
-		kp->used -= len;
-		memmove(&kp->ent[i], &kp->ent[i + 1], (kp->n - i - 1) * sizeof(kp->ent[0]));
-		kp->n--;
-		for (uint32_t j = i; j < kp->n; j++)
-			kp->ent[j].off -= len;
-		return;
+		}
+		if (used != kp->ent[i].off)
+			memmove(kp->data + used, kp->data + kp->ent[i].off, kp->ent[i].len);
+		kp->ent[n] = kp->ent[i];
+		kp->ent[n].off = (uint32_t)used;
+		used += kp->ent[n++].len;
 	}
-	/* Its push was never seen: nothing to forget. */
+	kp->n = n;
+	kp->used = used;
 }
 
-/* The owner recycles the chunk at physical offset `at`, the oldest: its
- * pushes still open are kept, the rest is counted as aged out. */
+/* The pop at p closes a push that is not the shadow stack's last one, or
+ * lies in an older chunk: the push is found on the shadow stack, and when
+ * its chunk has ended, where its pop lies is noted with it (kept or to be
+ * kept) so that it is forgotten only when the pop itself is recycled. */
+void strb_tbuf_shadow_pop_slow(struct strb_tbuf *b, const void *p, unsigned k)
+{
+	uint32_t i = b->shadow_n;
+	while (i > 0 && (b->shadow[i - 1] & 0xffffu) != k)
+		i--;
+	if (!i)
+		return; /* cannot be: every recorded push is on the shadow stack */
+	uint64_t pos = b->shadow[i - 1] >> 16;
+	memmove(&b->shadow[i - 1], &b->shadow[i], (b->shadow_n - i) * sizeof(b->shadow[0]));
+	b->shadow_n--;
+	if (pos >= b->chunk_pos)
+		return;
+	uint64_t pop_pos = (uint64_t)((const uint8_t *)p - b->base) + b->pos_off;
+	struct strb_kept *kp = b->kept;
+	if (pos >= atomic_load_explicit(&b->tail, memory_order_relaxed)) {
+		/* Its chunk is still in the ring: it is among the chunk-end ones. */
+		size_t lo = 0, hi = kp->bnd_n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (kp->bnd[kp->bnd_head + mid].pos < pos)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < kp->bnd_n && kp->bnd[kp->bnd_head + lo].pos == pos)
+			kp->bnd[kp->bnd_head + lo].pop_pos = pop_pos;
+		return;
+	}
+	for (uint32_t j = kp->n; j-- > 0;) {
+		if (kp->ent[j].pos == pos) {
+			kp->ent[j].pop_pos = pop_pos;
+			kp->closed++;
+			return;
+		}
+	}
+	/* Not kept (lost): nothing to forget. */
+}
+
+/* The current chunk ends: its record count, and its pushes still open
+ * (the shadow stack's end from chunk_pos) to keep when it is recycled. */
+static void chunk_end(struct strb_tbuf *b)
+{
+	struct strb_kept *kp = b->kept;
+	kp->nrec[(b->limit - CLAIM_BYTES) / CLAIM_BYTES] = (uint16_t)b->chunk_nrec;
+	b->chunk_nrec = 0;
+	uint32_t i = b->shadow_n;
+	while (i > 0 && b->shadow[i - 1] >> 16 >= b->chunk_pos)
+		i--;
+	size_t add = b->shadow_n - i;
+	if (!add)
+		return;
+	if (kp->bnd_head + kp->bnd_n + add > kp->bnd_cap) {
+		/* Slide the live entries down, or grow. */
+		if (kp->bnd_head && kp->bnd_n + add <= kp->bnd_cap) {
+			memmove(kp->bnd, kp->bnd + kp->bnd_head, kp->bnd_n * sizeof(*kp->bnd));
+		} else {
+			size_t cap = kp->bnd_cap ? kp->bnd_cap : 64;
+			while (cap < kp->bnd_n + add)
+				cap *= 2;
+			if (cap <= kp->bnd_cap)
+				cap *= 2;
+			struct strb_bnd *nb = malloc(cap * sizeof(*nb));
+			if (!nb) {
+				kp->lost_next += add;
+				return;
+			}
+			if (kp->bnd_n)
+				memcpy(nb, kp->bnd + kp->bnd_head, kp->bnd_n * sizeof(*nb));
+			free(kp->bnd);
+			kp->bnd = nb;
+			kp->bnd_cap = cap;
+		}
+		kp->bnd_head = 0;
+	}
+	struct strb_bnd *out = kp->bnd + kp->bnd_head + kp->bnd_n;
+	for (; i < b->shadow_n; i++, out++) {
+		out->pos = b->shadow[i] >> 16;
+		out->pop_pos = 0;
+		out->stack = (uint16_t)(b->shadow[i] & 0xffffu);
+	}
+	kp->bnd_n += add;
+}
+
+/* The owner recycles the oldest chunk, at physical offset `at`: the kept
+ * pushes whose pops it holds are forgotten, its pushes still open at its
+ * end are kept, and its records are counted as aged out. Nothing of the
+ * chunk is read but those pushes. */
 static void recycle(struct strb_tbuf *b, size_t at)
 {
 	/* Odd while recycling: the increment orders the writes below after it
 	 * (an acquire RMW, where a fence would do but ThreadSanitizer has
 	 * none). */
 	uint32_t seq = atomic_fetch_add_explicit(&b->seq, 1, memory_order_acq_rel);
-	uint64_t aged = 0;
-	size_t off = 0, nopen = 0;
 	struct strb_kept *kp = b->kept;
-	/* Pushes and pops of the chunk pair among themselves first (the common
-	 * case: cheap); pops of older pushes go to the kept ones; the chunk's
-	 * pushes still open at its end are kept, in order. */
-	while (off + sizeof(struct strb_rec) <= CLAIM_BYTES) {
-		const struct strb_rec *r = (const void *)(b->base + at + off);
-		if (r->kind == STRB_REC_PAD || !r->kind)
-			break;
-		size_t len = strb_rec_size(r, sizeof(struct strb_rec_attrs));
-		if (off + len > CLAIM_BYTES)
-			break;
-		bool push;
-		unsigned k = rec_stack(r, &push);
-		if (k < STRB_STACKS && kp) {
-			if (push) {
-				kp->open[nopen].stack = (uint16_t)k;
-				kp->open[nopen++].off = (uint32_t)off;
-			} else if (nopen && kp->open[nopen - 1].stack == k) {
-				nopen--; /* the common case: it closes the last push */
-			} else {
-				size_t i = nopen;
-				while (i > 0 && kp->open[i - 1].stack != k)
-					i--;
-				if (i) {
-					memmove(&kp->open[i - 1], &kp->open[i],
-					        (nopen - i) * sizeof(kp->open[0]));
-					nopen--;
-				} else {
-					kept_pop(kp, k);
-				}
-			}
-		}
-		aged++;
-		off += len;
+	uint64_t from = atomic_load_explicit(&b->tail, memory_order_relaxed), to = from + CLAIM_BYTES;
+	if (kp->closed)
+		kept_forget(kp, from, to);
+	for (; kp->bnd_n && kp->bnd[kp->bnd_head].pos < to; kp->bnd_head++, kp->bnd_n--) {
+		const struct strb_bnd *e = &kp->bnd[kp->bnd_head];
+		kept_push(kp, (const void *)(b->base + at + (e->pos - from)), e->pos, e->pop_pos);
 	}
-	for (size_t i = 0; i < nopen; i++)
-		kept_push(kp, (const void *)(b->base + at + kp->open[i].off), kp->open[i].stack);
-	atomic_store_explicit(&b->aged_out, atomic_load_explicit(&b->aged_out, memory_order_relaxed) + aged,
+	kp->lost_total += kp->lost_next;
+	kp->lost_next = 0;
+	atomic_store_explicit(&b->aged_out,
+	                      atomic_load_explicit(&b->aged_out, memory_order_relaxed) +
+	                          kp->nrec[at / CLAIM_BYTES],
 	                      memory_order_relaxed);
-	atomic_store_explicit(&b->tail, atomic_load_explicit(&b->tail, memory_order_relaxed) + CLAIM_BYTES,
-	                      memory_order_relaxed);
+	atomic_store_explicit(&b->tail, to, memory_order_relaxed);
 	atomic_store_explicit(&b->seq, seq + 2, memory_order_release);
 }
 
@@ -319,6 +426,8 @@ static void *ring_grow(struct strb_tbuf *b, size_t n, size_t keep)
 		memset(pad, 0, sizeof(*pad));
 		pad->kind = STRB_REC_PAD;
 	}
+	if (b->limit)
+		chunk_end(b);
 	size_t next = b->limit, cap = atomic_load_explicit(&b->cap, memory_order_relaxed);
 	if (!cap) {
 		/* Not wrapped yet: a new chunk while the budget lasts. */
@@ -356,6 +465,8 @@ static void *ring_grow(struct strb_tbuf *b, size_t n, size_t keep)
 	b->head = next;
 	b->limit = next + CLAIM_BYTES;
 place:;
+	b->chunk_pos = b->head + b->pos_off;
+	b->chunk_nrec = 1;
 	void *p = b->base + b->head;
 	b->head += n;
 	return p;
@@ -544,7 +655,7 @@ static void free_buf(struct strb_tbuf *b)
 {
 	if (b->base)
 		munmap(b->base, b->reserve);
-	free(b->kept);
+	kept_free(b->kept);
 	free(b);
 }
 

@@ -64,6 +64,7 @@ struct strb_rec {
 #define STRB_STACK_OPS           STRB_DOMAINS_MAX
 #define STRB_STACKS              (STRB_DOMAINS_MAX + 1)
 #define STRB_POP_BYTES           sizeof(struct strb_rec)
+#define STRB_TBUF_CHUNK          (64 * 1024) /* flight rings: records never cross one */
 #define STRB_RANGE_STACK(domain) (STRB_AUX_DOMAIN(domain) < STRB_DOMAINS_MAX ? STRB_AUX_DOMAIN(domain) : 0u)
 
 struct strb_tbuf {
@@ -74,11 +75,22 @@ struct strb_tbuf {
 	size_t reserve; /* bytes of address space mapped */
 	uint32_t session;
 	bool exhausted; /* the budget ran out this session: drop without asking again */
+	bool ring;      /* a flight ring (below) */
 	uint64_t next_op_id, op_id_end;
 	/* A pop must close its own push: every recorded push keeps room for its
 	 * pop within the claimed budget (pop_room), and a dropped push drops
 	 * its pop too (skip), per stack. */
 	size_t pop_room;
+	/* Flight rings, owner-only and on the hot path: the recorded pushes
+	 * still open, in push order, each as its monotonic position << 16 |
+	 * its stack (at most STRB_SHADOW_MAX: every one keeps its pop's room in
+	 * the current chunk); where the current chunk starts; the records
+	 * written in it. */
+	uint64_t *shadow;
+	uint32_t shadow_n;
+	uint32_t chunk_nrec;
+	uint64_t chunk_pos;
+	size_t pos_off;             /* ring laps so far * cap */
 	uint32_t open[STRB_STACKS]; /* recorded pushes whose pop is to come */
 	uint32_t skip[STRB_STACKS]; /* dropped pushes whose pop is to come */
 	/* Written by the owner only, read by processing while the owner may
@@ -90,9 +102,7 @@ struct strb_tbuf {
 	 * STRB_TBUF_CHUNK bytes; when the budget is out the owner recycles its
 	 * own oldest chunk. Positions are monotonic: physical offset + pos_off.
 	 * Owner-only: */
-	bool ring;
-	size_t pos_off;         /* ring laps so far * cap */
-	struct strb_kept *kept; /* pushes of recycled chunks still open */
+	struct strb_kept *kept; /* pushes of recycled chunks still open, and what recycling needs */
 	/* Read by snapshots while the owner records: */
 	_Atomic size_t cap;        /* ring size once it wraps, else 0 */
 	_Atomic uint64_t tail;     /* monotonic position of the oldest chunk */
@@ -146,7 +156,27 @@ static inline void *strb_tbuf_reserve_keep(struct strb_tbuf *b, size_t n, size_t
 		return strb_tbuf_grow(b, n, keep);
 	void *p = b->base + b->head;
 	b->head += n;
+	b->chunk_nrec++;
 	return p;
+}
+
+/* Flight rings: a push at p on stack k goes on the shadow stack; its pop
+ * takes it off again, in the common case the last one and in this chunk
+ * (else the slow path notes where a kept push ends). */
+#define STRB_SHADOW_MAX (STRB_TBUF_CHUNK / STRB_POP_BYTES)
+static inline void strb_tbuf_shadow_push(struct strb_tbuf *b, const void *p, unsigned k)
+{
+	uint64_t pos = (uint64_t)((const uint8_t *)p - b->base) + b->pos_off;
+	b->shadow[b->shadow_n++] = pos << 16 | k;
+}
+void strb_tbuf_shadow_pop_slow(struct strb_tbuf *b, const void *p, unsigned k);
+static inline void strb_tbuf_shadow_pop(struct strb_tbuf *b, const void *p, unsigned k)
+{
+	uint64_t top = b->shadow[b->shadow_n - 1];
+	if (__builtin_expect((top & 0xffffu) == k && top >> 16 >= b->chunk_pos, 1))
+		b->shadow_n--;
+	else
+		strb_tbuf_shadow_pop_slow(b, p, k);
 }
 
 static inline void *strb_tbuf_reserve(struct strb_tbuf *b, size_t n)
@@ -171,6 +201,8 @@ static inline void *strb_tbuf_reserve_push(struct strb_tbuf *b, size_t n, unsign
 	}
 	b->open[k]++;
 	b->pop_room += STRB_POP_BYTES;
+	if (b->ring)
+		strb_tbuf_shadow_push(b, p, k);
 	return p;
 }
 
@@ -189,7 +221,10 @@ static inline void *strb_tbuf_reserve_pop(struct strb_tbuf *b, unsigned k)
 	b->open[k]--;
 	b->pop_room -= STRB_POP_BYTES;
 	void *p = b->base + b->head;
+	if (b->ring)
+		strb_tbuf_shadow_pop(b, p, k);
 	b->head += STRB_POP_BYTES;
+	b->chunk_nrec++;
 	return p;
 }
 
@@ -198,9 +233,8 @@ static inline void strb_tbuf_publish(struct strb_tbuf *b)
 	atomic_store_explicit(&b->published, b->head + b->pos_off, memory_order_release);
 }
 
-/* Flight rings: the chunk records never cross, and the choice for the
- * next session (set with no session active). */
-#define STRB_TBUF_CHUNK (64 * 1024)
+/* Flight rings: the choice for the next session (set with no session
+ * active). */
 void strb_tbuf_set_ring(bool on);
 
 /* The size of a record, from its header (flight rings walk them). */

@@ -151,6 +151,60 @@ static void test_rings_recycle_and_keep_open_stacks(void **state)
 	assert_int_equal(strobe_flight_stop(), 0);
 }
 
+static void fill_chunks(int chunks)
+{
+	/* A pair of "fill" is 40 bytes: 1638 to a 64 KiB chunk. */
+	for (int i = 0; i < chunks * 1638; i++) {
+		strobe_range_push("fill");
+		strobe_range_pop();
+	}
+}
+
+/* A range whose begin aged out but whose end is still in the ring is in
+ * the dump, complete; once its end ages out too it is gone. Here the op
+ * closes under a range that stays open, so its end is not the last push
+ * of the thread. */
+static void test_ranges_whose_begin_aged_out(void **state)
+{
+	(void)state;
+	start(1 << 20, 60ull * 1000000000ull, 0); /* 12 chunks of CPU rings (3/4 of it) */
+	uint64_t op = strobe_op_push("early op");
+	strobe_range_push("still open");
+	fill_chunks(6);
+	strobe_op_pop();
+	fill_chunks(8); /* the op's begin is recycled, its end is not */
+	char path[1300];
+	yajl_val root = dump_and_load("first", path, sizeof(path));
+	yajl_val e = tu_find(root, "X", "cpu_op", "early op");
+	assert_non_null(e);
+	assert_int_equal(num(tu_get(tu_get(e, "args"), "External id")), (int64_t)op);
+	assert_null(tu_get(tu_get(e, "args"), "finished"));
+	open_range(root, "user_annotation", "still open");
+	/* It began before every fill range left in the ring. */
+	yajl_val evs = tu_events(root);
+	int64_t first_fill = INT64_MAX;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(evs)->values[i];
+		const char *name = tu_get_str(f, "name");
+		if (name && !strcmp(name, "fill") && tu_get_ns(f, "ts") < first_fill)
+			first_fill = tu_get_ns(f, "ts");
+	}
+	assert_true(first_fill < INT64_MAX);
+	assert_true(tu_get_ns(e, "ts") < first_fill);
+	int64_t aged = num(tu_get(root, "aged_out"));
+	assert_true(aged > 2 * 1638);
+	yajl_tree_free(root);
+
+	fill_chunks(20); /* now its end is recycled too */
+	root = dump_and_load("second", path, sizeof(path));
+	assert_null(tu_find(root, "X", "cpu_op", "early op"));
+	open_range(root, "user_annotation", "still open");
+	assert_true(num(tu_get(root, "aged_out")) > aged + 19 * 2 * 1638);
+	yajl_tree_free(root);
+	strobe_range_pop();
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 struct busy {
 	atomic_bool stop;
 	int64_t tid;
@@ -363,6 +417,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rings_recycle_and_keep_open_stacks),
+	    cmocka_unit_test(test_ranges_whose_begin_aged_out),
 	    cmocka_unit_test(test_dumps_of_a_busy_thread),
 	    cmocka_unit_test(test_late_thread),
 	    cmocka_unit_test(test_window_and_refusals),
