@@ -136,10 +136,19 @@ static void calib_sample(void)
 		cal = c;
 		cal_cap = cap;
 	}
-	int64_t t0 = stamp(), ns = mono_ns(), t1 = stamp();
-	if (ncal && t0 <= cal[ncal - 1].ticks)
+	/* The tightest of five, so a preemption between the reads cannot skew it. */
+	struct calib best = {0, 0};
+	int64_t span = INT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		int64_t t0 = stamp(), ns = mono_ns(), t1 = stamp();
+		if (t1 - t0 < span) {
+			span = t1 - t0;
+			best = (struct calib){t0 + (t1 - t0) / 2, ns};
+		}
+	}
+	if (ncal && best.ticks <= cal[ncal - 1].ticks)
 		return;
-	cal[ncal++] = (struct calib){t0 + (t1 - t0) / 2, ns};
+	cal[ncal++] = best;
 }
 
 /* A stamp as epoch ns. */
@@ -552,8 +561,14 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	dropped = 0;
 	use_tsc = tsc_is_the_clocksource();
 	ncal = 0;
-	int64_t m0 = mono_ns(), e = (int64_t)strobe_now_ns(), m1 = mono_ns();
-	epoch_minus_mono = e - (m0 + (m1 - m0) / 2);
+	int64_t span = INT64_MAX;
+	for (int i = 0; i < 5; i++) { /* the tightest of five, as the clock samples */
+		int64_t m0 = mono_ns(), e = (int64_t)strobe_now_ns(), m1 = mono_ns();
+		if (m1 - m0 < span) {
+			span = m1 - m0;
+			epoch_minus_mono = e - (m0 + (m1 - m0) / 2);
+		}
+	}
 	calib_sample();
 	if (active)
 		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
