@@ -344,8 +344,8 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 	if (!S.counters || !S.src)
 		return 0;
 	stop_thread();
-	int64_t id[MAX_DEVICES];
-	bool by_uuid[MAX_DEVICES], seen[MAX_DEVICES] = {false};
+	int64_t id[MAX_DEVICES] = {0};
+	bool by_uuid[MAX_DEVICES] = {false}, seen[MAX_DEVICES] = {false};
 	match_devices(t, id, by_uuid);
 	int rc = 0;
 	for (size_t i = 0; i < S.n && !rc; i++) {
