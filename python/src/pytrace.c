@@ -348,7 +348,7 @@ static void emit_top(struct tstate *t, int64_t end, uint32_t flags)
 	if (!f->name)
 		return;
 	if (__builtin_expect(t->ndone == t->done_cap, 0)) {
-		size_t cap = t->done_cap ? t->done_cap * 2 : 4096;
+		size_t cap = t->done_cap ? t->done_cap * 2 : 16384;
 		struct done *d = NULL;
 		if ((done_bytes + (cap - t->done_cap) * sizeof(*d)) <= done_budget)
 			d = realloc(t->done, cap * sizeof(*d));
@@ -389,10 +389,15 @@ static void flush(struct tstate *t, int64_t resource)
 		if (strobe_record(&a) < 0)
 			dropped++; /* the window's CPU buffer budget is spent */
 	}
-	free(t->done);
-	done_bytes -= t->done_cap * sizeof(*t->done);
-	t->done = NULL;
-	t->ndone = t->done_cap = 0;
+	t->ndone = 0;
+	/* A log of up to 4 MiB is kept for the next trace: growing it again
+	 * would fault its pages in while the program runs. */
+	if (t->done_cap * sizeof(*t->done) > (4u << 20)) {
+		free(t->done);
+		done_bytes -= t->done_cap * sizeof(*t->done);
+		t->done = NULL;
+		t->done_cap = 0;
+	}
 }
 
 static void pop(struct tstate *t, int kind)

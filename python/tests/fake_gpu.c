@@ -1,9 +1,10 @@
 /* A "GPU" for test_cupti.py: a cudaLaunchKernel call and the kernel it ran,
  * produced through the fake libcupti (tests/fakes/fake_cupti.h) that
- * strobe's CUPTI backend loads from STROBE_CUPTI_PATH. */
+ * strobe's CUPTI backend loads from STROBE_CUPTI_PATH, with the C tests'
+ * record builders. */
 #include <stdint.h>
 
-#include "fake_cupti.h"
+#include "test_cupti_common.h"
 
 uint32_t fake_gpu_launch(const char *kernel_name);
 
@@ -12,25 +13,9 @@ uint32_t fake_gpu_launch(const char *kernel_name);
 uint32_t fake_gpu_launch(const char *kernel_name)
 {
 	uint64_t s = fake_cupti_now();
-	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-	                               s, s + 1000);
-	CUpti_ActivityKernel10 k = {
-	    .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-	    .start = s + 2000,
-	    .end = s + 9000,
-	    .deviceId = 0,
-	    .contextId = 100,
-	    .streamId = 7,
-	    .gridX = 1,
-	    .gridY = 1,
-	    .gridZ = 1,
-	    .blockX = 128,
-	    .blockY = 1,
-	    .blockZ = 1,
-	    .correlationId = corr,
-	    .name = kernel_name,
-	    .channelID = 0xffffffffu,
-	};
+	uint32_t corr = fake_cupti_api(CUPTI_ACTIVITY_KIND_RUNTIME,
+	                               CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s, s + 1000);
+	CUpti_ActivityKernel10 k = ct_kernel(corr, 0, 7, s + 2000, s + 9000, kernel_name);
 	fake_cupti_queue(&k, sizeof(k));
 	return corr;
 }

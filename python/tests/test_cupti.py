@@ -40,9 +40,11 @@ PROGRAM = textwrap.dedent("""
 def test_gpu_work_links_to_the_python_function(tmp_path):
     fake_dir = os.path.dirname(os.path.abspath(FAKE))
     helper = tmp_path / "libfake_gpu.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(helper), os.path.join(HERE, "fake_gpu.c"),
-                    "-I", os.path.join(HERE, "..", "..", "tests", "fakes"), "-isystem", CUDA_INC,
-                    FAKE, f"-Wl,-rpath,{fake_dir}"], check=True)
+    repo = os.path.join(HERE, "..", "..")
+    includes = [f"-I{os.path.join(repo, d)}" for d in ("tests/integration", "tests/util", "tests/fakes", "include")]
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(helper), os.path.join(HERE, "fake_gpu.c"), *includes,
+                    "-isystem", CUDA_INC, f"-DFAKE_CUPTI_PATH=\"{FAKE}\"", FAKE, f"-Wl,-rpath,{fake_dir}"],
+                   check=True)
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
     out = tmp_path / "t.json"
