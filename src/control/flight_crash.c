@@ -31,6 +31,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "core/capture.h"
+#include "core/names.h"
 #include "process/process.h"
 
 _Static_assert(sizeof(struct strb_crash_header) % 8 == 0, "the thread blocks stay 8-byte aligned");
@@ -50,8 +51,9 @@ static atomic_int writer;    /* the thread writing the dump, 0 before */
 static atomic_bool written;
 
 /* An alternate stack for the thread that first starts the recorder when
- * it has none, so that its stack overflowing is caught too. Never
- * unmapped: the thread may keep it registered. */
+ * it has none, so that its stack overflowing is caught too (every thread
+ * that records gets its own in core/tbuf.c). Never unmapped: the thread
+ * may keep it registered. */
 #define ALT_STACK_BYTES (128 * 1024)
 static void *alt_stack;
 
@@ -98,7 +100,7 @@ int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid)
 	if (strb_raw_write(fd, &h, sizeof(h)) < 0)
 		return -1;
 	int64_t threads = strb_tbuf_write_raw(fd, h.session);
-	if (threads < 0)
+	if (threads < 0 || strb_domains_write_raw(fd) < 0)
 		return -1;
 	struct strb_crash_end end = {.magic = STRB_CRASH_END_MAGIC, .threads = (uint32_t)threads};
 	return strb_raw_write(fd, &end, sizeof(end)) < 0 ? -1 : 0;

@@ -17,10 +17,12 @@
 #include "strobe/strobe.h"
 
 /* The raw dump: this header, a block per thread (core/tbuf.h:
- * struct strb_raw_thread, its bytes, struct strb_raw_thread_end), then
- * struct strb_crash_end. Native byte order (byte_order tells). */
+ * struct strb_raw_thread, its bytes, struct strb_raw_thread_end), from
+ * version 2 the annotation domains' names (core/names.h: struct
+ * strb_raw_domains and the names), then struct strb_crash_end. Native
+ * byte order (byte_order tells). Readers read versions 1 and 2. */
 #define STRB_CRASH_MAGIC      "STRBCRSH"
-#define STRB_CRASH_VERSION    1
+#define STRB_CRASH_VERSION    2
 #define STRB_CRASH_BYTE_ORDER 0x01020304u
 #define STRB_CRASH_POINTS     8
 #define STRB_CRASH_END_MAGIC  0x454e4f44u /* "DONE" */

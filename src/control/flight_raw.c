@@ -91,8 +91,8 @@ static int check_header(struct reader *r, struct strb_crash_header *h)
 	memcpy(h, r->buf, offsetof(struct strb_crash_header, byte_order) + sizeof(h->byte_order));
 	if (h->byte_order != STRB_CRASH_BYTE_ORDER)
 		return fail(r, -EINVAL, "written on a machine of another byte order");
-	if (h->version != STRB_CRASH_VERSION)
-		return fail(r, -EINVAL, "format version %" PRIu32 "; this strobe reads version %d",
+	if (h->version < 1 || h->version > STRB_CRASH_VERSION)
+		return fail(r, -EINVAL, "format version %" PRIu32 "; this strobe reads versions 1 to %d",
 		            h->version, STRB_CRASH_VERSION);
 	if (h->size != sizeof(*h))
 		return fail(r, -EINVAL, "the header says it has %" PRIu32 " bytes, version %d's has %zu",
@@ -254,7 +254,43 @@ struct threads {
 	struct strb_tbuf_view *v;
 	size_t n, cap;
 	uint64_t left_out; /* chunks of torn copies left out */
+	uint32_t version;  /* the file's */
+	/* The domains' names, from version 2 (NULL: none in the file). */
+	const char *domains[STRB_DOMAINS_MAX];
+	bool have_domains;
 };
+
+/* The annotation domains' names: at most one block, each name
+ * NUL-terminated within its slot. */
+static int read_domains(struct reader *r, struct threads *ts)
+{
+	size_t at = r->off;
+	if (ts->version < 2)
+		return fail(r, -EINVAL,
+		            "byte %zu holds a domain table, which version %" PRIu32 " files have not", at,
+		            ts->version);
+	if (ts->have_domains)
+		return fail(r, -EINVAL, "byte %zu holds a second domain table", at);
+	const struct strb_raw_domains *d = take(r, sizeof(*d), "the domain table");
+	if (!d)
+		return r->rc;
+	if (d->count > STRB_DOMAINS_MAX)
+		return fail(r, -EINVAL,
+		            "the domain table at byte %zu counts %" PRIu32 " domains, more than %d", at,
+		            d->count, STRB_DOMAINS_MAX);
+	for (uint32_t i = 0; i < d->count; i++) {
+		const char *name = take(r, STRB_RAW_DOMAIN_NAME, "a domain's name");
+		if (!name)
+			return r->rc;
+		if (!memchr(name, 0, STRB_RAW_DOMAIN_NAME))
+			return fail(r, -EINVAL,
+			            "domain %" PRIu32 "'s name in the table at byte %zu is not terminated", i,
+			            at);
+		ts->domains[i] = name;
+	}
+	ts->have_domains = true;
+	return 0;
+}
 
 static int read_thread(struct reader *r, struct threads *ts)
 {
@@ -328,6 +364,11 @@ static int read_threads(struct reader *r, struct threads *ts)
 		memcpy(&magic, r->buf + r->off, sizeof(magic));
 		if (magic == STRB_CRASH_END_MAGIC)
 			break;
+		if (magic == STRB_RAW_DOMAINS_MAGIC) {
+			if (read_domains(r, ts))
+				return r->rc;
+			continue;
+		}
 		if (magic != STRB_RAW_THREAD_MAGIC)
 			return fail(r, -EINVAL,
 			            "byte %zu holds neither a thread block nor the end (0x%08" PRIx32 ")",
@@ -441,7 +482,7 @@ static int decode(struct reader *r, const struct strb_crash_header *h, const str
 		t->end_ns = w.stop_ns;
 		t->pid = h->pid;
 		t->activity_mask = w.mask;
-		rc = strb_process_cpu_views(t, &w, ts->v, ts->n, &fc);
+		rc = strb_process_cpu_views(t, &w, ts->v, ts->n, ts->have_domains ? ts->domains : NULL, &fc);
 	}
 	if (!rc) {
 		for (size_t i = 0; i < t->count; i++)
@@ -502,7 +543,7 @@ int strb_flight_raw_convert(const char *raw, const char *out, char *err, size_t 
 	struct threads ts = {0};
 	if (!r.rc && r.len == 0)
 		fail(&r, -EINVAL, "empty: no fatal signal was written into it");
-	if (!r.rc && !check_header(&r, &h) && !read_threads(&r, &ts))
+	if (!r.rc && !check_header(&r, &h) && (ts.version = h.version, !read_threads(&r, &ts)))
 		decode(&r, &h, &ts, out);
 	free(ts.v);
 	free(r.buf);

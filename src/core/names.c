@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "core/tbuf.h"
 
 struct named {
 	uint32_t domain;
@@ -146,4 +147,44 @@ void strb_names_atfork_child(void)
 	for (size_t i = 0; i < threads.n; i++)
 		free(threads.items[i].name);
 	threads.n = 0;
+}
+
+/* Copies the name at src into out (STRB_RAW_DOMAIN_NAME bytes, zeroed by
+ * the caller) a page at a time, so that a short name next to an unmapped
+ * page still reads; what cannot be read ends it. */
+static void peek_name(char *out, const char *src)
+{
+	size_t got = 0, most = STRB_RAW_DOMAIN_NAME - 1;
+	while (got < most) {
+		size_t page = 4096 - ((uintptr_t)(src + got) & 4095),
+		       n = most - got < page ? most - got : page;
+		if (!strb_raw_peek(out + got, src + got, n)) {
+			out[got] = 0;
+			return;
+		}
+		if (memchr(out + got, 0, n))
+			return;
+		got += n;
+	}
+	out[most] = 0;
+}
+
+int strb_domains_write_raw(int fd)
+{
+	static char name[STRB_RAW_DOMAIN_NAME];
+	struct strb_raw_domains h = {.magic = STRB_RAW_DOMAINS_MAGIC,
+	                             .count = __atomic_load_n(&domain_count, __ATOMIC_RELAXED)};
+	if (h.count > STRB_DOMAINS_MAX)
+		h.count = STRB_DOMAINS_MAX;
+	if (strb_raw_write(fd, &h, sizeof(h)) < 0)
+		return -1;
+	for (uint32_t d = 0; d < h.count; d++) {
+		memset(name, 0, sizeof(name));
+		char *src = __atomic_load_n(&domains[d], __ATOMIC_RELAXED);
+		if (d && src)
+			peek_name(name, src);
+		if (strb_raw_write(fd, name, sizeof(name)) < 0)
+			return -1;
+	}
+	return 0;
 }

@@ -31,4 +31,19 @@ bool strb_thread_name_lookup(pid_t tid, char *out, size_t len);
 
 void strb_names_atfork_child(void);
 
+/* The fatal-signal path: the domain table as a raw crash dump carries it,
+ * this block then `count` names of STRB_RAW_DOMAIN_NAME bytes each,
+ * NUL-terminated and zero-padded, indexed by domain number ([0], the
+ * default domain, is empty; so is a name that could not be read). */
+#define STRB_RAW_DOMAINS_MAGIC 0x534d4f44u /* "DOMS" */
+#define STRB_RAW_DOMAIN_NAME   256
+struct strb_raw_domains {
+	uint32_t magic;
+	uint32_t count;
+};
+/* Writes the block to fd with write() alone, reading the names through
+ * strb_raw_peek: async-signal-safe, no lock, no allocation. Returns 0 or
+ * -1 when fd fails. */
+int strb_domains_write_raw(int fd);
+
 #endif

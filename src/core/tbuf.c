@@ -83,6 +83,40 @@ static void kept_free(struct strb_kept *kp)
 	}
 }
 
+/* Flight rings: a thread that records into one gets an alternate signal
+ * stack when it has none, so that the fatal-signal dump is written when
+ * its own stack overflows too. Taken back when the thread exits. */
+#define ALT_STACK_BYTES (128 * 1024)
+static void give_alt_stack(struct strb_tbuf *b)
+{
+	stack_t cur;
+	if (b->alt_stack || sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
+		return;
+	void *p = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	stack_t ss = {.ss_sp = p, .ss_size = ALT_STACK_BYTES};
+	if (sigaltstack(&ss, NULL)) {
+		munmap(p, ALT_STACK_BYTES);
+		return;
+	}
+	b->alt_stack = p;
+}
+
+static void take_alt_stack(struct strb_tbuf *b)
+{
+	stack_t cur;
+	if (!b->alt_stack)
+		return;
+	if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == b->alt_stack && !(cur.ss_flags & SS_ONSTACK)) {
+		stack_t off = {.ss_flags = SS_DISABLE};
+		if (sigaltstack(&off, NULL) == 0)
+			munmap(b->alt_stack, ALT_STACK_BYTES);
+	}
+	b->alt_stack = NULL; /* else the program put its own in place: ours stays mapped */
+}
+
 /* The registry frees a dead thread's buffer after its events are
  * processed; one that shutdown already took off the registry is ours to
  * free. Later destructors of this thread must not record into it. */
@@ -90,6 +124,7 @@ static void on_thread_exit(void *p)
 {
 	struct strb_tbuf *b = p;
 	strb_tls_buf = NULL;
+	take_alt_stack(b);
 	pthread_mutex_lock(&registry_lock);
 	bool orphan = !b->registered;
 	if (!orphan)
@@ -229,6 +264,8 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	}
 	pthread_mutex_unlock(&registry_lock);
 	strb_tls_buf = b;
+	if (b->ring)
+		give_alt_stack(b);
 	if (!ok) {
 		LOGE("cannot reserve %zu bytes for a capture buffer; this thread's events are dropped", want);
 		strb_tbuf_count(&b->dropped);
@@ -743,7 +780,7 @@ static volatile sig_atomic_t raw_peek_direct; /* process_vm_readv refused: read 
 
 /* Copies n bytes at src into dst, or returns false where src is not
  * readable (a broken pointer reads as the end of the list, not a fault). */
-static bool raw_peek(void *dst, const void *src, size_t n)
+bool strb_raw_peek(void *dst, const void *src, size_t n)
 {
 	if (!raw_peek_direct) {
 		struct iovec local = {dst, n}, remote = {(void *)(uintptr_t)src, n};
@@ -809,8 +846,8 @@ static int raw_thread(int fd, const struct strb_tbuf *b, const struct strb_tbuf 
 	th.dropped = atomic_load_explicit(&snap->dropped, memory_order_relaxed);
 	th.truncated = atomic_load_explicit(&snap->truncated, memory_order_relaxed);
 	size_t used = 0;
-	if (snap->kept && raw_peek(&used, &snap->kept->used, sizeof(used)) &&
-	    raw_peek(&th.kept_lost, &snap->kept->lost_total, sizeof(th.kept_lost)))
+	if (snap->kept && strb_raw_peek(&used, &snap->kept->used, sizeof(used)) &&
+	    strb_raw_peek(&th.kept_lost, &snap->kept->lost_total, sizeof(th.kept_lost)))
 		used = (used < KEPT_BYTES ? used : KEPT_BYTES) & ~(size_t)7;
 	else
 		used = 0;
@@ -833,7 +870,7 @@ static int raw_thread(int fd, const struct strb_tbuf *b, const struct strb_tbuf 
 		p += len;
 	}
 	uint32_t seq = th.seq + 1; /* unreadable counts as torn */
-	if (raw_peek(&seq, &b->seq, sizeof(seq)))
+	if (strb_raw_peek(&seq, &b->seq, sizeof(seq)))
 		end.seq = seq;
 	else
 		end.seq = th.seq + 1;
@@ -846,7 +883,7 @@ int64_t strb_tbuf_write_raw(int fd, uint32_t session)
 	int64_t n = 0;
 	const struct strb_tbuf *at = __atomic_load_n(&registry, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; at && i < STRB_RAW_THREADS_MAX; i++) {
-		if (!raw_peek(&snap, at, sizeof(snap)))
+		if (!strb_raw_peek(&snap, at, sizeof(snap)))
 			break; /* a broken link ends the walk */
 		if (snap.session == session && snap.ring && snap.base) {
 			if (raw_thread(fd, at, &snap) < 0)

@@ -116,6 +116,7 @@ struct strb_tbuf {
 	char name[STRB_THREAD_NAME_MAX]; /* empty = ask the kernel at processing */
 	struct strb_tbuf *next;          /* registry list, under the registry lock */
 	bool registered;                 /* on the registry list */
+	void *alt_stack;                 /* flight rings: the thread's alternate signal stack, ours */
 };
 
 /* The active session (strobe_internal_session, exported for the header's
@@ -328,6 +329,9 @@ struct strb_raw_thread_end {
 	uint64_t unreadable; /* bytes that could not be read, written as zeros */
 };
 
+/* Copies n bytes at src into dst, or returns false where src is not
+ * readable (process_vm_readv on ourselves). Async-signal-safe. */
+bool strb_raw_peek(void *dst, const void *src, size_t n);
 /* Writes all of [p, p + n) to fd with write() alone: retries short writes
  * and EINTR; bytes that cannot be read (EFAULT) go out as zeros so the
  * file's lengths hold. Async-signal-safe. Returns the bytes that had to be

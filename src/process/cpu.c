@@ -680,9 +680,13 @@ static void async_lanes(struct walk *k)
 /* views: copies already taken (a raw crash dump's), else the session's
  * rings are copied now. */
 static int process_cpu(struct strobe_trace *t, const struct strb_window *w, struct strb_flight_counts *fc,
-                       const struct strb_tbuf_view *views, size_t nviews)
+                       const struct strb_tbuf_view *views, size_t nviews, const char *const *domains)
 {
 	struct walk k = {.t = t, .w = w, .flight = fc != NULL};
+	for (uint32_t d = 0; domains && d < STRB_DOMAINS_MAX; d++) {
+		const char *name = domains[d] ? domains[d] : "";
+		k.domain_names[d] = *name ? strb_trace_intern(t, name, strlen(name)) : "";
+	}
 	for (size_t i = 0; fc && i < nviews && !k.rc; i++)
 		walk_view(&views[i], &k);
 	if (fc) {
@@ -714,17 +718,18 @@ static int process_cpu(struct strobe_trace *t, const struct strb_window *w, stru
 
 int strb_process_cpu(struct strobe_trace *t, const struct strb_window *w)
 {
-	return process_cpu(t, w, NULL, NULL, 0);
+	return process_cpu(t, w, NULL, NULL, 0, NULL);
 }
 
 int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w,
                             struct strb_flight_counts *fc)
 {
-	return process_cpu(t, w, fc, NULL, 0);
+	return process_cpu(t, w, fc, NULL, 0, NULL);
 }
 
 int strb_process_cpu_views(struct strobe_trace *t, const struct strb_window *w,
-                           const struct strb_tbuf_view *views, size_t n, struct strb_flight_counts *fc)
+                           const struct strb_tbuf_view *views, size_t n, const char *const *domains,
+                           struct strb_flight_counts *fc)
 {
-	return process_cpu(t, w, fc, views, n);
+	return process_cpu(t, w, fc, views, n, domains);
 }

@@ -32,10 +32,13 @@ struct strb_flight_counts {
 int strb_process_cpu_flight(struct strobe_trace *t, const struct strb_window *w,
                             struct strb_flight_counts *fc);
 /* The same from copies taken elsewhere (a raw crash dump's rings), whose
- * records the caller has checked. */
+ * records the caller has checked; domains: the names of the annotation
+ * domains where they were recorded (STRB_DOMAINS_MAX entries, NULL or ""
+ * for none), or NULL for this process's. */
 struct strb_tbuf_view;
 int strb_process_cpu_views(struct strobe_trace *t, const struct strb_window *w,
-                           const struct strb_tbuf_view *views, size_t n, struct strb_flight_counts *fc);
+                           const struct strb_tbuf_view *views, size_t n, const char *const *domains,
+                           struct strb_flight_counts *fc);
 
 /* Checks and copies an activity handed back by a child profiler: device 0
  * becomes this process; types outside the mask are skipped. */

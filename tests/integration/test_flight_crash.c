@@ -226,6 +226,24 @@ static void test_stack_overflow_on_the_starting_thread(void **state)
 	yajl_tree_free(root);
 }
 
+/* A thread other than the one that started the recorder overflows its
+ * stack: the alternate stack it got when it first recorded runs the
+ * handler. */
+static void test_stack_overflow_on_another_thread(void **state)
+{
+	(void)state;
+	pid_t pid;
+	yajl_val root = crashed("overflow-thread", "8M", SIGSEGV, "overflow-thread.json", &pid);
+	yajl_val m = flight_meta(root, "SIGSEGV");
+	assert_string_equal(tu_get_str(m, "thread_name"), "deep");
+	int64_t deep = (int64_t)tu_get_num(m, "thread");
+	assert_true(deep != pid);
+	assert_int_equal(open_range(root, "thread_recurse"), deep);
+	assert_int_equal(open_range(root, "main_wait"), pid);
+	recent_events(root, deep);
+	yajl_tree_free(root);
+}
+
 /* Rings that wrapped: the range opened in a recycled chunk is still
  * there (kept), the oldest events aged out and are counted. */
 static void test_wrapped_rings(void **state)
@@ -312,6 +330,7 @@ int main(void)
 	    cmocka_unit_test(test_abort_on_a_corrupted_heap),
 	    cmocka_unit_test(test_program_handler_runs_after),
 	    cmocka_unit_test(test_stack_overflow_on_the_starting_thread),
+	    cmocka_unit_test(test_stack_overflow_on_another_thread),
 	    cmocka_unit_test(test_wrapped_rings),
 	    cmocka_unit_test(test_busy_thread_during_the_dump),
 	    cmocka_unit_test(test_no_crash_leaves_nothing_and_default_name),

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include <cmocka.h>
 
 #include "control/flight_crash.h"
+#include "core/capture.h"
+#include "core/names.h"
 #include "strobe/strobe.h"
 #include "testutil.h"
 
@@ -132,6 +135,8 @@ static int make_dump(void **state)
 		strobe_range_pop();
 	}
 	strobe_range_push("inner");
+	/* A range in an annotation domain (as NVTX records one). */
+	strb_capture_push(strb_domain_register("dump domain"), "in_domain", NULL);
 	char path[1300];
 	snprintf(path, sizeof(path), "%s/dump.raw", tu_dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -143,6 +148,7 @@ static int make_dump(void **state)
 	int rc = fd < 0 ? -1 : strb_flight_crash_write(fd, SIGSEGV, &si, (pid_t)syscall(SYS_gettid));
 	if (fd >= 0)
 		close(fd);
+	strb_capture_pop(strb_domain_register("dump domain"));
 	strobe_range_pop();
 	strobe_op_pop();
 	strobe_range_pop();
@@ -193,6 +199,40 @@ static void test_converts(void **state)
 	yajl_tree_free(root);
 }
 
+/* strobe convert, in a process that never saw the domain, names its row
+ * from the dump's domain table. */
+static void test_domain_names_travel_in_the_dump(void **state)
+{
+	(void)state;
+	char raw[1200], out[1200], args[2500];
+	TU_FORMAT(raw, "%s/domains.raw", tu_dir);
+	TU_FORMAT(out, "%s/domains.json", tu_dir);
+	write_file(raw, dump, dump_len);
+	TU_FORMAT(args, "'%s' -o '%s'", raw, out);
+	char *msg = NULL;
+	assert_int_equal(tu_strobe("convert", args, 1, &msg), 0);
+	free(msg);
+	yajl_val root = tu_load_trace(out);
+	yajl_val e = tu_find(root, "X", "dump domain", "in_domain");
+	assert_non_null(e);
+	assert_true(YAJL_IS_FALSE(tu_get(tu_get(e, "args"), "finished")));
+	assert_string_equal(tu_get_str(tu_get(e, "args"), "domain"), "dump domain");
+	/* Its row's name: "dump domain (THREAD)". */
+	bool named = false;
+	yajl_val evs = tu_events(root);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val m = YAJL_GET_ARRAY(evs)->values[i];
+		const char *ph = tu_get_str(m, "ph"), *name = tu_get_str(m, "name");
+		if (ph && !strcmp(ph, "M") && name && !strcmp(name, "thread_name") &&
+		    tu_get_num(m, "tid") == tu_get_num(e, "tid")) {
+			const char *row = tu_get_str(tu_get(m, "args"), "name");
+			named = row && !strncmp(row, "dump domain (", 13);
+		}
+	}
+	assert_true(named);
+	yajl_tree_free(root);
+}
+
 static void test_every_truncation_is_named(void **state)
 {
 	(void)state;
@@ -226,7 +266,7 @@ static void test_damaged_fields_are_named(void **state)
 		expect_error(b, dump_len, needle);                                                           \
 	} while (0)
 	DAMAGE(b[0] = 'X', "not a strobe crash dump");
-	DAMAGE(h->version = 2, "format version 2; this strobe reads version 1");
+	DAMAGE(h->version = 3, "format version 3; this strobe reads versions 1 to 2");
 	DAMAGE(h->byte_order = 0x04030201u, "another byte order");
 	DAMAGE(h->size = 8, "the header says it has 8 bytes");
 	DAMAGE(h->pid = 0, "process id 0");
@@ -340,6 +380,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_converts),
+	    cmocka_unit_test(test_domain_names_travel_in_the_dump),
 	    cmocka_unit_test(test_every_truncation_is_named),
 	    cmocka_unit_test(test_damaged_fields_are_named),
 	    cmocka_unit_test(test_rewritten_chunk_is_left_out),

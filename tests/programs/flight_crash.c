@@ -16,6 +16,10 @@
  *   overflow  the main thread (which started the recorder, and so has its
  *          alternate signal stack) recurses inside "recurse" until its
  *          stack runs out: SIGSEGV
+ *   overflow-thread  as overflow, on a second thread "deep" of 256 KiB of
+ *          stack (its alternate stack is the one it got when it first
+ *          recorded), inside "thread_recurse"; the main thread waits
+ *          inside "main_wait"
  *   wrap   the main thread opens "long_range", records 300 000 ranges (far
  *          more than 1 MiB of rings keeps: STROBE_FLIGHT_MEM=1M), then
  *          segfaults inside "fatal_step"
@@ -26,6 +30,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +97,15 @@ static int recurse(int depth)
 	volatile char frame[4096];
 	frame[0] = (char)depth;
 	return deeper ? recurse(depth + 1) + frame[0] : 0;
+}
+
+static void *deep(void *arg)
+{
+	(void)arg;
+	strobe_thread_set_name("deep");
+	recent();
+	strobe_range_push("thread_recurse");
+	return (void *)(intptr_t)recurse(0);
 }
 
 static void *busy(void *arg)
@@ -180,6 +194,16 @@ int main(int argc, char **argv)
 		strobe_range_push("recurse");
 		return recurse(0);
 	}
+	if (!strcmp(mode, "overflow-thread")) {
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 256 * 1024);
+		strobe_range_push("main_wait");
+		if (pthread_create(&th, &attr, deep, NULL))
+			return 3;
+		pthread_join(th, NULL);
+		return 4;
+	}
 	if (!strcmp(mode, "wrap")) {
 		strobe_range_push("long_range");
 		for (int i = 0; i < 300000; i++) {
@@ -206,6 +230,7 @@ int main(int argc, char **argv)
 		strobe_shutdown();
 		return 0;
 	}
-	fprintf(stderr, "usage: flight_crash segv|abort|heap|chain|overflow|wrap|busy|exit\n");
+	fprintf(stderr,
+	        "usage: flight_crash segv|abort|heap|chain|overflow|overflow-thread|wrap|busy|exit\n");
 	return 2;
 }
