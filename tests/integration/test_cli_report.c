@@ -63,6 +63,13 @@ static char *training_trace(int steps)
 				    "%ld, \"dur\": %ld, \"args\": {\"correlation\": %d, \"bytes\": 4194304}}",
 				    cats[k], names[k], gpu, streams[k], starts[k], durs[k], corr);
 			}
+			/* The GPU's memory: up 1 MiB a step to the middle step, then down. */
+			EVENT("{\"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"GPU memory "
+			      "allocated "
+			      "(bytes)\", \"pid\": %d, \"tid\": 0, \"ts\": %ld, \"args\": {\"GPU memory "
+			      "allocated "
+			      "(bytes)\": %ld}}",
+			      gpu, t + 100, (1L << 30) + (s < steps / 2 ? s : steps - s) * (1L << 20));
 		}
 		EVENT("{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, \"args\": "
 		      "{\"name\": "
@@ -235,6 +242,23 @@ static void test_training_report_renders(void **state)
 	free(table);
 	tu_assert_contains(dom, "<table id=\"memcpy\"");
 	tu_assert_contains(dom, "<table id=\"latency\"");
+	/* Each GPU's memory level, drawn, and its peak in the middle step,
+	 * inside aten::linear. */
+	for (int i = 0; i < 2; i++) {
+		char id[64];
+		snprintf(id, sizeof(id), "<svg id=\"mem-%d\"", i);
+		svg = element(dom, id, "</svg>");
+		size_t bars = count(svg, "class=\"b\"");
+		if (bars < 100 || bars > 200)
+			fail_msg("mem-%d has %zu bars", i, bars);
+		tu_assert_contains(svg, "peak 1094713344 bytes at +");
+		free(svg);
+	}
+	table = element(dom, "<table id=\"gpu-memory\"", "</table>");
+	tu_assert_contains(table, "rank 1 · node-a · GPU 1");
+	tu_assert_contains(table, "1094713344");
+	tu_assert_contains(table, "aten::linear");
+	free(table);
 	free(dom);
 }
 

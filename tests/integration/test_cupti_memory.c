@@ -286,7 +286,7 @@ static void test_peak_in_summary_and_report(void **state)
 	tu_assert_contains(html, "<table id=\"gpu-memory\">");
 	tu_assert_contains(strstr(html, "<table id=\"gpu-memory\">"), "big_alloc");
 	/* The chart's data: the peak and the level per slice of the window. */
-	tu_assert_contains(html, "\"memory\":[{\"peak\":9.43718e+06");
+	tu_assert_contains(html, "\"memory\":[{\"peak\":9437184,");
 	free(html);
 }
 

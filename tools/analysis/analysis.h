@@ -215,7 +215,7 @@ struct an_memory {
 	int64_t peak_ts;
 	uint32_t op; /* index in the names table */
 	uint64_t samples;
-	float buckets[AN_BUCKETS];
+	double buckets[AN_BUCKETS];
 };
 
 /* A flattened numeric member of the "strobe" metadata object. */

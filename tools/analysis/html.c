@@ -365,12 +365,15 @@ static int chart_data(FILE *p, const struct an_view *v)
 	for (size_t i = 0; i < a->nmemory && i < MAX_CHART_DEVICES; i++) {
 		const struct an_memory *m = &a->memory[i];
 		yajl_gen_map_open(g);
-		gnum(g, "peak", m->peak);
+		/* Byte counts exactly (to 2^53), not to gnum's 6 digits. */
+		gs(g, "peak");
+		snprintf(buf, sizeof(buf), "%.17g", m->peak);
+		yajl_gen_number(g, buf, strlen(buf));
 		gnum(g, "peak_at_ns", (double)an_span(a->first_ts, m->peak_ts));
 		gs(g, "buckets");
 		yajl_gen_array_open(g);
 		for (size_t b = 0; b < AN_BUCKETS; b++) {
-			snprintf(buf, sizeof(buf), "%.9g", (double)m->buckets[b]);
+			snprintf(buf, sizeof(buf), "%.17g", m->buckets[b]);
 			yajl_gen_number(g, buf, strlen(buf));
 		}
 		yajl_gen_array_close(g);

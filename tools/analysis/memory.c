@@ -93,7 +93,7 @@ int an_memory_compute(struct an_trace *a)
 		               : 0;
 		b = b >= AN_BUCKETS ? AN_BUCKETS - 1 : b;
 		if (s->bytes > m->buckets[b])
-			m->buckets[b] = (float)s->bytes;
+			m->buckets[b] = s->bytes;
 	}
 	for (size_t d = 0; d < a->nmemory; d++)
 		a->memory[d].op = op_at(a, a->memory[d].pid, a->memory[d].peak_ts);
