@@ -3,6 +3,7 @@
 from typing import Any, Callable, TypeVar, overload
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_A = TypeVar("_A", bound="_Annotation")
 
 STROBE_E_CONFIG: int
 STROBE_E_STATE: int
@@ -12,34 +13,31 @@ ACTIVITY_UNFINISHED: int
 class StrobeError(RuntimeError):
     status: int
 
-class range:
-    """A user_annotation range: a context manager, or a decorator."""
-    @overload
-    def __new__(cls, name: str) -> "range": ...
-    @overload
-    def __new__(cls, name: _F) -> _F: ...  # type: ignore[misc]
-    @property
-    def name(self) -> str: ...
-    @property
-    def id(self) -> int: ...
-    def __enter__(self) -> "range": ...
-    def __exit__(self, *exc: object) -> None: ...
-    def __call__(self, func: _F) -> _F: ...
-
-class op:
-    """A cpu_op (GPU work launched inside links to it): a context manager, or a decorator."""
-    @overload
-    def __new__(cls, name: str) -> "op": ...
-    @overload
-    def __new__(cls, name: _F) -> _F: ...  # type: ignore[misc]
+class _Annotation:
+    def __new__(cls, name: str) -> "_Annotation": ...
     @property
     def name(self) -> str: ...
     @property
     def id(self) -> int:
-        """The op's External id while open (0 when no trace runs)."""
-    def __enter__(self) -> "op": ...
+        """An op's External id while open (0 for a range, or when no trace runs)."""
+    def __enter__(self: _A) -> _A: ...
     def __exit__(self, *exc: object) -> None: ...
     def __call__(self, func: _F) -> _F: ...
+
+class range(_Annotation):
+    """A user_annotation range: range(name) is a context manager (and, called
+    on a function, a decorator); range(func) is func decorated."""
+    @overload  # type: ignore[override]
+    def __new__(cls, name: str) -> "range": ...
+    @overload
+    def __new__(cls, name: _F) -> _F: ...  # type: ignore[misc]
+
+class op(_Annotation):
+    """A cpu_op (GPU work launched inside links to it), used as range is."""
+    @overload  # type: ignore[override]
+    def __new__(cls, name: str) -> "op": ...
+    @overload
+    def __new__(cls, name: _F) -> _F: ...  # type: ignore[misc]
 
 class TraceData:
     def save(self, url: str) -> None: ...
