@@ -245,6 +245,44 @@ static void test_perfetto_tracks(void **state)
 	yajl_tree_free(root);
 }
 
+/* Flight mode: the sampler runs with the recorder, each dump holds the
+ * samples of its window, and stopping the recorder stops the sampler. */
+static void test_flight_dump_has_counters(void **state)
+{
+	(void)state;
+	const double clocks[] = {1000, 1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900};
+	fake_nvml_script(0, FAKE_NVML_SM_CLOCK, clocks, 10);
+	char out[1300], path[1300];
+	TU_FORMAT(out, "%s/flight.json", tu_dir);
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .window_ns = 10000000000ull,
+	                .activity_mask = STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CPU_OP) | COUNTERS);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	for (int i = 0; i < 10000 && fake_nvml_calls("nvmlDeviceGetUtilizationRates", 0) < 3; i++)
+		sleep_ms(1);
+	assert_int_equal(strobe_flight_dump("first", path, sizeof(path)), 0);
+	yajl_val root = tu_load_trace(path);
+	double v[16];
+	size_t n = values(root, "SM clock (MHz)", 0, v, 16);
+	assert_true(n >= 2);
+	assert_true(v[0] == 1000 && v[1] == 1100);
+	assert_int_equal(tu_get_num(tu_get(root, "gpu_counters"), "rate_hz"), 10);
+	yajl_tree_free(root);
+	/* Sampling went on after the dump. */
+	size_t calls = fake_nvml_calls("nvmlDeviceGetUtilizationRates", 0);
+	for (int i = 0; i < 10000 && fake_nvml_calls("nvmlDeviceGetUtilizationRates", 0) < calls + 2; i++)
+		sleep_ms(1);
+	assert_int_equal(strobe_flight_dump("second", path, sizeof(path)), 0);
+	root = tu_load_trace(path);
+	assert_true(values(root, "SM clock (MHz)", 0, v, 16) >= n + 2);
+	yajl_tree_free(root);
+	assert_int_equal(strobe_flight_stop(), 0);
+	assert_false(fake_nvml_initialised());
+	calls = fake_nvml_calls("nvmlDeviceGetUtilizationRates", 0);
+	sleep_ms(250);
+	assert_int_equal(fake_nvml_calls("nvmlDeviceGetUtilizationRates", 0), calls);
+}
+
 static void test_rate_key(void **state)
 {
 	(void)state;
@@ -298,6 +336,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_device_that_disappears, setup),
 	    cmocka_unit_test_setup(test_slow_call_blocks_nothing, setup),
 	    cmocka_unit_test_setup(test_perfetto_tracks, setup),
+	    cmocka_unit_test_setup(test_flight_dump_has_counters, setup),
 	    cmocka_unit_test_setup(test_rate_key, setup),
 	    cmocka_unit_test_setup(test_missing_library_says_why, setup),
 	    cmocka_unit_test_setup(test_not_selected_loads_nothing, setup),

@@ -46,17 +46,22 @@ static struct {
 	int hz;
 	bool in_fork_child;
 
-	/* The thread: it alone writes recs, n, cap and st until it is joined. */
+	/* The thread; its wait, under mu. */
 	pthread_t thread;
 	bool running;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool cv_ready, stop;
 	bool paused; /* atomic */
+	/* The samples: a ring of at most BUDGET_BYTES (the oldest are
+	 * overwritten, counted as dropped), written by the thread and read by
+	 * a flight dump, both under buf_mu (which capture never takes); after
+	 * the join, by the processing alone. gone[] is atomic. */
+	pthread_mutex_t buf_mu;
 	struct rec *recs;
-	size_t n, cap;
+	size_t n, cap, head; /* head: the oldest when the ring is full */
 	struct strb_counters_stats st;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .buf_mu = PTHREAD_MUTEX_INITIALIZER};
 
 void strb_counters_stats(struct strb_counters_stats *out)
 {
@@ -70,6 +75,7 @@ static int64_t ts_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Under buf_mu. */
 static void keep(const struct rec *r)
 {
 	if (S.n == S.cap) {
@@ -77,8 +83,16 @@ static void keep(const struct rec *r)
 		if (cap * sizeof(*S.recs) > BUDGET_BYTES)
 			cap = BUDGET_BYTES / sizeof(*S.recs);
 		struct rec *p = cap > S.cap ? realloc(S.recs, cap * sizeof(*p)) : NULL;
-		if (!p) {
+		if (!p && !S.cap) {
 			S.st.dropped++;
+			return;
+		}
+		if (!p) {
+			/* Full: the newest replaces the oldest. */
+			S.recs[S.head] = *r;
+			S.head = (S.head + 1) % S.cap;
+			S.st.dropped++;
+			S.st.samples++;
 			return;
 		}
 		S.recs = p;
@@ -88,22 +102,30 @@ static void keep(const struct rec *r)
 	S.st.samples++;
 }
 
+/* The i-th oldest sample kept. */
+static const struct rec *rec_at(size_t i)
+{
+	return &S.recs[(S.head + i) % S.cap];
+}
+
 static void sample_round(void)
 {
 	for (int i = 0; i < S.ndev; i++) {
-		if (S.gone[i])
+		if (__atomic_load_n(&S.gone[i], __ATOMIC_RELAXED))
 			continue;
 		struct rec r = {.ticks = strb_clock_ticks(), .dev = (uint32_t)i};
 		struct strb_counter_sample s = {0};
 		if (S.src->sample(i, (int64_t)strb_clock_ticks_to_ns(r.ticks), &s) < 0) {
-			S.gone[i] = true; /* read at processing, after the join */
+			__atomic_store_n(&S.gone[i], true, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!s.valid)
 			continue;
 		r.valid = s.valid;
 		memcpy(r.value, s.value, sizeof(r.value));
+		pthread_mutex_lock(&S.buf_mu);
 		keep(&r);
+		pthread_mutex_unlock(&S.buf_mu);
 	}
 }
 
@@ -117,23 +139,27 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&S.mu);
 		if (!__atomic_load_n(&S.paused, __ATOMIC_RELAXED))
 			sample_round();
-		S.st.ticks++;
 		next += period;
-		int64_t now = ts_ns(CLOCK_MONOTONIC);
+		int64_t now = ts_ns(CLOCK_MONOTONIC), missed = 0;
 		if (next < now) {
 			/* Ran over (a slow call): skip the rounds missed, no burst. */
-			int64_t missed = (now - next) / period + 1;
-			S.st.late += (uint64_t)missed;
+			missed = (now - next) / period + 1;
 			next += missed * period;
 		}
+		pthread_mutex_lock(&S.buf_mu);
+		S.st.ticks++;
+		S.st.late += (uint64_t)missed;
+		pthread_mutex_unlock(&S.buf_mu);
 		struct timespec until = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
 		pthread_mutex_lock(&S.mu);
 		while (!S.stop && pthread_cond_timedwait(&S.cv, &S.mu, &until) != ETIMEDOUT)
 			;
 	}
 	pthread_mutex_unlock(&S.mu);
+	pthread_mutex_lock(&S.buf_mu);
 	S.st.cpu_ns = ts_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	S.st.wall_ns = ts_ns(CLOCK_MONOTONIC) - wall0;
+	pthread_mutex_unlock(&S.buf_mu);
 	return NULL;
 }
 
@@ -154,7 +180,7 @@ static void release(void)
 	stop_thread();
 	free(S.recs);
 	S.recs = NULL;
-	S.n = S.cap = 0;
+	S.n = S.cap = S.head = 0;
 	if (S.src)
 		S.src->close();
 	S.src = NULL;
@@ -211,6 +237,7 @@ static void start(void)
 	}
 	memset(&S.st, 0, sizeof(S.st));
 	S.stop = false;
+	S.n = S.head = 0;
 	/* The thread takes no signal of the host program's. */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -327,7 +354,7 @@ static int metadata(struct strobe_trace *t, const int64_t *id, const bool *by_uu
 		    "%s{\"device\": %lld, \"index\": %d, \"name\": \"%s\", \"matched_by\": \"%s\", "
 		    "\"lost\": %s}",
 		    i ? ", " : "", (long long)id[i], i, name, by_uuid[i] ? "uuid" : "index",
-		    S.gone[i] ? "true" : "false");
+		    __atomic_load_n(&S.gone[i], __ATOMIC_RELAXED) ? "true" : "false");
 	}
 	snprintf(text + at, cap - at,
 	         "], \"samples\": %llu, \"rounds\": %llu, \"late_rounds\": %llu, \"dropped\": %llu}",
@@ -339,17 +366,17 @@ static int metadata(struct strobe_trace *t, const int64_t *id, const bool *by_uu
 	return rc;
 }
 
-static int process(struct strobe_trace *t, const struct strb_window *w)
+/* The samples inside w as counter tracks, each device named, and the
+ * metadata: at processing (after the join) and in a flight dump (under
+ * buf_mu, the thread going on). */
+static int write_window(struct strobe_trace *t, const struct strb_window *w)
 {
-	if (!S.counters || !S.src)
-		return 0;
-	stop_thread();
 	int64_t id[MAX_DEVICES] = {0};
 	bool by_uuid[MAX_DEVICES] = {false}, seen[MAX_DEVICES] = {false};
 	match_devices(t, id, by_uuid);
 	int rc = 0;
 	for (size_t i = 0; i < S.n && !rc; i++) {
-		const struct rec *r = &S.recs[i];
+		const struct rec *r = rec_at(i);
 		int64_t ts = strb_clock_map_to_epoch(w->map, r->ticks);
 		if (ts < w->start_ns || ts > w->stop_ns)
 			continue;
@@ -361,10 +388,30 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 			rc = name_device(t, id[i]);
 	if (!rc)
 		rc = metadata(t, id, by_uuid);
+	return rc;
+}
+
+static int process(struct strobe_trace *t, const struct strb_window *w)
+{
+	if (!S.counters || !S.src)
+		return 0;
+	stop_thread();
+	int rc = write_window(t, w);
 	for (int i = 0; i < S.ndev; i++)
 		if (S.gone[i])
 			LOGW("%s: device %d (%s) stopped answering during the trace; its counters end there",
 			     S.src->name, i, S.dev[i].name);
+	return rc;
+}
+
+/* Flight mode: the samples of the window so far; sampling goes on. */
+static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
+{
+	if (!S.counters || !S.src)
+		return 0;
+	pthread_mutex_lock(&S.buf_mu);
+	int rc = write_window(t, w);
+	pthread_mutex_unlock(&S.buf_mu);
 	return rc;
 }
 
@@ -373,7 +420,8 @@ static void atfork_child(void)
 	/* The thread is not in the child; the parent's buffer is dropped. */
 	S.running = false;
 	S.recs = NULL;
-	S.n = S.cap = 0;
+	S.n = S.cap = S.head = 0;
+	S.buf_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	if (S.src && S.src->forget)
 		S.src->forget();
 	S.src = NULL;
@@ -388,6 +436,7 @@ const struct strb_backend strb_counters_backend = {
     .stop = stop,
     .toggle = toggle,
     .process = process,
+    .flight_dump = flight_dump,
     .release = release,
     .atfork_child = atfork_child,
 };
