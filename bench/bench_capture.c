@@ -1,5 +1,6 @@
 /* Cost of the capture hot path, each figure the median of repeated runs
- * with threads pinned, all measured in this one run:
+ * with threads pinned, timed in each thread's own CPU time (so that other
+ * processes on the machine do not count), all measured in this one run:
  *   - push+pop pair while tracing, 1 and 2 threads, against two reads of
  *     the clock in use (what a pair cannot avoid);
  *   - push+pop pair while not tracing, against an empty loop;
@@ -22,32 +23,32 @@ static int runs = 11;
 
 static double loop_empty(void)
 {
-	int64_t t0 = bench_now_ns();
+	int64_t t0 = bench_thread_cpu_ns();
 	for (long i = 0; i < pairs; i++)
 		__asm__ volatile("" ::: "memory");
-	return (double)(bench_now_ns() - t0) / (double)pairs;
+	return (double)(bench_thread_cpu_ns() - t0) / (double)pairs;
 }
 
 static double loop_clock(void)
 {
 	uint64_t acc = 0;
-	int64_t t0 = bench_now_ns();
+	int64_t t0 = bench_thread_cpu_ns();
 	for (long i = 0; i < pairs; i++) {
 		acc += strb_clock_ticks();
 		acc += strb_clock_ticks();
 		__asm__ volatile("" ::"r"(acc) : "memory");
 	}
-	return (double)(bench_now_ns() - t0) / (double)pairs;
+	return (double)(bench_thread_cpu_ns() - t0) / (double)pairs;
 }
 
 static double loop_pairs(void)
 {
-	int64_t t0 = bench_now_ns();
+	int64_t t0 = bench_thread_cpu_ns();
 	for (long i = 0; i < pairs; i++) {
 		strobe_range_push("bench::range");
 		strobe_range_pop();
 	}
-	return (double)(bench_now_ns() - t0) / (double)pairs;
+	return (double)(bench_thread_cpu_ns() - t0) / (double)pairs;
 }
 
 /* Long-lived workers, as in a real job: the first run faults their buffer

@@ -21,6 +21,16 @@ static inline int64_t bench_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The calling thread's CPU time (user and system, page faults included):
+ * unlike the wall clock, it does not count the time other processes hold
+ * the CPU, so a loop timed with it reads the same on a busy machine. */
+static inline int64_t bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Pins the calling thread to one CPU; returns 0 or -1 (then results are noisier). */
 static inline int bench_pin(int cpu)
 {
