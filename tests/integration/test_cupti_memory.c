@@ -290,6 +290,32 @@ static void test_peak_in_summary_and_report(void **state)
 	free(html);
 }
 
+/* A flight dump: allocations of its window, and a start level it cannot
+ * know (those between the recorder's start and the window are gone). */
+static void test_flight_dump_is_relative(void **state)
+{
+	(void)state;
+	char out[1300], path[1300];
+	TU_FORMAT(out, "%s/flight.json", tu_dir);
+	struct strobe_flight_opts o = STROBE_OPTS(
+	    strobe_flight_opts, .output = out,
+	    .activity_mask = STROBE_ACTIVITY_DEFAULT_MASK | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	assert_int_equal(strobe_flight_start(&o), 0);
+	base = ct_stamp_after(0, 0);
+	CT_QUEUE(mem(true, 0, 0, 7, 0x1000, 4096, 1, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	ct_stamp_after(base, 10 * US);
+	fake_cupti_complete_all();
+	assert_int_equal(strobe_flight_dump("test", path, sizeof(path)), 0);
+	assert_int_equal(strobe_flight_stop(), 0);
+	yajl_val root = tu_load_trace(path);
+	yajl_val ev[2];
+	assert_int_equal(events_of(root, "i", "[memory]", 0, ev, 2), 1);
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "Total Allocated"), 4096);
+	tu_assert_contains(tu_get_str(root, "gpu_memory_start_unknown"),
+	                   "start level unknown: a flight dump holds only its window's allocations");
+	yajl_tree_free(root);
+}
+
 static void test_type_names(void **state)
 {
 	(void)state;
@@ -315,6 +341,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_pools_and_async, setup),
 	    cmocka_unit_test_setup(test_not_selected, setup),
 	    cmocka_unit_test_setup(test_peak_in_summary_and_report, setup),
+	    cmocka_unit_test_setup(test_flight_dump_is_relative, setup),
 	    cmocka_unit_test_setup(test_type_names, setup),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);

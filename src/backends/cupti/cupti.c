@@ -342,7 +342,10 @@ static int process(struct strobe_trace *t, const struct strb_window *w)
 static int flight_dump(struct strobe_trace *t, const struct strb_window *w)
 {
 	strb_cupti.lib->cuptiActivityFlushAll(0);
-	return strb_gpu_pool_decode_copy(&strb_cupti.pool, strb_cupti_convert, t, w);
+	strb_cupti.dumping = true;
+	int rc = strb_gpu_pool_decode_copy(&strb_cupti.pool, strb_cupti_convert, t, w);
+	strb_cupti.dumping = false;
+	return rc;
 }
 
 static void atfork_child(void)

@@ -647,7 +647,10 @@ static void finish(struct conv *c)
 		memcpy(uuid[d], c->dev[d].uuid, 16);
 		uuid_known[d] = c->dev[d].uuid_known;
 	}
-	strb_cupti_mem_emit(&c->mem, &c->g, (const unsigned char(*)[16])uuid, uuid_known, MAX_DEVICES);
+	/* A flight dump's window starts long after the level was measured,
+	 * with the allocations in between gone with their buffers. */
+	strb_cupti_mem_emit(&c->mem, &c->g, (const unsigned char(*)[16])uuid, uuid_known, MAX_DEVICES,
+	                    strb_cupti.dumping ? "a flight dump holds only its window's allocations" : NULL);
 	strb_gpu_emit_spans(&c->g);
 	uint64_t missing = strb_gpu_count_launches(&c->g);
 	if (missing && strb_gpu_selected(&c->g, STROBE_ACTIVITY_CONCURRENT_KERNEL))

@@ -277,7 +277,8 @@ static void pool_event(struct state *s, const struct strb_cupti_mem_ev *e)
 }
 
 /* "gpu_memory_start": where each device's level at trace start came from. */
-static void start_meta(struct state *s, const unsigned char (*uuid)[16], const bool *uuid_known, int ndev)
+static void start_meta(struct state *s, const unsigned char (*uuid)[16], const bool *uuid_known, int ndev,
+                       const char *unknown)
 {
 	char text[2048];
 	size_t at = (size_t)snprintf(text, sizeof(text), "{");
@@ -288,8 +289,8 @@ static void start_meta(struct state *s, const unsigned char (*uuid)[16], const b
 		if (!l->used)
 			continue;
 		uint64_t bytes = 0;
-		const char *source = NULL, *reason = "the device's UUID is not known";
-		if (d < ndev && uuid_known[d] &&
+		const char *source = NULL, *reason = unknown ? unknown : "the device's UUID is not known";
+		if (!unknown && d < ndev && uuid_known[d] &&
 		    !strb_gpu_memory_start_find(uuid[d], &bytes, &source, &reason)) {
 			l->allocated = (int64_t)bytes;
 			l->start_known = true;
@@ -324,7 +325,7 @@ static void start_meta(struct state *s, const unsigned char (*uuid)[16], const b
 }
 
 void strb_cupti_mem_emit(struct strb_cupti_mem *m, struct strb_gpu *g, const unsigned char (*uuid)[16],
-                         const bool *uuid_known, int ndev)
+                         const bool *uuid_known, int ndev, const char *unknown)
 {
 	if (!m->n || g->rc)
 		return;
@@ -344,7 +345,7 @@ void strb_cupti_mem_emit(struct strb_cupti_mem *m, struct strb_gpu *g, const uns
 		s->dev[m->ev[i].device].used = true;
 		g->device_seen[m->ev[i].device] = true; /* its "GPU N" process is named */
 	}
-	start_meta(s, uuid, uuid_known, ndev);
+	start_meta(s, uuid, uuid_known, ndev, unknown);
 	/* The level at the window's start, so the track starts there. */
 	for (uint32_t d = 0; d < STRB_GPU_MAX_DEVICES; d++)
 		if (s->dev[d].used)

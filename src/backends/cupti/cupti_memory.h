@@ -26,9 +26,10 @@ void strb_cupti_mem_add_pool(struct strb_cupti_mem *m, struct strb_gpu *g,
                              const CUpti_ActivityMemoryPool3 *r);
 
 /* Writes what was kept, in time order; uuid[d] (uuid_known[d]) names
- * device d for its start level. Adds the "gpu_memory_start" metadata. */
+ * device d for its start level, unless unknown says why no level applies
+ * (a flight dump). Adds the "gpu_memory_start" metadata. */
 void strb_cupti_mem_emit(struct strb_cupti_mem *m, struct strb_gpu *g, const unsigned char (*uuid)[16],
-                         const bool *uuid_known, int ndev);
+                         const bool *uuid_known, int ndev, const char *unknown);
 void strb_cupti_mem_free(struct strb_cupti_mem *m);
 
 #endif

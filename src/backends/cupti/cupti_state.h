@@ -23,6 +23,8 @@ struct strb_cupti_state {
 	CUpti_ActivityKind kinds[16];
 	int kind_count;
 
+	bool dumping; /* converting for a flight dump */
+
 	/* Paused intervals (strobe_toggle_collection), in CUPTI ns. */
 	struct strb_gpu_pauses pauses;
 };
