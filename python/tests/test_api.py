@@ -117,6 +117,14 @@ def test_errors_carry_strobes_message():
         strobe.remove_metadata("never-set")
 
 
+def test_a_second_trace_is_refused_and_the_first_kept(tmp_trace):
+    with strobe.trace(tmp_trace, activities="user_annotation"):
+        with strobe.range("kept"):
+            with pytest.raises(strobe.StrobeError, match="a trace is already running"):
+                strobe.trace(python=True).start()
+    assert [e["name"] for e in events(load(tmp_trace), "user_annotation")] == ["kept"]
+
+
 def test_save_failure_names_the_reason(tmp_path):
     with strobe.trace() as t:
         pass

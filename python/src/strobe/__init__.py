@@ -161,6 +161,8 @@ class trace:
     def start(self) -> "trace":
         """Opens the capture window (StrobeError when a trace already runs
         or the config is refused)."""
+        if _strobe.is_tracing():  # strobe_prepare would discard the running trace's data
+            raise StrobeError("strobe: a trace is already running (stop it first)")
         if self.torch_ops:
             from . import _torch
             self._torch = _torch.TorchOps(self.record_shapes)
