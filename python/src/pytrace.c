@@ -5,8 +5,8 @@
  *
  * Hooks: sys.monitoring on 3.12+ (strobe/_pytrace.py registers the _mon_*
  * functions below as the callbacks of its tool id; events fire on every
- * thread), the C profile function on 3.10 and 3.11 (PyEval_SetProfile for
- * the thread that starts, threading.setprofile(_thread_hook) for threads
+ * thread), the C profile function on 3.10 and 3.11 (set on every thread at
+ * the start, and through threading.setprofile(_thread_hook) on threads
  * started later).
  *
  * Each thread keeps its own stack of open calls; a call is finished when it
@@ -532,6 +532,23 @@ static PyObject *pytrace_thread_hook(PyObject *m, PyObject *const *args, Py_ssiz
 	Py_RETURN_NONE;
 }
 
+/* The C profile function on every thread of this interpreter, as 3.12's
+ * PyEval_SetProfileAllThreads does (with the GIL held, the other threads
+ * wait for it outside their frames); their calls already open when it
+ * arrives are not recorded. */
+static void profile_all_threads(void)
+{
+#if PY_VERSION_HEX < 0x030C0000
+	PyThreadState *self = PyThreadState_Get();
+	for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(self)); ts;
+	     ts = PyThreadState_Next(ts)) {
+		if (ts != self && _PyEval_SetProfile(ts, profile, NULL) < 0)
+			PyErr_Clear(); /* an audit hook refused: that thread is left out */
+	}
+#endif
+	PyEval_SetProfile(profile, NULL);
+}
+
 /* ---- start and stop ---------------------------------------------------- */
 
 /* The calling thread's stack as it is now, outermost call first. */
@@ -588,7 +605,7 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	take_current_stack(t, stamp());
 	active = true;
 	if (!monitoring)
-		PyEval_SetProfile(profile, NULL);
+		profile_all_threads();
 	Py_RETURN_NONE;
 }
 

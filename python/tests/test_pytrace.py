@@ -1,5 +1,4 @@
 import asyncio
-import sys
 import threading
 
 import pytest
@@ -184,7 +183,6 @@ def test_python_function_added_to_named_activities(tmp_trace):
     assert named(traced(tmp_trace, middle, activities=["cpu_op"]), ": middle")
 
 
-@pytest.mark.skipif(sys.version_info < (3, 12), reason="threads running before the start are traced on 3.12+ only")
 def test_threads_running_before_the_start_are_traced(tmp_trace):
     go, done = threading.Event(), threading.Event()
 

@@ -1,7 +1,7 @@
 """Python function tracing: installs strobe's C hooks in the interpreter.
 
 On 3.12+ through sys.monitoring (one tool id, every thread); on 3.10 and
-3.11 through the C profile function, for the starting thread now and for
+3.11 through the C profile function, set on every thread at the start and on
 threads started later through threading.setprofile.
 """
 
