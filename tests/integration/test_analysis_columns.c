@@ -16,10 +16,10 @@
 	", \"ts\": " #ts ", \"dur\": " #dur ", \"args\": {" args "}},\n"
 
 /* Rank 0: host pid 1000, GPU pid 1001 with a compute (7), an NCCL (8) and
- * a copy stream (9); an idle gap 35-50 µs; an instant, a counter, a GPU
- * memory level and the accounting object. */
+ * a copy stream (9); an idle gap 35-50 µs; a step; an instant, a counter,
+ * a GPU memory level and the accounting object. */
 static const char trace[] = "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2}, \"traceEvents\": [\n" X(
-    "cpu_op", "aten::mm", 1000, 1000, 0, 40, "")
+    "cpu_op", "aten::mm", 1000, 1000, 0, 40, "") X("user_annotation", "ProfilerStep#1", 1000, 1000, 0, 60, "")
     X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 10, 2, "\"correlation\": 1")
         X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 12, 2, "\"correlation\": 2")
             X("kernel", "gemm", 1001, 7, 15, 10, "\"correlation\": 1")

@@ -122,10 +122,9 @@ void an_table_free(struct an_table *t)
 	free(t->slots);
 }
 
-/* Appends one element to a growable array; false when out of memory. */
-static bool grow(void **arr, size_t *n, size_t *cap, size_t size)
+bool an_grow(void **arr, size_t n, size_t *cap, size_t size)
 {
-	if (*n < *cap)
+	if (n < *cap)
 		return true;
 	size_t ncap = *cap ? *cap * 2 : 1024;
 	void *p = realloc(*arr, ncap * size);
@@ -136,11 +135,7 @@ static bool grow(void **arr, size_t *n, size_t *cap, size_t size)
 	return true;
 }
 
-#define PUSH(arr, n, cap, ...)                                                                               \
-	(grow((void **)&(arr), &(n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
-
-/* qsort, for arrays that may be empty (and NULL). */
-static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+void an_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
 	if (n > 1)
 		qsort(base, n, size, cmp);
@@ -160,7 +155,7 @@ static const char *ident_key(const struct tr_ident *id, char *buf, size_t len)
 	return buf;
 }
 
-static int64_t sat_add(int64_t x, int64_t y)
+int64_t an_sat_add(int64_t x, int64_t y)
 {
 	return y > 0 && x > INT64_MAX - y ? INT64_MAX : x + y;
 }
@@ -324,8 +319,8 @@ static int corr_pair(struct an_trace *a, const struct an_corr *e)
 			if (w->key != e->key || w->what != other)
 				continue;
 			const struct an_corr *l = e->what == 1 ? e : w, *k = e->what == 1 ? w : e;
-			if (PUSH(a->launches, a->nlaunches, a->caplaunches,
-			         (struct an_launch){k->kernel, l->pid, k->pid, an_span(l->ts, k->ts)}))
+			if (AN_PUSH(a->launches, a->nlaunches, a->caplaunches,
+			            (struct an_launch){k->kernel, l->pid, k->pid, an_span(l->ts, k->ts)}))
 				return -ENOMEM;
 			found = true;
 		}
@@ -400,7 +395,7 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 		return corr_pair(a, &(struct an_corr){corr, ev->ts_ns, pid, 0, 1});
 	}
 	uint32_t kind = kernel ? (is_nccl(ev->name) ? AN_NCCL : AN_KERNEL) : copy ? AN_MEMCPY : AN_MEMSET;
-	if (PUSH(a->gpu, a->ngpu, a->capgpu, (struct an_gpurec){row, name, ev->ts_ns, dur, kind, pid}))
+	if (AN_PUSH(a->gpu, a->ngpu, a->capgpu, (struct an_gpurec){row, name, ev->ts_ns, dur, kind, pid}))
 		return -ENOMEM;
 	if (copy) {
 		char dir[TR_SHORT_MAX];
@@ -408,7 +403,7 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 		struct an_count *d = an_table_get(&a->dirs, dir);
 		if (!d)
 			return -ENOMEM;
-		return PUSH(
+		return AN_PUSH(
 		    a->copies, a->ncopies, a->capcopies,
 		    (struct an_copy){pid, (uint32_t)an_table_index(&a->dirs, d), uint_arg(ev, "bytes"), dur});
 	}
@@ -461,10 +456,10 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	}
 	struct an_category *c = an_table_item(&a->xcats, sn->cat);
 	c->events++;
-	c->total = sat_add(c->total, dur);
+	c->total = an_sat_add(c->total, dur);
 	sn->count++;
-	sn->total = sat_add(sn->total, dur);
-	sn->self = sat_add(sn->self, dur);
+	sn->total = an_sat_add(sn->total, dur);
+	sn->self = an_sat_add(sn->self, dur);
 	if (dur > sn->max)
 		sn->max = dur;
 
@@ -481,9 +476,10 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 		row->tid_off = (uint32_t)strlen(pid) + 2;
 	}
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
-	if (PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur, dur}))
+	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur, dur}))
 		return -ENOMEM;
-	return add_gpu(a, ev, r, name, dur);
+	int rc = add_gpu(a, ev, r, name, dur);
+	return rc ? rc : an_hta_add(a, ev, r, name, dur);
 }
 
 /* A counter value as a double: kineto writes numbers, some tools quote them. */
@@ -556,7 +552,8 @@ static int on_event(const struct tr_event *ev, void *arg)
 	bool complete = !strcmp(ev->ph, "X");
 	/* Metadata events carry the capture start as ts; they are not activity. */
 	if (ev->has_ts && strcmp(ev->ph, "M")) {
-		int64_t end = sat_add(ev->ts_ns, complete && ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0);
+		int64_t end =
+		    an_sat_add(ev->ts_ns, complete && ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0);
 		if (!a->timed || ev->ts_ns < a->first_ts)
 			a->first_ts = ev->ts_ns;
 		if (!a->timed || end > a->last_end)
@@ -573,7 +570,7 @@ static int on_event(const struct tr_event *ev, void *arg)
 	if (complete) {
 		size_t nx = a->nx;
 		rc = add_complete(a, ev);
-		if (!rc && open && a->nx > nx && PUSH(a->open, a->nopen, a->capopen, a->x[a->nx - 1]))
+		if (!rc && open && a->nx > nx && AN_PUSH(a->open, a->nopen, a->capopen, a->x[a->nx - 1]))
 			rc = -ENOMEM;
 		return rc;
 	}
@@ -645,18 +642,18 @@ static int compute_self(struct an_trace *a)
 {
 	if (!a->nx)
 		return 0;
-	sort_n(a->x, a->nx, sizeof(*a->x), cmp_xrec);
+	an_sort(a->x, a->nx, sizeof(*a->x), cmp_xrec);
 	size_t *stack = NULL, depth = 0, cap = 0;
 	for (size_t i = 0; i < a->nx; i++) {
 		const struct an_xrec *e = &a->x[i];
 		if (i && e->row != a->x[i - 1].row)
 			depth = 0;
-		while (depth && sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
+		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
 			depth--;
-		int64_t end = sat_add(e->ts, e->dur);
+		int64_t end = an_sat_add(e->ts, e->dur);
 		if (depth) {
 			struct an_xrec *parent = &a->x[stack[depth - 1]];
-			int64_t pend = sat_add(parent->ts, parent->dur);
+			int64_t pend = an_sat_add(parent->ts, parent->dur);
 			int64_t covered = (end < pend ? end : pend) - e->ts;
 			struct an_name *sn = an_table_item(&a->names, parent->name);
 			sn->self -= covered;
@@ -677,7 +674,7 @@ static int compute_self(struct an_trace *a)
 	for (size_t i = 0; i < a->names.n; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
 		struct an_category *c = an_table_item(&a->xcats, sn->cat);
-		c->self = sat_add(c->self, sn->self);
+		c->self = an_sat_add(c->self, sn->self);
 	}
 	return 0;
 }
@@ -729,13 +726,13 @@ static int union_of(const struct an_gpurec *recs, size_t n, unsigned kinds, stru
 	for (size_t i = 0; i < n; i++) {
 		if (!(kinds & (1u << recs[i].kind)))
 			continue;
-		int64_t s = recs[i].ts, e = sat_add(recs[i].ts, recs[i].dur);
+		int64_t s = recs[i].ts, e = an_sat_add(recs[i].ts, recs[i].dur);
 		if (*nout && s <= (*out)[*nout - 1].end) {
 			if (e > (*out)[*nout - 1].end)
 				(*out)[*nout - 1].end = e;
 			continue;
 		}
-		if (PUSH(*out, *nout, cap, (struct span){s, e}))
+		if (AN_PUSH(*out, *nout, cap, (struct span){s, e}))
 			return -ENOMEM;
 	}
 	return 0;
@@ -745,7 +742,7 @@ static int64_t spans_total(const struct span *s, size_t n)
 {
 	int64_t t = 0;
 	for (size_t i = 0; i < n; i++)
-		t = sat_add(t, an_span(s[i].start, s[i].end));
+		t = an_sat_add(t, an_span(s[i].start, s[i].end));
 	return t;
 }
 
@@ -756,7 +753,7 @@ static int64_t spans_intersection(const struct span *x, size_t nx, const struct 
 		int64_t s = x[i].start > y[j].start ? x[i].start : y[j].start;
 		int64_t e = x[i].end < y[j].end ? x[i].end : y[j].end;
 		if (e > s)
-			t = sat_add(t, an_span(s, e));
+			t = an_sat_add(t, an_span(s, e));
 		if (x[i].end < y[j].end)
 			i++;
 		else
@@ -768,7 +765,7 @@ static int64_t spans_intersection(const struct span *x, size_t nx, const struct 
 static void add_gap(struct an_device *d, int64_t start, int64_t dur)
 {
 	d->gaps++;
-	d->gap_total = sat_add(d->gap_total, dur);
+	d->gap_total = an_sat_add(d->gap_total, dur);
 	if (dur > d->gap_max)
 		d->gap_max = dur;
 	size_t i = d->ntop < AN_TOP_GAPS ? d->ntop++ : AN_TOP_GAPS;
@@ -828,7 +825,7 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		return rc;
 
 	/* Per stream, after the device-wide views that need time order. */
-	sort_n(recs, n, sizeof(*recs), cmp_gpu_row);
+	an_sort(recs, n, sizeof(*recs), cmp_gpu_row);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && recs[j].row == recs[i].row; j++)
@@ -837,8 +834,8 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		size_t nsp;
 		if (union_of(recs + i, j - i, ~0u, &sp, &nsp))
 			return -ENOMEM;
-		rc = PUSH(d->streams, d->nstreams, cap,
-		          (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
+		rc = AN_PUSH(d->streams, d->nstreams, cap,
+		             (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
 		free(sp);
 		if (rc)
 			return rc;
@@ -848,13 +845,13 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 
 static int compute_devices(struct an_trace *a)
 {
-	sort_n(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
+	an_sort(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < a->ngpu; i = j) {
 		for (j = i; j < a->ngpu && a->gpu[j].pid == a->gpu[i].pid; j++)
 			;
 		struct an_device d = {.pid = a->gpu[i].pid, .rank = rank_of_pid(a, a->gpu[i].pid)};
-		if (PUSH(a->devices, a->ndevices, cap, d))
+		if (AN_PUSH(a->devices, a->ndevices, cap, d))
 			return -ENOMEM;
 		if (device_time(a, &a->devices[a->ndevices - 1], a->gpu + i, j - i))
 			return -ENOMEM;
@@ -965,24 +962,24 @@ static int compute_kernels(struct an_trace *a)
 		if (a->gpu[i].kind == AN_KERNEL || a->gpu[i].kind == AN_NCCL)
 			k[n++] = (struct kdur){rank_of_pid(a, a->gpu[i].pid), a->gpu[i].name, a->gpu[i].dur};
 	if (!rc)
-		sort_n(k, n, sizeof(*k), cmp_kdur);
+		an_sort(k, n, sizeof(*k), cmp_kdur);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
 		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
 		for (j = i; j < n && k[j].rank == k[i].rank && k[j].name == k[i].name; j++) {
 			durs[j - i] = k[j].dur;
-			s.total = sat_add(s.total, k[j].dur);
+			s.total = an_sat_add(s.total, k[j].dur);
 		}
 		s.count = j - i;
 		s.p50 = an_percentile(durs, j - i, 50);
 		s.p99 = an_percentile(durs, j - i, 99);
 		s.max = durs[j - i - 1];
-		rc = PUSH(a->kernels, a->nkernel_stats, cap, s);
+		rc = AN_PUSH(a->kernels, a->nkernel_stats, cap, s);
 	}
 	free(k);
 	free(durs);
 	sort_trace = a;
 	if (!rc)
-		sort_n(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
+		an_sort(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
 	return rc;
 }
 
@@ -1009,16 +1006,16 @@ static int compute_copies(struct an_trace *a)
 			if (a->copy_stats[k].rank == rank && a->copy_stats[k].dir == dir)
 				s = &a->copy_stats[k];
 		if (!s) {
-			if (PUSH(a->copy_stats, a->ncopy_stats, cap,
-			         (struct an_copy_stat){rank, dir, 0, 0, 0}))
+			if (AN_PUSH(a->copy_stats, a->ncopy_stats, cap,
+			            (struct an_copy_stat){rank, dir, 0, 0, 0}))
 				return -ENOMEM;
 			s = &a->copy_stats[a->ncopy_stats - 1];
 		}
 		s->count++;
 		s->bytes += c->bytes;
-		s->total = sat_add(s->total, c->dur);
+		s->total = an_sat_add(s->total, c->dur);
 	}
-	sort_n(a->copy_stats, a->ncopy_stats, sizeof(*a->copy_stats), cmp_copy);
+	an_sort(a->copy_stats, a->ncopy_stats, sizeof(*a->copy_stats), cmp_copy);
 	return 0;
 }
 
@@ -1046,7 +1043,7 @@ static int cmp_lat(const void *pa, const void *pb)
 static int compute_latency(struct an_trace *a)
 {
 	/* One latency per kernel, from a launch of its own rank. */
-	sort_n(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
+	an_sort(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
 	struct lat *l = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*l));
 	int64_t *v = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*v));
 	if (!l || !v) {
@@ -1066,7 +1063,7 @@ static int compute_latency(struct an_trace *a)
 		have = true;
 		last = x->kernel;
 	}
-	sort_n(l, n, sizeof(*l), cmp_lat);
+	an_sort(l, n, sizeof(*l), cmp_lat);
 	size_t cap = 0;
 	int rc = 0;
 	/* Every rank with kernels gets a row, matched or not. */
@@ -1079,7 +1076,7 @@ static int compute_latency(struct an_trace *a)
 			if (a->latency[k].rank == pr->rank)
 				s = &a->latency[k];
 		if (!s) {
-			rc = PUSH(a->latency, a->nlatency, cap, (struct an_latency){.rank = pr->rank});
+			rc = AN_PUSH(a->latency, a->nlatency, cap, (struct an_latency){.rank = pr->rank});
 			s = rc ? NULL : &a->latency[a->nlatency - 1];
 		}
 		if (s)
@@ -1141,8 +1138,8 @@ static int compute_cpu_ops(struct an_trace *a)
 		op->rank = rank;
 		op->name = x->name;
 		op->count++;
-		op->total = sat_add(op->total, x->dur);
-		op->self = sat_add(op->self, x->self);
+		op->total = an_sat_add(op->total, x->dur);
+		op->self = an_sat_add(op->self, x->self);
 	}
 	if (!rc && by.n) {
 		a->cpu_ops = malloc(by.n * sizeof(*a->cpu_ops));
@@ -1152,7 +1149,7 @@ static int compute_cpu_ops(struct an_trace *a)
 		a->ncpu_ops = by.n;
 		memcpy(a->cpu_ops, by.items, by.n * sizeof(*a->cpu_ops));
 		sort_trace = a;
-		sort_n(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
+		an_sort(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
 	}
 	an_table_free(&by);
 	return rc;
@@ -1173,8 +1170,8 @@ static void meta_walk(struct an_trace *a, yajl_val v, const char *prefix)
 			return;
 		snprintf(path, need, "%s%s%s", prefix, *prefix ? "." : "", k);
 		if (YAJL_IS_NUMBER(c) && a->nmeta < 4096) {
-			if (PUSH(a->meta, a->nmeta, a->capmeta,
-			         (struct an_meta_num){path, YAJL_GET_NUMBER(c)}))
+			if (AN_PUSH(a->meta, a->nmeta, a->capmeta,
+			            (struct an_meta_num){path, YAJL_GET_NUMBER(c)}))
 				free(path);
 			continue;
 		}
@@ -1203,11 +1200,13 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	if (!rc)
 		rc = compute_self(a);
 	if (!rc)
-		sort_n(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
+		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
 		rc = list_ranks(a);
 	if (!rc)
 		rc = compute_devices(a);
+	if (!rc)
+		rc = an_hta_compute(a);
 	if (!rc)
 		rc = compute_kernels(a);
 	if (!rc)
@@ -1254,6 +1253,7 @@ void an_free(struct an_trace *a)
 	free(a->latency);
 	free(a->cpu_ops);
 	an_memory_free(a);
+	an_hta_free(a);
 	for (size_t i = 0; i < a->nmeta; i++)
 		free(a->meta[i].key);
 	free(a->meta);
@@ -1325,7 +1325,7 @@ struct an_ref *an_refs_of(const struct an_table *t, uint32_t first_len_offset,
 		}
 		r[i] = (struct an_ref){(uint32_t)i, key(item), t->keys[i] + skip};
 	}
-	sort_n(r, t->n, sizeof(*r), cmp_ref);
+	an_sort(r, t->n, sizeof(*r), cmp_ref);
 	return r;
 }
 
@@ -1342,7 +1342,7 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total,
 			                            an_name(a, (uint32_t)i)};
 	}
-	sort_n(r, *n, sizeof(*r), cmp_ref);
+	an_sort(r, *n, sizeof(*r), cmp_ref);
 	return r;
 }
 

@@ -14,6 +14,7 @@
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -218,6 +219,105 @@ struct an_memory {
 	double buckets[AN_BUCKETS];
 };
 
+/* ---- steps and HTA's analyses (hta.c) ------------------------------------ */
+
+/* HTA 0.5's defaults: gaps between kernels below this are "kernel wait"
+ * (consecutive_kernel_delay, 30 us); launch outliers (runtime_cutoff 50 us,
+ * launch_delay_cutoff 100 us). */
+#define AN_KERNEL_WAIT_NS    30000
+#define AN_RUNTIME_CUTOFF_NS 50000
+#define AN_LAUNCH_CUTOFF_NS  100000
+
+/* HTA's kernel types, by name (hta.utils.get_kernel_type). */
+enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
+
+/* An event on a GPU stream as HTA counts one: a complete event with a
+ * "stream" arg other than -1 (kernels, copies, memsets, syncs), or a
+ * kernel, copy or memset without one (its tid is the stream). */
+struct an_hrec {
+	uint32_t pid, name;
+	int64_t ts, dur, stream;
+	uint64_t corr;
+	uint8_t type; /* enum an_ktype */
+	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
+	uint32_t seq; /* file order */
+};
+
+/* A CPU-side event with a "correlation" arg (a runtime or driver call). */
+struct an_hcpu {
+	uint32_t pid;
+	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
+	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
+	uint64_t corr;
+	int64_t ts, dur;
+	uint32_t seq;
+};
+
+/* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
+ * device of its rank (pid UINT32_MAX: the rank has no GPU work). The GPU
+ * columns are the device's work clipped to the step's window. */
+struct an_step {
+	int64_t rank;
+	uint32_t name, pid;
+	int64_t number; /* N of ProfilerStep#N, else the step's ordinal in its rank */
+	int64_t ts, dur, busy, compute, comm, memory, idle;
+	bool outlier; /* dur > median + 3 MAD of its rank's steps (and > 1.1 median) */
+};
+
+/* HTA's per-rank analyses, per GPU device. */
+struct an_breakdown {
+	uint32_t pid;
+	int64_t rank;
+	uint64_t events; /* after HTA's step filter */
+	/* get_temporal_breakdown: kernel_time = last end - first start; idle
+	 * the part no event covers; compute the union of COMPUTATION
+	 * events; non_compute the rest, split (strobe) into comm (union of
+	 * COMMUNICATION not under compute), memory (MEMORY under neither),
+	 * other. */
+	int64_t kernel_time, idle, compute, non_compute, comm, memory, other;
+	/* get_comm_comp_overlap: both / comm_union */
+	int64_t comm_union, both;
+	/* get_cuda_kernel_launch_stats */
+	uint64_t launches, short_kernels, runtime_outliers, delay_outliers;
+	int64_t delay_p50, delay_p99, delay_max, cpu_total, gpu_total;
+	bool filtered; /* HTA's step filter applied (2 or more ProfilerStep names) */
+};
+
+/* _get_gpu_kernel_type_time: time while exactly this set of types ran. */
+struct an_ktype_time {
+	uint32_t pid;
+	int64_t rank;
+	unsigned mask; /* 1 << enum an_ktype for COMPUTATION, COMMUNICATION, MEMORY */
+	int64_t time;
+	double pct; /* of the device's sum over masks */
+};
+
+/* get_gpu_kernel_breakdown's rows: one per device, type and name. */
+struct an_kname {
+	uint32_t pid;
+	int64_t rank;
+	uint32_t type, name;
+	uint64_t count;
+	int64_t sum, min, max;
+	double mean, std; /* std: sample standard deviation, 0 for one */
+};
+
+/* get_idle_time_breakdown: one per device and stream. */
+struct an_idle {
+	uint32_t pid;
+	int64_t rank, stream;
+	int64_t host_wait, kernel_wait, other;
+};
+
+/* get_queue_length_summary: kernels launched but not finished, per stream. */
+struct an_queue {
+	uint32_t pid;
+	int64_t rank, stream;
+	uint64_t count;   /* changes of the queue length */
+	double mean, p50; /* p50 interpolated linearly, as pandas' describe() */
+	int64_t max;
+};
+
 /* A flattened numeric member of the "strobe" metadata object. */
 struct an_meta_num {
 	char *key;
@@ -277,6 +377,25 @@ struct an_trace {
 	size_t nmemsamples, capmemsamples;
 	struct an_memory *memory; /* per device with a memory track, in pid order */
 	size_t nmemory;
+	/* steps and HTA's analyses (hta.c) */
+	const char *step_name; /* set before an_read: ranges with this name are steps */
+	struct an_hrec *hrecs;
+	size_t nhrecs, caphrecs;
+	struct an_hcpu *hcpus;
+	size_t nhcpus, caphcpus;
+	uint64_t nseq;
+	struct an_step *steps; /* by rank, then start, then device */
+	size_t nsteps;
+	struct an_breakdown *breakdown; /* by rank, then pid */
+	size_t nbreakdown;
+	struct an_ktype_time *ktypes;
+	size_t nktypes;
+	struct an_kname *knames; /* by rank, device, type, then sum */
+	size_t nknames;
+	struct an_idle *idle; /* by rank, device, stream */
+	size_t nidle;
+	struct an_queue *queues;
+	size_t nqueues;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -294,6 +413,23 @@ void an_free(struct an_trace *a);
 int an_memory_add(struct an_trace *a, uint32_t pid, int64_t ts, double bytes);
 int an_memory_compute(struct an_trace *a);
 void an_memory_free(struct an_trace *a);
+
+/* Appends to a growable array (n elements, room for *cap): AN_PUSH(arr,
+ * n, cap, value) is 0, or -ENOMEM with the array as it was. */
+bool an_grow(void **arr, size_t n, size_t *cap, size_t size);
+#define AN_PUSH(arr, n, cap, ...)                                                                            \
+	(an_grow((void **)&(arr), (n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
+/* qsort, for arrays that may be empty (and NULL). */
+void an_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* x + y, held at INT64_MAX (y >= 0). */
+int64_t an_sat_add(int64_t x, int64_t y);
+
+/* Steps and HTA's analyses (hta.c): each complete event as read, then
+ * everything once the devices are known. */
+int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur);
+int an_hta_compute(struct an_trace *a);
+void an_hta_free(struct an_trace *a);
+const char *an_ktype_name(unsigned type);
 
 /* The display name of names-table entry i (the part after its category). */
 const char *an_name(const struct an_trace *a, uint32_t i);

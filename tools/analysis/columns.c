@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,234 @@ const struct an_spec an_gpu_memory = {
     COLS(memory_cols),
     .rows = memory_rows};
 
+/* ---- steps and HTA's analyses (hta.c) --------------------------------------- */
+
+GET(step_name, struct an_step, v->s = an_name(a, r->name))
+GET(step_dev, struct an_step,
+    v->s = r->pid == UINT32_MAX ? "" : an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(step_outlier, struct an_step, v->s = "outlier"; v->none = !r->outlier)
+#define STEP(f)         F(struct an_step, f)
+#define STEP_GPU(fn, f) GET(fn, struct an_step, v->i = r->f; v->none = r->pid == UINT32_MAX)
+STEP_GPU(step_busy, busy)
+STEP_GPU(step_compute, compute)
+STEP_GPU(step_comm, comm)
+STEP_GPU(step_memory, memory)
+STEP_GPU(step_idle, idle)
+
+static const struct an_column steps_cols[] = {
+    {"rank", "rank", AN_RANK, STEP(rank)},
+    {"step", "step", AN_COUNT, 6, STEP(number)},
+    {"device", "device", AN_TEXT, 13, 0, .get = step_dev},
+    {"start", "start_ns", AN_TS, 12, STEP(ts)},
+    {"duration", "duration_ns", AN_NS, 11, STEP(dur)},
+    {"GPU busy", "busy_ns", AN_NS, 11, 0, .get = step_busy},
+    {"compute", "compute_ns", AN_NS, 11, 0, .get = step_compute},
+    {"comm", "comm_ns", AN_NS, 10, 0, .get = step_comm},
+    {"idle", "idle_ns", AN_NS, 11, 0, .get = step_idle},
+    {"", "outlier", AN_TEXT, 0, 0, .get = step_outlier},
+    {"step name", "name", AN_TEXT, 0, AN_LINE, .get = step_name},
+    {"step memory time", "memory_ns", AN_NS, 0, AN_LINE, .get = step_memory},
+};
+ROWS(steps_rows, v->a->steps, v->a->nsteps)
+static bool step_warn(const void *row)
+{
+	return ((const struct an_step *)row)->outlier;
+}
+const struct an_spec an_steps = {
+    .key = "steps",
+    .id = "steps",
+    .title = "steps: GPU work of each device inside each step's window (compute, then comm, then memory)",
+    .heading = "Steps",
+    .note = "One row per step (ProfilerStep#N or --step-name ranges) and GPU device of its rank: the "
+            "device's work inside the step's CPU window. Compute is the union of COMPUTATION kernels, "
+            "comm the communication not under compute, memory the copies and memsets under neither; "
+            "outlier: longer than the median step + 3 MAD (and 10% over the median).",
+    COLS(steps_cols),
+    .flags = AN_T_RANKED,
+    .rows = steps_rows,
+    .warn = step_warn};
+
+GET(bd_dev, struct an_breakdown, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+#define BD_PCT(fn, f) GET(fn, struct an_breakdown, v->d = an_pct(r->f, r->kernel_time))
+BD_PCT(bd_idle_pct, idle)
+BD_PCT(bd_compute_pct, compute)
+BD_PCT(bd_non_compute_pct, non_compute)
+GET(bd_overlap, struct an_breakdown, v->d = an_pct(r->both, r->comm_union); v->none = !r->comm_union)
+
+#define BD(f) F(struct an_breakdown, f)
+static const struct an_column breakdown_cols[] = {
+    {"rank", "rank", AN_RANK, BD(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = bd_dev},
+    {"kernel time", "kernel_time_ns", AN_NS, 12, BD(kernel_time)},
+    {"idle", "idle_ns", AN_NS, 11, BD(idle)},
+    {"idle %", "idle_pct", AN_PCT, 7, 0, .get = bd_idle_pct},
+    {"compute", "compute_ns", AN_NS, 11, BD(compute)},
+    {"compute %", "compute_pct", AN_PCT, 10, 0, .get = bd_compute_pct},
+    {"non-compute", "non_compute_ns", AN_NS, 12, BD(non_compute)},
+    {"non-compute %", "non_compute_pct", AN_PCT, 14, 0, .get = bd_non_compute_pct},
+    {"communication", "comm_ns", AN_NS, 0, AN_LINE, BD(comm)},
+    {"memory copies", "memory_ns", AN_NS, 0, AN_LINE, BD(memory)},
+    {"other work", "other_ns", AN_NS, 0, AN_LINE, BD(other)},
+    {"comm-compute overlap", "comm_comp_overlap_pct", AN_PCT, 0, AN_LINE, .get = bd_overlap},
+    {"GPU events", "events", AN_COUNT, 0, AN_LINE, BD(events)},
+};
+ROWS(breakdown_rows, v->a->breakdown, v->a->nbreakdown)
+const struct an_spec an_breakdown = {
+    .key = "temporal_breakdown",
+    .id = "temporal",
+    .title = "temporal breakdown (HTA get_temporal_breakdown, get_comm_comp_overlap)",
+    .heading = "Temporal breakdown",
+    .note = "HTA's definitions: kernel time from the device's first GPU event start to its last end; idle "
+            "the part no event covers; compute the union of COMPUTATION kernels; non-compute the rest "
+            "(split into communication not under compute, memory under neither, and other); overlap: "
+            "communication time under compute, as a % of communication time.",
+    COLS(breakdown_cols),
+    .flags = AN_T_RANKED,
+    .rows = breakdown_rows};
+
+GET(lc_dev, struct an_breakdown, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(lc_p50, struct an_breakdown, v->i = r->delay_p50; v->none = !r->launches)
+GET(lc_p99, struct an_breakdown, v->i = r->delay_p99; v->none = !r->launches)
+GET(lc_max, struct an_breakdown, v->i = r->delay_max; v->none = !r->launches)
+static const struct an_column launch_cols[] = {
+    {"rank", "rank", AN_RANK, BD(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = lc_dev},
+    {"launches", "launches", AN_COUNT, 9, BD(launches)},
+    {"short", "short_kernels", AN_COUNT, 7, BD(short_kernels)},
+    {"slow calls", "runtime_outliers", AN_COUNT, 11, BD(runtime_outliers)},
+    {"late", "delay_outliers", AN_COUNT, 8, BD(delay_outliers)},
+    {"delay p50", "delay_p50_ns", AN_NS, 11, 0, .get = lc_p50},
+    {"delay p99", "delay_p99_ns", AN_NS, 11, 0, .get = lc_p99},
+    {"delay max", "delay_max_ns", AN_NS, 11, 0, .get = lc_max},
+    {"launch calls", "cpu_ns", AN_NS, 0, AN_LINE, BD(cpu_total)},
+    {"their GPU time", "gpu_ns", AN_NS, 0, AN_LINE, BD(gpu_total)},
+};
+static struct an_rows launch_rows(const struct an_view *v)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < v->a->nbreakdown; i++)
+		n += v->a->breakdown[i].launches > 0;
+	return (struct an_rows){v->a->breakdown, n ? v->a->nbreakdown : 0, sizeof(*v->a->breakdown)};
+}
+const struct an_spec an_launch_stats = {
+    .key = "launch_stats",
+    .id = "launch-stats",
+    .title = "kernel launches (HTA get_cuda_kernel_launch_stats): delay = GPU start - end of the launch call",
+    .heading = "Kernel launches",
+    .note = "cudaLaunchKernel(ExC), cudaMemcpyAsync and cudaMemsetAsync calls and the GPU event with "
+            "their correlation: short = the GPU event took less time than the call; slow calls = over 50 µs; "
+            "late = delay over 100 µs (HTA's defaults).",
+    COLS(launch_cols),
+    .flags = AN_T_RANKED,
+    .rows = launch_rows};
+
+GET(kt_dev, struct an_ktype_time, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(kt_name, struct an_ktype_time, {
+	size_t n = 0;
+	v->buf[0] = 0;
+	for (unsigned t = 0; t < 3; t++)
+		if (r->mask & 1u << t)
+			n += (size_t)snprintf(v->buf + n, sizeof(v->buf) - n, "%s%s",
+			                      n ? " overlapping " : "", an_ktype_name(t));
+	v->s = v->buf;
+})
+GET(kt_pct, struct an_ktype_time, v->d = r->pct)
+#define KT(f) F(struct an_ktype_time, f)
+static const struct an_column ktypes_cols[] = {
+    {"rank", "rank", AN_RANK, KT(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = kt_dev},
+    {"kernel type", "kernel_type", AN_TEXT, 48, 0, .get = kt_name},
+    {"time", "time_ns", AN_NS, 11, KT(time)},
+    {"%", "pct", AN_PCT, 7, 0, .get = kt_pct},
+};
+ROWS(ktypes_rows, v->a->ktypes, v->a->nktypes)
+const struct an_spec an_ktypes = {.key = "kernel_type_time",
+                                  .id = "kernel-types",
+                                  .title =
+                                      "time by kernel type (HTA get_gpu_kernel_breakdown, memory included)",
+                                  .heading = "Kernel types",
+                                  COLS(ktypes_cols),
+                                  .flags = AN_T_RANKED,
+                                  .rows = ktypes_rows};
+
+GET(kn_dev, struct an_kname, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(kn_type, struct an_kname, v->s = an_ktype_name(r->type))
+GET(kn_name, struct an_kname, v->s = an_name(a, r->name))
+GET(kn_mean, struct an_kname, v->i = llround(r->mean))
+GET(kn_std, struct an_kname, v->i = llround(r->std))
+#define KN(f) F(struct an_kname, f)
+static const struct an_column knames_cols[] = {
+    {"rank", "rank", AN_RANK, KN(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = kn_dev},
+    {"type", "kernel_type", AN_TEXT, 13, 0, .get = kn_type},
+    {"name", "name", AN_TEXT, 18, AN_NAME, .get = kn_name},
+    {"count", "count", AN_COUNT, 6, KN(count)},
+    {"sum", "sum_ns", AN_NS, 11, KN(sum)},
+    {"mean", "mean_ns", AN_NS, 11, 0, .get = kn_mean},
+    {"min", "min_ns", AN_NS, 11, KN(min)},
+    {"max", "max_ns", AN_NS, 11, KN(max)},
+    {"stddev", "std_ns", AN_NS, 0, AN_LINE, .get = kn_std},
+};
+ROWS(knames_rows, v->a->knames, v->a->nknames)
+const struct an_spec an_knames = {.key = "kernels_by_type",
+                                  .id = "kernels-by-type",
+                                  .title = "kernels by type and name (HTA get_gpu_kernel_breakdown)",
+                                  .heading = "Kernels by type",
+                                  COLS(knames_cols),
+                                  .flags = AN_T_TOP | AN_T_RANKED,
+                                  .rows = knames_rows};
+
+GET(idle_dev, struct an_idle, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(idle_total, struct an_idle, v->i = r->host_wait + r->kernel_wait + r->other)
+#define IDLE(f) F(struct an_idle, f)
+static const struct an_column idle_cols[] = {
+    {"rank", "rank", AN_RANK, IDLE(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = idle_dev},
+    {"stream", "stream", AN_COUNT, 8, IDLE(stream)},
+    {"host wait", "host_wait_ns", AN_NS, 11, IDLE(host_wait)},
+    {"kernel wait", "kernel_wait_ns", AN_NS, 12, IDLE(kernel_wait)},
+    {"other", "other_ns", AN_NS, 11, IDLE(other)},
+    {"idle", "idle_ns", AN_NS, 11, 0, .get = idle_total},
+};
+ROWS(idle_rows, v->a->idle, v->a->nidle)
+const struct an_spec an_idle_streams = {
+    .key = "idle_time",
+    .id = "idle-time",
+    .title =
+        "idle time per stream (HTA get_idle_time_breakdown): host wait, kernel wait (gap < 30 µs), other",
+    .heading = "Idle time per stream",
+    .note = "Gaps between consecutive kernels, copies and memsets of a stream: host wait when the next one's "
+            "launch call started after the previous ended; else kernel wait when the gap is under 30 µs; "
+            "else other.",
+    COLS(idle_cols),
+    .flags = AN_T_RANKED,
+    .rows = idle_rows};
+
+GET(q_dev, struct an_queue, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(q_mean, struct an_queue, v->d = r->mean)
+GET(q_p50, struct an_queue, v->d = r->p50)
+#define QL(f) F(struct an_queue, f)
+static const struct an_column queue_cols[] = {
+    {"rank", "rank", AN_RANK, QL(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = q_dev},
+    {"stream", "stream", AN_COUNT, 8, QL(stream)},
+    {"changes", "count", AN_COUNT, 8, QL(count)},
+    {"mean", "mean", AN_REAL, 10, 0, .get = q_mean},
+    {"p50", "p50", AN_REAL, 8, 0, .get = q_p50},
+    {"max", "max", AN_COUNT, 8, QL(max)},
+};
+ROWS(queue_rows, v->a->queues, v->a->nqueues)
+const struct an_spec an_queues = {
+    .key = "queue_length",
+    .id = "queue-length",
+    .title = "queue length per stream (HTA get_queue_length_summary): launched, not yet started",
+    .heading = "Queue length per stream",
+    .note = "Operations launched on a stream and not yet started: +1 at each launch call, -1 when its GPU "
+            "event starts; statistics over the values after each change.",
+    COLS(queue_cols),
+    .flags = AN_T_RANKED,
+    .rows = queue_rows};
+
 /* ---- instants, counters, accounting --------------------------------------- */
 
 #define INSTANT(r) ((const struct an_instant *)an_table_item(&a->instants, (r)->id))
@@ -323,9 +552,10 @@ const struct an_spec an_accounting = {.key = "accounting",
                                       .rows = accounting_rows,
                                       .warn = acct_warn};
 
-const struct an_spec *const an_tables[] = {&an_categories, &an_names,    &an_devices,    &an_kernels,
-                                           &an_memcpy,     &an_latency,  &an_gpu_memory, &an_cpu_ops,
-                                           &an_instants,   &an_counters, &an_accounting};
+const struct an_spec *const an_tables[] = {
+    &an_categories, &an_names,        &an_devices,  &an_kernels,  &an_memcpy,       &an_latency,
+    &an_gpu_memory, &an_cpu_ops,      &an_instants, &an_counters, &an_accounting,   &an_steps,
+    &an_breakdown,  &an_launch_stats, &an_ktypes,   &an_knames,   &an_idle_streams, &an_queues};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */

@@ -12,7 +12,8 @@
 #include "analysis/present.h"
 #include "strobe/strobe.h"
 
-#define MAX_CHART_DEVICES 64 /* timelines drawn; the devices table lists them all */
+#define MAX_CHART_DEVICES 64  /* timelines drawn; the devices table lists them all */
+#define MAX_CHART_STEPS   500 /* bars in the step chart; the steps table lists them all */
 
 /* Text from the trace, safe in element content and in quoted attributes. */
 static void esc(FILE *p, const char *s)
@@ -54,7 +55,8 @@ static const char style[] =
     "#errors{color:#a4262c;white-space:pre-wrap}\n"
     "svg{display:block;margin:4px 0}svg text{font:11px system-ui,sans-serif;fill:#3b4252}\n"
     ".util rect.bg{fill:#f4f5f8}.util rect.b{fill:#3d7dd8}.bars rect.bar{fill:#5a9e6f}"
-    ".occ rect.bar{fill:#c98a2b}\n"
+    ".occ rect.bar{fill:#c98a2b}.steps rect.bar{fill:#9fb7d9}.steps rect.out{fill:#d9534f}"
+    ".steps rect.busy{fill:#3d7dd8}\n"
     ".facts td:first-child{color:#5b6475}\n";
 
 static void facts(FILE *p, const struct an_trace *a, const char *file, const struct tr_stats *st)
@@ -380,6 +382,23 @@ static int chart_data(FILE *p, const struct an_view *v)
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
+	gs(g, "steps");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->nsteps && i < MAX_CHART_STEPS; i++) {
+		const struct an_step *st = &a->steps[i];
+		yajl_gen_map_open(g);
+		gs(g, "name");
+		snprintf(label, sizeof(label), "%s%s%" PRId64,
+		         a->ranked ? an_rank_label(st->rank, buf, sizeof(buf)) : "",
+		         a->ranked ? " step " : "step ", st->number);
+		gs(g, label);
+		gnum(g, "dur_ns", (double)st->dur);
+		gnum(g, "busy_ns", st->pid == UINT32_MAX ? -1.0 : (double)st->busy);
+		gs(g, "outlier");
+		yajl_gen_bool(g, st->outlier);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 
 	const unsigned char *out;
@@ -479,6 +498,28 @@ static const char script[] =
     "    el('text', {x: 1000, y: 64, 'text-anchor': 'end'}, svg, 'peak ' + m.peak + ' bytes at +' + "
     "dur(m.peak_at_ns));\n"
     "  });\n"
+    "  var sb = document.getElementById('step-bars');\n"
+    "  if (sb && D.steps.length) {\n"
+    "    var smax = D.steps.reduce(function (m, s) { return Math.max(m, s.dur_ns); }, 1);\n"
+    "    var sw = 1000 / D.steps.length;\n"
+    "    D.steps.forEach(function (s, i) {\n"
+    "      var h = 140 * s.dur_ns / smax, x = i * sw;\n"
+    "      var r = el('rect', {'class': s.outlier ? 'bar out' : 'bar', x: (x + sw * 0.1).toFixed(2),\n"
+    "                          y: (140 - h).toFixed(2), width: (sw * 0.8).toFixed(2), height: h.toFixed(2)}, "
+    "sb);\n"
+    "      el('title', {}, r, s.name + ': ' + dur(s.dur_ns) + (s.busy_ns >= 0 ? ', GPU busy ' + "
+    "dur(s.busy_ns) : '')\n"
+    "         + (s.outlier ? ' (outlier)' : ''));\n"
+    "      if (s.busy_ns >= 0) {\n"
+    "        var b = 140 * s.busy_ns / smax;\n"
+    "        el('rect', {'class': 'busy', x: (x + sw * 0.3).toFixed(2), y: (140 - b).toFixed(2),\n"
+    "                    width: (sw * 0.4).toFixed(2), height: b.toFixed(2)}, sb);\n"
+    "      }\n"
+    "    });\n"
+    "    el('text', {x: 0, y: 156}, sb, D.steps[0].name);\n"
+    "    el('text', {x: 1000, y: 156, 'text-anchor': 'end'}, sb, D.steps[D.steps.length - 1].name + "
+    "', longest ' + dur(smax));\n"
+    "  }\n"
     "  if (document.body.dataset.rendered !== 'error') document.body.dataset.rendered = 'ok';\n"
     "})();\n"
     "</script>\n";
@@ -497,6 +538,11 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	    style);
 	fputs("<div id=\"errors\"></div>\n", p);
 	facts(p, a, v->file, v->st);
+	if (a->nsteps) {
+		section(p, &an_steps);
+		fprintf(p, "<svg id=\"step-bars\" class=\"steps\" width=\"1000\" height=\"170\"></svg>\n");
+		html_table(p, v, &an_steps, an_steps.rows(v), NULL);
+	}
 	if (a->ndevices) {
 		timelines(p, a);
 		titled(p, v, &an_devices);
@@ -509,6 +555,12 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 		fputs("<svg id=\"kernel-bars\" class=\"bars\" width=\"1000\" height=\"20\"></svg>\n", p);
 		html_table(p, v, &an_kernels, an_kernels.rows(v), NULL);
 	}
+	titled(p, v, &an_breakdown);
+	titled(p, v, &an_ktypes);
+	titled(p, v, &an_knames);
+	titled(p, v, &an_idle_streams);
+	titled(p, v, &an_launch_stats);
+	titled(p, v, &an_queues);
 	titled(p, v, &an_memcpy);
 	titled(p, v, &an_latency);
 	memory_charts(p, v);

@@ -238,6 +238,13 @@ int an_print_text(const struct an_view *v, FILE *f)
 	titled(f, v, &an_memcpy);
 	titled(f, v, &an_latency);
 	titled(f, v, &an_gpu_memory);
+	titled(f, v, &an_steps);
+	titled(f, v, &an_breakdown);
+	titled(f, v, &an_ktypes);
+	titled(f, v, &an_knames);
+	titled(f, v, &an_idle_streams);
+	titled(f, v, &an_launch_stats);
+	titled(f, v, &an_queues);
 	/* Without ranks, each category's tables above have the cpu_op self times. */
 	if (s->ranked)
 		titled(f, v, &an_cpu_ops);

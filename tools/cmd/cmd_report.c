@@ -14,7 +14,7 @@
 #define DEFAULT_TOP 20
 
 static const char usage_text[] =
-    "usage: strobe report [--top N] [-o OUT.html] FILE\n"
+    "usage: strobe report [--top N] [--step-name NAME] [-o OUT.html] FILE\n"
     "\n"
     "Writes one self-contained HTML page about a trace file (plain, gzip or zstd JSON, or\n"
     "Perfetto, as for strobe summary; FILE \"-\" reads stdin): the trace's facts (file,\n"
@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  -o, --output OUT  the page to write (default: FILE without .json/.gz/.zst, plus\n"
     "                    .html; required when FILE is -)\n"
     "  --top N           rows per table and bars per chart (default 20; 0 shows all)\n"
+    "  --step-name NAME  complete events named NAME are the steps (default: ProfilerStep#N)\n"
     "  -h, --help        show this text\n"
     "\n"
     "exit status: 0 written, 1 the trace cannot be read or the page cannot be written,\n"
@@ -65,7 +66,7 @@ static char *default_output(const char *file)
 int cmd_report(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
-	const char *file = NULL, *out = NULL, *val;
+	const char *file = NULL, *out = NULL, *val, *step_name = NULL;
 	for (int i = 1, rc; i < argc; i++) {
 		const char *arg = argv[i];
 		if (cli_is_help(arg)) {
@@ -74,6 +75,9 @@ int cmd_report(int argc, char **argv)
 		} else if (cli_opt(argc, argv, &i, "--output", "-o", &val)) {
 			if ((rc =
 			         cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
+			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
 				return rc;
 		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
@@ -89,7 +93,7 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 
-	struct an_trace a = {0};
+	struct an_trace a = {.step_name = step_name};
 	struct an_view v = {0};
 	struct tr_stats st;
 	char err[512], *page = NULL;

@@ -13,7 +13,7 @@
 #define DEFAULT_TOP 10
 
 static const char usage_text[] =
-    "usage: strobe summary [--top N] [--json] FILE\n"
+    "usage: strobe summary [--top N] [--json] [--step-name NAME] FILE\n"
     "\n"
     "Summarises a Chrome-trace JSON file written by strobe or libkineto (plain, gzip or\n"
     "zstd, told apart by content), or a Perfetto trace; FILE \"-\" reads stdin. It prints\n"
@@ -35,12 +35,22 @@ static const char usage_text[] =
     "(still running when it was written)\": per thread, outermost first, each with how\n"
     "long it had been open. What a hung thread was inside reads from there.\n"
     "\n"
+    "Steps (ProfilerStep#N, or ranges named by --step-name) get a table: per step and GPU\n"
+    "device, the step's duration and the device's busy, compute, communication, memory and\n"
+    "idle time inside it, with outliers (over median + 3 MAD) marked. HolisticTraceAnalysis'\n"
+    "analyses follow, with HTA 0.5's definitions (docs/analysis.md): temporal breakdown,\n"
+    "communication/computation overlap, time by kernel type, kernels by type and name, idle\n"
+    "time per stream (host wait, kernel wait, other), kernel launch statistics and queue\n"
+    "length per stream.\n"
+    "\n"
     "Self time is an event's duration less the parts of it covered by the complete (\"X\")\n"
     "events nested directly inside it on the same pid/tid row.\n"
     "\n"
     "options:\n"
     "  --top N     rows per table (default 10; 0 shows every row)\n"
     "  --json      print one JSON object instead of tables\n"
+    "  --step-name NAME\n"
+    "              complete events named NAME are the steps (default: ProfilerStep#N)\n"
     "  -h, --help  show this text\n"
     "\n"
     "--json prints (times are integer nanoseconds; ts is relative to the trace's\n"
@@ -67,6 +77,20 @@ static const char usage_text[] =
     "   \"launch_latency\": [{\"rank\", \"kernels\", \"matched\", \"unmatched\", \"p50_ns\",\n"
     "                       \"p90_ns\", \"p99_ns\", \"max_ns\"}, ...],\n"
     "   \"cpu_ops_by_self\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"self_ns\"}, ...],\n"
+    "   \"steps\": [{\"rank\", \"step\", \"device\", \"start_ns\", \"duration_ns\", \"busy_ns\",\n"
+    "              \"compute_ns\", \"comm_ns\", \"idle_ns\", \"outlier\", \"name\", \"memory_ns\"}, ...],\n"
+    "   \"temporal_breakdown\": [{\"rank\", \"device\", \"kernel_time_ns\", \"idle_ns\", \"idle_pct\",\n"
+    "              \"compute_ns\", \"compute_pct\", \"non_compute_ns\", \"non_compute_pct\", \"comm_ns\",\n"
+    "              \"memory_ns\", \"other_ns\", \"comm_comp_overlap_pct\", \"events\"}, ...],\n"
+    "   \"kernel_type_time\": [{\"rank\", \"device\", \"kernel_type\", \"time_ns\", \"pct\"}, ...],\n"
+    "   \"kernels_by_type\": [{\"rank\", \"device\", \"kernel_type\", \"name\", \"count\", \"sum_ns\",\n"
+    "              \"mean_ns\", \"min_ns\", \"max_ns\", \"std_ns\"}, ...],\n"
+    "   \"idle_time\": [{\"rank\", \"device\", \"stream\", \"host_wait_ns\", \"kernel_wait_ns\",\n"
+    "              \"other_ns\", \"idle_ns\"}, ...],\n"
+    "   \"launch_stats\": [{\"rank\", \"device\", \"launches\", \"short_kernels\", \"runtime_outliers\",\n"
+    "              \"delay_outliers\", \"delay_p50_ns\", \"delay_p99_ns\", \"delay_max_ns\", \"cpu_ns\",\n"
+    "              \"gpu_ns\"}, ...],\n"
+    "   \"queue_length\": [{\"rank\", \"device\", \"stream\", \"count\", \"mean\", \"p50\", \"max\"}, ...],\n"
     "   \"accounting\": {\"strobe\": {KEY: number, ...} or null, \"unfinished_events\",\n"
     "                  \"unknown_names\", \"untimed_events\", \"truncated_strings\",\n"
     "                  \"dropped_members\", \"skipped_elements\", \"bad_times\",\n"
@@ -103,13 +127,16 @@ int cmd_summary(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
 	bool json = false;
-	const char *file = NULL;
+	const char *file = NULL, *step_name = NULL, *val;
 	for (int i = 1, rc; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
+			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
+				return rc;
 		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
 		}
@@ -117,7 +144,7 @@ int cmd_summary(int argc, char **argv)
 	if (!file)
 		return cli_usage(&cli, "no trace file given");
 
-	struct an_trace s = {0};
+	struct an_trace s = {.step_name = step_name};
 	struct tr_stats st;
 	char err[512];
 	int rc = an_read(&s, file, &st, err, sizeof(err));

@@ -1,0 +1,291 @@
+/* strobe summary's steps and HTA analyses on a hand-written trace whose
+ * every number is worked out below (tests/hta/check_hta.sh compares the
+ * same analyses with HTA itself on generated and libkineto traces). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define X(cat, name, pid, tid, ts, dur, args)                                                                \
+	"{\"ph\": \"X\", \"cat\": \"" cat "\", \"name\": \"" name "\", \"pid\": " #pid ", \"tid\": " #tid    \
+	", \"ts\": " #ts ", \"dur\": " #dur ", \"args\": {" args "}},\n"
+#define STEP(n, ts, dur)          X("user_annotation", "ProfilerStep#" #n, 100, 100, ts, dur, "")
+#define CALL(name, corr, ts, dur) X("cuda_runtime", name, 100, 100, ts, dur, "\"correlation\": " #corr)
+#define LAUNCH(corr, ts)          CALL("cudaLaunchKernel", corr, ts, 5)
+#define GPU(cat, name, stream, ts, dur, corr)                                                                \
+	X(cat, name, 0, stream, ts, dur, "\"stream\": " #stream ", \"correlation\": " #corr)
+#define KERNEL(name, stream, ts, dur, corr) GPU("kernel", name, stream, ts, dur, corr)
+#define NCCL                                "ncclDevKernel_AllReduce_Sum_f32"
+
+/* GPU 0 (pid 0), streams 7 and 9; launches on 100/100; times in µs.
+ *   ProfilerStep#1 [0,100], #2 [100,200], #3 [200,300], #4 [300,700]
+ *   corr 1 launch [10,15]    gemm   s7 [20,60]
+ *   corr 2 launch [30,35]    nccl   s9 [50,90]
+ *   corr 8 launch [60,65]    nccl   s9 [140,150]
+ *   corr 3 memcpy [100,120]  Memcpy s7 [120,130] (the call takes 20: a short kernel)
+ *   corr 4 launch [125,130]  gemm   s7 [135,180]
+ *   corr 5 launch [210,215]  gemm   s7 [250,290]
+ *   corr 6 launch [320,325]  gemm   s7 [330,600]
+ *   corr 7 launch [650,655]  relu   s7 [660,680]
+ *
+ * Steps (all GPU work, clipped to the step):
+ *   1: busy [20,90] 70, compute 40, comm [60,90] 30, memory 0, idle 30
+ *   2: busy [120,130]+[135,180] 55, compute 45, comm 0 (under gemm), memory 10, idle 45
+ *   3: busy 40, compute 40, idle 60
+ *   4: busy 270+20 = 290, compute 290, idle 110; 400 > median 100 + 3 MAD (0): outlier
+ *
+ * HTA's analyses leave out what was launched at or after the last step's
+ * start (300): corr 6 and 7. Then kernel time 290-20 = 270; busy 70+10+45+40
+ * = 165, idle 105; compute 40+45+40 = 125; non-compute 40 = comm 30 + memory
+ * 10; overlap: comm 50 of which 20 under compute: 40%.
+ * Kernel types: COMPUTATION 105, COMMUNICATION 30, both 20, MEMORY 10.
+ * Idle, stream 7: Memcpy: gap 60, launched at 100 > 60: host wait; gemm
+ * [135]: gap 5, launched at 125 < 130: kernel wait; gemm [250]: gap 70,
+ * launched at 210 > 180: host wait. Host 130, kernel 5, other 0. Stream 9:
+ * nccl [140]: gap 50, launched at 60 < 90, not under 30: other 50.
+ * Launch delays (start - call end): 5, 15, 75, 0, 5, 35: p50 (rank 3 of 6) 5,
+ * max 75; one short kernel (the copy). */
+static const char trace[] = "{\"traceEvents\": [\n" STEP(1, 0, 100) STEP(2, 100, 100) STEP(3, 200, 100)
+    STEP(4, 300, 400) LAUNCH(1, 10) KERNEL("gemm", 7, 20, 40, 1) LAUNCH(2, 30) KERNEL(NCCL, 9, 50, 40, 2)
+        LAUNCH(8, 60) KERNEL(NCCL, 9, 140, 10, 8) CALL("cudaMemcpyAsync", 3, 100, 20)
+            GPU("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 120, 10,
+                3) LAUNCH(4, 125) KERNEL("gemm", 7, 135, 45, 4) LAUNCH(5, 210) KERNEL("gemm", 7, 250, 40, 5)
+                LAUNCH(6, 320) KERNEL("gemm", 7, 330, 270, 6) LAUNCH(7, 650)
+                    KERNEL("relu", 7, 660, 20, 7) "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, "
+                                                  "\"tid\": 0, \"args\": {\"labels\": \"GPU 0\"}}\n"
+                                                  "]}\n";
+
+/* A CPU-only trace whose steps are "train" ranges: 10, 12, 11 and 50 µs. */
+static const char cpu_trace[] = "{\"traceEvents\": [\n" X("user_annotation", "train", 1, 1, 0, 10, "")
+    X("user_annotation", "train", 1, 1, 10, 12, "") X("user_annotation", "train", 1, 1, 22, 11,
+                                                      "") X("user_annotation", "train", 1, 1, 33, 50, "")
+        X("cpu_op", "aten::add", 1, 1, 40, 5, "") "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, "
+                                                  "\"args\": {\"name\": \"python\"}}\n]}\n";
+
+static char *dir;
+
+static char *write_trace(const char *text, const char *name)
+{
+	static char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(tu_write_file(path, text), 0);
+	return path;
+}
+
+static yajl_val summary_json(const char *args)
+{
+	char *out = NULL;
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	yajl_val v = tu_parse_json(out);
+	if (!v)
+		fail_msg("--json output does not parse:\n%s", out);
+	free(out);
+	return v;
+}
+
+static yajl_val at(yajl_val arr, size_t i)
+{
+	assert_non_null(arr);
+	assert_true(YAJL_IS_ARRAY(arr));
+	assert_true(i < arr->u.array.len);
+	return arr->u.array.values[i];
+}
+
+static long long num(yajl_val obj, const char *key)
+{
+	yajl_val v = tu_get(obj, key);
+	if (!v || !YAJL_IS_NUMBER(v))
+		fail_msg("%s is not a number", key);
+	return (long long)tu_get_num(obj, key);
+}
+
+static void test_steps(void **state)
+{
+	(void)state;
+	char args[4200];
+	snprintf(args, sizeof(args), "--json '%s'", write_trace(trace, "steps.json"));
+	yajl_val v = summary_json(args);
+	yajl_val steps = tu_get(v, "steps");
+	assert_int_equal(steps->u.array.len, 4);
+	static const long long want[4][7] = {
+	    /* step, duration, busy, compute, comm, memory, idle (µs) */
+	    {1, 100, 70, 40, 30, 0, 30},
+	    {2, 100, 55, 45, 0, 10, 45},
+	    {3, 100, 40, 40, 0, 0, 60},
+	    {4, 400, 290, 290, 0, 0, 110},
+	};
+	static const char *const keys[] = {"duration_ns", "busy_ns",   "compute_ns",
+	                                   "comm_ns",     "memory_ns", "idle_ns"};
+	for (size_t i = 0; i < 4; i++) {
+		yajl_val s = at(steps, i);
+		assert_int_equal(num(s, "step"), want[i][0]);
+		for (size_t k = 0; k < 6; k++)
+			assert_int_equal(num(s, keys[k]), want[i][k + 1] * 1000);
+		assert_string_equal(tu_get_str(s, "device"), "GPU 0 (pid 0)");
+		if (i == 3)
+			assert_string_equal(tu_get_str(s, "outlier"), "outlier");
+		else
+			assert_true(YAJL_IS_NULL(tu_get(s, "outlier")));
+	}
+	assert_int_equal(num(at(steps, 1), "start_ns"), 100000);
+	yajl_tree_free(v);
+
+	char *out = NULL;
+	snprintf(args, sizeof(args), "'%s/steps.json'", dir);
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	tu_assert_contains(out, "\nsteps: ");
+	char *line = tu_line_with(out, "+300.000 µs");
+	tu_assert_contains(line, "290.000 µs");
+	tu_assert_contains(line, "110.000 µs");
+	tu_assert_contains(line, "outlier");
+	free(line);
+	free(out);
+}
+
+static void test_hta_analyses(void **state)
+{
+	(void)state;
+	char args[4200];
+	snprintf(args, sizeof(args), "--json --top 0 '%s'", write_trace(trace, "hta.json"));
+	yajl_val v = summary_json(args);
+	yajl_val b = at(tu_get(v, "temporal_breakdown"), 0);
+	assert_int_equal(num(b, "events"), 6);
+	assert_int_equal(num(b, "kernel_time_ns"), 270000);
+	assert_int_equal(num(b, "idle_ns"), 105000);
+	assert_int_equal(num(b, "compute_ns"), 125000);
+	assert_int_equal(num(b, "non_compute_ns"), 40000);
+	assert_int_equal(num(b, "comm_ns"), 30000);
+	assert_int_equal(num(b, "memory_ns"), 10000);
+	assert_int_equal(num(b, "other_ns"), 0);
+	assert_true(tu_get_num(b, "comm_comp_overlap_pct") == 40.0);
+
+	yajl_val types = tu_get(v, "kernel_type_time");
+	static const char *const tnames[] = {"COMPUTATION", "COMMUNICATION",
+	                                     "COMPUTATION overlapping COMMUNICATION", "MEMORY"};
+	static const long long ttimes[] = {105000, 30000, 20000, 10000};
+	assert_int_equal(types->u.array.len, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_string_equal(tu_get_str(at(types, i), "kernel_type"), tnames[i]);
+		assert_int_equal(num(at(types, i), "time_ns"), ttimes[i]);
+	}
+
+	yajl_val kn = tu_get(v, "kernels_by_type");
+	yajl_val gemm = at(kn, 0);
+	assert_string_equal(tu_get_str(gemm, "name"), "gemm");
+	assert_string_equal(tu_get_str(gemm, "kernel_type"), "COMPUTATION");
+	assert_int_equal(num(gemm, "count"), 3);
+	assert_int_equal(num(gemm, "sum_ns"), 125000);
+	assert_int_equal(num(gemm, "min_ns"), 40000);
+	assert_int_equal(num(gemm, "max_ns"), 45000);
+	/* 40, 45, 40: mean 41.667, sample std 2.887 */
+	assert_int_equal(num(gemm, "mean_ns"), 41667);
+	assert_int_equal(num(gemm, "std_ns"), 2887);
+
+	yajl_val idle = tu_get(v, "idle_time");
+	assert_int_equal(idle->u.array.len, 2);
+	assert_int_equal(num(at(idle, 0), "stream"), 7);
+	assert_int_equal(num(at(idle, 0), "host_wait_ns"), 130000);
+	assert_int_equal(num(at(idle, 0), "kernel_wait_ns"), 5000);
+	assert_int_equal(num(at(idle, 0), "other_ns"), 0);
+	assert_int_equal(num(at(idle, 1), "stream"), 9);
+	assert_int_equal(num(at(idle, 1), "other_ns"), 50000);
+
+	yajl_val l = at(tu_get(v, "launch_stats"), 0);
+	assert_int_equal(num(l, "launches"), 6);
+	assert_int_equal(num(l, "short_kernels"), 1);
+	assert_int_equal(num(l, "runtime_outliers"), 0);
+	assert_int_equal(num(l, "delay_outliers"), 0);
+	assert_int_equal(num(l, "delay_p50_ns"), 5000);
+	assert_int_equal(num(l, "delay_max_ns"), 75000);
+	yajl_tree_free(v);
+}
+
+static void test_step_name_cpu_only(void **state)
+{
+	(void)state;
+	char args[4200];
+	snprintf(args, sizeof(args), "--json --step-name train '%s'", write_trace(cpu_trace, "cpu.json"));
+	yajl_val v = summary_json(args);
+	yajl_val steps = tu_get(v, "steps");
+	assert_int_equal(steps->u.array.len, 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(num(at(steps, i), "step"), (long long)i);
+		assert_true(YAJL_IS_NULL(tu_get(at(steps, i), "busy_ns")));
+		assert_string_equal(tu_get_str(at(steps, i), "device"), "");
+	}
+	/* 10, 12, 11, 50: median 11.5, MAD 1; 50 is the outlier */
+	assert_string_equal(tu_get_str(at(steps, 3), "outlier"), "outlier");
+	assert_true(YAJL_IS_NULL(tu_get(at(steps, 1), "outlier")));
+	assert_int_equal(tu_get(v, "temporal_breakdown")->u.array.len, 0);
+	yajl_tree_free(v);
+
+	/* Without --step-name the trace has no steps. */
+	snprintf(args, sizeof(args), "--json '%s/cpu.json'", dir);
+	v = summary_json(args);
+	assert_int_equal(tu_get(v, "steps")->u.array.len, 0);
+	yajl_tree_free(v);
+
+	char *out = NULL;
+	snprintf(args, sizeof(args), "--step-name '%s/cpu.json'", dir);
+	assert_int_equal(tu_strobe("summary", args, 1, &out), 2);
+	tu_assert_contains(out, "no trace file given");
+	free(out);
+}
+
+/* The report: the step chart's data (the outlier marked), the steps table
+ * with the outlier's row in the warning class, and HTA's tables. */
+static void test_report_steps(void **state)
+{
+	(void)state;
+	char args[8400], path[4200];
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	snprintf(args, sizeof(args), "-o '%s' '%s' 2>&1", path, write_trace(trace, "report.json"));
+	assert_int_equal(tu_strobe("report", args, 0, NULL), 0);
+	char *html = tu_read_file(path, NULL);
+	assert_non_null(html);
+	tu_assert_contains(html, "<svg id=\"step-bars\"");
+	tu_assert_contains(html,
+	                   "{\"name\":\"step 4\",\"dur_ns\":400000,\"busy_ns\":290000,\"outlier\":true}");
+	tu_assert_contains(html,
+	                   "{\"name\":\"step 1\",\"dur_ns\":100000,\"busy_ns\":70000,\"outlier\":false}");
+	const char *steps = strstr(html, "<table id=\"steps\">");
+	assert_non_null(steps);
+	const char *warn = strstr(steps, "<tr class=\"warn\">");
+	assert_non_null(warn);
+	assert_true(warn < strstr(steps, "</table>"));
+	tu_assert_contains(warn, "400.000 µs");
+	static const char *const ids[] = {"temporal",  "kernel-types", "kernels-by-type",
+	                                  "idle-time", "launch-stats", "queue-length"};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "<table id=\"%s\">", ids[i]);
+		tu_assert_contains(html, want);
+	}
+	free(html);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	dir = tu_mkdtemp();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_steps),
+	    cmocka_unit_test(test_hta_analyses),
+	    cmocka_unit_test(test_step_name_cpu_only),
+	    cmocka_unit_test(test_report_steps),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,836 @@
+/* Steps and the analyses of HolisticTraceAnalysis (HTA 0.5), computed from
+ * what the one pass over a trace collected: see docs/analysis.md for each
+ * definition and where strobe differs from HTA.
+ *
+ * HTA works on one trace per rank; strobe works on each GPU device (the pid
+ * of GPU events), which is the same for libkineto's one-device-per-rank
+ * traces and keeps a merged trace's ranks apart. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+/* An integer arg (negative too); false when absent or not an integer. */
+static bool int_arg(const struct tr_event *ev, const char *key, int64_t *out)
+{
+	const struct tr_pair *p = tr_event_arg(ev, key);
+	if (!p || p->truncated)
+		return false;
+	char *end;
+	errno = 0;
+	long long v = strtoll(p->value, &end, 10);
+	if (errno || end == p->value || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* HTA's get_kernel_type: COMMUNICATION ^nccl.*Kernel, MEMORY ^(Memcpy|Memset|dma),
+ * OTHER when the name matches (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)
+ * (Python's re.match: anchored at the start), else COMPUTATION. */
+static unsigned kernel_type(const char *name)
+{
+	bool nccl = !strncmp(name, "nccl", 4) && strstr(name + 4, "Kernel");
+	if (nccl)
+		return AN_COMMUNICATION;
+	if (!strncmp(name, "Memcpy", 6) || !strncmp(name, "Memset", 6) || !strncmp(name, "dma", 3))
+		return AN_MEMORY;
+	if (strstr(name, "Memcpy") || strstr(name, "Sync"))
+		return AN_OTHER;
+	return AN_COMPUTATION;
+}
+
+const char *an_ktype_name(unsigned type)
+{
+	static const char *const names[] = {"COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER"};
+	return type < 4 ? names[type] : "?";
+}
+
+static bool name_in(const char *name, const char *const *set)
+{
+	for (; *set; set++)
+		if (!strcmp(name, *set))
+			return true;
+	return false;
+}
+
+int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur)
+{
+	static const char *const launch_names[] = {"cudaLaunchKernel",
+	                                           "cudaLaunchKernelExC",
+	                                           "cudaMemcpyAsync",
+	                                           "cudaMemsetAsync",
+	                                           "runFunction - job_prep_and_submit_for_execution",
+	                                           NULL};
+	static const char *const queue_names[] = {"cuLaunchKernel",
+	                                          "hipLaunchKernel",
+	                                          "hipExtModuleLaunchKernel",
+	                                          "hipMemsetAsync",
+	                                          "hipMemcpyAsync",
+	                                          "hipMemcpyWithStream",
+	                                          NULL};
+	const struct an_row *r = an_table_item(&a->rows, row);
+	int64_t stream = -1, corr = -1;
+	bool has_stream = int_arg(ev, "stream", &stream);
+	bool has_corr = int_arg(ev, "correlation", &corr);
+	bool work =
+	    !strcmp(ev->cat, "kernel") || !strcmp(ev->cat, "gpu_memcpy") || !strcmp(ev->cat, "gpu_memset");
+	if (work && !has_stream) {
+		/* strobe's and other writers' GPU rows: the tid is the stream */
+		char *end;
+		const char *tid = an_row_tid(a, row);
+		errno = 0;
+		long long v = strtoll(tid, &end, 10);
+		if (!errno && end != tid && !*end)
+			stream = v;
+	}
+	uint32_t seq = (uint32_t)a->nseq++;
+	if (stream != -1)
+		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
+		               (struct an_hrec){r->pid, name, ev->ts_ns, dur, stream,
+		                                has_corr ? (uint64_t)corr : UINT64_MAX,
+		                                (uint8_t)kernel_type(ev->name), work, seq});
+	if (!has_corr || corr == -1)
+		return 0;
+	bool launch = name_in(ev->name, launch_names);
+	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
+	               (struct an_hcpu){r->pid, launch, launch || name_in(ev->name, queue_names),
+	                                (uint64_t)corr, ev->ts_ns, dur, seq});
+}
+
+/* ---- spans ------------------------------------------------------------------ */
+
+struct ival {
+	int64_t s, e;
+};
+
+struct ivals {
+	struct ival *v;
+	size_t n, cap;
+};
+
+/* Appends [s, e) to u, whose spans come in start order, merging as it goes. */
+static int ivals_add(struct ivals *u, int64_t s, int64_t e)
+{
+	if (u->n && s <= u->v[u->n - 1].e) {
+		if (e > u->v[u->n - 1].e)
+			u->v[u->n - 1].e = e;
+		return 0;
+	}
+	return AN_PUSH(u->v, u->n, u->cap, (struct ival){s, e});
+}
+
+static int64_t ivals_total(const struct ivals *u)
+{
+	int64_t t = 0;
+	for (size_t i = 0; i < u->n; i++)
+		t = an_sat_add(t, u->v[i].e - u->v[i].s);
+	return t;
+}
+
+/* x ∩ y (or x ∪ y when join), both disjoint and in order. */
+static int ivals_combine(const struct ivals *x, const struct ivals *y, bool join, struct ivals *out)
+{
+	*out = (struct ivals){0};
+	if (join) {
+		size_t i = 0, j = 0;
+		while (i < x->n || j < y->n) {
+			const struct ival *p =
+			    j >= y->n || (i < x->n && x->v[i].s <= y->v[j].s) ? &x->v[i++] : &y->v[j++];
+			if (ivals_add(out, p->s, p->e))
+				return -ENOMEM;
+		}
+		return 0;
+	}
+	for (size_t i = 0, j = 0; i < x->n && j < y->n;) {
+		int64_t s = x->v[i].s > y->v[j].s ? x->v[i].s : y->v[j].s;
+		int64_t e = x->v[i].e < y->v[j].e ? x->v[i].e : y->v[j].e;
+		if (e > s && AN_PUSH(out->v, out->n, out->cap, (struct ival){s, e}))
+			return -ENOMEM;
+		if (x->v[i].e < y->v[j].e)
+			i++;
+		else
+			j++;
+	}
+	return 0;
+}
+
+/* The time u covers inside [s, e). */
+static int64_t ivals_within(const struct ivals *u, int64_t s, int64_t e)
+{
+	size_t lo = 0, hi = u->n;
+	while (lo < hi) { /* the first span ending after s */
+		size_t mid = (lo + hi) / 2;
+		if (u->v[mid].e <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int64_t t = 0;
+	for (size_t i = lo; i < u->n && u->v[i].s < e; i++) {
+		int64_t x = u->v[i].s > s ? u->v[i].s : s, y = u->v[i].e < e ? u->v[i].e : e;
+		if (y > x)
+			t = an_sat_add(t, y - x);
+	}
+	return t;
+}
+
+/* ---- matching GPU events to their launches ---------------------------------- */
+
+static const struct an_trace *cmp_trace;
+
+static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
+{
+	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
+}
+
+static int cmp_hcpu(const void *pa, const void *pb)
+{
+	const struct an_hcpu *x = pa, *y = pb;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The CPU event with correlation corr in rank (the first in the file), or NULL. */
+static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
+{
+	if (corr == UINT64_MAX)
+		return NULL;
+	size_t lo = 0, hi = a->nhcpus;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a->hcpus[mid].corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < a->nhcpus && a->hcpus[i].corr == corr; i++)
+		if (pid_rank(a, a->hcpus[i].pid) == rank)
+			return &a->hcpus[i];
+	return NULL;
+}
+
+static int cmp_hrec_time(const void *pa, const void *pb)
+{
+	const struct an_hrec *x = pa, *y = pb;
+	int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
+	if (rx != ry)
+		return (uint64_t)rx < (uint64_t)ry ? -1 : 1; /* -1 (no rank) last */
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* ---- steps -------------------------------------------------------------------- */
+
+struct rank_steps {
+	int64_t rank;
+	size_t first, n;    /* in steps[] */
+	int64_t last_start; /* of its ProfilerStep ranges (HTA's filter) */
+	bool any;
+};
+
+/* Per names-table entry: the step number of a step name (N of
+ * ProfilerStep#N, HTA's r"ProfilerStep\s*#\s*(\d+)"; 0 for --step-name),
+ * -1 for other names; and whether HTA counts it as a ProfilerStep (its
+ * name contains "ProfilerStep"). */
+static int step_names(const struct an_trace *a, int64_t **num, bool **prof)
+{
+	regex_t re;
+	size_t n = a->names.n ? a->names.n : 1;
+	*num = malloc(n * sizeof(**num));
+	*prof = calloc(n, sizeof(**prof));
+	if (!*num || !*prof || regcomp(&re, "^ProfilerStep[[:space:]]*#[[:space:]]*([0-9]+)", REG_EXTENDED))
+		return -ENOMEM;
+	for (size_t i = 0; i < a->names.n; i++) {
+		const char *name = an_name(a, (uint32_t)i);
+		regmatch_t m[2];
+		(*prof)[i] = strstr(name, "ProfilerStep") != NULL;
+		if (a->step_name)
+			(*num)[i] = strcmp(name, a->step_name) ? -1 : 0;
+		else
+			(*num)[i] = regexec(&re, name, 2, m, 0) ? -1 : strtoll(name + m[1].rm_so, NULL, 10);
+	}
+	regfree(&re);
+	return 0;
+}
+
+static int cmp_step(const void *pa, const void *pb)
+{
+	const struct an_step *x = pa, *y = pb;
+	if (x->rank != y->rank)
+		return (uint64_t)x->rank < (uint64_t)y->rank ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of n sorted values (the mean of the middle two for even n). */
+static int64_t median_of(const int64_t *v, size_t n)
+{
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+/* Marks the steps[first, first + n) (one per step) longer than median +
+ * 3 MAD and 10% over the median. */
+static int mark_outliers(struct an_step *steps, size_t n)
+{
+	if (n < 3)
+		return 0;
+	int64_t *v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = steps[i].dur;
+	an_sort(v, n, sizeof(*v), cmp_i64);
+	int64_t med = median_of(v, n);
+	for (size_t i = 0; i < n; i++)
+		v[i] = steps[i].dur > med ? steps[i].dur - med : med - steps[i].dur;
+	an_sort(v, n, sizeof(*v), cmp_i64);
+	int64_t mad = median_of(v, n);
+	for (size_t i = 0; i < n; i++)
+		steps[i].outlier = steps[i].dur > med + 3 * mad && steps[i].dur > med + med / 10;
+	free(v);
+	return 0;
+}
+
+/* The steps of every rank, from the complete events (no GPU rows). */
+static int find_steps(struct an_trace *a, const int64_t *num, struct an_step **out, size_t *nout)
+{
+	size_t cap = 0;
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < a->nx; i++) {
+		const struct an_xrec *x = &a->x[i];
+		const struct an_name *sn = an_table_item(&a->names, x->name);
+		const char *cat = a->xcats.keys[sn->cat];
+		if (num[x->name] < 0 || !strcmp(cat, "gpu_user_annotation") || !strcmp(cat, "kernel"))
+			continue;
+		const struct an_row *r = an_table_item(&a->rows, x->row);
+		if (AN_PUSH(*out, *nout, cap,
+		            (struct an_step){.rank = pid_rank(a, r->pid),
+		                             .name = x->name,
+		                             .pid = UINT32_MAX,
+		                             .number = num[x->name],
+		                             .ts = x->ts,
+		                             .dur = x->dur}))
+			return -ENOMEM;
+	}
+	an_sort(*out, *nout, sizeof(**out), cmp_step);
+	for (size_t i = 0, j; i < *nout; i = j) {
+		for (j = i; j < *nout && (*out)[j].rank == (*out)[i].rank; j++)
+			if (a->step_name)
+				(*out)[j].number = (int64_t)(j - i);
+		int rc = mark_outliers(*out + i, j - i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Each rank's last ProfilerStep start, and whether the trace has two or more
+ * ProfilerStep names (HTA filters GPU events only then). */
+static int profiler_step_ends(struct an_trace *a, const bool *prof, struct rank_steps **out, size_t *nout,
+                              bool *filter)
+{
+	size_t cap = 0, names = 0;
+	*out = NULL;
+	*nout = 0;
+	const char *first = NULL; /* one name in several categories counts once */
+	for (size_t i = 0; i < a->names.n && names < 2; i++) {
+		if (!prof[i])
+			continue;
+		if (!first)
+			names = 1, first = an_name(a, (uint32_t)i);
+		else if (strcmp(first, an_name(a, (uint32_t)i)))
+			names = 2;
+	}
+	*filter = names >= 2;
+	for (size_t i = 0; i < a->nx; i++) {
+		const struct an_xrec *x = &a->x[i];
+		if (!prof[x->name])
+			continue;
+		int64_t rank = pid_rank(a, ((const struct an_row *)an_table_item(&a->rows, x->row))->pid);
+		struct rank_steps *rs = NULL;
+		for (size_t k = 0; k < *nout && !rs; k++)
+			if ((*out)[k].rank == rank)
+				rs = &(*out)[k];
+		if (!rs) {
+			if (AN_PUSH(*out, *nout, cap,
+			            (struct rank_steps){.rank = rank, .last_start = INT64_MIN}))
+				return -ENOMEM;
+			rs = &(*out)[*nout - 1];
+		}
+		if (x->ts > rs->last_start)
+			rs->last_start = x->ts;
+	}
+	return 0;
+}
+
+/* ---- one device --------------------------------------------------------------- */
+
+struct dev_work {
+	struct an_hrec *r; /* the device's kept events, in start order */
+	size_t n;
+	struct ivals all, type[3];        /* unions: every event; COMPUTATION, COMMUNICATION, MEMORY */
+	struct ivals comm_only, mem_only; /* COMMUNICATION less COMPUTATION; MEMORY less both */
+};
+
+static void dev_work_free(struct dev_work *w)
+{
+	free(w->all.v);
+	for (int i = 0; i < 3; i++)
+		free(w->type[i].v);
+	free(w->comm_only.v);
+	free(w->mem_only.v);
+}
+
+/* A less b (both disjoint, in order). */
+static int ivals_minus(const struct ivals *x, const struct ivals *y, struct ivals *out)
+{
+	*out = (struct ivals){0};
+	size_t j = 0;
+	for (size_t i = 0; i < x->n; i++) {
+		int64_t s = x->v[i].s, e = x->v[i].e;
+		while (j < y->n && y->v[j].e <= s)
+			j++;
+		for (size_t k = j; k < y->n && y->v[k].s < e && s < e; k++) {
+			if (y->v[k].s > s && AN_PUSH(out->v, out->n, out->cap, (struct ival){s, y->v[k].s}))
+				return -ENOMEM;
+			if (y->v[k].e > s)
+				s = y->v[k].e;
+		}
+		if (s < e && AN_PUSH(out->v, out->n, out->cap, (struct ival){s, e}))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int dev_unions(struct dev_work *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		const struct an_hrec *r = &w->r[i];
+		int64_t e = an_sat_add(r->ts, r->dur);
+		if (ivals_add(&w->all, r->ts, e) || (r->type < 3 && ivals_add(&w->type[r->type], r->ts, e)))
+			return -ENOMEM;
+	}
+	struct ivals both = {0};
+	int rc = ivals_minus(&w->type[AN_COMMUNICATION], &w->type[AN_COMPUTATION], &w->comm_only);
+	if (!rc)
+		rc = ivals_combine(&w->type[AN_COMPUTATION], &w->type[AN_COMMUNICATION], true, &both);
+	if (!rc)
+		rc = ivals_minus(&w->type[AN_MEMORY], &both, &w->mem_only);
+	free(both.v);
+	return rc;
+}
+
+struct edge {
+	int64_t t;
+	int bit; /* +bit at a start, -bit at an end */
+};
+
+static int cmp_edge(const void *pa, const void *pb)
+{
+	const struct edge *x = pa, *y = pb;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* _get_gpu_kernel_type_time: the time each set of types ran together. */
+static int type_times(struct an_trace *a, const struct dev_work *w, struct an_breakdown *b, size_t *cap)
+{
+	size_t ne = 0;
+	for (int k = 0; k < 3; k++)
+		ne += 2 * w->type[k].n;
+	struct edge *ed = malloc((ne ? ne : 1) * sizeof(*ed));
+	if (!ed)
+		return -ENOMEM;
+	ne = 0;
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < w->type[k].n; i++) {
+			ed[ne++] = (struct edge){w->type[k].v[i].s, 1 << k};
+			ed[ne++] = (struct edge){w->type[k].v[i].e, -(1 << k)};
+		}
+	an_sort(ed, ne, sizeof(*ed), cmp_edge);
+	int64_t t[8] = {0}, total = 0;
+	int mask = 0;
+	for (size_t i = 0; i < ne; i++) {
+		mask += ed[i].bit;
+		if (i + 1 < ne && mask > 0 && mask < 8)
+			t[mask] = an_sat_add(t[mask], ed[i + 1].t - ed[i].t);
+	}
+	free(ed);
+	for (int m = 1; m < 8; m++)
+		total = an_sat_add(total, t[m]);
+	for (int m = 1; m < 8; m++)
+		if (t[m] && AN_PUSH(a->ktypes, a->nktypes, *cap,
+		                    (struct an_ktype_time){b->pid, b->rank, (unsigned)m, t[m],
+		                                           total ? 100.0 * (double)t[m] / (double)total : 0}))
+			return -ENOMEM;
+	return 0;
+}
+
+static int cmp_by_type_name(const void *pa, const void *pb)
+{
+	const struct an_hrec *x = pa, *y = pb;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	return x->dur < y->dur ? -1 : x->dur > y->dur;
+}
+
+/* get_gpu_kernel_breakdown's per-name rows (before its "others" grouping). */
+static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *cap)
+{
+	struct an_hrec *r = malloc((w->n ? w->n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	memcpy(r, w->r, w->n * sizeof(*r));
+	an_sort(r, w->n, sizeof(*r), cmp_by_type_name);
+	int rc = 0;
+	for (size_t i = 0, j; i < w->n && !rc; i = j) {
+		struct an_kname k = {b->pid, b->rank, r[i].type, r[i].name, 0, 0, r[i].dur, r[i].dur, 0, 0};
+		for (j = i; j < w->n && r[j].type == r[i].type && r[j].name == r[i].name; j++) {
+			k.count++;
+			k.sum = an_sat_add(k.sum, r[j].dur);
+			k.max = r[j].dur > k.max ? r[j].dur : k.max;
+			k.min = r[j].dur < k.min ? r[j].dur : k.min;
+		}
+		k.mean = (double)k.sum / (double)k.count;
+		double ss = 0;
+		for (size_t q = i; q < j; q++)
+			ss += ((double)r[q].dur - k.mean) * ((double)r[q].dur - k.mean);
+		k.std = k.count > 1 ? sqrt(ss / (double)(k.count - 1)) : 0;
+		rc = AN_PUSH(a->knames, a->nknames, *cap, k);
+	}
+	free(r);
+	return rc;
+}
+
+static int cmp_by_stream(const void *pa, const void *pb)
+{
+	const struct an_hrec *x = pa, *y = pb;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct qev {
+	int64_t t;
+	int d;
+	uint32_t seq;
+};
+
+static int cmp_qev(const void *pa, const void *pb)
+{
+	const struct qev *x = pa, *y = pb;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static double pandas_p50(double *v, size_t n)
+{
+	double pos = 0.5 * (double)(n - 1);
+	size_t lo = (size_t)pos;
+	return lo + 1 < n ? v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo) : v[lo];
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double x = *(const double *)pa, y = *(const double *)pb;
+	return x < y ? -1 : x > y;
+}
+
+/* One stream's queue length summary: +1 at each launch (in HTA's runtime
+ * set) of its events, -1 at each event's start. */
+static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const struct an_breakdown *b,
+                    size_t *cap)
+{
+	struct qev *q = malloc((2 * n + 1) * sizeof(*q));
+	double *lens = malloc((2 * n + 1) * sizeof(*lens));
+	int rc = q && lens ? 0 : -ENOMEM;
+	size_t nq = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct an_hcpu *l = launch_of(a, r[i].corr, b->rank);
+		if (!l || !l->queue)
+			continue;
+		q[nq++] = (struct qev){l->ts, 1, l->seq};
+		q[nq++] = (struct qev){r[i].ts, -1, r[i].seq};
+	}
+	if (!rc && nq) {
+		an_sort(q, nq, sizeof(*q), cmp_qev);
+		struct an_queue s = {b->pid, b->rank, r[0].stream, nq, 0, 0, INT64_MIN};
+		int64_t len = 0;
+		double sum = 0;
+		for (size_t i = 0; i < nq; i++) {
+			len += q[i].d;
+			lens[i] = (double)len;
+			sum += (double)len;
+			s.max = len > s.max ? len : s.max;
+		}
+		s.mean = sum / (double)nq;
+		an_sort(lens, nq, sizeof(*lens), cmp_double);
+		s.p50 = pandas_p50(lens, nq);
+		rc = AN_PUSH(a->queues, a->nqueues, *cap, s);
+	}
+	free(q);
+	free(lens);
+	return rc;
+}
+
+/* get_idle_time_breakdown and the queue length, per stream. */
+static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *icap,
+                      size_t *qcap)
+{
+	struct an_hrec *r = malloc((w->n ? w->n : 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	size_t n = 0, all = w->n;
+	memcpy(r, w->r, w->n * sizeof(*r));
+	an_sort(r, all, sizeof(*r), cmp_by_stream);
+	int rc = 0;
+	for (size_t i = 0, j; i < all && !rc; i = j) {
+		for (j = i; j < all && r[j].stream == r[i].stream; j++)
+			;
+		rc = queue_of(a, r + i, j - i, b, qcap);
+		struct an_idle s = {b->pid, b->rank, r[i].stream, 0, 0, 0};
+		bool any = false, have_prev = false;
+		int64_t prev_end = 0;
+		for (size_t k = i; k < j && !rc; k++) {
+			if (!r[k].work)
+				continue;
+			any = true;
+			if (have_prev) {
+				const struct an_hcpu *l = launch_of(a, r[k].corr, b->rank);
+				int64_t gap = r[k].ts - prev_end;
+				if (l && l->ts > prev_end)
+					s.host_wait += gap;
+				else if (gap < AN_KERNEL_WAIT_NS)
+					s.kernel_wait += gap;
+				else
+					s.other += gap;
+			}
+			prev_end = an_sat_add(r[k].ts, r[k].dur);
+			have_prev = true;
+		}
+		n++;
+		if (any && !rc)
+			rc = AN_PUSH(a->idle, a->nidle, *icap, s);
+	}
+	free(r);
+	return rc;
+}
+
+/* get_cuda_kernel_launch_stats, summarised. */
+static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_breakdown *b)
+{
+	int64_t *d = malloc((w->n ? w->n : 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct an_hcpu *l = launch_of(a, w->r[i].corr, b->rank);
+		if (!l || !l->launch)
+			continue;
+		int64_t delay = w->r[i].ts - l->ts - l->dur;
+		d[n++] = delay > 0 ? delay : 0;
+		b->short_kernels += w->r[i].dur < l->dur;
+		b->runtime_outliers += l->dur > AN_RUNTIME_CUTOFF_NS;
+		b->delay_outliers += d[n - 1] > AN_LAUNCH_CUTOFF_NS;
+		b->cpu_total = an_sat_add(b->cpu_total, l->dur);
+		b->gpu_total = an_sat_add(b->gpu_total, w->r[i].dur);
+	}
+	an_sort(d, n, sizeof(*d), cmp_i64);
+	b->launches = n;
+	b->delay_p50 = an_percentile(d, n, 50);
+	b->delay_p99 = an_percentile(d, n, 99);
+	b->delay_max = n ? d[n - 1] : 0;
+	free(d);
+	return 0;
+}
+
+/* The steps of rank on this device: its work clipped to each step. */
+static int device_steps(struct an_trace *a, const struct an_step *steps, size_t nsteps,
+                        const struct dev_work *w, const struct an_breakdown *b, size_t *cap)
+{
+	for (size_t i = 0; i < nsteps; i++) {
+		if (steps[i].rank != b->rank)
+			continue;
+		struct an_step s = steps[i];
+		int64_t e = an_sat_add(s.ts, s.dur);
+		s.pid = b->pid;
+		s.busy = ivals_within(&w->all, s.ts, e);
+		s.compute = ivals_within(&w->type[AN_COMPUTATION], s.ts, e);
+		s.comm = ivals_within(&w->comm_only, s.ts, e);
+		s.memory = ivals_within(&w->mem_only, s.ts, e);
+		s.idle = s.dur - s.busy;
+		if (AN_PUSH(a->steps, a->nsteps, *cap, s))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
+{
+	struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid), .events = w->n};
+	int rc = dev_unions(w);
+	if (rc)
+		return rc;
+	b.kernel_time = w->all.v[w->all.n - 1].e - w->all.v[0].s;
+	b.idle = b.kernel_time - ivals_total(&w->all);
+	b.compute = ivals_total(&w->type[AN_COMPUTATION]);
+	b.non_compute = b.kernel_time - b.compute - b.idle;
+	b.comm = ivals_total(&w->comm_only);
+	b.memory = ivals_total(&w->mem_only);
+	b.other = b.non_compute - b.comm - b.memory;
+	b.comm_union = ivals_total(&w->type[AN_COMMUNICATION]);
+	b.both = b.comm_union - b.comm;
+	rc = launch_stats(a, w, &b);
+	if (!rc)
+		rc = type_times(a, w, &b, &caps[1]);
+	if (!rc)
+		rc = name_stats(a, w, &b, &caps[2]);
+	if (!rc)
+		rc = per_stream(a, w, &b, &caps[3], &caps[4]);
+	if (!rc)
+		rc = AN_PUSH(a->breakdown, a->nbreakdown, caps[0], b);
+	return rc;
+}
+
+/* Calls fn on each device's events (hrecs sorted by rank, pid, time). */
+static int each_device(struct an_trace *a, int (*fn)(struct an_trace *a, struct dev_work *w, void *arg),
+                       void *arg)
+{
+	int rc = 0;
+	for (size_t i = 0, j; !rc && i < a->nhrecs; i = j) {
+		for (j = i; j < a->nhrecs && a->hrecs[j].pid == a->hrecs[i].pid; j++)
+			;
+		struct dev_work w = {.r = a->hrecs + i, .n = j - i};
+		rc = fn(a, &w, arg);
+		dev_work_free(&w);
+	}
+	return rc;
+}
+
+struct steps_arg {
+	const struct an_step *steps;
+	size_t nsteps, cap;
+};
+
+static int steps_of_device(struct an_trace *a, struct dev_work *w, void *arg)
+{
+	struct steps_arg *sa = arg;
+	int rc = dev_unions(w);
+	const struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid)};
+	return rc ? rc : device_steps(a, sa->steps, sa->nsteps, w, &b, &sa->cap);
+}
+
+static int hta_of_device(struct an_trace *a, struct dev_work *w, void *arg)
+{
+	return one_device(a, w, arg);
+}
+
+static int cmp_kname(const void *pa, const void *pb)
+{
+	const struct an_kname *x = pa, *y = pb;
+	if (x->rank != y->rank)
+		return (uint64_t)x->rank < (uint64_t)y->rank ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->sum != y->sum)
+		return x->sum > y->sum ? -1 : 1;
+	return strcmp(an_name(cmp_trace, x->name), an_name(cmp_trace, y->name));
+}
+
+int an_hta_compute(struct an_trace *a)
+{
+	cmp_trace = a;
+	an_sort(a->hcpus, a->nhcpus, sizeof(*a->hcpus), cmp_hcpu);
+	an_sort(a->hrecs, a->nhrecs, sizeof(*a->hrecs), cmp_hrec_time);
+	struct an_step *steps = NULL;
+	struct rank_steps *ends = NULL;
+	size_t nsteps = 0, nends = 0;
+	bool filter = false, *prof = NULL;
+	int64_t *num = NULL;
+	int rc = step_names(a, &num, &prof);
+	if (!rc)
+		rc = find_steps(a, num, &steps, &nsteps);
+	if (!rc)
+		rc = profiler_step_ends(a, prof, &ends, &nends, &filter);
+	free(num);
+	free(prof);
+	/* Steps see all GPU work; then HTA's step filter (its default,
+	 * include_last_profiler_step=False): keep GPU events launched (same
+	 * correlation, same rank) before the start of the rank's last
+	 * ProfilerStep. */
+	struct steps_arg sa = {steps, nsteps, 0};
+	if (!rc)
+		rc = each_device(a, steps_of_device, &sa);
+	size_t kept = 0;
+	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
+		const struct an_hrec *r = &a->hrecs[i];
+		if (filter) {
+			int64_t rank = pid_rank(a, r->pid), last = INT64_MIN;
+			for (size_t k = 0; k < nends; k++)
+				if (ends[k].rank == rank)
+					last = ends[k].last_start;
+			const struct an_hcpu *l = launch_of(a, r->corr, rank);
+			if (!l || l->ts >= last)
+				continue;
+		}
+		a->hrecs[kept++] = *r;
+	}
+	a->nhrecs = kept;
+	size_t caps[6] = {0};
+	if (!rc)
+		rc = each_device(a, hta_of_device, caps);
+	for (size_t i = 0; !rc && filter && i < a->nbreakdown; i++)
+		a->breakdown[i].filtered = true;
+	/* Steps of ranks without GPU work: one row each, without GPU columns. */
+	for (size_t i = 0; !rc && i < nsteps; i++) {
+		bool dev = false;
+		for (size_t k = 0; k < a->nbreakdown && !dev; k++)
+			dev = a->breakdown[k].rank == steps[i].rank;
+		if (!dev)
+			rc = AN_PUSH(a->steps, a->nsteps, sa.cap, steps[i]);
+	}
+	an_sort(a->steps, a->nsteps, sizeof(*a->steps), cmp_step);
+	an_sort(a->knames, a->nknames, sizeof(*a->knames), cmp_kname);
+	free(steps);
+	free(ends);
+	return rc;
+}
+
+void an_hta_free(struct an_trace *a)
+{
+	free(a->hrecs);
+	free(a->hcpus);
+	free(a->steps);
+	free(a->breakdown);
+	free(a->ktypes);
+	free(a->knames);
+	free(a->idle);
+	free(a->queues);
+}
