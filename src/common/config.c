@@ -367,8 +367,11 @@ static int set_value(struct parse_ctx *ctx, const struct option *o, const char *
 		int64_t max = (o->flags & F_WIDE) ? INT32_MAX : INT32_MAX / o->scale;
 		if (parse_int(ctx, v, n, max, &i))
 			return -1;
-		if (o->off == FIELD(gpu_counters_hz) && (i < 1 || i > 1000))
-			return fail(ctx, "invalid argument %lld, expected range [1, 1000]", (long long)i);
+		if (o->off == FIELD(gpu_counters_hz) && (i < 1 || i > 1000)) {
+			snprintf(ctx->why, sizeof(ctx->why),
+			         "invalid argument %lld, expected range [1, 1000]", (long long)i);
+			return -1;
+		}
 		if (o->flags & F_WIDE)
 			*(int64_t *)dst = i * o->scale;
 		else
