@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_cli_json_common.h"
 #include "testutil.h"
 
 #define X(cat, name, pid, tid, ts, dur, args)                                                                \
@@ -75,29 +76,7 @@ static char *write_trace(const char *text, const char *name)
 
 static yajl_val summary_json(const char *args)
 {
-	char *out = NULL;
-	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
-	yajl_val v = tu_parse_json(out);
-	if (!v)
-		fail_msg("--json output does not parse:\n%s", out);
-	free(out);
-	return v;
-}
-
-static yajl_val at(yajl_val arr, size_t i)
-{
-	assert_non_null(arr);
-	assert_true(YAJL_IS_ARRAY(arr));
-	assert_true(i < arr->u.array.len);
-	return arr->u.array.values[i];
-}
-
-static long long num(yajl_val obj, const char *key)
-{
-	yajl_val v = tu_get(obj, key);
-	if (!v || !YAJL_IS_NUMBER(v))
-		fail_msg("%s is not a number", key);
-	return (long long)tu_get_num(obj, key);
+	return cli_json("summary", args);
 }
 
 static void test_steps(void **state)

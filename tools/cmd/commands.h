@@ -10,6 +10,7 @@
 
 int cmd_config(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -14,6 +14,7 @@ struct command {
 static const struct command commands[] = {
     {"config", cmd_config, "check a libkineto/strobe config and print the effective options"},
     {"convert", cmd_convert, "convert a trace: Chrome JSON (plain, .gz, .zst) to Perfetto protobuf or JSON"},
+    {"diff", cmd_diff, "compare two traces: steps, ops and kernels slower, faster, new or gone"},
     {"merge", cmd_merge, "merge several ranks' traces into one, side by side on one time axis"},
     {"record", cmd_record, "run a program with strobe injected and write its trace (no code change)"},
     {"report", cmd_report, "write one self-contained HTML page about a trace: tables and charts"},
