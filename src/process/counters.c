@@ -20,6 +20,8 @@ static const char *const counter_names[STRB_CTR_COUNT] = {
     [STRB_CTR_PCIE_TX] = "PCIe TX (KB/s)",
     [STRB_CTR_PCIE_RX] = "PCIe RX (KB/s)",
     [STRB_CTR_THROTTLE] = "Throttle reasons (bitmask)",
+    [STRB_CTR_NVLINK_TX] = "NVLink TX (KiB/s)",
+    [STRB_CTR_NVLINK_RX] = "NVLink RX (KiB/s)",
 };
 
 const char *strb_counter_name(enum strb_counter_id id)

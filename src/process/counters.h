@@ -30,6 +30,8 @@ enum strb_counter_id {
 	STRB_CTR_PCIE_TX,   /* "PCIe TX (KB/s)" */
 	STRB_CTR_PCIE_RX,   /* "PCIe RX (KB/s)" */
 	STRB_CTR_THROTTLE,  /* "Throttle reasons (bitmask)" */
+	STRB_CTR_NVLINK_TX, /* "NVLink TX (KiB/s)" */
+	STRB_CTR_NVLINK_RX, /* "NVLink RX (KiB/s)" */
 	STRB_CTR_COUNT
 };
 

@@ -34,6 +34,7 @@ enum fn {
 	F_MEMORY,
 	F_PCIE,
 	F_THROTTLE,
+	F_FIELDS,
 	F_N
 };
 static const char *const names[F_N] = {
@@ -50,6 +51,7 @@ static const char *const names[F_N] = {
     "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetPcieThroughput",
     "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetFieldValues",
 };
 
 struct device {
@@ -386,4 +388,23 @@ EXPORT strb_nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(strb_nvmlDevi
 	if (!r)
 		*bits = (unsigned long long)v;
 	return r;
+}
+
+/* NVLink's throughput fields; any other field is not supported. */
+EXPORT strb_nvmlReturn_t nvmlDeviceGetFieldValues(strb_nvmlDevice_t h, int n, struct strb_nvmlFieldValue *v)
+{
+	struct device *d = NULL;
+	enter(F_FIELDS);
+	strb_nvmlReturn_t r = device(h, F_FIELDS, &d);
+	for (int i = 0; !r && i < n; i++) {
+		double x = 0;
+		enum fake_nvml_field f = v[i].fieldId == STRB_NVML_FI_NVLINK_TX   ? FAKE_NVML_NVLINK_TX
+		                         : v[i].fieldId == STRB_NVML_FI_NVLINK_RX ? FAKE_NVML_NVLINK_RX
+		                                                                  : FAKE_NVML_FIELDS;
+		v[i].nvmlReturn = f == FAKE_NVML_FIELDS ? STRB_NVML_ERROR_NOT_SUPPORTED : value(d, f, &x);
+		v[i].timestamp = (long long)d->calls[F_FIELDS] * 10000;
+		v[i].valueType = STRB_NVML_VALUE_ULONGLONG;
+		v[i].value.ullVal = (unsigned long long)x;
+	}
+	return leave(r);
 }

@@ -42,6 +42,9 @@ enum fake_nvml_field {
 	FAKE_NVML_PCIE_TX,   /* nvmlDeviceGetPcieThroughput(TX), KB/s */
 	FAKE_NVML_PCIE_RX,   /* nvmlDeviceGetPcieThroughput(RX), KB/s */
 	FAKE_NVML_THROTTLE,  /* nvmlDeviceGetCurrentClocksThrottleReasons, bitmask */
+	FAKE_NVML_NVLINK_TX, /* nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA_TX), cumulative KiB; the
+	                      * k-th call (from 1) is stamped k * 10 ms */
+	FAKE_NVML_NVLINK_RX, /* ... DATA_RX */
 	FAKE_NVML_FIELDS
 };
 

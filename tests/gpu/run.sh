@@ -123,6 +123,7 @@ plausible("Temperature (C)", 5, 110)
 plausible("Memory used (bytes)", 2 * BYTES, 1 << 42)
 plausible("Throttle reasons (bitmask)", 0, 1 << 40)
 plausible("PCIe TX (KB/s)", 0, 1 << 31, need=False)
+plausible("NVLink TX (KiB/s)", 0, 1 << 31, need=False)
 check(meta.get("samples", 0) >= 5, f"the sampler ran ({meta.get('samples')} samples, {meta.get('late_rounds')} late rounds)")
 sys.exit(1 if fail else 0)
 PY

@@ -138,6 +138,29 @@ static void test_tracks_follow_the_script(void **state)
 	yajl_tree_free(root);
 }
 
+/* NVLink: rates from NVML's cumulative KiB counters, between readings;
+ * none on a device without NVLink. */
+static void test_nvlink_rates(void **state)
+{
+	(void)state;
+	const double tx[] = {5000, 6000, 8000, 8000}, rx[] = {100, 150, 250, 400};
+	fake_nvml_script(0, FAKE_NVML_NVLINK_TX, tx, 4);
+	fake_nvml_script(0, FAKE_NVML_NVLINK_RX, rx, 4);
+	fake_nvml_not_supported(1, FAKE_NVML_NVLINK_TX);
+	yajl_val root = run_rounds("nvlink", "GPU_COUNTERS_SAMPLE_RATE_HZ=200", 20, 5);
+	double v[64];
+	/* The fake stamps its k-th reading k * 10 ms: 1000 KiB in 10 ms, ... */
+	size_t n = values(root, "NVLink TX (KiB/s)", 0, v, 64);
+	assert_true(n >= 3);
+	assert_true(v[0] == 100000 && v[1] == 200000 && v[2] == 0);
+	assert_true(values(root, "NVLink RX (KiB/s)", 0, v, 64) >= 3);
+	assert_true(v[0] == 5000 && v[1] == 10000 && v[2] == 15000);
+	assert_int_equal(values(root, "NVLink TX (KiB/s)", 1, v, 1), 0);
+	assert_int_equal(values(root, "NVLink RX (KiB/s)", 1, v, 1), 0);
+	assert_int_equal(fake_nvml_calls("nvmlDeviceGetFieldValues", 1), 1);
+	yajl_tree_free(root);
+}
+
 static void test_not_supported_is_not_asked_again(void **state)
 {
 	(void)state;
@@ -332,6 +355,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_tracks_follow_the_script, setup),
+	    cmocka_unit_test_setup(test_nvlink_rates, setup),
 	    cmocka_unit_test_setup(test_not_supported_is_not_asked_again, setup),
 	    cmocka_unit_test_setup(test_device_that_disappears, setup),
 	    cmocka_unit_test_setup(test_slow_call_blocks_nothing, setup),

@@ -27,9 +27,10 @@ static struct {
 	int ndev;
 	struct {
 		strb_nvmlDevice_t h;
-		uint32_t unsupported; /* counters that answered NOT_SUPPORTED: not asked again */
-		int64_t pcie_at;      /* last PCIe reading, strobe clock ns */
-		double pcie_tx, pcie_rx;
+		uint32_t unsupported;        /* counters that answered NOT_SUPPORTED: not asked again */
+		int64_t pcie_at;             /* last PCIe reading, strobe clock ns */
+		int64_t nvlink_at;           /* last NVLink reading, ns (0: none yet) */
+		double nvlink_tx, nvlink_rx; /* its cumulative KiB */
 	} dev[MAX_DEVICES];
 } nv;
 
@@ -167,6 +168,48 @@ static bool answer(int i, enum strb_counter_id id, strb_nvmlReturn_t r, int *los
 		(s)->value[id] = (v);                                                                        \
 	} while (0)
 
+static double field_number(const struct strb_nvmlFieldValue *f)
+{
+	switch (f->valueType) {
+	case STRB_NVML_VALUE_DOUBLE:
+		return f->value.dVal;
+	case STRB_NVML_VALUE_UINT:
+		return f->value.uiVal;
+	case STRB_NVML_VALUE_ULONG:
+		return (double)f->value.ulVal;
+	case STRB_NVML_VALUE_SLONGLONG:
+		return (double)f->value.sllVal;
+	default:
+		return (double)f->value.ullVal;
+	}
+}
+
+/* NVLink: cumulative KiB counters of all the device's links, as rates
+ * between two readings (by NVML's timestamps when it gives them). */
+static void nvlink(int i, int64_t now_ns, struct strb_counter_sample *s, int *lost)
+{
+	struct strb_nvmlFieldValue f[2] = {{.fieldId = STRB_NVML_FI_NVLINK_TX},
+	                                   {.fieldId = STRB_NVML_FI_NVLINK_RX}};
+	strb_nvmlReturn_t r = nv.nvmlDeviceGetFieldValues(nv.dev[i].h, 2, f);
+	if (!answer(i, STRB_CTR_NVLINK_TX, r ? r : f[0].nvmlReturn, lost) ||
+	    !answer(i, STRB_CTR_NVLINK_RX, f[1].nvmlReturn, lost)) {
+		if (nv.dev[i].unsupported & (3u << STRB_CTR_NVLINK_TX))
+			nv.dev[i].unsupported |= 3u << STRB_CTR_NVLINK_TX;
+		return;
+	}
+	double tx = field_number(&f[0]), rx = field_number(&f[1]);
+	int64_t at = f[0].timestamp > 0 ? (int64_t)f[0].timestamp * 1000 : now_ns;
+	int64_t prev = nv.dev[i].nvlink_at;
+	if (prev && at > prev && tx >= nv.dev[i].nvlink_tx && rx >= nv.dev[i].nvlink_rx) {
+		double secs = (double)(at - prev) / 1e9;
+		SET(s, STRB_CTR_NVLINK_TX, (tx - nv.dev[i].nvlink_tx) / secs);
+		SET(s, STRB_CTR_NVLINK_RX, (rx - nv.dev[i].nvlink_rx) / secs);
+	}
+	nv.dev[i].nvlink_at = at;
+	nv.dev[i].nvlink_tx = tx;
+	nv.dev[i].nvlink_rx = rx;
+}
+
 static int nvml_sample(int i, int64_t now_ns, struct strb_counter_sample *s)
 {
 	strb_nvmlDevice_t h = nv.dev[i].h;
@@ -214,6 +257,8 @@ static int nvml_sample(int i, int64_t now_ns, struct strb_counter_sample *s)
 			SET(s, STRB_CTR_PCIE_RX, rx);
 		}
 	}
+	if (ASKED(i, STRB_CTR_NVLINK_TX))
+		nvlink(i, now_ns, s, &lost);
 	if (lost)
 		return -ENODEV;
 	return 0;
