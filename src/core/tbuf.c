@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -22,7 +24,7 @@
 #define RETAIN_BYTES (16u << 20) /* per thread, between traces */
 
 uint32_t strobe_internal_session;
-__thread struct strb_tbuf *strb_tls_buf;
+__thread struct strb_tbuf *strb_tls_buf STRB_TLS_HOT;
 /* The name given with strobe_thread_set_name, kept even when not tracing. */
 static __thread char tls_thread_name[STRB_THREAD_NAME_MAX];
 
@@ -117,6 +119,120 @@ static void take_alt_stack(struct strb_tbuf *b)
 	b->alt_stack = NULL; /* else the program put its own in place: ours stays mapped */
 }
 
+/* ---- pre-faulting ----------------------------------------------------- */
+
+/* A thread that records a lot would take a page fault every 4 KiB of
+ * events (a fifth of a pair's cost on a VM). Once it has claimed
+ * AHEAD_AFTER bytes this session, each claim asks the pager thread to make
+ * the next AHEAD_BYTES resident (MADV_POPULATE_WRITE, which never changes
+ * what a page holds), so the faults are taken off the recording thread.
+ * The pager reads the registry under its lock and populates outside it,
+ * a step at a time; whoever unmaps a buffer first waits until the pager
+ * is not populating it (pager_busy). */
+#define AHEAD_AFTER   (256u << 10)
+#define AHEAD_BYTES   (1u << 20)
+#define POPULATE_STEP (256u << 10)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+static pthread_mutex_t pager_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool pager_tried; /* under pager_start_lock */
+static sem_t pager_sem;
+static pthread_t pager_thread;
+static atomic_bool pager_running, pager_quit, pager_unsupported;
+static _Atomic(struct strb_tbuf *) pager_busy;
+
+static void pager_wait_not(const struct strb_tbuf *b)
+{
+	struct timespec t = {0, 20000};
+	while (atomic_load(&pager_busy) == b)
+		nanosleep(&t, NULL);
+}
+
+/* The next range to populate, under the registry lock: [*from, *to) of
+ * the returned buffer, marked busy. */
+static struct strb_tbuf *pager_pick(size_t *from, size_t *to)
+{
+	uint32_t session = __atomic_load_n(&strobe_internal_session, __ATOMIC_ACQUIRE);
+	struct strb_tbuf *pick = NULL;
+	pthread_mutex_lock(&registry_lock);
+	for (struct strb_tbuf *b = registry; b && session; b = b->next) {
+		size_t want = atomic_load(&b->ahead_to), done = atomic_load(&b->ahead_done);
+		size_t pub = atomic_load(&b->published) & ~(size_t)4095;
+		if (b->session != session || !b->base || atomic_load(&b->dead) || b->ring)
+			continue;
+		done = done > pub ? done : pub;
+		want = want < b->reserve ? want : b->reserve;
+		if (want <= done)
+			continue;
+		pick = b;
+		*from = done;
+		*to = want - done > POPULATE_STEP ? done + POPULATE_STEP : want;
+		atomic_store(&pager_busy, b);
+		break;
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return pick;
+}
+
+static void *pager_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "strobe-pager", 0, 0, 0);
+	while (!atomic_load(&pager_quit)) {
+		if (sem_wait(&pager_sem))
+			continue; /* EINTR */
+		size_t from, to;
+		struct strb_tbuf *b;
+		while (!atomic_load(&pager_quit) && (b = pager_pick(&from, &to))) {
+			if (madvise(b->base + from, to - from, MADV_POPULATE_WRITE) && errno == EINVAL) {
+				/* A kernel without it: the threads fault their own pages. */
+				atomic_store(&pager_unsupported, true);
+				atomic_store(&pager_busy, NULL);
+				return NULL;
+			}
+			atomic_store(&b->ahead_done, to);
+			atomic_store(&pager_busy, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void pager_start(void)
+{
+	if (sem_init(&pager_sem, 0, 0))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&pager_running, pthread_create(&pager_thread, NULL, pager_main, NULL) == 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* From the owner's slow path, after a claim: asks for the next pages. */
+static void pager_ask(struct strb_tbuf *b)
+{
+	if (b->limit < AHEAD_AFTER || atomic_load_explicit(&pager_unsupported, memory_order_relaxed))
+		return;
+	/* No further than the budget still allows this thread to go. */
+	int64_t left = atomic_load_explicit(&budget_left, memory_order_relaxed);
+	size_t ahead = left <= 0 ? 0 : (uint64_t)left < AHEAD_BYTES ? (size_t)left : AHEAD_BYTES;
+	size_t want = b->limit + ahead;
+	if (want <= atomic_load_explicit(&b->ahead_to, memory_order_relaxed) + POPULATE_STEP)
+		return;
+	atomic_store_explicit(&b->ahead_to, want, memory_order_relaxed);
+	if (!atomic_load_explicit(&pager_running, memory_order_relaxed)) {
+		pthread_mutex_lock(&pager_start_lock);
+		if (!pager_tried) {
+			pager_tried = true;
+			pager_start();
+		}
+		pthread_mutex_unlock(&pager_start_lock);
+	}
+	if (atomic_load_explicit(&pager_running, memory_order_relaxed))
+		sem_post(&pager_sem);
+}
+
 /* The registry frees a dead thread's buffer after its events are
  * processed; one that shutdown already took off the registry is ours to
  * free. Later destructors of this thread must not record into it. */
@@ -168,6 +284,7 @@ static bool map_reserve(struct strb_tbuf *b, size_t want)
 {
 	if (b->reserve >= want)
 		return true;
+	pager_wait_not(b);
 	if (b->base)
 		munmap(b->base, b->reserve);
 	void *p =
@@ -233,6 +350,9 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 		want = MIN_RESERVE;
 
 	pthread_mutex_lock(&registry_lock);
+	pager_wait_not(b);
+	atomic_store_explicit(&b->ahead_to, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->ahead_done, 0, memory_order_relaxed);
 	bool ok = map_reserve(b, want);
 	b->session = session;
 	b->head = 0;
@@ -632,6 +752,7 @@ void *strb_tbuf_grow(struct strb_tbuf *b, size_t n, size_t keep)
 		int64_t prev = atomic_fetch_sub_explicit(&budget_left, (int64_t)claim, memory_order_relaxed);
 		if (prev >= (int64_t)claim) {
 			b->limit += claim;
+			pager_ask(b);
 			if (need <= b->limit) {
 				void *p = b->base + b->head;
 				b->head += n;
@@ -690,6 +811,7 @@ void strb_tbuf_consumed(struct strb_tbuf *b, size_t upto)
 
 static void free_buf(struct strb_tbuf *b)
 {
+	pager_wait_not(b);
 	if (b->base)
 		munmap(b->base, b->reserve);
 	kept_free(b->kept);
@@ -720,6 +842,11 @@ void strb_tbuf_release_all(void)
 void strb_tbuf_atfork_child(void)
 {
 	pthread_mutex_init(&registry_lock, NULL);
+	/* The pager is not in the child: a new one starts when asked. */
+	atomic_store(&pager_running, false);
+	atomic_store(&pager_busy, NULL);
+	pthread_mutex_init(&pager_start_lock, NULL);
+	pager_tried = false;
 	struct strb_tbuf *mine = strb_tls_buf;
 	struct strb_tbuf *b = registry;
 	while (b) {
@@ -743,6 +870,15 @@ void strb_tbuf_atfork_child(void)
 
 void strb_tbuf_shutdown(void)
 {
+	if (atomic_exchange(&pager_running, false)) {
+		atomic_store(&pager_quit, true);
+		sem_post(&pager_sem);
+		pthread_join(pager_thread, NULL);
+		atomic_store(&pager_quit, false);
+	}
+	pthread_mutex_lock(&pager_start_lock);
+	pager_tried = false;
+	pthread_mutex_unlock(&pager_start_lock);
 	pthread_mutex_lock(&registry_lock);
 	struct strb_tbuf *b = registry;
 	while (b) {

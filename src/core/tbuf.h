@@ -109,6 +109,11 @@ struct strb_tbuf {
 	_Atomic uint32_t seq;      /* odd while the owner recycles a chunk */
 	_Atomic uint64_t aged_out; /* records in recycled chunks */
 
+	/* Pre-faulting (tbuf.c's pager thread): the owner asks for its pages
+	 * up to ahead_to to be made resident; the pager has done so up to
+	 * ahead_done. */
+	_Atomic size_t ahead_to, ahead_done;
+
 	_Atomic size_t published; /* head (+ pos_off in rings), as the reader may see it */
 	size_t released;          /* processing gave back the pages below this */
 	atomic_bool dead;         /* the thread exited */
@@ -121,7 +126,11 @@ struct strb_tbuf {
 
 /* The active session (strobe_internal_session, exported for the header's
  * inline fast path) is 0 when not tracing; read with relaxed __atomic loads. */
-extern __thread struct strb_tbuf *strb_tls_buf;
+/* Initial-exec: the hot path reads it with one %fs-relative load instead
+ * of a call to __tls_get_addr. It costs 8 bytes of the static TLS surplus
+ * that glibc keeps for libraries loaded with dlopen. */
+#define STRB_TLS_HOT __attribute__((tls_model("initial-exec")))
+extern __thread struct strb_tbuf *strb_tls_buf STRB_TLS_HOT;
 
 /* Slow path: attach or reset the calling thread's buffer for session s.
  * NULL when memory cannot be had (the event is then dropped). */

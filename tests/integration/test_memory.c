@@ -11,18 +11,6 @@
 
 #define BUDGET_MIB 128
 
-/* Sanitizers keep freed memory and shadow what is used: RSS says nothing. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
-
 /* A line of /proc/self/status in MiB ("VmRSS", "VmHWM"). */
 static long status_mib(const char *field)
 {
@@ -42,7 +30,7 @@ static long status_mib(const char *field)
 static void test_stop_gives_buffers_back(void **state)
 {
 	(void)state;
-	if (UNDER_SANITIZER) {
+	if (TU_UNDER_SANITIZER) {
 		print_message("skipped: peak RSS means nothing under a sanitizer\n");
 		return;
 	}

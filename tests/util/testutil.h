@@ -11,6 +11,19 @@
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
 
+/* 1 under AddressSanitizer or ThreadSanitizer: they keep freed memory and
+ * fault in shadow pages, so RSS and page-fault counts say nothing there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TU_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TU_UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef TU_UNDER_SANITIZER
+#define TU_UNDER_SANITIZER 0
+#endif
+
 /* Reads a whole file, decompressing .gz and .zst by content. NUL-terminated;
  * *len (if non-NULL) excludes the NUL. NULL when it cannot be read. */
 char *tu_read_file(const char *path, size_t *len);
