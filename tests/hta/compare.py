@@ -162,6 +162,17 @@ def compare(strobe, trace):
             near("queue %d mean" % stream, r["mean"], h[("queue_length", "mean")], 1e-9)
             near("queue %d p50" % stream, r["p50"], h[("queue_length", "50%")], 1e-9)
             near("queue %d max" % stream, r["max"], h[("queue_length", "max")], 0)
+        bw = ta.get_memory_bw_summary(ranks=[0])
+        sb = {r["kind"]: r for r in s["memory_bandwidth"]}
+        hb = {} if bw is None else {idx[1]: row for idx, row in bw.iterrows()}
+        if set(sb) != set(hb):
+            fail("memory bandwidth kinds: strobe %s, HTA %s" % (sorted(sb), sorted(hb)))
+        for kind, r in sb.items():
+            h = hb[kind]
+            near("%s count" % kind, r["count"], h[("memory_bw_gbps", "count")], 0)
+            for mine, theirs in (("mean", "mean"), ("p50", "50%"), ("min", "min"), ("max", "max")):
+                want = h[("memory_bw_gbps", theirs)]
+                near("%s %s GB/s" % (kind, mine), r[mine + "_gb_per_s"], want, 1e-9 * max(1.0, abs(want)))
     print("%s: %d numbers equal to HTA's" % (trace, checked))
     checked = 0
 

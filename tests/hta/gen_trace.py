@@ -6,10 +6,12 @@ syncs, and work launched after the last step.
 
 usage: gen_trace.py OUT.json [--steps N] [--seed S] [--slow-step K]
                               [--kernels-per-step K] [--scale F]
+                              [--extra-kernel NAME] [--compact]
 
 Times are microseconds with three decimals (whole nanoseconds), as
 libkineto writes them. The same arguments give the same file. --scale
-multiplies every kernel's duration (for strobe diff's tests).
+multiplies every compute kernel's duration and --extra-kernel adds one
+more kernel name to the rotation (two traces to compare with strobe diff).
 """
 import argparse
 import json
@@ -25,6 +27,7 @@ def main():
     ap.add_argument("--kernels-per-step", type=int, default=12)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--extra-kernel", default="")
+    ap.add_argument("--compact", action="store_true", help="no indentation (benchmarks)")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
 
@@ -84,8 +87,12 @@ def main():
             x("cpu_op", "aten::op%d" % (k % 3), pid, tid, op_start, cpu - op_start, {"External id": k})
         # a copy and an all-reduce overlapping the next compute
         cpu += 2000
-        cpu, end = launch(cpu, "Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 7, rnd.randint(3000, 9000),
-                          rt="cudaMemcpyAsync", extra={"bytes": 1048576})
+        copy_ns = rnd.randint(3000, 9000)
+        cpu, end = launch(cpu, "Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 7, copy_ns, rt="cudaMemcpyAsync",
+                          extra={"bytes": 1048576, "memory bandwidth (GB/s)": 1048576 / copy_ns})
+        cpu, end2 = launch(cpu + 500, "Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", 20, 4000,
+                           rt="cudaMemcpyAsync", extra={"bytes": 65536, "memory bandwidth (GB/s)": 16.384})
+        end = max(end, end2)
         last_gpu = max(last_gpu, end)
         cpu += 1000
         cpu, end = launch(cpu, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
@@ -121,7 +128,7 @@ def main():
            "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
            "traceEvents": meta + ev, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1700000000000000000}
     with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+        json.dump(doc, f, indent=None if args.compact else 1, separators=(",", ":") if args.compact else None)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ static const char trace[] = "{\"strobe\": {\"dropped_events\": 1, \"threads\": 2
         X("cuda_runtime", "cudaLaunchKernel", 1000, 1000, 12, 2, "\"correlation\": 2")
             X("kernel", "gemm", 1001, 7, 15, 10, "\"correlation\": 1")
                 X("kernel", "ncclDevKernel_AllReduce", 1001, 8, 20, 10, "\"correlation\": 2")
-                    X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1001, 9, 30, 5, "\"bytes\": 1000")
+                    X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1001, 9, 30, 5,
+                      "\"bytes\": 1000, \"memory bandwidth (GB/s)\": 0.2")
                         X("kernel", "gemm", 1001, 7, 50, 10,
                           "") "{\"ph\": \"C\", \"cat\": \"hardware_counters\", \"name\": \"GPU memory "
                               "allocated (bytes)\", \"pid\": 1001, \"tid\": 0, \"ts\": 11, \"args\": {\"GPU "

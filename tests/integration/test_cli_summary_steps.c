@@ -24,7 +24,7 @@
  *   corr 1 launch [10,15]    gemm   s7 [20,60]
  *   corr 2 launch [30,35]    nccl   s9 [50,90]
  *   corr 8 launch [60,65]    nccl   s9 [140,150]
- *   corr 3 memcpy [100,120]  Memcpy s7 [120,130] (the call takes 20: a short kernel)
+ *   corr 3 memcpy [100,120]  Memcpy s7 [120,130] at 100 GB/s (the call takes 20: a short kernel)
  *   corr 4 launch [125,130]  gemm   s7 [135,180]
  *   corr 5 launch [210,215]  gemm   s7 [250,290]
  *   corr 6 launch [320,325]  gemm   s7 [330,600]
@@ -46,16 +46,19 @@
  * launched at 210 > 180: host wait. Host 130, kernel 5, other 0. Stream 9:
  * nccl [140]: gap 50, launched at 60 < 90, not under 30: other 50.
  * Launch delays (start - call end): 5, 15, 75, 0, 5, 35: p50 (rank 3 of 6) 5,
- * max 75; one short kernel (the copy). */
+ * max 75; one short kernel (the copy).
+ * Memory bandwidth: "Memcpy HtoD" at 100 GB/s after its start, 0 after its
+ * end (left out): one value, 100. */
 static const char trace[] = "{\"traceEvents\": [\n" STEP(1, 0, 100) STEP(2, 100, 100) STEP(3, 200, 100)
     STEP(4, 300, 400) LAUNCH(1, 10) KERNEL("gemm", 7, 20, 40, 1) LAUNCH(2, 30) KERNEL(NCCL, 9, 50, 40, 2)
         LAUNCH(8, 60) KERNEL(NCCL, 9, 140, 10, 8) CALL("cudaMemcpyAsync", 3, 100, 20)
-            GPU("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 120, 10,
-                3) LAUNCH(4, 125) KERNEL("gemm", 7, 135, 45, 4) LAUNCH(5, 210) KERNEL("gemm", 7, 250, 40, 5)
-                LAUNCH(6, 320) KERNEL("gemm", 7, 330, 270, 6) LAUNCH(7, 650)
-                    KERNEL("relu", 7, 660, 20, 7) "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, "
-                                                  "\"tid\": 0, \"args\": {\"labels\": \"GPU 0\"}}\n"
-                                                  "]}\n";
+            X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 7, 120, 10,
+              "\"stream\": 7, \"correlation\": 3, \"memory bandwidth (GB/s)\": 100") LAUNCH(4, 125)
+                KERNEL("gemm", 7, 135, 45, 4) LAUNCH(5, 210) KERNEL("gemm", 7, 250, 40, 5) LAUNCH(6, 320)
+                    KERNEL("gemm", 7, 330, 270, 6) LAUNCH(7, 650) KERNEL(
+                        "relu", 7, 660, 20, 7) "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, "
+                                               "\"tid\": 0, \"args\": {\"labels\": \"GPU 0\"}}\n"
+                                               "]}\n";
 
 /* A CPU-only trace whose steps are "train" ranges: 10, 12, 11 and 50 µs. */
 static const char cpu_trace[] = "{\"traceEvents\": [\n" X("user_annotation", "train", 1, 1, 0, 10, "")
@@ -170,6 +173,12 @@ static void test_hta_analyses(void **state)
 	assert_int_equal(num(at(idle, 1), "stream"), 9);
 	assert_int_equal(num(at(idle, 1), "other_ns"), 50000);
 
+	yajl_val bw = tu_get(v, "memory_bandwidth");
+	assert_int_equal(bw->u.array.len, 1);
+	assert_string_equal(tu_get_str(at(bw, 0), "kind"), "Memcpy HtoD");
+	assert_int_equal(num(at(bw, 0), "count"), 1);
+	assert_true(tu_get_num(at(bw, 0), "max_gb_per_s") == 100.0);
+
 	yajl_val l = at(tu_get(v, "launch_stats"), 0);
 	assert_int_equal(num(l, "launches"), 6);
 	assert_int_equal(num(l, "short_kernels"), 1);
@@ -234,8 +243,8 @@ static void test_report_steps(void **state)
 	assert_non_null(warn);
 	assert_true(warn < strstr(steps, "</table>"));
 	tu_assert_contains(warn, "400.000 µs");
-	static const char *const ids[] = {"temporal",  "kernel-types", "kernels-by-type",
-	                                  "idle-time", "launch-stats", "queue-length"};
+	static const char *const ids[] = {"temporal",     "kernel-types", "kernels-by-type", "idle-time",
+	                                  "launch-stats", "queue-length", "memory-bandwidth"};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		char want[64];
 		snprintf(want, sizeof(want), "<table id=\"%s\">", ids[i]);

@@ -238,6 +238,7 @@ struct an_hrec {
 	uint32_t pid, name;
 	int64_t ts, dur, stream;
 	uint64_t corr;
+	double bw;    /* "memory bandwidth (GB/s)" (0 without) */
 	uint8_t type; /* enum an_ktype */
 	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
 	uint32_t seq; /* file order */
@@ -307,6 +308,17 @@ struct an_idle {
 	uint32_t pid;
 	int64_t rank, stream;
 	int64_t host_wait, kernel_wait, other;
+};
+
+/* get_memory_bw_summary: per device and copy kind (the name's first 11
+ * characters, "Memcpy HtoD"; "Memset"), the total bandwidth of the copies
+ * running at once, after each start and end where it is above 0. */
+struct an_membw {
+	uint32_t pid;
+	int64_t rank;
+	char kind[16];
+	uint64_t count;
+	double mean, min, max, p50; /* GB/s; p50 interpolated as pandas' describe() */
 };
 
 /* get_queue_length_summary: kernels launched but not finished, per stream. */
@@ -396,6 +408,8 @@ struct an_trace {
 	size_t nidle;
 	struct an_queue *queues;
 	size_t nqueues;
+	struct an_membw *membw; /* by rank, device, kind */
+	size_t nmembw;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;

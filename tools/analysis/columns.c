@@ -484,6 +484,35 @@ const struct an_spec an_queues = {
     .flags = AN_T_RANKED,
     .rows = queue_rows};
 
+GET(bw_dev, struct an_membw, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
+GET(bw_kind, struct an_membw, v->s = r->kind)
+GET(bw_mean, struct an_membw, v->d = r->mean)
+GET(bw_min, struct an_membw, v->d = r->min)
+GET(bw_max, struct an_membw, v->d = r->max)
+GET(bw_p50, struct an_membw, v->d = r->p50)
+#define MBW(f) F(struct an_membw, f)
+static const struct an_column membw_cols[] = {
+    {"rank", "rank", AN_RANK, MBW(rank)},
+    {"device", "device", AN_TEXT, 13, 0, .get = bw_dev},
+    {"kind", "kind", AN_TEXT, 14, 0, .get = bw_kind},
+    {"changes", "count", AN_COUNT, 8, MBW(count)},
+    {"mean GB/s", "mean_gb_per_s", AN_RATE, 11, 0, .get = bw_mean},
+    {"p50 GB/s", "p50_gb_per_s", AN_RATE, 11, 0, .get = bw_p50},
+    {"min GB/s", "min_gb_per_s", AN_RATE, 11, 0, .get = bw_min},
+    {"max GB/s", "max_gb_per_s", AN_RATE, 11, 0, .get = bw_max},
+};
+ROWS(membw_rows, v->a->membw, v->a->nmembw)
+const struct an_spec an_membw = {
+    .key = "memory_bandwidth",
+    .id = "memory-bandwidth",
+    .title = "memory bandwidth per copy kind (HTA get_memory_bw_summary): GB/s of the copies running at once",
+    .heading = "Memory bandwidth",
+    .note = "Per copy kind, the sum of the \"memory bandwidth (GB/s)\" of the copies running at once, "
+            "after each copy's start and end, where it is above 0.",
+    COLS(membw_cols),
+    .flags = AN_T_RANKED,
+    .rows = membw_rows};
+
 /* ---- instants, counters, accounting --------------------------------------- */
 
 #define INSTANT(r) ((const struct an_instant *)an_table_item(&a->instants, (r)->id))
@@ -552,10 +581,11 @@ const struct an_spec an_accounting = {.key = "accounting",
                                       .rows = accounting_rows,
                                       .warn = acct_warn};
 
-const struct an_spec *const an_tables[] = {
-    &an_categories, &an_names,        &an_devices,  &an_kernels,  &an_memcpy,       &an_latency,
-    &an_gpu_memory, &an_cpu_ops,      &an_instants, &an_counters, &an_accounting,   &an_steps,
-    &an_breakdown,  &an_launch_stats, &an_ktypes,   &an_knames,   &an_idle_streams, &an_queues};
+const struct an_spec *const an_tables[] = {&an_categories,   &an_names,        &an_devices,    &an_kernels,
+                                           &an_memcpy,       &an_latency,      &an_gpu_memory, &an_cpu_ops,
+                                           &an_instants,     &an_counters,     &an_accounting, &an_steps,
+                                           &an_breakdown,    &an_launch_stats, &an_ktypes,     &an_knames,
+                                           &an_idle_streams, &an_queues,       &an_membw};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */

@@ -30,6 +30,18 @@ static bool int_arg(const struct tr_event *ev, const char *key, int64_t *out)
 	return true;
 }
 
+/* The "memory bandwidth (GB/s)" arg libkineto writes on copies and
+ * memsets; 0 without (HTA's default). */
+static double bw_arg(const struct tr_event *ev)
+{
+	const struct tr_pair *p = tr_event_arg(ev, "memory bandwidth (GB/s)");
+	if (!p || p->truncated)
+		return 0;
+	char *end;
+	double v = strtod(p->value, &end);
+	return end != p->value && !*end && isfinite(v) ? v : 0;
+}
+
 /* HTA's get_kernel_type: COMMUNICATION ^nccl.*Kernel, MEMORY ^(Memcpy|Memset|dma),
  * OTHER when the name matches (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)
  * (Python's re.match: anchored at the start), else COMPUTATION. */
@@ -93,7 +105,7 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	if (stream != -1)
 		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
 		               (struct an_hrec){r->pid, name, ev->ts_ns, dur, stream,
-		                                has_corr ? (uint64_t)corr : UINT64_MAX,
+		                                has_corr ? (uint64_t)corr : UINT64_MAX, bw_arg(ev),
 		                                (uint8_t)kernel_type(ev->name), work, seq});
 	if (!has_corr || corr == -1)
 		return 0;
@@ -690,6 +702,85 @@ static int device_steps(struct an_trace *a, const struct an_step *steps, size_t 
 	return 0;
 }
 
+struct bw_edge {
+	int64_t t;
+	double bw;
+	uint32_t seq; /* file order, an end before a later copy's start: back to back copies never sum */
+	const char *kind;
+};
+
+static int cmp_bw_edge(const void *pa, const void *pb)
+{
+	const struct bw_edge *x = pa, *y = pb;
+	int c = strcmp(x->kind, y->kind);
+	if (c)
+		return c;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* HTA's get_memory_kernel_type: the name's first 11 characters ("Memcpy
+ * HtoD"), "Memset", or "Memcpy Unknown". */
+static void copy_kind(const char *name, char out[16])
+{
+	if (!strncmp(name, "Memset", 6))
+		snprintf(out, 16, "Memset");
+	else if (strncmp(name, "Memcpy", 6))
+		snprintf(out, 16, "Memcpy Unknown");
+	else
+		snprintf(out, 16, "%.11s", name);
+}
+
+/* get_memory_bw_summary: per copy kind, +bandwidth at each start and -
+ * at each end (a 0 ns copy lasts 1 µs, as in HTA), in time order; the
+ * running sums above 0. */
+static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct an_breakdown *b, size_t *cap)
+{
+	size_t n = 0;
+	struct bw_edge *e = malloc((2 * w->n + 1) * sizeof(*e));
+	char(*kinds)[16] = malloc((w->n + 1) * sizeof(*kinds));
+	double *v = malloc((2 * w->n + 1) * sizeof(*v));
+	int rc = e && kinds && v ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < w->n; i++) {
+		const struct an_hrec *r = &w->r[i];
+		if (r->type != AN_MEMORY)
+			continue;
+		copy_kind(an_name(a, r->name), kinds[i]);
+		int64_t dur = r->dur ? r->dur : 1000;
+		e[n++] = (struct bw_edge){r->ts, r->bw, 2 * r->seq + 1, kinds[i]};
+		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -r->bw, 2 * r->seq, kinds[i]};
+	}
+	an_sort(e, n, sizeof(*e), cmp_bw_edge);
+	for (size_t i = 0, j; !rc && i < n; i = j) {
+		size_t m = 0;
+		double level = 0;
+		for (j = i; j < n && !strcmp(e[j].kind, e[i].kind); j++) {
+			level += e[j].bw;
+			if (level > 0)
+				v[m++] = level;
+		}
+		if (!m)
+			continue;
+		struct an_membw s = {b->pid, b->rank, "", m, 0, v[0], v[0], 0};
+		snprintf(s.kind, sizeof(s.kind), "%s", e[i].kind);
+		double sum = 0;
+		for (size_t k = 0; k < m; k++) {
+			sum += v[k];
+			s.min = v[k] < s.min ? v[k] : s.min;
+			s.max = v[k] > s.max ? v[k] : s.max;
+		}
+		s.mean = sum / (double)m;
+		an_sort(v, m, sizeof(*v), cmp_double);
+		s.p50 = pandas_p50(v, m);
+		rc = AN_PUSH(a->membw, a->nmembw, *cap, s);
+	}
+	free(e);
+	free(kinds);
+	free(v);
+	return rc;
+}
+
 static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 {
 	struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid), .events = w->n};
@@ -712,6 +803,8 @@ static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 		rc = name_stats(a, w, &b, &caps[2]);
 	if (!rc)
 		rc = per_stream(a, w, &b, &caps[3], &caps[4]);
+	if (!rc)
+		rc = memory_bw(a, w, &b, &caps[5]);
 	if (!rc)
 		rc = AN_PUSH(a->breakdown, a->nbreakdown, caps[0], b);
 	return rc;
@@ -833,4 +926,5 @@ void an_hta_free(struct an_trace *a)
 	free(a->knames);
 	free(a->idle);
 	free(a->queues);
+	free(a->membw);
 }
