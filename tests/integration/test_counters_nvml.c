@@ -198,15 +198,15 @@ static void test_device_that_disappears(void **state)
 static void test_slow_call_blocks_nothing(void **state)
 {
 	(void)state;
-	/* 100 ms per temperature reading, at 100 Hz: every round runs over. */
-	fake_nvml_slow("nvmlDeviceGetTemperature", 100000);
+	/* 200 ms per temperature reading, at 100 Hz: every round runs over. */
+	fake_nvml_slow("nvmlDeviceGetTemperature", 200000);
 	assert_int_equal(
 	    strobe_prepare(0, "ACTIVITY_TYPES=cpu_op,gpu_counters\nGPU_COUNTERS_SAMPLE_RATE_HZ=100"), 0);
 	assert_int_equal(strobe_start(), 0);
-	/* Ops while three slow calls run: none waits for one. */
+	/* Ops while slow calls run: none waits for one. */
 	int64_t worst = 0;
 	int ops = 0;
-	while (ops < 2000 || fake_nvml_calls("nvmlDeviceGetTemperature", -1) < 4) {
+	while (ops < 2000 || fake_nvml_calls("nvmlDeviceGetTemperature", -1) < 3) {
 		int64_t t0 = now_ns();
 		assert_true(strobe_op_push("op") > 0);
 		strobe_op_pop();
@@ -223,11 +223,11 @@ static void test_slow_call_blocks_nothing(void **state)
 	assert_int_equal(strobe_trace_save(t, path_buf), 0);
 	strobe_trace_destroy(t);
 	yajl_val root = tu_load_trace(path_buf);
-	/* Capture never waited for a 100 ms call (a push that did would take
-	 * that long); the stop waited for the calls in flight at most (one per
-	 * device). */
-	assert_true(worst < 60 * 1000000ll);
-	assert_true(stop_ns < 2 * 100 * 1000000ll + 300 * 1000000ll);
+	/* Capture never waited for a 200 ms call (a push that did would take
+	 * up to that long; the margin is for a loaded machine's scheduling);
+	 * the stop waited for the calls in flight at most (one per device). */
+	assert_true(worst < 100 * 1000000ll);
+	assert_true(stop_ns < 2 * 200 * 1000000ll + 300 * 1000000ll);
 	assert_int_equal(tu_count(root, "X", "cpu_op", "op"), ops);
 	yajl_val meta = tu_get(root, "gpu_counters");
 	assert_true(tu_get_num(meta, "late_rounds") > 0);
