@@ -221,17 +221,26 @@ static void test_step_name_cpu_only(void **state)
 	free(out);
 }
 
-/* The report: the step chart's data (the outlier marked), the steps table
- * with the outlier's row in the warning class, and HTA's tables. */
+/* The report: the window in UTC, the step chart's data (the outlier
+ * marked), the steps table with the outlier's row in the warning class,
+ * and HTA's tables. */
 static void test_report_steps(void **state)
 {
 	(void)state;
 	char args[8400], path[4200];
 	snprintf(path, sizeof(path), "%s/report.html", dir);
-	snprintf(args, sizeof(args), "-o '%s' '%s' 2>&1", path, write_trace(trace, "report.json"));
+	/* with ts 0 at 2023-11-14 22:13:20 UTC */
+	char *based = malloc(sizeof(trace) + 64);
+	assert_non_null(based);
+	snprintf(based, sizeof(trace) + 64, "{\"baseTimeNanoseconds\": 1700000000000000000, %s", trace + 1);
+	snprintf(args, sizeof(args), "-o '%s' '%s' 2>&1", path, write_trace(based, "report.json"));
+	free(based);
 	assert_int_equal(tu_strobe("report", args, 0, NULL), 0);
 	char *html = tu_read_file(path, NULL);
 	assert_non_null(html);
+	tu_assert_contains(
+	    html, "<td>window</td><td title=\"ts 0 to 700000 ns after baseTimeNanoseconds\">700.000 µs, "
+	          "2023-11-14 22:13:20.000 to 22:13:20.000 UTC</td>");
 	tu_assert_contains(html, "<svg id=\"step-bars\"");
 	tu_assert_contains(html,
 	                   "{\"name\":\"step 4\",\"dur_ns\":400000,\"busy_ns\":290000,\"outlier\":true}");

@@ -604,6 +604,14 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 		yajl_tree_free(root);
 		return 0;
 	}
+	if (!strcmp(key, "baseTimeNanoseconds") && !truncated) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(json, &end, 10);
+		a->has_base = !errno && end != json && !*end && v > 0;
+		a->base_ns = a->has_base ? v : 0;
+		return 0;
+	}
 	char **dst = !strcmp(key, "strobe")        ? &a->strobe_meta
 	             : !strcmp(key, "host_name")   ? &a->host_name
 	             : !strcmp(key, "gpu_capture") ? &a->gpu_capture

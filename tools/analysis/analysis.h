@@ -368,6 +368,8 @@ struct an_trace {
 	char *host_name;
 	char *gpu_capture;  /* why GPU capture was off, when the trace says */
 	bool has_dist_rank; /* the trace's "distributedInfo" names its rank */
+	bool has_base;      /* "baseTimeNanoseconds": ts 0 as ns since the epoch */
+	int64_t base_ns;
 	int64_t dist_rank;
 	char key[TR_NAME_MAX + 2 * TR_SHORT_MAX + 8];
 

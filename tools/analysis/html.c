@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <yajl/yajl_gen.h>
 
 #include "analysis/present.h"
@@ -59,6 +60,16 @@ static const char style[] =
     ".steps rect.busy{fill:#3d7dd8}\n"
     ".facts td:first-child{color:#5b6475}\n";
 
+/* ns since the epoch as fmt (strftime, UTC) plus milliseconds. */
+static const char *wall_clock(int64_t ns, const char *fmt, char *buf, size_t len)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n = gmtime_r(&secs, &tm) ? strftime(buf, len, fmt, &tm) : 0;
+	snprintf(buf + n, len - n, ".%03d", (int)(ns % 1000000000 / 1000000));
+	return buf;
+}
+
 static void facts(FILE *p, const struct an_trace *a, const char *file, const struct tr_stats *st)
 {
 	char b1[40];
@@ -77,12 +88,19 @@ static void facts(FILE *p, const struct an_trace *a, const char *file, const str
 		                                     : "plain",
 		        st->json_bytes);
 	fprintf(p, "<tr><td>events</td><td>%" PRIu64 "</td></tr>\n", st->events);
-	if (a->timed)
-		fprintf(p,
-		        "<tr><td>window</td><td>%s, ts %" PRId64 " to %" PRId64
-		        " ns after baseTimeNanoseconds</td></tr>\n",
-		        an_fmt_dur(an_window(a), b1, sizeof(b1)), a->first_ts, a->last_end);
-	else
+	if (a->timed && a->has_base) {
+		char from[40], to[40];
+		fprintf(
+		    p,
+		    "<tr><td>window</td><td title=\"ts %" PRId64 " to %" PRId64
+		    " ns after baseTimeNanoseconds\">%s, %s to %s UTC</td></tr>\n",
+		    a->first_ts, a->last_end, an_fmt_dur(an_window(a), b1, sizeof(b1)),
+		    wall_clock(an_sat_add(a->base_ns, a->first_ts), "%Y-%m-%d %H:%M:%S", from, sizeof(from)),
+		    wall_clock(an_sat_add(a->base_ns, a->last_end), "%H:%M:%S", to, sizeof(to)));
+	} else if (a->timed) {
+		fprintf(p, "<tr><td>window</td><td title=\"ts %" PRId64 " to %" PRId64 " ns\">%s</td></tr>\n",
+		        a->first_ts, a->last_end, an_fmt_dur(an_window(a), b1, sizeof(b1)));
+	} else
 		fputs("<tr><td>window</td><td>none: no event has a timestamp</td></tr>\n", p);
 	if (a->host_name) {
 		fputs("<tr><td>host</td>", p);
