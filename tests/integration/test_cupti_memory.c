@@ -189,9 +189,48 @@ static void test_pools_and_async(void **state)
 	assert_int_equal(tu_get_num(a, "stream"), 13);
 	assert_int_equal(events_of(root, "i", "Memory pool trimmed", 1, ev, 4), 1);
 	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "Total Reserved"), 8 << 20);
-	/* Device 1's process is named. */
-	yajl_val names[4];
-	assert_int_equal(events_of(root, "M", "process_name", 1, names, 4), 1);
+	/* Device 1's process is named, and the stream row of its allocation. */
+	yajl_val names[8];
+	assert_int_equal(events_of(root, "M", "process_name", 1, names, 8), 1);
+	size_t rows = events_of(root, "M", "thread_name", 1, names, 8);
+	bool named = false;
+	for (size_t i = 0; i < rows && i < 8; i++)
+		named |= tu_get_num(names[i], "tid") == 13 &&
+		         !strcmp(tu_get_str(tu_get(names[i], "args"), "name"), "stream 13 ");
+	assert_true(named);
+	yajl_tree_free(root);
+}
+
+/* Perfetto: the instants with their args on the device's stream row, and
+ * the level as a counter track of the device. */
+static void test_perfetto(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_DEFAULT_MASK | STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_GPU_MEMORY));
+	CT_QUEUE(mem(true, 0, 1, 9, 0x1000, 12345, 10, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	CT_QUEUE(mem(false, 0, 1, 9, 0x1000, 12345, 20, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE));
+	ct_stamp_after(base, 30 * US);
+	strobe_trace *t = NULL;
+	assert_int_equal(strobe_stop(&t), 0);
+	char pf[1300], json[1300], args[2700];
+	TU_FORMAT(pf, "%s/memory.pftrace", tu_dir);
+	TU_FORMAT(json, "%s/memory_pf.json", tu_dir);
+	assert_int_equal(strobe_trace_save(t, pf), 0);
+	strobe_trace_destroy(t);
+	TU_FORMAT(args, "'%s' '%s'", pf, json);
+	assert_int_equal(tu_strobe("convert", args, 0, NULL), 0);
+	yajl_val root = tu_load_trace(json);
+	yajl_val ev[4];
+	assert_int_equal(events_of(root, "i", "[memory]", 1, ev, 4), 2);
+	assert_int_equal(tu_get_num(ev[0], "tid"), 9);
+	assert_int_equal(tu_get_num(tu_get(ev[0], "args"), "Bytes"), 12345);
+	assert_int_equal(tu_get_num(tu_get(ev[1], "args"), "Bytes"), -12345);
+	assert_int_equal(tu_get_num(tu_get(ev[1], "args"), "Total Allocated"), 0);
+	/* Window start, the allocation, the free, window end. */
+	yajl_val c[8];
+	assert_int_equal(events_of(root, "C", TRACK, 1, c, 8), 4);
+	assert_int_equal(tu_get_num(tu_get(c[1], "args"), TRACK), 12345);
+	assert_int_equal(tu_get_num(tu_get(c[2], "args"), TRACK), 0);
 	yajl_tree_free(root);
 }
 
@@ -339,6 +378,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_allocations_and_frees, setup),
 	    cmocka_unit_test_setup(test_pools_and_async, setup),
+	    cmocka_unit_test_setup(test_perfetto, setup),
 	    cmocka_unit_test_setup(test_not_selected, setup),
 	    cmocka_unit_test_setup(test_peak_in_summary_and_report, setup),
 	    cmocka_unit_test_setup(test_flight_dump_is_relative, setup),

@@ -241,6 +241,8 @@ static void allocation(struct state *s, const struct strb_cupti_mem_ev *e)
 	if (act) {
 		strb_gpu_link(g, act, e->corr, e->ts, false);
 		act->flow_id = 0; /* an instant ends no arrow */
+		/* Its stream row is named even when no work ran on it. */
+		strb_gpu_note_row(g, e->device, e->stream, e->ts, e->ts);
 	}
 	if (dev)
 		counter(s, e->device, e->ts);
