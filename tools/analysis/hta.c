@@ -617,7 +617,7 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 	struct an_hrec *r = malloc((w->n ? w->n : 1) * sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	size_t n = 0, all = w->n;
+	size_t all = w->n;
 	memcpy(r, w->r, w->n * sizeof(*r));
 	an_sort(r, all, sizeof(*r), cmp_by_stream);
 	int rc = 0;
@@ -645,7 +645,6 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 			prev_end = an_sat_add(r[k].ts, r[k].dur);
 			have_prev = true;
 		}
-		n++;
 		if (any && !rc)
 			rc = AN_PUSH(a->idle, a->nidle, *icap, s);
 	}
@@ -787,7 +786,7 @@ static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 	int rc = dev_unions(w);
 	if (rc)
 		return rc;
-	b.kernel_time = w->all.v[w->all.n - 1].e - w->all.v[0].s;
+	b.kernel_time = an_span(w->all.v[0].s, w->all.v[w->all.n - 1].e);
 	b.idle = b.kernel_time - ivals_total(&w->all);
 	b.compute = ivals_total(&w->type[AN_COMPUTATION]);
 	b.non_compute = b.kernel_time - b.compute - b.idle;
