@@ -1,5 +1,6 @@
 #include "common/jbuf.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +12,33 @@ struct strb_jbuf *strb_jbuf_new(struct strb_sink *sink)
 		b->sink = sink;
 		b->n = 0;
 		b->err = 0;
+		b->mem = NULL;
+		b->mem_len = b->mem_cap = 0;
 	}
 	return b;
+}
+
+static int to_mem(struct strb_jbuf *b)
+{
+	if (b->mem_len + b->n > b->mem_cap) {
+		size_t cap = b->mem_cap ? b->mem_cap : STRB_JBUF_SIZE;
+		while (cap < b->mem_len + b->n)
+			cap *= 2;
+		char *m = realloc(b->mem, cap);
+		if (!m)
+			return -ENOMEM;
+		b->mem = m;
+		b->mem_cap = cap;
+	}
+	memcpy(b->mem + b->mem_len, b->data, b->n);
+	b->mem_len += b->n;
+	return 0;
 }
 
 void strb_jbuf_flush(struct strb_jbuf *b)
 {
 	if (b->n && !b->err)
-		b->err = strb_sink_write(b->sink, b->data, b->n);
+		b->err = b->sink ? strb_sink_write(b->sink, b->data, b->n) : to_mem(b);
 	b->n = 0;
 }
 

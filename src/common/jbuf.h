@@ -16,10 +16,15 @@ struct strb_jbuf {
 	struct strb_sink *sink;
 	size_t n;
 	int err;
+	/* With no sink, flushes append here instead (grown as needed; -ENOMEM
+	 * in err when it cannot be); the owner frees mem. */
+	char *mem;
+	size_t mem_len, mem_cap;
 	char data[STRB_JBUF_SIZE];
 };
 
-/* A new, empty buffer writing to sink (freed with free()), or NULL. */
+/* A new, empty buffer writing to sink, or to memory when sink is NULL
+ * (freed with free(), mem too), or NULL. */
 struct strb_jbuf *strb_jbuf_new(struct strb_sink *sink);
 /* Writes out what is buffered; keeps the first error. */
 void strb_jbuf_flush(struct strb_jbuf *b);

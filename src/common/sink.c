@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -143,6 +144,24 @@ static void remove_stale_temps(int dirfd)
 	closedir(d);
 }
 
+int strb_export_threads(void)
+{
+	const char *v = getenv("STROBE_EXPORT_THREADS");
+	if (v && *v) {
+		char *end;
+		long n = strtol(v, &end, 10);
+		if (*end || n < 1 || n > STRB_EXPORT_THREADS_MAX) {
+			LOGW("STROBE_EXPORT_THREADS=%.40s is not a number of threads from 1 to %d; using 1",
+			     v, STRB_EXPORT_THREADS_MAX);
+			return 1;
+		}
+		return (int)n;
+	}
+	cpu_set_t set;
+	int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+
 static int start_compression(struct strb_sink *s, enum strb_compress c, int level)
 {
 	if (c == STRB_COMPRESS_GZIP) {
@@ -155,6 +174,11 @@ static int start_compression(struct strb_sink *s, enum strb_compress c, int leve
 		s->zstd = ZSTD_createCCtx();
 		if (!s->zstd || ZSTD_isError(ZSTD_CCtx_setParameter(s->zstd, ZSTD_c_compressionLevel, level)))
 			return strb_error(-ENOMEM, "cannot start zstd for %s", s->path);
+		/* Compressed by zstd's own threads while the text is made; a
+		 * libzstd built without them refuses, and compresses here. */
+		int threads = strb_export_threads();
+		if (threads > 1)
+			(void)ZSTD_CCtx_setParameter(s->zstd, ZSTD_c_nbWorkers, threads);
 	}
 	return 0;
 }

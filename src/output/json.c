@@ -2,6 +2,9 @@
  * every string escaped so the file is always valid JSON. */
 #define LOG_TAG "json"
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +227,131 @@ static void activity(struct writer *w, size_t idx)
 	flow(w, a);
 }
 
+/* ---- the activities, formatted in parallel -------------------------------
+ *
+ * A large trace's activities are cut into chunks of CHUNK_ACTS that worker
+ * threads format, each into memory of its own, while the saving thread
+ * writes the chunks out in order: the file is byte for byte what one
+ * thread writes. Workers take chunks in order and never run more than
+ * `nslots` chunks ahead of the writer, so memory stays at a few chunks. */
+#define CHUNK_ACTS 16384
+
+struct chunk_slot {
+	struct strb_jbuf *b; /* the chunk's text in b->mem */
+	size_t chunk;
+	bool ready;
+};
+
+struct pool {
+	const struct writer *proto;
+	size_t nchunks, next, written, nslots;
+	struct chunk_slot *slots; /* chunk c goes in slots[c % nslots] */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+};
+
+static void format_chunk(struct writer *w, size_t c)
+{
+	size_t to = (c + 1) * CHUNK_ACTS < w->t->count ? (c + 1) * CHUNK_ACTS : w->t->count;
+	for (size_t i = c * CHUNK_ACTS; i < to; i++)
+		activity(w, i);
+	strb_jbuf_flush(w->b);
+}
+
+static void *format_main(void *arg)
+{
+	struct pool *p = arg;
+	struct writer w = *p->proto;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && p->next < p->nchunks && p->next >= p->written + p->nslots)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stop || p->next >= p->nchunks)
+			break;
+		size_t c = p->next++;
+		struct chunk_slot *s = &p->slots[c % p->nslots];
+		pthread_mutex_unlock(&p->lock);
+		w.b = s->b;
+		w.b->n = w.b->mem_len = 0;
+		w.b->err = 0;
+		format_chunk(&w, c);
+		pthread_mutex_lock(&p->lock);
+		s->chunk = c;
+		s->ready = true;
+		pthread_cond_broadcast(&p->cond);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Writes the chunks in order as workers finish them; false when no worker
+ * could be started (the caller writes them itself). */
+static bool activities_parallel(struct writer *w, int nworkers)
+{
+	struct pool p = {.proto = w, .nchunks = (w->t->count + CHUNK_ACTS - 1) / CHUNK_ACTS};
+	p.nslots = (size_t)nworkers * 2;
+	p.slots = calloc(p.nslots, sizeof(*p.slots));
+	pthread_t tids[STRB_EXPORT_THREADS_MAX];
+	int started = 0;
+	bool ok = p.slots != NULL;
+	for (size_t i = 0; ok && i < p.nslots; i++)
+		ok = (p.slots[i].b = strb_jbuf_new(NULL)) != NULL;
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	if (ok) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		while (started < nworkers && pthread_create(&tids[started], NULL, format_main, &p) == 0)
+			started++;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	struct strb_jbuf *b = w->b;
+	for (size_t c = 0; started && c < p.nchunks; c++) {
+		struct chunk_slot *s = &p.slots[c % p.nslots];
+		pthread_mutex_lock(&p.lock);
+		while (!(s->ready && s->chunk == c))
+			pthread_cond_wait(&p.cond, &p.lock);
+		pthread_mutex_unlock(&p.lock);
+		strb_jbuf_flush(b);
+		if (!b->err)
+			b->err = s->b->err ? s->b->err : strb_sink_write(b->sink, s->b->mem, s->b->mem_len);
+		pthread_mutex_lock(&p.lock);
+		s->ready = false;
+		p.written = c + 1;
+		p.stop = b->err != 0;
+		pthread_cond_broadcast(&p.cond);
+		pthread_mutex_unlock(&p.lock);
+		if (b->err)
+			break;
+	}
+	pthread_mutex_lock(&p.lock);
+	p.stop = true;
+	pthread_cond_broadcast(&p.cond);
+	pthread_mutex_unlock(&p.lock);
+	for (int i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	for (size_t i = 0; p.slots && i < p.nslots; i++) {
+		if (p.slots[i].b)
+			free(p.slots[i].b->mem);
+		free(p.slots[i].b);
+	}
+	free(p.slots);
+	pthread_mutex_destroy(&p.lock);
+	pthread_cond_destroy(&p.cond);
+	return started > 0;
+}
+
+static void activities(struct writer *w)
+{
+	int n = w->t->count >= 2 * CHUNK_ACTS ? strb_export_threads() : 1;
+	if (n > 1 && activities_parallel(w, n))
+		return;
+	for (size_t i = 0; i < w->t->count; i++)
+		activity(w, i);
+}
+
 /* {"ph": "M", "name": <what>, "ts": <start>, "pid": <pid>, "tid": <tid>, "args": {<key>: */
 static void meta_head(struct writer *w, const char *what, int64_t pid, int64_t tid, const char *arg_key)
 {
@@ -354,8 +482,7 @@ static void document(struct writer *w, const char *path)
 	strb_jbuf_lit(b, ",\n  \"traceEvents\": [\n");
 	for (size_t i = 0; i < t->res_count; i++)
 		resource(w, &t->res[i]);
-	for (size_t i = 0; i < t->count; i++)
-		activity(w, i);
+	activities(w);
 	span(w);
 	strb_jbuf_lit(
 	    b, "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "

@@ -715,6 +715,46 @@ static void test_compressed_outputs(void **state)
 		free(text[i]);
 }
 
+/* A trace of several chunks is formatted by worker threads: the file is
+ * the same bytes whatever their number, plain or zstd (compressed by
+ * zstd's threads too). */
+static void test_parallel_export(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	char name[64];
+	for (int i = 0; i < 25000; i++) {
+		snprintf(name, sizeof(name), "step %d", i % 977);
+		strobe_range_push(name);
+		strobe_counter("loss", 1.0 / (i + 1));
+		strobe_range_pop();
+	}
+	strobe_trace *t = end();
+	static const char *const threads[] = {"1", "2", "3", "junk"};
+	static const char *const names[] = {"p1.json", "p2.json", "p3.json.zst", "pjunk.json"};
+	char *text[4];
+	size_t len[4];
+	for (int i = 0; i < 4; i++) {
+		setenv("STROBE_EXPORT_THREADS", threads[i], 1);
+		assert_int_equal(strobe_trace_save(t, out_path(names[i])), 0);
+		text[i] = tu_read_file(out_path(names[i]), &len[i]);
+		assert_non_null(text[i]);
+	}
+	unsetenv("STROBE_EXPORT_THREADS");
+	strobe_trace_destroy(t);
+	const char *cut0 = strstr(text[0], "\"traceName\"");
+	assert_non_null(cut0);
+	assert_true(cut0 - text[0] > 50000 * 60); /* several chunks of 16384 activities */
+	for (int i = 1; i < 4; i++) {
+		const char *cut = strstr(text[i], "\"traceName\"");
+		assert_non_null(cut);
+		assert_int_equal(cut - text[i], cut0 - text[0]);
+		assert_memory_equal(text[i], text[0], (size_t)(cut0 - text[0]));
+	}
+	for (int i = 0; i < 4; i++)
+		free(text[i]);
+}
+
 /* ---- strobe_record, flows and ids -------------------------------------------------------- */
 
 #define FLOW_FWDBWD 77
@@ -1314,12 +1354,14 @@ static void test_foreach(void **state)
 /* ---- a full disk ------------------------------------------------------------------------------ */
 
 /* Saves t in a child whose file size limit is 4 KiB, so writes fail with
- * EFBIG as on a full disk. Returns the child's verdict: 0 when the save
- * failed with STROBE_E_IO and a message naming the reason. */
-static int save_with_small_fsize(const strobe_trace *t, const char *path)
+ * EFBIG as on a full disk, formatting and compressing with `threads`.
+ * Returns the child's verdict: 0 when the save failed with STROBE_E_IO
+ * and a message naming the reason. */
+static int save_with_small_fsize(const strobe_trace *t, const char *path, const char *threads)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
+		setenv("STROBE_EXPORT_THREADS", threads, 1);
 		signal(SIGXFSZ, SIG_IGN);
 		struct rlimit rl = {.rlim_cur = 4096, .rlim_max = 4096};
 		if (setrlimit(RLIMIT_FSIZE, &rl))
@@ -1343,7 +1385,8 @@ static void test_unwritable_output(void **state)
 	(void)state;
 	begin(0, NULL);
 	char name[64];
-	for (int i = 0; i < 20000; i++) {
+	/* Enough for several chunks of the parallel writer. */
+	for (int i = 0; i < 40000; i++) {
 		snprintf(name, sizeof(name), "event %d %x", i, i * 2654435761u);
 		strobe_instant(name);
 	}
@@ -1351,14 +1394,17 @@ static void test_unwritable_output(void **state)
 	char sub[PATH_LEN];
 	snprintf(sub, sizeof(sub), "%s/full", tu_dir);
 	static const char *const names[] = {"full.json", "full.json.gz", "full.json.zst"};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < 2 * sizeof(names) / sizeof(names[0]); i++) {
+		const char *threads = i % 2 ? "2" : "1", *file = names[i / 2];
+		if (TU_UNDER_TSAN && i % 2)
+			continue;
 		assert_int_equal(mkdir(sub, 0700), 0);
 		char path[PATH_LEN + 32];
-		snprintf(path, sizeof(path), "%s/%s", sub, names[i]);
-		int verdict = save_with_small_fsize(t, path);
+		snprintf(path, sizeof(path), "%s/%s", sub, file);
+		int verdict = save_with_small_fsize(t, path, threads);
 		if (verdict)
-			fail_msg("saving %s under a 4 KiB file size limit: child verdict %d", names[i],
-			         verdict);
+			fail_msg("saving %s with %s threads under a 4 KiB file size limit: child verdict %d",
+			         file, threads, verdict);
 		/* Neither the target nor a temporary file is left. */
 		assert_int_equal(rmdir(sub), 0);
 	}
@@ -1378,6 +1424,7 @@ int main(void)
 	    cmocka_unit_test(test_job_env_and_trace_id),
 	    cmocka_unit_test(test_nasty_strings),
 	    cmocka_unit_test(test_compressed_outputs),
+	    cmocka_unit_test(test_parallel_export),
 	    cmocka_unit_test(test_record_args_flows_ids),
 	    cmocka_unit_test(test_record_category),
 	    cmocka_unit_test(test_activity_selection),

@@ -23,6 +23,18 @@
 #ifndef TU_UNDER_SANITIZER
 #define TU_UNDER_SANITIZER 0
 #endif
+/* 1 under ThreadSanitizer, which cannot start threads in the child of a
+ * process that has some. */
+#if defined(__SANITIZE_THREAD__)
+#define TU_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TU_UNDER_TSAN 1
+#endif
+#endif
+#ifndef TU_UNDER_TSAN
+#define TU_UNDER_TSAN 0
+#endif
 
 /* Reads a whole file, decompressing .gz and .zst by content. NUL-terminated;
  * *len (if non-NULL) excludes the NUL. NULL when it cannot be read. */
