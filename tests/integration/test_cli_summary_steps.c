@@ -113,6 +113,13 @@ static void test_steps(void **state)
 	assert_int_equal(num(at(steps, 1), "start_ns"), 100000);
 	yajl_tree_free(v);
 
+	/* --top cuts the table, in time order */
+	snprintf(args, sizeof(args), "--json --top 2 '%s/steps.json'", dir);
+	v = summary_json(args);
+	assert_int_equal(tu_get(v, "steps")->u.array.len, 2);
+	assert_int_equal(num(at(tu_get(v, "steps"), 1), "step"), 2);
+	yajl_tree_free(v);
+
 	char *out = NULL;
 	snprintf(args, sizeof(args), "'%s/steps.json'", dir);
 	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);

@@ -1205,6 +1205,12 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	if (errlen)
 		*err = 0;
 	int rc = tr_read_file(file, &h, st, err, errlen);
+	/* Matching launches to kernels ends with the read: its table goes
+	 * before the computations need their memory. */
+	for (int g = 0; g < 2; g++) {
+		free(a->corr[g].slots);
+		a->corr[g] = (struct an_corr_gen){0};
+	}
 	if (!rc)
 		rc = compute_self(a);
 	if (!rc)

@@ -299,7 +299,7 @@ const struct an_spec an_steps = {
             "comm the communication not under compute, memory the copies and memsets under neither; "
             "outlier: longer than the median step + 3 MAD (and 10% over the median).",
     COLS(steps_cols),
-    .flags = AN_T_RANKED,
+    .flags = AN_T_TOP | AN_T_RANKED,
     .rows = steps_rows,
     .warn = step_warn};
 

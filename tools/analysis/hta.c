@@ -511,10 +511,7 @@ static int cmp_by_type_name(const void *pa, const void *pb)
 /* get_gpu_kernel_breakdown's per-name rows (before its "others" grouping). */
 static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *cap)
 {
-	struct an_hrec *r = malloc((w->n ? w->n : 1) * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	memcpy(r, w->r, w->n * sizeof(*r));
+	struct an_hrec *r = w->r; /* the unions are made: time order is no longer needed */
 	an_sort(r, w->n, sizeof(*r), cmp_by_type_name);
 	int rc = 0;
 	for (size_t i = 0, j; i < w->n && !rc; i = j) {
@@ -532,7 +529,6 @@ static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_br
 		k.std = k.count > 1 ? sqrt(ss / (double)(k.count - 1)) : 0;
 		rc = AN_PUSH(a->knames, a->nknames, *cap, k);
 	}
-	free(r);
 	return rc;
 }
 
@@ -614,11 +610,8 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *icap,
                       size_t *qcap)
 {
-	struct an_hrec *r = malloc((w->n ? w->n : 1) * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
+	struct an_hrec *r = w->r; /* sorted in place, as for name_stats */
 	size_t all = w->n;
-	memcpy(r, w->r, w->n * sizeof(*r));
 	an_sort(r, all, sizeof(*r), cmp_by_stream);
 	int rc = 0;
 	for (size_t i = 0, j; i < all && !rc; i = j) {
@@ -648,7 +641,6 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 		if (any && !rc)
 			rc = AN_PUSH(a->idle, a->nidle, *icap, s);
 	}
-	free(r);
 	return rc;
 }
 
@@ -736,19 +728,24 @@ static void copy_kind(const char *name, char out[16])
  * running sums above 0. */
 static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct an_breakdown *b, size_t *cap)
 {
-	size_t n = 0;
-	struct bw_edge *e = malloc((2 * w->n + 1) * sizeof(*e));
-	char(*kinds)[16] = malloc((w->n + 1) * sizeof(*kinds));
-	double *v = malloc((2 * w->n + 1) * sizeof(*v));
+	size_t n = 0, copies = 0;
+	for (size_t i = 0; i < w->n; i++)
+		copies += w->r[i].type == AN_MEMORY;
+	if (!copies)
+		return 0;
+	struct bw_edge *e = malloc(2 * copies * sizeof(*e));
+	char(*kinds)[16] = malloc(copies * sizeof(*kinds));
+	double *v = malloc(2 * copies * sizeof(*v));
 	int rc = e && kinds && v ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < w->n; i++) {
 		const struct an_hrec *r = &w->r[i];
 		if (r->type != AN_MEMORY)
 			continue;
-		copy_kind(an_name(a, r->name), kinds[i]);
+		char *kind = kinds[n / 2];
+		copy_kind(an_name(a, r->name), kind);
 		int64_t dur = r->dur ? r->dur : 1000;
-		e[n++] = (struct bw_edge){r->ts, r->bw, 2 * r->seq + 1, kinds[i]};
-		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -r->bw, 2 * r->seq, kinds[i]};
+		e[n++] = (struct bw_edge){r->ts, r->bw, 2 * r->seq + 1, kind};
+		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -r->bw, 2 * r->seq, kind};
 	}
 	an_sort(e, n, sizeof(*e), cmp_bw_edge);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
@@ -912,6 +909,13 @@ int an_hta_compute(struct an_trace *a)
 	an_sort(a->knames, a->nknames, sizeof(*a->knames), cmp_kname);
 	free(steps);
 	free(ends);
+	/* The per-event records are done with: their memory goes before the
+	 * computations that follow. */
+	free(a->hrecs);
+	free(a->hcpus);
+	a->hrecs = NULL;
+	a->hcpus = NULL;
+	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
 	return rc;
 }
 
