@@ -16,6 +16,7 @@
 
 #include "pytrace.h"
 #include "strobe/strobe.h"
+#include "torch_itt.h"
 
 static PyObject *strobe_error; /* strobe.StrobeError */
 static PyObject *decorate_fn;  /* strobe._decorate(kind, name, func), set by __init__.py */
@@ -570,7 +571,8 @@ PyMODINIT_FUNC PyInit__strobe(void)
 	    PyModule_AddIntConstant(m, "STROBE_E_STATE", STROBE_E_STATE) < 0 ||
 	    PyModule_AddIntConstant(m, "ACTIVITY_PYTHON_FUNCTION", STROBE_ACTIVITY_PYTHON_FUNCTION) < 0 ||
 	    PyModule_AddIntConstant(m, "ACTIVITY_UNFINISHED", STROBE_ACTIVITY_UNFINISHED) < 0 ||
-	    PyModule_AddFunctions(m, pytrace_methods) < 0) {
+	    PyModule_AddFunctions(m, pytrace_methods) < 0 ||
+	    PyModule_AddFunctions(m, torch_itt_methods) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import warnings
 from typing import Any, Callable, Iterable, NamedTuple, Union
@@ -67,6 +68,14 @@ _strobe._set_decorator(_decorate)
 # answers `strobe trigger` and dynolog (strobe_init starts strobe's service
 # thread; GPU libraries are loaded only when a trace is prepared).
 _strobe.init(None, -1)
+
+# trace(torch_ops=True) takes PyTorch's ops from its ITT hooks, with the
+# extension as the ITT collector: ittnotify (in libtorch) reads this
+# variable when torch is imported, and loads the collector at its first task
+# (only when a trace turns the hooks on). Left alone when set, e.g. for VTune.
+_torch_imported_first = "torch" in sys.modules
+if not _torch_imported_first:
+    os.environ.setdefault("INTEL_LIBITTNOTIFY64", os.path.abspath(_strobe.__file__))
 
 def _config_value(value: ConfigValue) -> str:
     if isinstance(value, bool):
@@ -167,7 +176,14 @@ class trace:
             from . import _torch
             self._torch = _torch.TorchOps(self.record_shapes)
         _strobe.prepare(self._mask, self._config)
-        _strobe.start()
+        if self._torch is not None:
+            self._torch.enable()
+        try:
+            _strobe.start()
+        except BaseException:
+            if self._torch is not None:
+                self._torch.stop()
+            raise
         self._running = True
         if self._torch is not None:
             self._torch.start()
