@@ -539,12 +539,15 @@ int strb_flight_raw_convert(const char *raw, const char *out, char *err, size_t 
 		got += (size_t)n;
 	}
 	close(fd);
-	struct strb_crash_header h;
+	struct strb_crash_header h = {0};
 	struct threads ts = {0};
 	if (!r.rc && r.len == 0)
 		fail(&r, -EINVAL, "empty: no fatal signal was written into it");
-	if (!r.rc && !check_header(&r, &h) && (ts.version = h.version, !read_threads(&r, &ts)))
-		decode(&r, &h, &ts, out);
+	if (!r.rc && !check_header(&r, &h)) {
+		ts.version = h.version;
+		if (!read_threads(&r, &ts))
+			decode(&r, &h, &ts, out);
+	}
 	free(ts.v);
 	free(r.buf);
 	return r.rc;

@@ -24,7 +24,7 @@
 #define RETAIN_BYTES (16u << 20) /* per thread, between traces */
 
 uint32_t strobe_internal_session;
-__thread struct strb_tbuf *strb_tls_buf STRB_TLS_HOT;
+__thread struct strb_tbuf *strb_tls_buf;
 /* The name given with strobe_thread_set_name, kept even when not tracing. */
 static __thread char tls_thread_name[STRB_THREAD_NAME_MAX];
 

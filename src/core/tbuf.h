@@ -126,11 +126,12 @@ struct strb_tbuf {
 
 /* The active session (strobe_internal_session, exported for the header's
  * inline fast path) is 0 when not tracing; read with relaxed __atomic loads. */
-/* Initial-exec: the hot path reads it with one %fs-relative load instead
- * of a call to __tls_get_addr. It costs 8 bytes of the static TLS surplus
- * that glibc keeps for libraries loaded with dlopen. */
-#define STRB_TLS_HOT __attribute__((tls_model("initial-exec")))
-extern __thread struct strb_tbuf *strb_tls_buf STRB_TLS_HOT;
+/* The default (global-dynamic) TLS model, not initial-exec: one
+ * initial-exec access anywhere puts the library's whole TLS block in the
+ * static TLS surplus glibc keeps for libraries loaded with dlopen, which
+ * it does not fit (Python extensions, CUDA's injection hook, PyTorch load
+ * libstrobe that way). */
+extern __thread struct strb_tbuf *strb_tls_buf;
 
 /* Slow path: attach or reset the calling thread's buffer for session s.
  * NULL when memory cannot be had (the event is then dropped). */

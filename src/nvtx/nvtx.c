@@ -54,14 +54,6 @@ static uint32_t domain_index(nvtxDomainHandle_t d)
 
 /* Range depth per thread and domain, for the values push and pop return. */
 static __thread int depth[STRB_DOMAINS_MAX];
-/* The default domain's, apart: the one nearly every range uses, read
- * without a call to __tls_get_addr (core/tbuf.h). */
-static __thread int depth0 STRB_TLS_HOT;
-
-static inline int *depth_of(uint32_t d)
-{
-	return d ? &depth[d] : &depth0;
-}
 
 /* Wide strings (UTF-32 on Linux) become UTF-8; what does not fit is cut. */
 #define WIDE_MAX (STRB_NAME_MAX + 1)
@@ -163,16 +155,15 @@ static bool read_attrs(const nvtxEventAttributes_t *ea, const char **msg, char *
 static int push(uint32_t d, const char *msg, const struct strb_rec_attrs *at)
 {
 	strb_capture_push(d, msg ? msg : "", at);
-	return (*depth_of(d))++;
+	return depth[d]++;
 }
 
 static int pop(uint32_t d)
 {
-	int *n = depth_of(d);
-	if (*n <= 0)
+	if (depth[d] <= 0)
 		return -1; /* NVTX's answer to a pop without a push; nothing recorded */
 	strb_capture_pop(d);
-	return --*n;
+	return --depth[d];
 }
 
 /* An Ex call's message and attributes, decoded once for all three kinds. */
