@@ -15,13 +15,18 @@
 
 static const char *const kinds[] = {".json", ".json.gz", ".json.zst", ".pftrace"};
 
-static double save_secs(strobe_trace *t, const char *path)
+/* Wall seconds of one save; *cpu (when not NULL) gets the process's CPU
+ * seconds in it. */
+static double save_secs(strobe_trace *t, const char *path, double *cpu)
 {
 	int64_t t0 = bench_now_ns();
+	double c0 = bench_cpu_now_s();
 	if (strobe_trace_save(t, path)) {
 		fprintf(stderr, "save %s: %s\n", path, strobe_last_error());
 		exit(1);
 	}
+	if (cpu)
+		*cpu = bench_cpu_now_s() - c0;
 	return (double)(bench_now_ns() - t0) / 1e9;
 }
 
@@ -41,20 +46,21 @@ static void threads_table(strobe_trace *t, size_t n, const char *dir, int runs)
 	snprintf(many, sizeof(many), "%ld", cpus);
 	printf("\nparallel export into tmpfs: 1 thread against %ld (STROBE_EXPORT_THREADS), alternating\n",
 	       cpus);
-	printf("%-10s %14s %14s %8s %14s %14s\n", "format", "1 thread ev/s", "N threads ev/s", "speedup",
-	       "write-only s", "16 cores ev/s");
+	printf("%-10s %14s %14s %8s %10s %10s %14s %14s\n", "format", "1 thread ev/s", "N threads ev/s",
+	       "speedup", "CPU s (1)", "CPU s (N)", "write-only s", "16 cores ev/s");
 	for (size_t k = 0; k < 3; k += 2) {
 		char path[4096], copy[4096];
 		snprintf(path, sizeof(path), "%s/strobe-bench-threads%s", dir, kinds[k]);
 		snprintf(copy, sizeof(copy), "%s/strobe-bench-copy%s", dir, kinds[k]);
 		double *one = calloc((size_t)runs, sizeof(double)),
 		       *nth = calloc((size_t)runs, sizeof(double));
-		double *wr = calloc((size_t)runs, sizeof(double));
+		double *wr = calloc((size_t)runs, sizeof(double)), *c1 = calloc((size_t)runs, sizeof(double));
+		double *cn = calloc((size_t)runs, sizeof(double));
 		for (int r = 0; r < runs; r++) {
 			setenv("STROBE_EXPORT_THREADS", "1", 1);
-			one[r] = save_secs(t, path);
+			one[r] = save_secs(t, path, &c1[r]);
 			setenv("STROBE_EXPORT_THREADS", many, 1);
-			nth[r] = save_secs(t, path);
+			nth[r] = save_secs(t, path, &cn[r]);
 			/* The file's bytes written again, as the writer thread does. */
 			FILE *f = fopen(path, "rb");
 			fseek(f, 0, SEEK_END);
@@ -76,12 +82,15 @@ static void threads_table(strobe_trace *t, size_t n, const char *dir, int runs)
 		/* On paper: the formatting (all but the write) splits over 16
 		 * threads, the writer's part does not; whichever is longer. */
 		double f16 = (s1 - w) / 16 > w ? (s1 - w) / 16 : w;
-		printf("%-10s %14.0f %14.0f %7.2fx %14.3f %14.0f\n", kinds[k], (double)n / s1, (double)n / sn,
-		       s1 / sn, w, (double)n / f16);
+		printf("%-10s %14.0f %14.0f %7.2fx %10.3f %10.3f %14.3f %14.0f\n", kinds[k], (double)n / s1,
+		       (double)n / sn, s1 / sn, bench_median(c1, runs), bench_median(cn, runs), w,
+		       (double)n / f16);
 		unlink(path);
 		free(one);
 		free(nth);
 		free(wr);
+		free(c1);
+		free(cn);
 	}
 }
 
@@ -126,13 +135,7 @@ int main(int argc, char **argv)
 			double *secs = calloc((size_t)runs, sizeof(double));
 			struct stat st = {0};
 			for (int r = 0; r < runs; r++) {
-				int64_t t0 = bench_now_ns();
-				int rc = strobe_trace_save(t, path);
-				secs[r] = (double)(bench_now_ns() - t0) / 1e9;
-				if (rc) {
-					fprintf(stderr, "save %s: %s\n", path, strobe_last_error());
-					return 1;
-				}
+				secs[r] = save_secs(t, path, NULL);
 				stat(path, &st);
 			}
 			if (k == 0)

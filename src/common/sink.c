@@ -157,8 +157,11 @@ int strb_export_threads(void)
 		}
 		return (int)n;
 	}
+	/* Half the CPUs the process may run on (the program keeps the rest),
+	 * at most 8: one thread on a 2-CPU machine, where a second would only
+	 * take the program's. */
 	cpu_set_t set;
-	int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	int n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) / 2 : 1;
 	return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 

@@ -32,8 +32,8 @@ bool strb_output_is_perfetto_path(const char *path);
  * block device or socket) / -ENOMEM with strobe_last_error set. */
 int strb_sink_open(struct strb_sink **out, const char *path, enum strb_compress c, int level);
 /* Threads a save may use to format and compress: STROBE_EXPORT_THREADS
- * (1 to STRB_EXPORT_THREADS_MAX), else the CPUs this process may run on,
- * at most 8. */
+ * (1 to STRB_EXPORT_THREADS_MAX), else half the CPUs this process may run
+ * on, from 1 to 8. */
 #define STRB_EXPORT_THREADS_MAX 64
 int strb_export_threads(void);
 /* The same, for `name` inside the open directory dirfd (the sink takes

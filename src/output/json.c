@@ -234,7 +234,7 @@ static void activity(struct writer *w, size_t idx)
  * writes the chunks out in order: the file is byte for byte what one
  * thread writes. Workers take chunks in order and never run more than
  * `nslots` chunks ahead of the writer, so memory stays at a few chunks. */
-#define CHUNK_ACTS 16384
+#define CHUNK_ACTS 4096
 
 struct chunk_slot {
 	struct strb_jbuf *b; /* the chunk's text in b->mem */

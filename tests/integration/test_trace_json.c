@@ -723,7 +723,7 @@ static void test_parallel_export(void **state)
 	(void)state;
 	begin(0, NULL);
 	char name[64];
-	for (int i = 0; i < 25000; i++) {
+	for (int i = 0; i < 10000; i++) {
 		snprintf(name, sizeof(name), "step %d", i % 977);
 		strobe_range_push(name);
 		strobe_counter("loss", 1.0 / (i + 1));
@@ -744,7 +744,7 @@ static void test_parallel_export(void **state)
 	strobe_trace_destroy(t);
 	const char *cut0 = strstr(text[0], "\"traceName\"");
 	assert_non_null(cut0);
-	assert_true(cut0 - text[0] > 50000 * 60); /* several chunks of 16384 activities */
+	assert_true(cut0 - text[0] > 20000 * 60); /* several chunks of 4096 activities */
 	for (int i = 1; i < 4; i++) {
 		const char *cut = strstr(text[i], "\"traceName\"");
 		assert_non_null(cut);
@@ -1386,7 +1386,7 @@ static void test_unwritable_output(void **state)
 	begin(0, NULL);
 	char name[64];
 	/* Enough for several chunks of the parallel writer. */
-	for (int i = 0; i < 40000; i++) {
+	for (int i = 0; i < 20000; i++) {
 		snprintf(name, sizeof(name), "event %d %x", i, i * 2654435761u);
 		strobe_instant(name);
 	}
