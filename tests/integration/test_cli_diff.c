@@ -24,12 +24,12 @@
  *           10 only in B (new)
  *   aten::mm: A 3 / 30, B 4 / 37: +7 (matched +5, new 2): slower
  *   ranked by |change|: aten::add +10, aten::mm +7, aten::relu -5
- *   kernels: gemm 20 -> 30 (+10, slower); fill 5 new */
+ *   kernels: gemm 20 -> 30 (+10, slower); fill<float>& 5 new */
 static const char trace_a[] = "{\"traceEvents\": [\n" STEP(1, 0, 100) STEP(2, 100, 100) OP("aten::mm", 10, 10)
     OP("aten::mm", 30, 10) OP("aten::mm", 110, 10) OP("aten::relu", 130, 5) KERNEL("gemm", 10, 20) END;
 static const char trace_b[] = "{\"traceEvents\": [\n" STEP(5, 0, 120) STEP(6, 120, 80) OP("aten::mm", 10, 15)
     OP("aten::mm", 30, 10) OP("aten::mm", 50, 2) OP("aten::mm", 130, 10) OP("aten::add", 150, 10)
-        KERNEL("gemm", 10, 30) KERNEL("fill", 50, 5) END;
+        KERNEL("gemm", 10, 30) KERNEL("fill<float>&", 50, 5) END;
 
 static char *dir, pa[4096], pb[4096];
 
@@ -85,7 +85,7 @@ static void test_ops_by_name_and_position(void **state)
 	assert_string_equal(tu_get_str(at(k, 0), "name"), "gemm");
 	assert_string_equal(tu_get_str(at(k, 0), "status"), "slower");
 	assert_int_equal(num(at(k, 0), "change_ns"), 10000);
-	assert_string_equal(tu_get_str(at(k, 1), "name"), "fill");
+	assert_string_equal(tu_get_str(at(k, 1), "name"), "fill<float>&");
 	assert_string_equal(tu_get_str(at(k, 1), "status"), "new");
 	yajl_tree_free(v);
 }
@@ -123,6 +123,34 @@ static void test_text_and_usage(void **state)
 	free(out);
 }
 
+/* -o: the same tables as one HTML page, names escaped, rows classed by
+ * status; --json and -o together are a usage error. */
+static void test_html(void **state)
+{
+	(void)state;
+	char args[12600], page[4200], *out = NULL;
+	snprintf(page, sizeof(page), "%s/diff.html", dir);
+	snprintf(args, sizeof(args), "-o '%s' '%s' '%s'", page, pa, pb);
+	assert_int_equal(tu_strobe("diff", args, 1, &out), 0);
+	tu_assert_contains(out, "wrote");
+	free(out);
+	char *html = tu_read_file(page, NULL);
+	assert_non_null(html);
+	tu_assert_contains(html, "<tr class=\"slower\"><td class=\"name\">aten::mm</td><td class=\"n\">3</td>"
+	                         "<td class=\"n\">4</td><td class=\"n\">30.000 µs</td><td class=\"n\">37.000 "
+	                         "µs</td><td class=\"n\">+7.000 µs</td><td>slower</td>");
+	tu_assert_contains(html, "<tr class=\"new\"><td class=\"name\">fill&lt;float&gt;&amp;</td>");
+	tu_assert_contains(html, "<tr class=\"gone\"><td class=\"name\">aten::relu</td>");
+	tu_assert_contains(html, "<td class=\"n\">100.000 µs</td><td class=\"n\">120.000 µs</td><td "
+	                         "class=\"n\">+20.000 µs</td>");
+	assert_null(strstr(html, "fill<float>"));
+	free(html);
+	snprintf(args, sizeof(args), "--json -o '%s' '%s' '%s'", page, pa, pb);
+	assert_int_equal(tu_strobe("diff", args, 1, &out), 2);
+	tu_assert_contains(out, "choose one");
+	free(out);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -145,6 +173,7 @@ int main(void)
 	    cmocka_unit_test(test_steps_by_position),
 	    cmocka_unit_test(test_ops_by_name_and_position),
 	    cmocka_unit_test(test_text_and_usage),
+	    cmocka_unit_test(test_html),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

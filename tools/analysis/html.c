@@ -17,7 +17,7 @@
 #define MAX_CHART_STEPS   500 /* bars in the step chart; the steps table lists them all */
 
 /* Text from the trace, safe in element content and in quoted attributes. */
-static void esc(FILE *p, const char *s)
+void an_html_escape(FILE *p, const char *s)
 {
 	for (const char *run = s;; s++) {
 		const char *rep = *s == '&'    ? "&amp;"
@@ -39,11 +39,11 @@ static void esc(FILE *p, const char *s)
 static void cell_text(FILE *p, const char *s)
 {
 	fputs("<td>", p);
-	esc(p, s);
+	an_html_escape(p, s);
 	fputs("</td>", p);
 }
 
-static const char style[] =
+const char an_html_style[] =
     "body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px;color:#1d2330;"
     "max-width:1200px}\n"
     "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dce5}\n"
@@ -164,12 +164,12 @@ static void cells(FILE *p, const struct an_view *v, const struct an_spec *t, con
 			an_get(v->a, c, row, &val);
 			for (size_t k = 0; k < val.rows.n; k++) {
 				fputs(k ? "<br>" : "", p);
-				esc(p,
-				    an_phrase(v->a, c->sub, (const char *)val.rows.base + k * val.rows.stride,
-				              buf, sizeof(buf)));
+				an_html_escape(p, an_phrase(v->a, c->sub,
+				                            (const char *)val.rows.base + k * val.rows.stride,
+				                            buf, sizeof(buf)));
 			}
 		} else {
-			esc(p, an_cell(v->a, t, i, row, buf, sizeof(buf)));
+			an_html_escape(p, an_cell(v->a, t, i, row, buf, sizeof(buf)));
 		}
 		fprintf(p, "</%s>", tag);
 	}
@@ -213,7 +213,7 @@ static void sub_table(FILE *p, const struct an_view *v, const struct an_spec *t,
 			table_open(p, v, c->sub, c->sub->id, &t->cols[lead]);
 		}
 		fputs("<tr><td>", p);
-		esc(p, an_cell(v->a, t, lead, row, buf, sizeof(buf)));
+		an_html_escape(p, an_cell(v->a, t, lead, row, buf, sizeof(buf)));
 		fputs("</td>", p);
 		cells(p, v, c->sub, val.rows.base);
 		fputs("</tr>\n", p);
@@ -255,7 +255,7 @@ static void names_tables(FILE *p, const struct an_view *v)
 	for (size_t i = 0; i < v->a->xcats.n; i++)
 		for (int self = 0; self < 2 && !(self && an_self_same(v, i)); self++) {
 			fputs("<h3>", p);
-			esc(p, *v->xcats[i].name ? v->xcats[i].name : "(none)");
+			an_html_escape(p, *v->xcats[i].name ? v->xcats[i].name : "(none)");
 			fprintf(p, ": top names by %s time</h3>\n", self ? "self" : "total");
 			snprintf(id, sizeof(id), "names-%s%zu", self ? "self-" : "", i);
 			html_table(p, v, &an_names, v->names[i][self], id);
@@ -269,7 +269,7 @@ static void device_chart(FILE *p, const struct an_trace *a, uint32_t pid, const 
 {
 	char label[TR_SHORT_MAX + 32];
 	fprintf(p, "<div class=\"device\"><b>");
-	esc(p, an_device_label(a, pid, label, sizeof(label)));
+	an_html_escape(p, an_device_label(a, pid, label, sizeof(label)));
 	fprintf(p, "</b> %s<svg id=\"%s-%zu\" class=\"util\" width=\"1000\" height=\"70\"></svg></div>\n",
 	        what, prefix, i);
 }
@@ -549,11 +549,11 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	if (!p)
 		return -ENOMEM;
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>strobe report: ", p);
-	esc(p, v->file);
+	an_html_escape(p, v->file);
 	fprintf(
 	    p,
 	    "</title>\n<style>\n%s</style>\n</head>\n<body data-rendered=\"no\">\n<h1>strobe report</h1>\n",
-	    style);
+	    an_html_style);
 	fputs("<div id=\"errors\"></div>\n", p);
 	facts(p, a, v->file, v->st);
 	if (a->nsteps) {
@@ -593,7 +593,7 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 		fputs("<p class=\"note\">The trace has no \"strobe\" metadata with drop counts.</p>\n", p);
 	html_table(p, v, &an_accounting, an_accounting.rows(v), NULL);
 	fputs("<p class=\"note\">Written by strobe ", p);
-	esc(p, strobe_version());
+	an_html_escape(p, strobe_version());
 	fputs(". Times are in the trace's clock; percentiles are nearest-rank over every duration.</p>\n", p);
 	int rc = chart_data(p, v);
 	fputs(script, p);

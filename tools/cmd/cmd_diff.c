@@ -1,19 +1,24 @@
 /* strobe diff: two traces (two runs, two commits, two ranks) compared by
  * step, op and kernel, from one streaming pass over each. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_gen.h>
 
 #include "analysis/diff.h"
+#include "analysis/present.h"
 #include "cmd/cli.h"
 #include "cmd/commands.h"
+#include "common/sink.h"
+#include "strobe/strobe.h"
 
 #define DEFAULT_TOP 20
 
 static const char usage_text[] =
-    "usage: strobe diff [--top N] [--json] [--step-name NAME] A B\n"
+    "usage: strobe diff [--top N] [--json | -o OUT.html] [--step-name NAME] A B\n"
     "\n"
     "Compares two trace files (anything strobe summary reads): what got slower or faster\n"
     "from A to B, and what is new or gone.\n"
@@ -36,6 +41,8 @@ static const char usage_text[] =
     "options:\n"
     "  --top N           rows per table (default 20; 0 shows all)\n"
     "  --json            print one JSON object instead of tables\n"
+    "  -o, --output OUT  write the tables as one self-contained HTML page instead (slower\n"
+    "                    rows red, faster green; written under a temporary name, then renamed)\n"
     "  --step-name NAME  complete events named NAME are the steps (in both traces)\n"
     "  -h, --help        show this text\n"
     "\n"
@@ -52,9 +59,10 @@ static const char usage_text[] =
     "\n"
     "examples:\n"
     "  strobe diff before.json.gz after.json.gz\n"
-    "  strobe diff --json rank0.json rank1.json | jq '.kernels[:5]'\n";
+    "  strobe diff --json rank0.json rank1.json | jq '.kernels[:5]'\n"
+    "  strobe diff -o diff.html before.json after.json\n";
 
-static const struct cli cli = {"diff", "strobe diff [--top N] [--json] [--step-name NAME] A B"};
+static const struct cli cli = {"diff", "strobe diff [--top N] [--json | -o OUT.html] [--step-name NAME] A B"};
 
 /* "+12.345 µs", "-1.000 ms", "0 ns". */
 static const char *signed_dur(int64_t ns, char *buf, size_t len)
@@ -238,13 +246,143 @@ static int print_json(FILE *f, const char *fa, const char *fb, const struct an_d
 	return rc;
 }
 
+/* ---- HTML ------------------------------------------------------------------- */
+
+static void html_cell(FILE *p, const char *cls, const char *text)
+{
+	fprintf(p, "<td%s%s%s>", *cls ? " class=\"" : "", cls, *cls ? "\"" : "");
+	an_html_escape(p, text);
+	fputs("</td>", p);
+}
+
+static void html_rows(FILE *p, const char *id, const char *title, const struct an_diff_row *rows, size_t n,
+                      size_t top, bool ranked)
+{
+	char b1[40], b2[40], b3[40], b4[40];
+	fprintf(p,
+	        "<h2>%s</h2>\n<table id=\"%s\"><thead><tr>%s<th>name</th><th class=\"n\">A count</th>"
+	        "<th class=\"n\">B count</th><th class=\"n\">A total</th><th class=\"n\">B total</th>"
+	        "<th class=\"n\">change</th><th>status</th><th class=\"n\">matched change</th>"
+	        "<th class=\"n\">new</th><th class=\"n\">gone</th></tr></thead><tbody>\n",
+	        title, id, ranked ? "<th>rank</th>" : "");
+	for (size_t i = 0; i < an_shown(n, top); i++) {
+		const struct an_diff_row *r = &rows[i];
+		const char *st = an_diff_status(r);
+		fprintf(p, "<tr class=\"%s\">", st);
+		if (ranked)
+			html_cell(p, "", an_rank_label(r->rank, b1, sizeof(b1)));
+		html_cell(p, "name", r->name);
+		snprintf(b1, sizeof(b1), "%" PRIu64, r->a_count);
+		html_cell(p, "n", b1);
+		snprintf(b1, sizeof(b1), "%" PRIu64, r->b_count);
+		html_cell(p, "n", b1);
+		html_cell(p, "n", an_fmt_dur(r->a_total, b2, sizeof(b2)));
+		html_cell(p, "n", an_fmt_dur(r->b_total, b3, sizeof(b3)));
+		html_cell(p, "n", signed_dur(r->b_total - r->a_total, b4, sizeof(b4)));
+		html_cell(p, "", st);
+		html_cell(p, "n", signed_dur(r->matched_change, b4, sizeof(b4)));
+		html_cell(p, "n", an_fmt_dur(r->new_total, b2, sizeof(b2)));
+		html_cell(p, "n", an_fmt_dur(r->gone_total, b3, sizeof(b3)));
+		fputs("</tr>\n", p);
+	}
+	fputs("</tbody></table>\n", p);
+	if (n > an_shown(n, top))
+		fprintf(p, "<p class=\"more\">%zu more not shown (--top 0 shows all).</p>\n",
+		        n - an_shown(n, top));
+}
+
+/* The page, into *page (free it). */
+static int html_page(const char *fa, const char *fb, const struct an_trace *a, const struct an_trace *b,
+                     const struct an_diff *d, size_t top, char **page, size_t *len)
+{
+	char b1[40], b2[40], b3[40], b4[40];
+	bool ranked = a->ranked || b->ranked;
+	FILE *p = open_memstream(page, len);
+	if (!p)
+		return -ENOMEM;
+	fputs(
+	    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>strobe diff</title>\n"
+	    "<style>\n",
+	    p);
+	fputs(an_html_style, p);
+	fputs(
+	    "tr.slower td,tr.new td{color:#a4262c}tr.faster td,tr.gone td{color:#2b7a3d}\n</style>\n</head>\n"
+	    "<body>\n<h1>strobe diff</h1>\n<table id=\"facts\" class=\"facts\"><tbody>\n<tr><td>A</td>",
+	    p);
+	html_cell(p, "", fa);
+	fprintf(p, "<td>%s</td></tr>\n<tr><td>B</td>", an_fmt_dur(an_window(a), b1, sizeof(b1)));
+	html_cell(p, "", fb);
+	fprintf(p, "<td>%s</td></tr>\n</tbody></table>\n", an_fmt_dur(an_window(b), b1, sizeof(b1)));
+	fputs(
+	    "<p class=\"note\">Ops and kernels are matched by name and position in their step (the k-th of a "
+	    "name in the same step); change = B - A.</p>\n<h2>Steps, matched by position</h2>\n"
+	    "<table id=\"steps\"><thead><tr><th>rank</th><th class=\"n\">A step</th><th class=\"n\">B "
+	    "step</th><th class=\"n\">A duration</th><th class=\"n\">B duration</th><th "
+	    "class=\"n\">change</th><th class=\"n\">A GPU busy</th><th class=\"n\">B GPU "
+	    "busy</th></tr></thead><tbody>\n",
+	    p);
+	for (size_t i = 0; i < an_shown(d->nsteps, top); i++) {
+		const struct an_diff_step *s = &d->steps[i];
+		bool in_a = s->a_number >= 0, in_b = s->b_number >= 0;
+		int64_t change = s->b_dur - s->a_dur;
+		fprintf(p, "<tr class=\"%s\">",
+		        !in_a || !in_b ? ""
+		        : change > 0   ? "slower"
+		        : change < 0   ? "faster"
+		                       : "");
+		html_cell(p, "", ranked ? an_rank_label(s->rank, b1, sizeof(b1)) : "all");
+		snprintf(b1, sizeof(b1), "%" PRId64, s->a_number);
+		html_cell(p, "n", in_a ? b1 : "-");
+		snprintf(b2, sizeof(b2), "%" PRId64, s->b_number);
+		html_cell(p, "n", in_b ? b2 : "-");
+		html_cell(p, "n", in_a ? an_fmt_dur(s->a_dur, b3, sizeof(b3)) : "-");
+		html_cell(p, "n", in_b ? an_fmt_dur(s->b_dur, b4, sizeof(b4)) : "-");
+		html_cell(p, "n", in_a && in_b ? signed_dur(change, b1, sizeof(b1)) : "-");
+		html_cell(p, "n", s->a_busy >= 0 ? an_fmt_dur(s->a_busy, b2, sizeof(b2)) : "-");
+		html_cell(p, "n", s->b_busy >= 0 ? an_fmt_dur(s->b_busy, b3, sizeof(b3)) : "-");
+		fputs("</tr>\n", p);
+	}
+	fputs("</tbody></table>\n", p);
+	html_rows(p, "ops", "Ops (cpu_op, user_annotation) by change in total time", d->ops, d->nops, top,
+	          ranked);
+	html_rows(p, "kernels", "Kernels by change in total time", d->kernels, d->nkernels, top, ranked);
+	fputs("<p class=\"note\">Written by strobe ", p);
+	an_html_escape(p, strobe_version());
+	fputs(".</p>\n</body></html>\n", p);
+	return ferror(p) | fclose(p) ? -ENOMEM : 0;
+}
+
+static int write_html(const char *out, const char *fa, const char *fb, const struct an_trace *a,
+                      const struct an_trace *b, const struct an_diff *d, size_t top, char *err, size_t errlen)
+{
+	char *page = NULL;
+	size_t len = 0;
+	if (html_page(fa, fb, a, b, d, top, &page, &len)) {
+		free(page);
+		snprintf(err, errlen, "out of memory");
+		return 1;
+	}
+	struct strb_sink *sink;
+	int rc = strb_sink_open(&sink, out, STRB_COMPRESS_NONE, -1);
+	if (!rc) {
+		strb_sink_write(sink, page, len);
+		rc = strb_sink_commit(sink);
+	}
+	free(page);
+	if (rc)
+		snprintf(err, errlen, "cannot write the page: %s", strobe_last_error());
+	else
+		fprintf(stderr, "strobe: wrote %s\n", out);
+	return rc ? 1 : 0;
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 int cmd_diff(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
 	bool json = false;
-	const char *files[2] = {NULL, NULL}, *step_name = NULL, *val;
+	const char *files[2] = {NULL, NULL}, *step_name = NULL, *val, *out = NULL;
 	for (int i = 1, rc; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
 			fputs(usage_text, stdout);
@@ -253,6 +391,9 @@ int cmd_diff(int argc, char **argv)
 			json = true;
 		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
 			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--output", "-o", &val)) {
+			if ((rc = cli_text(&cli, "--output", val, "a file name", &out)))
 				return rc;
 		} else if (cli_opt(argc, argv, &i, "--top", NULL, &val)) {
 			int64_t n = 0;
@@ -272,6 +413,8 @@ int cmd_diff(int argc, char **argv)
 		                 files[0] ? "only one trace given: diff needs A and B" : "no traces given");
 	if (!strcmp(files[0], "-") && !strcmp(files[1], "-"))
 		return cli_usage(&cli, "only one of A and B can be stdin");
+	if (json && out)
+		return cli_usage(&cli, "--json and --output: choose one");
 
 	struct an_trace t[2] = {{.step_name = step_name}, {.step_name = step_name}};
 	struct tr_stats st;
@@ -282,7 +425,9 @@ int cmd_diff(int argc, char **argv)
 	struct an_diff d = {0};
 	if (!rc && an_diff(&t[0], &t[1], &d))
 		rc = snprintf(err, sizeof(err), "out of memory comparing %s and %s", files[0], files[1]);
-	if (!rc && json)
+	if (!rc && out)
+		rc = write_html(out, files[0], files[1], &t[0], &t[1], &d, top, err, sizeof(err));
+	else if (!rc && json)
 		rc = print_json(stdout, files[0], files[1], &d, top)
 		         ? snprintf(err, sizeof(err), "out of memory")
 		         : 0;
