@@ -269,6 +269,24 @@ static void test_report_steps(void **state)
 	free(html);
 }
 
+/* libkineto's own GPU trace: no NCCL, so no overlap to state (JSON null,
+ * nothing in the text rather than a blank). */
+static void test_no_communication(void **state)
+{
+	(void)state;
+	char *out = NULL;
+	assert_int_equal(tu_strobe("summary", "'" STROBE_TEST_DATA_DIR "/libkineto-cuda-fake.json'", 0, &out),
+	                 0);
+	char *line = tu_line_with(out, "communication 0 ns");
+	tu_assert_contains(line, "other work 0 ns, GPU events 11");
+	assert_null(strstr(line, "overlap"));
+	free(line);
+	free(out);
+	yajl_val v = summary_json("--json '" STROBE_TEST_DATA_DIR "/libkineto-cuda-fake.json'");
+	assert_true(YAJL_IS_NULL(tu_get(at(tu_get(v, "temporal_breakdown"), 0), "comm_comp_overlap_pct")));
+	yajl_tree_free(v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -290,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_hta_analyses),
 	    cmocka_unit_test(test_step_name_cpu_only),
 	    cmocka_unit_test(test_report_steps),
+	    cmocka_unit_test(test_no_communication),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

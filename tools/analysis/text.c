@@ -85,6 +85,8 @@ static void text_row(FILE *f, const struct an_view *v, const struct an_spec *t, 
 		if (!(c->flags & AN_LINE))
 			continue;
 		an_get(v->a, c, row, &val);
+		if (c->unit != AN_ROWS && val.none)
+			continue; /* nothing to say: no "overlap " with a blank */
 		if (c->unit != AN_ROWS) {
 			char tmp[64], item[TR_SHORT_MAX + 96];
 			snprintf(item, sizeof(item), "%s %s", c->head,
