@@ -157,7 +157,9 @@ static const char *ident_key(const struct tr_ident *id, char *buf, size_t len)
 
 int64_t an_sat_add(int64_t x, int64_t y)
 {
-	return y > 0 && x > INT64_MAX - y ? INT64_MAX : x + y;
+	if (y > 0 && x > INT64_MAX - y)
+		return INT64_MAX;
+	return y < 0 && x < INT64_MIN - y ? INT64_MIN : x + y;
 }
 
 static struct an_process *process_of(struct an_trace *a, const struct tr_ident *pid)

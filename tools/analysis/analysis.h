@@ -437,7 +437,7 @@ bool an_grow(void **arr, size_t n, size_t *cap, size_t size);
 	(an_grow((void **)&(arr), (n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
 /* qsort, for arrays that may be empty (and NULL). */
 void an_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-/* x + y, held at INT64_MAX (y >= 0). */
+/* x + y, held at INT64_MAX or INT64_MIN. */
 int64_t an_sat_add(int64_t x, int64_t y);
 
 /* Steps and HTA's analyses (hta.c): each complete event as read, then

@@ -200,7 +200,7 @@ static int match(const struct item *x, size_t nx, const struct item *y, size_t n
 		}
 		if (!c) {
 			r->matched++;
-			r->matched_change += y[j].dur - x[i].dur;
+			r->matched_change = an_sat_add(r->matched_change, y[j].dur - x[i].dur);
 		} else if (c < 0) {
 			r->gone_total = an_sat_add(r->gone_total, x[i].dur);
 		} else {

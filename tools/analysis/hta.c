@@ -141,7 +141,7 @@ static int64_t ivals_total(const struct ivals *u)
 {
 	int64_t t = 0;
 	for (size_t i = 0; i < u->n; i++)
-		t = an_sat_add(t, u->v[i].e - u->v[i].s);
+		t = an_sat_add(t, an_span(u->v[i].s, u->v[i].e));
 	return t;
 }
 
@@ -187,7 +187,7 @@ static int64_t ivals_within(const struct ivals *u, int64_t s, int64_t e)
 	for (size_t i = lo; i < u->n && u->v[i].s < e; i++) {
 		int64_t x = u->v[i].s > s ? u->v[i].s : s, y = u->v[i].e < e ? u->v[i].e : e;
 		if (y > x)
-			t = an_sat_add(t, y - x);
+			t = an_sat_add(t, an_span(x, y));
 	}
 	return t;
 }
@@ -314,11 +314,12 @@ static int mark_outliers(struct an_step *steps, size_t n)
 	an_sort(v, n, sizeof(*v), cmp_i64);
 	int64_t med = median_of(v, n);
 	for (size_t i = 0; i < n; i++)
-		v[i] = steps[i].dur > med ? steps[i].dur - med : med - steps[i].dur;
+		v[i] = steps[i].dur > med ? an_span(med, steps[i].dur) : an_span(steps[i].dur, med);
 	an_sort(v, n, sizeof(*v), cmp_i64);
 	int64_t mad = median_of(v, n);
 	for (size_t i = 0; i < n; i++)
-		steps[i].outlier = steps[i].dur > med + 3 * mad && steps[i].dur > med + med / 10;
+		steps[i].outlier = (double)steps[i].dur > (double)med + 3.0 * (double)mad &&
+		                   (double)steps[i].dur > 1.1 * (double)med;
 	free(v);
 	return 0;
 }
@@ -485,7 +486,7 @@ static int type_times(struct an_trace *a, const struct dev_work *w, struct an_br
 	for (size_t i = 0; i < ne; i++) {
 		mask += ed[i].bit;
 		if (i + 1 < ne && mask > 0 && mask < 8)
-			t[mask] = an_sat_add(t[mask], ed[i + 1].t - ed[i].t);
+			t[mask] = an_sat_add(t[mask], an_span(ed[i].t, ed[i + 1].t));
 	}
 	free(ed);
 	for (int m = 1; m < 8; m++)
@@ -627,13 +628,13 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 			any = true;
 			if (have_prev) {
 				const struct an_hcpu *l = launch_of(a, r[k].corr, b->rank);
-				int64_t gap = r[k].ts - prev_end;
+				int64_t gap = an_span(prev_end, r[k].ts);
 				if (l && l->ts > prev_end)
-					s.host_wait += gap;
+					s.host_wait = an_sat_add(s.host_wait, gap);
 				else if (gap < AN_KERNEL_WAIT_NS)
-					s.kernel_wait += gap;
+					s.kernel_wait = an_sat_add(s.kernel_wait, gap);
 				else
-					s.other += gap;
+					s.other = an_sat_add(s.other, gap);
 			}
 			prev_end = an_sat_add(r[k].ts, r[k].dur);
 			have_prev = true;
@@ -655,7 +656,7 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		const struct an_hcpu *l = launch_of(a, w->r[i].corr, b->rank);
 		if (!l || !l->launch)
 			continue;
-		int64_t delay = w->r[i].ts - l->ts - l->dur;
+		int64_t delay = an_span(an_sat_add(l->ts, l->dur), w->r[i].ts);
 		d[n++] = delay > 0 ? delay : 0;
 		b->short_kernels += w->r[i].dur < l->dur;
 		b->runtime_outliers += l->dur > AN_RUNTIME_CUTOFF_NS;
