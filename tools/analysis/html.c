@@ -63,10 +63,11 @@ const char an_html_style[] =
 /* ns since the epoch as fmt (strftime, UTC) plus milliseconds. */
 static const char *wall_clock(int64_t ns, const char *fmt, char *buf, size_t len)
 {
-	time_t secs = (time_t)(ns / 1000000000);
+	int64_t frac = ((ns % 1000000000) + 1000000000) % 1000000000; /* before the epoch too */
+	time_t secs = (time_t)((ns - frac) / 1000000000);
 	struct tm tm;
 	size_t n = gmtime_r(&secs, &tm) ? strftime(buf, len, fmt, &tm) : 0;
-	snprintf(buf + n, len - n, ".%03d", (int)(ns % 1000000000 / 1000000));
+	snprintf(buf + n, len - n, ".%03d", (int)(frac / 1000000));
 	return buf;
 }
 
