@@ -287,6 +287,40 @@ static void test_no_communication(void **state)
 	yajl_tree_free(v);
 }
 
+/* Streams as the trace names them: strobe's overlap rows have 13-digit
+ * tids and names such as "stream 7 (overlap 1)"; libkineto's "stream 7 "
+ * loses its trailing blank; a row without a name shows its tid. */
+static void test_stream_names(void **state)
+{
+	(void)state;
+	static const char named[] = "{\"traceEvents\": [\n" X("kernel", "a", 0, 7, 0, 10, "")
+	    X("kernel", "b", 0, 1000000000007, 5, 10, "")
+	        X("kernel", "c", 0, 9, 30, 10,
+	          "") "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, "
+	              "\"tid\": 1000000000007, \"args\": {\"name\": \"stream 7 (overlap 1)\"}},\n"
+	              "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 7, "
+	              "\"args\": {\"name\": \"stream 7 \"}}\n]}\n";
+	char args[8400], *out = NULL;
+	snprintf(args, sizeof(args), "'%s'", write_trace(named, "names.json"));
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	char *line = tu_line_with(out, "streams (busy % of the window):");
+	tu_assert_contains(line, ": stream 7 ");
+	assert_null(strstr(line, "1000000000007"));
+	free(line);
+	tu_assert_contains(out, "stream 7 (overlap 1) ");
+	tu_assert_contains(out, " 9 ");
+	free(out);
+	snprintf(args, sizeof(args), "--json '%s/names.json'", dir);
+	yajl_val v = summary_json(args);
+	yajl_val streams = tu_get(at(tu_get(v, "gpu_devices"), 0), "streams");
+	assert_int_equal(streams->u.array.len, 3);
+	assert_string_equal(tu_get_str(at(streams, 0), "name"), "stream 7");
+	assert_string_equal(tu_get_str(at(streams, 1), "name"), "stream 7 (overlap 1)");
+	assert_int_equal(num(at(streams, 1), "tid"), 1000000000007);
+	assert_string_equal(tu_get_str(at(streams, 2), "name"), "9");
+	yajl_tree_free(v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -309,6 +343,7 @@ int main(void)
 	    cmocka_unit_test(test_step_name_cpu_only),
 	    cmocka_unit_test(test_report_steps),
 	    cmocka_unit_test(test_no_communication),
+	    cmocka_unit_test(test_stream_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

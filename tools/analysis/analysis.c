@@ -253,8 +253,28 @@ static int64_t rank_of_name(const char *name)
 	return r;
 }
 
+/* thread_name: kept for the row it names, whichever comes first. */
+static int thread_name(struct an_trace *a, const struct tr_event *ev)
+{
+	const struct tr_pair *arg = tr_event_arg(ev, "name");
+	if (!arg)
+		return 0;
+	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
+	ident_key(&ev->pid, pid, sizeof(pid));
+	struct an_tname *t = an_table_get(&a->tnames, join(a, pid, ident_key(&ev->tid, tid, sizeof(tid))));
+	if (!t)
+		return -ENOMEM;
+	if (!json_string(arg->value, t->name, sizeof(t->name)))
+		snprintf(t->name, sizeof(t->name), "%.*s", (int)sizeof(t->name) - 1, arg->value);
+	for (size_t n = strlen(t->name); n && t->name[n - 1] == ' '; n--)
+		t->name[n - 1] = 0;
+	return 0;
+}
+
 static int on_metadata(struct an_trace *a, const struct tr_event *ev)
 {
+	if (!strcmp(ev->name, "thread_name"))
+		return thread_name(a, ev);
 	bool name = !strcmp(ev->name, "process_name");
 	if (!name && strcmp(ev->name, "process_labels"))
 		return 0;
@@ -1203,6 +1223,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	a->instants.item_size = sizeof(struct an_instant);
 	a->counters.item_size = sizeof(struct an_series);
 	a->dirs.item_size = sizeof(struct an_count);
+	a->tnames.item_size = sizeof(struct an_tname);
 	struct tr_handler h = {on_event, on_member, a};
 	if (errlen)
 		*err = 0;
@@ -1247,7 +1268,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 void an_free(struct an_trace *a)
 {
 	struct an_table *tables[] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,
-	                             &a->pids, &a->instants, &a->counters, &a->dirs};
+	                             &a->pids, &a->instants, &a->counters, &a->dirs,  &a->tnames};
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		an_table_free(tables[i]);
 	free(a->x);
@@ -1286,6 +1307,12 @@ const char *an_row_tid(const struct an_trace *a, uint32_t row)
 {
 	const struct an_row *r = an_table_item(&a->rows, row);
 	return a->rows.keys[row] + r->tid_off;
+}
+
+const char *an_row_label(const struct an_trace *a, uint32_t row)
+{
+	const struct an_tname *t = a->tnames.n ? an_table_find(&a->tnames, a->rows.keys[row]) : NULL;
+	return t && *t->name ? t->name : an_row_tid(a, row);
 }
 
 const char *an_row_pid(const struct an_trace *a, uint32_t row)

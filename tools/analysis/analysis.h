@@ -102,6 +102,12 @@ struct an_row {
 	uint32_t tid_off; /* where the tid's text starts in the key */
 };
 
+/* A row's thread_name (libkineto names stream rows "stream 7 ", strobe
+ * its overlap rows "stream 7 (overlap 1)"), keyed as the rows are. */
+struct an_tname {
+	char name[TR_SHORT_MAX];
+};
+
 /* One complete event, as small as self time needs. */
 struct an_xrec {
 	uint32_t row, name;
@@ -338,7 +344,7 @@ struct an_meta_num {
 
 struct an_trace {
 	/* collected */
-	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs;
+	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs, tnames;
 	struct an_xrec *x;
 	size_t nx, capx;
 	/* Complete events with "finished": false: ranges open when the trace
@@ -451,6 +457,9 @@ const char *an_ktype_name(unsigned type);
 const char *an_name(const struct an_trace *a, uint32_t i);
 /* The tid text of a row (the number, or the string). */
 const char *an_row_tid(const struct an_trace *a, uint32_t row);
+/* A stream row as the trace names it: its thread_name without trailing
+ * blanks, else its tid's text. */
+const char *an_row_label(const struct an_trace *a, uint32_t row);
 /* The pid of a row (the ident's text). */
 const char *an_row_pid(const struct an_trace *a, uint32_t row);
 

@@ -81,14 +81,17 @@ GET(stream_tid, struct an_stream,
 GET(stream_pct, struct an_stream, v->d = an_pct(r->busy, an_window(a)))
 
 #define STREAM(f) F(struct an_stream, f)
+GET(stream_label, struct an_stream, v->s = an_row_label(a, r->row))
+
 static const struct an_column streams_cols[] = {
     {"stream", "tid", AN_IDENT, 0, 0, .get = stream_tid},
+    {"name", "name", AN_TEXT, 0, 0, .get = stream_label},
     {"busy %", "busy_pct", AN_PCT, 0, 0, .get = stream_pct},
     {"busy", "busy_ns", AN_NS, STREAM(busy)},
     {"events", "events", AN_COUNT, STREAM(events)},
 };
 static const struct an_spec streams = {
-    .key = "streams", .line = "{0} {1} ({2}, events {3})", COLS(streams_cols)};
+    .key = "streams", .line = "{1} {2} ({3}, events {4})", COLS(streams_cols)};
 
 GET(hidden_pct, struct an_device, v->d = an_pct(r->both, r->comm))
 

@@ -355,8 +355,8 @@ static int chart_data(FILE *p, const struct an_view *v)
 		yajl_gen_array_open(g);
 		for (size_t k = 0; k < d->nstreams; k++) {
 			yajl_gen_map_open(g);
-			gs(g, "tid");
-			gs(g, an_row_tid(a, d->streams[k].row));
+			gs(g, "name");
+			gs(g, an_row_label(a, d->streams[k].row));
 			gnum(g, "busy_pct", an_pct(d->streams[k].busy, an_window(a)));
 			yajl_gen_map_close(g);
 		}
@@ -493,7 +493,8 @@ static const char script[] =
     "    D.devices.forEach(function (d) {\n"
     "      d.streams.forEach(function (s) {\n"
     "        var y = row++ * 20;\n"
-    "        el('text', {x: 0, y: y + 14}, occ, cut(d.name, 40) + ' \\u00b7 stream ' + s.tid);\n"
+    "        el('text', {x: 0, y: y + 14}, occ, cut(d.name, 40) + ' \\u00b7 ' + (/^[0-9]+$/.test(s.name) ? "
+    "'stream ' : '') + cut(s.name, 40));\n"
     "        var r = el('rect', {'class': 'bar', x: 420, y: y + 3, height: 14,\n"
     "                            width: Math.max(1, 4.8 * s.busy_pct).toFixed(1)}, occ);\n"
     "        el('title', {}, r, s.busy_pct.toFixed(1) + '% busy');\n"

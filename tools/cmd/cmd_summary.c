@@ -68,7 +68,7 @@ static const char usage_text[] =
     "   \"gpu_devices\": [{\"pid\", \"name\", \"rank\", \"events\", \"busy_ns\", \"busy_pct\",\n"
     "                    \"first_ts_ns\", \"last_end_ns\", \"idle_gaps\": {\"count\", \"total_ns\",\n"
     "                    \"longest_ns\", \"longest\": [{\"start_ns\", \"duration_ns\"}, ...]},\n"
-    "                    \"streams\": [{\"tid\", \"events\", \"busy_ns\", \"busy_pct\"}, ...],\n"
+    "                    \"streams\": [{\"tid\", \"name\", \"events\", \"busy_ns\", \"busy_pct\"}, ...],\n"
     "                    \"comm_compute\": {\"comm_ns\", \"compute_ns\", \"both_ns\",\n"
     "                                    \"hidden_pct\"} or null}, ...],\n"
     "   \"kernels\": [{\"rank\", \"name\", \"count\", \"total_ns\", \"mean_ns\", \"p50_ns\",\n"
