@@ -22,7 +22,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -54,7 +53,6 @@ static atomic_bool written;
  * it has none, so that its stack overflowing is caught too (every thread
  * that records gets its own in core/tbuf.c). Never unmapped: the thread
  * may keep it registered. */
-#define ALT_STACK_BYTES (128 * 1024)
 static void *alt_stack;
 
 static int sig_index(int sig)
@@ -140,17 +138,10 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 
 static void give_alt_stack(void)
 {
-	stack_t cur;
 	/* One thread only, the first to start the recorder: two threads must
 	 * never share one. */
-	if (alt_stack || sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
-		return;
-	void *p = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return;
-	alt_stack = p;
-	stack_t ss = {.ss_sp = alt_stack, .ss_size = ALT_STACK_BYTES};
-	sigaltstack(&ss, NULL);
+	if (!alt_stack)
+		alt_stack = strb_alt_stack_give();
 }
 
 static bool unwritten_locked(void)

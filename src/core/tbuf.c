@@ -54,7 +54,6 @@ _Static_assert(CLAIM_BYTES == STRB_TBUF_CHUNK, "a flight ring's chunk is one bud
 #define KEPT_BYTES (64 * 1024)
 struct strb_bnd {
 	uint64_t pos, pop_pos;
-	uint16_t stack;
 };
 struct strb_kept {
 	uint32_t n;
@@ -85,27 +84,26 @@ static void kept_free(struct strb_kept *kp)
 	}
 }
 
-/* Flight rings: a thread that records into one gets an alternate signal
- * stack when it has none, so that the fatal-signal dump is written when
- * its own stack overflows too. Taken back when the thread exits. */
-#define ALT_STACK_BYTES (128 * 1024)
-static void give_alt_stack(struct strb_tbuf *b)
+void *strb_alt_stack_give(void)
 {
 	stack_t cur;
-	if (b->alt_stack || sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
-		return;
-	void *p = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE,
+	if (sigaltstack(NULL, &cur) || !(cur.ss_flags & SS_DISABLE))
+		return NULL;
+	void *p = mmap(NULL, STRB_ALT_STACK_BYTES, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return;
-	stack_t ss = {.ss_sp = p, .ss_size = ALT_STACK_BYTES};
+		return NULL;
+	stack_t ss = {.ss_sp = p, .ss_size = STRB_ALT_STACK_BYTES};
 	if (sigaltstack(&ss, NULL)) {
-		munmap(p, ALT_STACK_BYTES);
-		return;
+		munmap(p, STRB_ALT_STACK_BYTES);
+		return NULL;
 	}
-	b->alt_stack = p;
+	return p;
 }
 
+/* Flight rings: a thread that records into one gets an alternate signal
+ * stack, taken back when it exits (unless the program put its own in
+ * place meanwhile: ours then stays mapped). */
 static void take_alt_stack(struct strb_tbuf *b)
 {
 	stack_t cur;
@@ -114,9 +112,9 @@ static void take_alt_stack(struct strb_tbuf *b)
 	if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == b->alt_stack && !(cur.ss_flags & SS_ONSTACK)) {
 		stack_t off = {.ss_flags = SS_DISABLE};
 		if (sigaltstack(&off, NULL) == 0)
-			munmap(b->alt_stack, ALT_STACK_BYTES);
+			munmap(b->alt_stack, STRB_ALT_STACK_BYTES);
 	}
-	b->alt_stack = NULL; /* else the program put its own in place: ours stays mapped */
+	b->alt_stack = NULL;
 }
 
 /* ---- pre-faulting ----------------------------------------------------- */
@@ -384,8 +382,8 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 	}
 	pthread_mutex_unlock(&registry_lock);
 	strb_tls_buf = b;
-	if (b->ring)
-		give_alt_stack(b);
+	if (b->ring && !b->alt_stack)
+		b->alt_stack = strb_alt_stack_give();
 	if (!ok) {
 		LOGE("cannot reserve %zu bytes for a capture buffer; this thread's events are dropped", want);
 		strb_tbuf_count(&b->dropped);
@@ -518,8 +516,6 @@ static void chunk_end(struct strb_tbuf *b)
 			size_t cap = kp->bnd_cap ? kp->bnd_cap : 64;
 			while (cap < kp->bnd_n + add)
 				cap *= 2;
-			if (cap <= kp->bnd_cap)
-				cap *= 2;
 			struct strb_bnd *nb = malloc(cap * sizeof(*nb));
 			if (!nb) {
 				kp->lost_next += add;
@@ -537,7 +533,6 @@ static void chunk_end(struct strb_tbuf *b)
 	for (; i < b->shadow_n; i++, out++) {
 		out->pos = b->shadow[i] >> 16;
 		out->pop_pos = 0;
-		out->stack = (uint16_t)(b->shadow[i] & 0xffffu);
 	}
 	kp->bnd_n += add;
 }

@@ -339,6 +339,12 @@ struct strb_raw_thread_end {
 	uint64_t unreadable; /* bytes that could not be read, written as zeros */
 };
 
+/* An alternate signal stack for the calling thread when it has none, so
+ * that the fatal-signal handler has a stack to run on when the thread's
+ * own is used up: STRB_ALT_STACK_BYTES mapped and installed. Returns it,
+ * or NULL (the thread has one already, or no memory). */
+#define STRB_ALT_STACK_BYTES (128 * 1024)
+void *strb_alt_stack_give(void);
 /* Copies n bytes at src into dst, or returns false where src is not
  * readable (process_vm_readv on ourselves). Async-signal-safe. */
 bool strb_raw_peek(void *dst, const void *src, size_t n);
