@@ -144,7 +144,7 @@ static bool on_device(uint32_t kind)
 }
 
 struct level {
-	bool used, start_known;
+	bool used;
 	int64_t allocated; /* start level + allocations - frees */
 	int64_t outside_pools;
 };
@@ -282,7 +282,7 @@ static void pool_event(struct state *s, const struct strb_cupti_mem_ev *e)
 static void start_meta(struct state *s, const unsigned char (*uuid)[16], const bool *uuid_known, int ndev,
                        const char *unknown)
 {
-	char text[2048];
+	char text[STRB_GPU_MAX_DEVICES * 128]; /* an entry is under 100 bytes */
 	size_t at = (size_t)snprintf(text, sizeof(text), "{");
 	const char *why = NULL;
 	bool first = true;
@@ -295,7 +295,6 @@ static void start_meta(struct state *s, const unsigned char (*uuid)[16], const b
 		if (!unknown && d < ndev && uuid_known[d] &&
 		    !strb_gpu_memory_start_find(uuid[d], &bytes, &source, &reason)) {
 			l->allocated = (int64_t)bytes;
-			l->start_known = true;
 			at += (size_t)snprintf(
 			    text + at, sizeof(text) - at,
 			    "%s\"%d\": {\"bytes\": %llu, \"source\": \"%s device memory used\"}",
