@@ -12,7 +12,7 @@
  * Each thread keeps its own stack of open calls; a call is finished when it
  * returns, yields or unwinds, so a generator or coroutine gives one event
  * per resumption and nothing is mis-nested. Finished calls go to a
- * per-thread log (40 bytes each, no name copy, within a memory cap; calls
+ * per-thread log (48 bytes each, no name copy, within a memory cap; calls
  * over it are counted) and are handed to strobe (strobe_record, on their
  * thread's row) at the stop: during the run a call costs two clock reads
  * and a few stores. Returns of calls begun before the trace started are
@@ -579,6 +579,8 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	unsigned long long budget;
 	if (!PyArg_ParseTuple(args, "ppsK", &want_c, &monitoring, &prefix, &budget))
 		return NULL;
+	if (active)
+		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
 	done_budget = budget;
 	dropped = 0;
 	use_tsc = tsc_is_the_clocksource();
@@ -592,8 +594,6 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 		}
 	}
 	calib_sample();
-	if (active)
-		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
 	free(own_prefix);
 	own_prefix = strdup(prefix);
 	own_prefix_len = own_prefix ? strlen(own_prefix) : 0;

@@ -141,7 +141,7 @@ class trace:
     activities: type names (["cpu_op", "kernel"] or "cpu_op,kernel"); None
     is libkineto's default set. python: record every Python function call
     as a python_function event (python_c_calls: C functions too), keeping
-    up to python_buffer_mb of them (40 bytes a call) until the stop.
+    up to python_buffer_mb of them (48 bytes a call) until the stop.
     torch_ops: record PyTorch's aten ops as cpu_op events (record_shapes:
     with their input shapes). config: libkineto config text; other keyword
     arguments are config keys, e.g. activities_max_cpu_buffer_size_mb=64.

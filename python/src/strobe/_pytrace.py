@@ -63,7 +63,7 @@ def _monitoring_stop() -> int:
 
 def start(c_calls: bool = False, budget: int = 512 << 20) -> None:
     """Records every Python call (and C call with c_calls) from now on,
-    keeping up to budget bytes of finished calls (40 bytes each)."""
+    keeping up to budget bytes of finished calls (48 bytes each)."""
     if _USE_MONITORING:
         _monitoring_start(c_calls, budget)
     else:
