@@ -425,6 +425,10 @@ struct strobe_flight_opts {
 	                         * the first strobe_step() (0: never) */
 	bool dump_on_exit;      /* dump at exit() and at strobe_shutdown() */
 	uint64_t activity_mask; /* 0: the default set */
+	/* With a GPU backend on: how often its records are decoded for a
+	 * fatal-signal dump to hold them (0: every second; UINT64_MAX: never,
+	 * and a crash dump holds CPU work only). */
+	uint64_t gpu_snapshot_ns;
 };
 
 /* Starts the flight recorder. -EBUSY when a trace or a flight recorder is

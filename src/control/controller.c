@@ -468,6 +468,65 @@ out:
 	return rc;
 }
 
+/* The flight window ending now; under map_lock. */
+static struct strb_window flight_window(uint64_t window_ns)
+{
+	uint64_t now = strb_clock_ticks();
+	uint64_t span = strb_clock_ns_to_ticks(window_ns) - strb_clock_ns_to_ticks(0);
+	uint64_t from = now - start_ticks > span ? now - span : start_ticks;
+	strb_clock_map_sample(&clock_map);
+	return window_of(from, now);
+}
+
+/* The GPU records of window w, from copies of the backends' buffers, and
+ * the backends' metadata. */
+static int flight_gpu(struct strobe_trace *t, const struct strb_window *w)
+{
+	int rc = 0;
+	FOR_EACH_ACTIVE_BACKEND(i)
+	if (!rc && strb_backends[i]->flight_dump)
+		rc = strb_backends[i]->flight_dump(t, w);
+	return rc ? rc : backend_metadata(t);
+}
+
+bool strb_control_flight_has_gpu(void)
+{
+	bool any = false;
+	pthread_mutex_lock(&lock);
+	if (state == STRB_RUNNING && owner == STRB_OWNER_FLIGHT)
+		FOR_EACH_ACTIVE_BACKEND(i)
+	any |= strb_backends[i]->flight_dump != NULL;
+	pthread_mutex_unlock(&lock);
+	return any;
+}
+
+int strb_control_flight_gpu(uint64_t window_ns, strobe_trace **out, uint64_t *ticks)
+{
+	*out = NULL;
+	pthread_mutex_lock(&lock);
+	if (state != STRB_RUNNING || owner != STRB_OWNER_FLIGHT) {
+		pthread_mutex_unlock(&lock);
+		return strb_error(STROBE_E_STATE, "no flight recorder is running");
+	}
+	pthread_mutex_lock(&map_lock);
+	struct strb_window w = flight_window(window_ns);
+	*ticks = w.stop_ticks;
+	struct strobe_trace *t = trace_for(&w);
+	int rc = t ? flight_gpu(t, &w) : -ENOMEM;
+	/* Rows as a dump would give them: the CPU work it is added to later
+	 * is none of the overlap pass's business. */
+	if (!rc)
+		rc = strb_process_overlap(t);
+	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&lock);
+	if (rc) {
+		strobe_trace_destroy(t);
+		return strb_error(-ENOMEM, "flight recorder: decoding the GPU records: out of memory");
+	}
+	*out = t;
+	return 0;
+}
+
 int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc)
 {
 	int rc = 0;
@@ -478,22 +537,14 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 		pthread_mutex_unlock(&lock);
 		return rc;
 	}
-	uint64_t now = strb_clock_ticks();
-	uint64_t span = strb_clock_ns_to_ticks(window_ns) - strb_clock_ns_to_ticks(0);
-	uint64_t from = now - start_ticks > span ? now - span : start_ticks;
 	/* The sampler adds to the map meanwhile: processing holds its lock
 	 * (the sampler waits; no capture thread takes it). */
 	pthread_mutex_lock(&map_lock);
-	strb_clock_map_sample(&clock_map);
-	struct strb_window w = window_of(from, now);
+	struct strb_window w = flight_window(window_ns);
 	struct strobe_trace *t = trace_for(&w);
 	rc = t ? strb_process_cpu_flight(t, &w, fc) : -ENOMEM;
-	/* GPU records of the window, from copies of the backends' buffers. */
-	FOR_EACH_ACTIVE_BACKEND(i)
-	if (!rc && strb_backends[i]->flight_dump)
-		rc = strb_backends[i]->flight_dump(t, &w);
 	if (!rc)
-		rc = backend_metadata(t);
+		rc = flight_gpu(t, &w);
 	if (!rc) {
 		/* Ranges open since before the window start where they began. */
 		for (size_t i = 0; i < t->count; i++)

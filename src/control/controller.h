@@ -54,6 +54,12 @@ int strb_control_flight_start(const struct strb_config *cfg);
  * stopping it; fc gets the rings' counts. */
 struct strb_flight_counts;
 int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc);
+/* The running flight session's GPU records of the last window_ns, decoded
+ * as a dump decodes them (rows and the backends' metadata too, no CPU
+ * work), with the tick it ends at. */
+int strb_control_flight_gpu(uint64_t window_ns, strobe_trace **out, uint64_t *ticks);
+/* Whether the running flight session has a GPU backend that keeps records. */
+bool strb_control_flight_has_gpu(void);
 int strb_control_flight_stop(void);
 
 void strb_control_atfork_child(void);

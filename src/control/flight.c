@@ -27,10 +27,13 @@
 #include "control/controller.h"
 #include "control/flight_crash.h"
 #include "core/clock.h"
+#include "process/packed.h"
 #include "process/process.h"
 #include "process/trace.h"
 
 #define DEFAULT_WINDOW_NS (30ull * 1000000000ull)
+#define DEFAULT_SNAPSHOT  1000000000ull
+#define SNAPSHOT_SHARE    20 /* a GPU snapshot takes at most 1/20 of its thread's time */
 #define DEFAULT_MEMORY    (256ull << 20)
 #define MIN_MEMORY        (1ull << 20)
 
@@ -44,13 +47,26 @@ static uint64_t hang_after_ns;
 static bool dump_on_exit;
 static unsigned next_seq = 1;
 
+/* A thread of the recorder's that wakes every so often until stopped,
+ * with every signal blocked (no signal of the program's is ever handled
+ * on it). */
+struct ticker {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+	bool inited, stop, running;
+	pthread_t th;
+};
+
 /* The watchdog. */
-static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t dog_cond;
-static bool dog_stop, dog_running;
-static pthread_t dog;
+static struct ticker dog = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static _Atomic int64_t last_step_ns; /* monotonic */
 static atomic_bool hang_dumped;
+
+/* The GPU snapshots: decoded every snapshot_ns (0: never) into blocks of
+ * at most snapshot_bytes for the fatal-signal handler. */
+static struct ticker snap = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static uint64_t snapshot_ns;
+static size_t snapshot_bytes;
 
 /* Told of every dump (strobe record's channel). */
 static _Atomic(strb_flight_dump_hook) dump_hook;
@@ -148,6 +164,56 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Under t->lock: waits ns or until stopped; false once stopped. */
+static bool ticker_wait(struct ticker *t, uint64_t ns)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(ns / 1000000000ull);
+	until.tv_nsec += (long)(ns % 1000000000ull);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (!t->stop)
+		pthread_cond_timedwait(&t->cond, &t->lock, &until);
+	return !t->stop;
+}
+
+/* From the thread that starts the recorder (under flight_lock). */
+static bool ticker_start(struct ticker *t, void *(*fn)(void *), const char *name)
+{
+	if (!t->inited) {
+		pthread_condattr_t attr;
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&t->cond, &attr);
+		pthread_condattr_destroy(&attr);
+		t->inited = true;
+	}
+	t->stop = false;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	t->running = pthread_create(&t->th, NULL, fn, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (t->running)
+		pthread_setname_np(t->th, name);
+	return t->running;
+}
+
+static void ticker_stop(struct ticker *t)
+{
+	if (!t->running)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->th, NULL);
+	t->running = false;
+}
+
 static void *watchdog_main(void *arg)
 {
 	(void)arg;
@@ -156,19 +222,8 @@ static void *watchdog_main(void *arg)
 		period = 1000000000ull;
 	if (period < 10000000ull)
 		period = 10000000ull;
-	pthread_mutex_lock(&dog_lock);
-	while (!dog_stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += (time_t)(period / 1000000000ull);
-		until.tv_nsec += (long)(period % 1000000000ull);
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&dog_cond, &dog_lock, &until);
-		if (dog_stop)
-			break;
+	pthread_mutex_lock(&dog.lock);
+	while (ticker_wait(&dog, period)) {
 		/* Armed by the first strobe_step(): a process that never steps
 		 * (a launcher, a helper child) is not hanging. */
 		int64_t last = atomic_load(&last_step_ns);
@@ -180,52 +235,68 @@ static void *watchdog_main(void *arg)
 		char reason[128];
 		snprintf(reason, sizeof(reason), "hang: strobe_step() not called for %.1f s",
 		         (double)idle / 1e9);
-		pthread_mutex_unlock(&dog_lock);
+		pthread_mutex_unlock(&dog.lock);
 		dump(reason, NULL, 0);
-		pthread_mutex_lock(&dog_lock);
+		pthread_mutex_lock(&dog.lock);
 	}
-	pthread_mutex_unlock(&dog_lock);
+	pthread_mutex_unlock(&dog.lock);
 	return NULL;
-}
-
-static void dog_init_cond(void)
-{
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&dog_cond, &attr);
-	pthread_condattr_destroy(&attr);
 }
 
 static void watchdog_start(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, dog_init_cond);
 	atomic_store(&last_step_ns, 0);
 	atomic_store(&hang_dumped, false);
-	dog_stop = false;
-	/* No signal of the program's is ever handled on it. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	dog_running = pthread_create(&dog, NULL, watchdog_main, NULL) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (dog_running)
-		pthread_setname_np(dog, "strobe-watchdog");
-	else
+	if (!ticker_start(&dog, watchdog_main, "strobe-watchdog"))
 		LOGW("flight recorder: cannot start the watchdog thread; hangs are not dumped");
 }
 
-static void watchdog_stop(void)
+/* ---- GPU snapshots for the fatal-signal handler ------------------------- */
+
+/* GPU records cannot be decoded in a signal handler (the vendor library
+ * walks its own buffers, and kernel names point into its memory), so
+ * they are decoded here, every snapshot_ns, into a packed block with no
+ * pointers that the handler writes as it is. A crash dump then holds the
+ * GPU work of the last snapshot's window. */
+static bool snapshot(bool *warned)
 {
-	if (!dog_running)
-		return;
-	pthread_mutex_lock(&dog_lock);
-	dog_stop = true;
-	pthread_cond_signal(&dog_cond);
-	pthread_mutex_unlock(&dog_lock);
-	pthread_join(dog, NULL);
-	dog_running = false;
+	strobe_trace *t = NULL;
+	uint64_t ticks = 0;
+	void *block = NULL;
+	size_t len = 0;
+	int rc = strb_control_flight_gpu(window_ns, &t, &ticks);
+	if (!rc && strb_pack_trace(t, snapshot_bytes, &block, &len))
+		rc = strb_error(-ENOMEM, "flight recorder: packing the GPU records: out of memory");
+	strobe_trace_destroy(t);
+	if (rc) {
+		if (!*warned)
+			LOGW("%s; a crash dump holds the GPU records of the last snapshot that worked",
+			     strobe_last_error());
+		*warned = true;
+		return false;
+	}
+	strb_flight_crash_set_gpu(block, len, ticks);
+	return true;
+}
+
+static void *snapshot_main(void *arg)
+{
+	(void)arg;
+	bool warned = false;
+	uint64_t wait = snapshot_ns;
+	pthread_mutex_lock(&snap.lock);
+	while (ticker_wait(&snap, wait)) {
+		pthread_mutex_unlock(&snap.lock);
+		int64_t t0 = mono_ns();
+		if (strb_control_flight_has_gpu())
+			snapshot(&warned);
+		/* A long decode waits longer: the thread stays mostly idle. */
+		uint64_t took = (uint64_t)(mono_ns() - t0);
+		wait = took * SNAPSHOT_SHARE > snapshot_ns ? took * SNAPSHOT_SHARE : snapshot_ns;
+		pthread_mutex_lock(&snap.lock);
+	}
+	pthread_mutex_unlock(&snap.lock);
+	return NULL;
 }
 
 /* ---- the API ------------------------------------------------------------ */
@@ -259,11 +330,17 @@ int strb_flight_start(const struct strobe_flight_opts *opts)
 	int rc = strb_config_build(&cfg, NULL, NULL, mask, err, sizeof(err));
 	if (rc)
 		return strb_error(rc == -ENOMEM ? -ENOMEM : STROBE_E_CONFIG, "strobe_flight_start: %s", err);
+	uint64_t snap_ns = STRB_OPTS_GET(opts, gpu_snapshot_ns, 0);
+	snap_ns = snap_ns ? snap_ns : DEFAULT_SNAPSHOT;
+	if (snap_ns == UINT64_MAX)
+		snap_ns = 0;
 	/* One budget for the process: three quarters for the CPU rings, one
-	 * for the GPU records' buffers (which rotate the same way). */
+	 * for the GPU records: their buffers (which rotate the same way) and,
+	 * with snapshots on, half of it for two packed snapshots (the one the
+	 * handler would write and the one being made). */
 	uint64_t total = mem ? mem : DEFAULT_MEMORY;
 	cfg.max_cpu_buffer_bytes = (int64_t)(total / 4 * 3);
-	cfg.max_gpu_buffer_bytes = (int64_t)(total / 4);
+	cfg.max_gpu_buffer_bytes = (int64_t)(snap_ns ? total / 8 : total / 4);
 	pthread_mutex_lock(&flight_lock);
 	if (atomic_load(&running)) {
 		pthread_mutex_unlock(&flight_lock);
@@ -283,8 +360,17 @@ int strb_flight_start(const struct strobe_flight_opts *opts)
 		hang_after_ns = STRB_OPTS_GET(opts, hang_after_ns, 0);
 		dump_on_exit = STRB_OPTS_GET(opts, dump_on_exit, false);
 		atomic_store(&running, true);
-		if (strb_flight_crash_arm(output, window_ns, cfg.activity_mask))
+		bool armed = strb_flight_crash_arm(output, window_ns, cfg.activity_mask) == 0;
+		if (!armed)
 			LOGW("flight recorder: fatal signals are not dumped: %s", strobe_last_error());
+		snapshot_ns = snap_ns;
+		snapshot_bytes = (size_t)(total / 16);
+		/* A GPU backend may come up later (CUDA's injection calls in
+		 * when the program first uses CUDA): each round looks. */
+		if (armed && snap_ns && !ticker_start(&snap, snapshot_main, "strobe-gpu-snap"))
+			LOGW("flight recorder: cannot start the GPU snapshot thread; crash dumps hold CPU "
+			     "work "
+			     "only");
 		if (hang_after_ns)
 			watchdog_start();
 	}
@@ -308,7 +394,8 @@ int strb_flight_stop(bool final_dump, const char *reason)
 		pthread_mutex_unlock(&flight_lock);
 		return strb_error(STROBE_E_STATE, "strobe_flight_stop: the flight recorder is not running");
 	}
-	watchdog_stop();
+	ticker_stop(&dog);
+	ticker_stop(&snap);
 	if (final_dump && dump_on_exit)
 		dump(reason, NULL, 0);
 	atomic_store(&running, false);
@@ -376,6 +463,24 @@ static int parse_size(const char *s, uint64_t *bytes)
 	return -EINVAL;
 }
 
+int strb_flight_snapshot_env(uint64_t *ns)
+{
+	const char *v = getenv("STROBE_FLIGHT_GPU_SNAPSHOT");
+	*ns = 0;
+	if (!v || !*v)
+		return 0;
+	if (!strcmp(v, "0")) {
+		*ns = UINT64_MAX;
+		return 0;
+	}
+	if (!parse_duration(v, ns))
+		return 0;
+	LOGW("STROBE_FLIGHT_GPU_SNAPSHOT=%.100s is not a duration (e.g. 1s, 200ms) or 0; the flight "
+	     "recorder is off",
+	     v);
+	return -EINVAL;
+}
+
 void strb_flight_init_from_env(void)
 {
 	const char *flight = getenv("STROBE_FLIGHT");
@@ -397,6 +502,8 @@ void strb_flight_init_from_env(void)
 		LOGW("STROBE_HANG_AFTER=%.100s is not a duration (e.g. 10m); the flight recorder is off", v);
 		return;
 	}
+	if (strb_flight_snapshot_env(&o.gpu_snapshot_ns))
+		return;
 	v = getenv("STROBE_DUMP_ON_EXIT");
 	o.dump_on_exit = v && *v && strcmp(v, "0");
 	v = getenv("STROBE_FLIGHT_OUTPUT");
@@ -410,8 +517,9 @@ void strb_flight_atfork_child(void)
 	/* The rings and the watchdog are the parent's. */
 	pthread_mutex_init(&flight_lock, NULL);
 	pthread_mutex_init(&dump_lock, NULL);
-	pthread_mutex_init(&dog_lock, NULL);
-	dog_running = false;
+	pthread_mutex_init(&dog.lock, NULL);
+	pthread_mutex_init(&snap.lock, NULL);
+	dog.running = snap.running = false;
 	atomic_store(&running, false);
 }
 

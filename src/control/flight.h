@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strobe/strobe.h"
 
@@ -18,6 +19,10 @@ void strb_flight_step(void);
 /* strobe_init: STROBE_FLIGHT=<window> [STROBE_FLIGHT_OUTPUT, STROBE_FLIGHT_MEM,
  * STROBE_HANG_AFTER, STROBE_DUMP_ON_EXIT] starts it. */
 void strb_flight_init_from_env(void);
+/* STROBE_FLIGHT_GPU_SNAPSHOT as struct strobe_flight_opts' gpu_snapshot_ns
+ * (unset: 0, "0": UINT64_MAX); -EINVAL, with a warning, when it is no
+ * duration. */
+int strb_flight_snapshot_env(uint64_t *ns);
 void strb_flight_atfork_child(void);
 /* Called after every dump, on the thread that dumped (under the dump
  * lock): path is the file written, or NULL with error saying why none was. */

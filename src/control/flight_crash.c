@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -54,6 +55,52 @@ static atomic_bool written;
  * that records gets its own in core/tbuf.c). Never unmapped: the thread
  * may keep it registered. */
 static void *alt_stack;
+
+/* The GPU records packed last (strb_flight_crash_set_gpu). */
+static _Atomic(void *) gpu_block;
+static _Atomic size_t gpu_len;
+static _Atomic uint64_t gpu_ticks, gpu_seq;
+
+void strb_flight_crash_set_gpu(void *block, size_t len, uint64_t ticks)
+{
+	if (atomic_load(&writer)) {
+		free(block); /* a handler is writing the one there */
+		return;
+	}
+	atomic_fetch_add(&gpu_seq, 1);
+	void *old = atomic_exchange(&gpu_block, block);
+	atomic_store(&gpu_len, block ? len : 0);
+	atomic_store(&gpu_ticks, ticks);
+	atomic_fetch_add(&gpu_seq, 1);
+	/* A handler that began before may still be writing it. */
+	if (!atomic_load(&writer))
+		free(old);
+}
+
+/* The GPU block, async-signal-safe: unreadable bytes go out as zeros. */
+static int write_gpu(int fd)
+{
+	static struct strb_raw_gpu g;
+	static struct strb_raw_gpu_end e;
+	static const uint8_t pad[8];
+	g = (struct strb_raw_gpu){.magic = STRB_RAW_GPU_MAGIC, .size = sizeof(g)};
+	g.seq = atomic_load(&gpu_seq);
+	const void *block = atomic_load(&gpu_block);
+	g.len = block ? atomic_load(&gpu_len) : 0;
+	g.ticks = atomic_load(&gpu_ticks);
+	int64_t zeroed = 0;
+	if (strb_raw_write(fd, &g, sizeof(g)) < 0 || (zeroed = strb_raw_write(fd, block, g.len)) < 0 ||
+	    strb_raw_write(fd, pad, (8 - g.len % 8) % 8) < 0)
+		return -1;
+	e = (struct strb_raw_gpu_end){.magic = STRB_RAW_GPU_END_MAGIC, .unreadable = (uint64_t)zeroed};
+	e.seq = atomic_load(&gpu_seq);
+	return strb_raw_write(fd, &e, sizeof(e)) < 0 ? -1 : 0;
+}
+
+static void drop_gpu(void)
+{
+	strb_flight_crash_set_gpu(NULL, 0, 0);
+}
 
 static int sig_index(int sig)
 {
@@ -98,7 +145,7 @@ int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid)
 	if (strb_raw_write(fd, &h, sizeof(h)) < 0)
 		return -1;
 	int64_t threads = strb_tbuf_write_raw(fd, h.session);
-	if (threads < 0 || strb_domains_write_raw(fd) < 0)
+	if (threads < 0 || strb_domains_write_raw(fd) < 0 || write_gpu(fd) < 0)
 		return -1;
 	struct strb_crash_end end = {.magic = STRB_CRASH_END_MAGIC, .threads = (uint32_t)threads};
 	return strb_raw_write(fd, &end, sizeof(end)) < 0 ? -1 : 0;
@@ -165,6 +212,7 @@ static void disarm_locked(void)
 	}
 	if (atomic_load(&writer))
 		return; /* a handler is writing: the process is on its way out */
+	drop_gpu();
 	if (pid != (int)getpid()) {
 		/* A fork child: the file is its parent's. */
 		close(raw_fd);

@@ -19,10 +19,12 @@
 /* The raw dump: this header, a block per thread (core/tbuf.h:
  * struct strb_raw_thread, its bytes, struct strb_raw_thread_end), from
  * version 2 the annotation domains' names (core/names.h: struct
- * strb_raw_domains and the names), then struct strb_crash_end. Native
- * byte order (byte_order tells). Readers read versions 1 and 2. */
+ * strb_raw_domains and the names), from version 3 the GPU records decoded
+ * last (struct strb_raw_gpu, a packed trace of process/packed.h padded to
+ * 8 bytes, struct strb_raw_gpu_end), then struct strb_crash_end. Native
+ * byte order (byte_order tells). Readers read versions 1 to 3. */
 #define STRB_CRASH_MAGIC      "STRBCRSH"
-#define STRB_CRASH_VERSION    2
+#define STRB_CRASH_VERSION    3
 #define STRB_CRASH_BYTE_ORDER 0x01020304u
 #define STRB_CRASH_POINTS     8
 #define STRB_CRASH_END_MAGIC  0x454e4f44u /* "DONE" */
@@ -53,6 +55,28 @@ struct strb_crash_header {
 	char host_name[256];
 };
 
+#define STRB_RAW_GPU_MAGIC     0x55504753u /* "SGPU" */
+#define STRB_RAW_GPU_END_MAGIC 0x444e4547u /* "GEND" */
+
+/* The GPU records: the block the flight recorder packed last, taken at
+ * `ticks`. seq is odd while a new block replaces it, and grows by 2 each
+ * time: a block whose end's seq differs was replaced while it was written
+ * and is left out, as is one with bytes that could not be read. */
+struct strb_raw_gpu {
+	uint32_t magic;
+	uint32_t size; /* sizeof(struct strb_raw_gpu) */
+	uint64_t seq;
+	uint64_t len; /* the packed trace's bytes (0: none yet) */
+	uint64_t ticks;
+};
+
+struct strb_raw_gpu_end {
+	uint32_t magic;
+	uint32_t reserved;
+	uint64_t seq;
+	uint64_t unreadable; /* bytes written as zeros */
+};
+
 struct strb_crash_end {
 	uint32_t magic;
 	uint32_t threads;
@@ -67,6 +91,10 @@ int strb_flight_crash_arm(const char *output, uint64_t window_ns, uint64_t activ
 void strb_flight_crash_disarm(void);
 /* The raw file's path while armed ("" when not). */
 const char *strb_flight_crash_path(void);
+/* The flight recorder's GPU records, packed (process/packed.h) at `ticks`,
+ * for the handler to write: takes the malloc'd block, frees the one it
+ * replaces. Not while a handler writes (the block is freed then). */
+void strb_flight_crash_set_gpu(void *block, size_t len, uint64_t ticks);
 /* What the handler writes, to fd (tests call it without a signal).
  * Async-signal-safe. Returns 0 or -1 when fd fails. */
 int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid);

@@ -21,6 +21,8 @@
 #include "control/flight_crash.h"
 #include "core/capture.h"
 #include "core/json_check.h"
+#include "process/gpu.h"
+#include "process/packed.h"
 #include "process/process.h"
 #include "process/trace.h"
 
@@ -258,6 +260,12 @@ struct threads {
 	/* The domains' names, from version 2 (NULL: none in the file). */
 	const char *domains[STRB_DOMAINS_MAX];
 	bool have_domains;
+	/* The GPU records, from version 3: a packed trace (NULL: none). */
+	const uint8_t *gpu;
+	size_t gpu_len;
+	uint64_t gpu_ticks;
+	bool have_gpu;
+	const char *gpu_lost; /* why a GPU block that is there was left out */
 };
 
 /* The annotation domains' names: at most one block, each name
@@ -289,6 +297,44 @@ static int read_domains(struct reader *r, struct threads *ts)
 		ts->domains[i] = name;
 	}
 	ts->have_domains = true;
+	return 0;
+}
+
+/* The GPU block: kept when it was written whole, else noted as lost. */
+static int read_gpu(struct reader *r, struct threads *ts)
+{
+	size_t at = r->off;
+	if (ts->version < 3)
+		return fail(r, -EINVAL,
+		            "byte %zu holds GPU records, which version %" PRIu32 " files have not", at,
+		            ts->version);
+	if (ts->have_gpu)
+		return fail(r, -EINVAL, "byte %zu holds a second block of GPU records", at);
+	const struct strb_raw_gpu *g = take(r, sizeof(*g), "the GPU records' header");
+	if (!g)
+		return r->rc;
+	if (g->size != sizeof(*g) || g->len > r->len)
+		return fail(r, -EINVAL,
+		            "the GPU records' header at byte %zu is damaged (size %" PRIu32 ", %" PRIu64
+		            " bytes)",
+		            at, g->size, g->len);
+	const uint8_t *block = take(r, (size_t)((g->len + 7) & ~7ull), "the GPU records");
+	const struct strb_raw_gpu_end *e = take(r, sizeof(*e), "the GPU records");
+	if (!e)
+		return r->rc;
+	if (e->magic != STRB_RAW_GPU_END_MAGIC)
+		return fail(r, -EINVAL, "no end marker after the GPU records (byte %zu)",
+		            r->off - sizeof(*e));
+	ts->have_gpu = true;
+	if ((g->seq & 1) || e->seq != g->seq)
+		ts->gpu_lost = "they were being replaced by newer ones while the signal handler wrote them";
+	else if (e->unreadable)
+		ts->gpu_lost = "part of them could not be read when the signal handler wrote them";
+	else if (g->len) {
+		ts->gpu = block;
+		ts->gpu_len = (size_t)g->len;
+		ts->gpu_ticks = g->ticks;
+	}
 	return 0;
 }
 
@@ -369,6 +415,11 @@ static int read_threads(struct reader *r, struct threads *ts)
 				return r->rc;
 			continue;
 		}
+		if (magic == STRB_RAW_GPU_MAGIC) {
+			if (read_gpu(r, ts))
+				return r->rc;
+			continue;
+		}
 		if (magic != STRB_RAW_THREAD_MAGIC)
 			return fail(r, -EINVAL,
 			            "byte %zu holds neither a thread block nor the end (0x%08" PRIx32 ")",
@@ -399,14 +450,33 @@ static void json_text(char *out, size_t len, const char *s)
 	out[n] = 0;
 }
 
+/* The flight_recorder entry's word on GPU records, as a JSON value. */
+static void gpu_note(char *out, size_t len, const struct threads *ts, const struct strb_crash_header *h,
+                     const struct strb_clock_map *map)
+{
+	if (ts->gpu) {
+		const struct strb_pack_header *p = (const void *)ts->gpu;
+		double age = (double)(strb_clock_map_to_epoch(map, h->now_ticks) -
+		                      strb_clock_map_to_epoch(map, ts->gpu_ticks)) /
+		             1e9;
+		snprintf(out, len, "{\"state\": \"written\", \"age_s\": %.3f, \"left_out\": %" PRIu64 "}",
+		         age, p->left_out);
+	} else if (ts->gpu_lost) {
+		snprintf(out, len, "{\"state\": \"left out\", \"why\": \"%s\"}", ts->gpu_lost);
+	} else {
+		snprintf(out, len, "{\"state\": \"%s\"}",
+		         ts->have_gpu ? "none decoded before the signal" : "none: no GPU backend was on");
+	}
+}
+
 static int add_meta(struct strobe_trace *t, const struct strb_crash_header *h, const struct threads *ts,
-                    const struct strb_flight_counts *fc)
+                    const struct strb_flight_counts *fc, const char *gpu)
 {
 	const char *thread = "";
 	for (size_t i = 0; i < ts->n; i++)
 		if (ts->v[i].tid == h->tid)
 			thread = ts->v[i].name;
-	char name[256], json[2048], stats[512], where[64];
+	char name[256], json[2560], stats[1024], where[64];
 	json_text(name, sizeof(name), thread);
 	const char *sig = signal_name(h->signo);
 	/* Where a fault hit, or who sent the signal. */
@@ -426,15 +496,28 @@ static int add_meta(struct strobe_trace *t, const struct strb_crash_header *h, c
 	snprintf(json + n, sizeof(json) - (size_t)n,
 	         "\"thread\": %d, \"thread_name\": \"%s\", \"window_s\": %.3f, \"aged_out\": %" PRIu64
 	         ", \"kept_lost\": %" PRIu64 ", \"torn_threads\": %" PRIu64 ", \"damaged_chunks\": %" PRIu64
-	         "}",
+	         ", \"gpu_snapshot\": %s}",
 	         (int)h->tid, name, (double)h->window_ns / 1e9, fc->aged_out, fc->kept_lost, fc->torn_threads,
-	         ts->left_out);
-	snprintf(stats, sizeof(stats),
-	         "{\"version\": \"%s\", \"dropped_events\": %" PRIu64 ", \"truncated_names\": %" PRIu64
-	         ", \"unfinished_ranges\": %" PRIu64 ", \"threads\": %" PRIu64
-	         ", \"cpu_buffer_bytes\": %" PRIu64 "}",
-	         STROBE_VERSION_STRING, t->stats.dropped_events, t->stats.truncated_names,
-	         t->stats.unfinished_ranges, t->stats.threads, t->stats.buffer_bytes);
+	         ts->left_out, gpu);
+	const struct strb_trace_stats *st = &t->stats;
+	n = snprintf(stats, sizeof(stats),
+	             "{\"version\": \"%s\", \"dropped_events\": %" PRIu64 ", \"truncated_names\": %" PRIu64
+	             ", \"unfinished_ranges\": %" PRIu64 ", \"threads\": %" PRIu64
+	             ", \"cpu_buffer_bytes\": %" PRIu64,
+	             STROBE_VERSION_STRING, st->dropped_events, st->truncated_names, st->unfinished_ranges,
+	             st->threads, st->buffer_bytes);
+	if (st->gpu)
+		n += snprintf(
+		    stats + n, sizeof(stats) - (size_t)n,
+		    ", \"gpu_records\": %" PRIu64 ", \"gpu_out_of_window\": %" PRIu64
+		    ", \"gpu_dropped_records\": %" PRIu64 ", \"gpu_rejected_buffers\": %" PRIu64
+		    ", \"gpu_discarded_buffers\": %" PRIu64 ", \"gpu_aged_buffers\": %" PRIu64
+		    ", \"gpu_unmatched_correlations\": %" PRIu64 ", \"gpu_launches\": %" PRIu64
+		    ", \"gpu_launches_without_kernel\": %" PRIu64 ", \"gpu_overlap_moved\": %" PRIu64,
+		    st->gpu_records, st->gpu_out_of_window, st->gpu_dropped_records, st->gpu_rejected_buffers,
+		    st->gpu_discarded_buffers, st->gpu_aged_buffers, st->gpu_unmatched_correlations,
+		    st->gpu_launches, st->gpu_launches_without_kernel, st->gpu_overlap_moved);
+	snprintf(stats + n, sizeof(stats) - (size_t)n, "}");
 	struct strobe_arg meta[] = {
 	    {.key = "flight_recorder", .kind = STROBE_ARG_JSON, .value.str = json},
 	    {.key = "aged_out", .kind = STROBE_ARG_U64, .value.u64 = fc->aged_out},
@@ -484,11 +567,27 @@ static int decode(struct reader *r, const struct strb_crash_header *h, const str
 		t->activity_mask = w.mask;
 		rc = strb_process_cpu_views(t, &w, ts->v, ts->n, ts->have_domains ? ts->domains : NULL, &fc);
 	}
+	char gpu[512], why[256];
+	if (!rc && ts->gpu) {
+		/* Decoded before the signal: what ended before its window is out. */
+		uint64_t old = 0;
+		size_t first = t->count;
+		rc = strb_unpack_trace(t, ts->gpu, ts->gpu_len, w.start_ns, &old, why, sizeof(why));
+		t->stats.gpu_out_of_window += old;
+		if (!rc)
+			rc = strb_gpu_relink(t, &w, first, t->count);
+		if (rc == -EINVAL) {
+			strb_clock_map_free(&map);
+			strobe_trace_destroy(t);
+			return fail(r, rc, "the GPU records are damaged: %s", why);
+		}
+	}
 	if (!rc) {
 		for (size_t i = 0; i < t->count; i++)
 			if (t->acts[i].start_ns < t->start_ns)
 				t->start_ns = t->acts[i].start_ns;
-		rc = add_meta(t, h, ts, &fc);
+		gpu_note(gpu, sizeof(gpu), ts, h, &map);
+		rc = add_meta(t, h, ts, &fc, gpu);
 	}
 	strb_clock_map_free(&map);
 	if (rc) {

@@ -140,6 +140,8 @@ static int start_flight(const struct strb_config *cfg)
 	    .dump_on_exit = rs.dump_on_exit != 0,
 	    .activity_mask = cfg->activity_mask,
 	};
+	if (strb_flight_snapshot_env(&o.gpu_snapshot_ns))
+		return strb_error(-EINVAL, "STROBE_FLIGHT_GPU_SNAPSHOT is not a duration");
 	strb_flight_set_dump_hook(on_dump);
 	return strb_flight_start(&o);
 }

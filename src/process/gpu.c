@@ -344,6 +344,43 @@ out:
 	free(stack);
 }
 
+static int cmp_call_corr(const void *a, const void *b)
+{
+	const struct strb_gpu_call *x = a, *y = b;
+	return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+int strb_gpu_relink(struct strobe_trace *t, const struct strb_window *w, size_t from, size_t to)
+{
+	struct strb_gpu g;
+	strb_gpu_init(&g, t, w);
+	for (size_t i = from; i < to; i++) {
+		const struct strobe_activity *a = &t->acts[i];
+		if (a->device == t->pid && a->id && !a->linked_id)
+			strb_gpu_add_call(&g, &(struct strb_gpu_call){.corr = a->id,
+			                                              .tid = (pid_t)a->resource,
+			                                              .start = a->start_ns,
+			                                              .end = a->end_ns});
+	}
+	strb_gpu_link_calls(&g);
+	if (!g.rc && g.ncalls) {
+		qsort(g.calls, g.ncalls, sizeof(*g.calls), cmp_call_corr);
+		for (size_t i = from; i < to; i++) {
+			struct strobe_activity *a = &t->acts[i];
+			struct strb_gpu_call key = {.corr = a->id};
+			const struct strb_gpu_call *c =
+			    a->id && !a->linked_id
+			        ? bsearch(&key, g.calls, g.ncalls, sizeof(key), cmp_call_corr)
+			        : NULL;
+			if (c)
+				a->linked_id = c->op_id;
+		}
+	}
+	int rc = g.rc;
+	strb_gpu_free(&g);
+	return rc;
+}
+
 /* ---- pass 2: activities ------------------------------------------------------ */
 
 const char *strb_gpu_keep(struct strb_gpu *g, const char *s)

@@ -174,6 +174,14 @@ static inline struct strb_gpu_ref strb_gpu_find(struct strb_gpu *g, uint64_t cor
 /* Fills each call's op_id / range_id from the trace's CPU ops and user
  * annotations on the same thread. */
 void strb_gpu_link_calls(struct strb_gpu *g);
+/* Links GPU work decoded before the CPU ops around its launches were
+ * (t->acts[from, to): a flight recorder's GPU snapshot, added to the CPU
+ * work of a crash dump) as link_calls would have: each call (an activity
+ * on a CPU row, id = its correlation id) and the GPU work with its id get
+ * the innermost op around the call as linked_id (External id), where they
+ * have none yet. gpu_user_annotation spans are not made. Returns 0 or
+ * -ENOMEM. */
+int strb_gpu_relink(struct strobe_trace *t, const struct strb_window *w, size_t from, size_t to);
 
 /* Pass 2. */
 /* A string that lives as long as the trace. */

@@ -43,10 +43,64 @@ static void injected_kernel_reaches_the_trace(void **state)
 	tu_rmrf(dir);
 }
 
+/* `strobe record --flight` of a CUDA program that dies of SIGSEGV: the
+ * crash dump holds the GPU work decoded before the signal (the kernel,
+ * its launch and the op it ran under, linked), not only the CPU side. */
+static void crash_dump_holds_gpu_work(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), cmd[4096], trace[1300];
+	const char *asan = getenv("ASAN_OPTIONS");
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "ASAN_OPTIONS=%s%sverify_asan_link_order=0:handle_segv=0 STROBE_CUPTI_PATH=%s "
+	    "STROBE_FLIGHT_GPU_SNAPSHOT=50ms %s record --flight 10s -o %s/run.json -- %s/cuda_driver crash",
+	    asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, dir,
+	    STROBE_TEST_PROGRAMS_DIR);
+	char *out = NULL;
+	int rc = tu_run(cmd, 1, &out);
+	if (rc != 139)
+		fail_msg("%s: status %d, not SIGSEGV's 139:\n%s", cmd, rc, out);
+	char *line = tu_line_with(out, ".crash-");
+	assert_non_null(line);
+	char *start = strstr(line, dir), *end = start ? strstr(start, ".json") : NULL;
+	assert_non_null(end);
+	snprintf(trace, sizeof(trace), "%.*s.json", (int)(end - start), start);
+	free(line);
+
+	yajl_val t = tu_load_trace(trace);
+	yajl_val op = tu_find(t, "X", "cpu_op", "train_step");
+	yajl_val k = tu_find(t, "X", "kernel", "injected_add(float*, float*)");
+	yajl_val launch = tu_find(t, "X", "cuda_runtime", "cudaLaunchKernel");
+	assert_non_null(op);
+	assert_non_null(k);
+	assert_non_null(launch);
+	/* The op was open at the signal; the kernel is linked to it and to
+	 * its launch, as in a dump written any other way. */
+	yajl_val fin = tu_get(tu_get(op, "args"), "finished");
+	assert_true(fin && YAJL_IS_FALSE(fin));
+	double ext = tu_get_num(tu_get(op, "args"), "External id");
+	assert_true(ext > 0);
+	assert_true(tu_get_num(tu_get(k, "args"), "External id") == ext);
+	assert_true(tu_get_num(tu_get(k, "args"), "correlation") ==
+	            tu_get_num(tu_get(launch, "args"), "correlation"));
+	assert_int_equal(tu_count(t, "s", "ac2g", NULL), 1);
+	assert_non_null(tu_get(t, "cupti_version"));
+	yajl_val snap = tu_get(tu_get(t, "flight_recorder"), "gpu_snapshot");
+	assert_string_equal(tu_get_str(snap, "state"), "written");
+	/* Taken within the last 50 ms snapshot period or so, before the signal. */
+	assert_true(tu_get_num(snap, "age_s") >= 0 && tu_get_num(snap, "age_s") < 0.5);
+	assert_true(tu_get_num(tu_get(t, "strobe"), "gpu_records") >= 2);
+	yajl_tree_free(t);
+	free(out);
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(injected_kernel_reaches_the_trace),
+	    cmocka_unit_test(crash_dump_holds_gpu_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #include "control/flight_crash.h"
 #include "core/capture.h"
 #include "core/names.h"
+#include "process/packed.h"
 #include "strobe/strobe.h"
 #include "testutil.h"
 
@@ -105,6 +106,81 @@ static void expect_error(const void *p, size_t n, const char *needle)
 	tu_assert_contains(err, needle);
 }
 
+#define CORR 77
+
+/* What a GPU snapshot would hold (process/packed.h): a launch on this
+ * thread (inside "an op", open at the dump) and its kernel, and a kernel
+ * that ended a minute ago, before the window. */
+static void give_gpu_snapshot(void)
+{
+	struct strobe_trace *t = strb_trace_new();
+	assert_non_null(t);
+	t->pid = getpid();
+	t->stats.gpu = true;
+	t->stats.gpu_records = 3;
+	int64_t now = (int64_t)strobe_now_ns();
+	struct strobe_activity acts[] = {
+	    {.size = sizeof(acts[0]),
+	     .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
+	     .name = "stale_kernel",
+	     .start_ns = now - 60000000000,
+	     .end_ns = now - 59000000000,
+	     .device = 0,
+	     .resource = 7,
+	     .id = 5},
+	    {.size = sizeof(acts[0]),
+	     .type = STROBE_ACTIVITY_CUDA_RUNTIME,
+	     .name = "cudaLaunchKernel",
+	     .start_ns = now - 3000,
+	     .end_ns = now - 2000,
+	     .device = t->pid,
+	     .resource = (int64_t)syscall(SYS_gettid),
+	     .id = CORR},
+	    {.size = sizeof(acts[0]),
+	     .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
+	     .name = "snap_kernel",
+	     .start_ns = now - 1000,
+	     .end_ns = now - 500,
+	     .device = 0,
+	     .resource = 7,
+	     .id = CORR},
+	};
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
+		assert_int_equal(strb_trace_add_copy(t, &acts[i]), 0);
+	struct strobe_resource row = {.size = sizeof(row),
+	                              .kind = STROBE_RESOURCE_PROCESS,
+	                              .name = "GPU 0",
+	                              .label = "GPU 0",
+	                              .sort_index = 5000000};
+	assert_int_equal(strb_trace_add_resource(t, &row), 0);
+	void *block;
+	size_t len;
+	assert_int_equal(strb_pack_trace(t, SIZE_MAX, &block, &len), 0);
+	strobe_trace_destroy(t);
+	strb_flight_crash_set_gpu(block, len, strb_clock_ticks());
+}
+
+/* The GPU block of the dump in b: after the header, the threads and the
+ * domain table. */
+static struct strb_raw_gpu *gpu_block(uint8_t *b)
+{
+	size_t off = sizeof(struct strb_crash_header);
+	for (;;) {
+		uint32_t magic;
+		memcpy(&magic, b + off, sizeof(magic));
+		if (magic == STRB_RAW_GPU_MAGIC)
+			return (void *)(b + off);
+		if (magic == STRB_RAW_DOMAINS_MAGIC) {
+			const struct strb_raw_domains *d = (const void *)(b + off);
+			off += sizeof(*d) + d->count * STRB_RAW_DOMAIN_NAME;
+			continue;
+		}
+		const struct strb_raw_thread *th = (const void *)(b + off);
+		assert_int_equal(th->magic, STRB_RAW_THREAD_MAGIC);
+		off += sizeof(*th) + th->kept_len + th->ring_len + sizeof(struct strb_raw_thread_end);
+	}
+}
+
 /* A dump of two threads with open ranges: the recorder running, the
  * handler's writer called as a SIGSEGV at 0x1234 on this thread would. */
 static int make_dump(void **state)
@@ -134,6 +210,7 @@ static int make_dump(void **state)
 		strobe_counter("progress", i);
 		strobe_range_pop();
 	}
+	give_gpu_snapshot();
 	strobe_range_push("inner");
 	/* A range in an annotation domain (as NVTX records one). */
 	strb_capture_push(strb_domain_register("dump domain"), "in_domain", NULL);
@@ -196,6 +273,21 @@ static void test_converts(void **state)
 	assert_int_equal(tu_count(root, "X", "user_annotation", "tick"), 100);
 	assert_int_equal(tu_count(root, "X", "user_annotation", "other_tick"), OTHER_TICKS);
 	assert_int_equal(tu_count(root, "C", NULL, "progress"), 100);
+	/* The GPU snapshot: its kernel, linked to the op open around its
+	 * launch; the one older than the window counted, not written. */
+	yajl_val k = tu_find(root, "X", "kernel", "snap_kernel");
+	assert_non_null(k);
+	double op = tu_get_num(tu_get(tu_find(root, "X", "cpu_op", "an op"), "args"), "External id");
+	assert_true(op > 0);
+	assert_true(tu_get_num(tu_get(k, "args"), "External id") == op);
+	assert_true(tu_get_num(tu_get(tu_find(root, "X", "cuda_runtime", "cudaLaunchKernel"), "args"),
+	                       "External id") == op);
+	assert_null(tu_find(root, "X", "kernel", "stale_kernel"));
+	assert_int_equal((int64_t)tu_get_num(tu_get(root, "strobe"), "gpu_out_of_window"), 1);
+	assert_int_equal((int64_t)tu_get_num(tu_get(root, "strobe"), "gpu_records"), 3);
+	yajl_val snap = tu_get(m, "gpu_snapshot");
+	assert_string_equal(tu_get_str(snap, "state"), "written");
+	assert_true(tu_get_num(snap, "age_s") >= 0 && tu_get_num(snap, "age_s") < 60);
 	yajl_tree_free(root);
 }
 
@@ -266,7 +358,27 @@ static void test_damaged_fields_are_named(void **state)
 		expect_error(b, dump_len, needle);                                                           \
 	} while (0)
 	DAMAGE(b[0] = 'X', "not a strobe crash dump");
-	DAMAGE(h->version = 3, "format version 3; this strobe reads versions 1 to 2");
+	DAMAGE(h->version = 4, "format version 4; this strobe reads versions 1 to 3");
+	DAMAGE(h->version = 2, "holds GPU records, which version 2 files have not");
+	struct strb_raw_gpu *g = gpu_block(b);
+	DAMAGE(g->size = 3, "the GPU records' header at byte");
+	DAMAGE(g->len += 8, "no end marker after the GPU records");
+	DAMAGE(((uint8_t *)(g + 1))[0] = 'X', "the GPU records are damaged: it does not begin with STRBPACK");
+	DAMAGE(((struct strb_pack_header *)(g + 1))->nacts = 1000,
+	       "the GPU records are damaged: its parts take");
+	/* Replaced while the handler wrote it: left out, the rest converts. */
+	memcpy(b, dump, dump_len);
+	g->seq++;
+	char err[1024], out[1200];
+	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
+	TU_FORMAT(out, "%s/t.json", tu_dir);
+	yajl_val lost = tu_load_trace(out);
+	yajl_val snap = tu_get(tu_get(lost, "flight_recorder"), "gpu_snapshot");
+	assert_string_equal(tu_get_str(snap, "state"), "left out");
+	tu_assert_contains(tu_get_str(snap, "why"), "being replaced");
+	assert_null(tu_find(lost, "X", "kernel", "snap_kernel"));
+	assert_non_null(tu_find(lost, "X", "cpu_op", "an op"));
+	yajl_tree_free(lost);
 	DAMAGE(h->byte_order = 0x04030201u, "another byte order");
 	DAMAGE(h->size = 8, "the header says it has 8 bytes");
 	DAMAGE(h->pid = 0, "process id 0");
