@@ -5,6 +5,10 @@
  *   stop    strobe_stop: the final flush, both conversion passes (decode,
  *           correlate, link), rows and accounting, into the in-memory trace
  *   save    strobe_trace_save as plain JSON to a tmpfs directory
+ *   pack    the trace packed into one block with no pointers, as the flight
+ *           recorder's GPU snapshots for crash dumps are (a snapshot is a
+ *           decode + correlate of the window's records and this), and the
+ *           block's bytes per launch + kernel pair
  *   floor   the least any decoder into this trace's layout can take: a fresh
  *           array of as many struct strobe_activity as the trace holds,
  *           each cleared and given a few fields, and nothing decoded (the
@@ -21,13 +25,15 @@
 
 #include "bench_util.h"
 #include "fake_cupti.h"
+#include "process/packed.h"
 #include "strobe/strobe.h"
 
 static const char *const kernel_names[] = {"_Z9vectorAddPKfS0_Pfi", "_Z6reducePfi", "ampere_sgemm_128x64_tn",
                                            "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi"};
 
 struct run {
-	double flush_s, floor_s;
+	double flush_s, floor_s, pack_s;
+	size_t pack_bytes;
 	double stop_sys_s, save_sys_s; /* the kernel's part of the CPU time: page faults, file writes */
 	double stop_steal, save_steal; /* share of all CPUs' time stolen */
 	struct bench_trace_size size;
@@ -122,6 +128,16 @@ static int one_run(long n, const char *dir, int i, struct run *r, struct bench_p
 	}
 	struct bench_mark m2 = bench_mark_now(), m3;
 	r->rss = bench_rss_bytes();
+	int64_t p0 = bench_thread_cpu_ns();
+	void *block;
+	if (strb_pack_trace(t, SIZE_MAX, &block, &r->pack_bytes)) {
+		fprintf(stderr, "bench_cupti: out of memory packing the trace\n");
+		return -1;
+	}
+	r->pack_s = (double)(bench_thread_cpu_ns() - p0) / 1e9;
+	free(block);
+	/* The save's clock starts after the pack. */
+	m2 = bench_mark_now();
 	if (bench_save("bench_cupti", t, dir, &m3, &r->size))
 		return -1;
 	if ((r->floor_s = activity_floor(r->size.activities)) < 0) {
@@ -150,13 +166,14 @@ int main(int argc, char **argv)
 	bench_pin(0);
 	strobe_init(NULL);
 	struct bench_phases p;
-	double flush[BENCH_MAX_RUNS], floor_s[BENCH_MAX_RUNS], ratio[BENCH_MAX_RUNS];
+	double flush[BENCH_MAX_RUNS], floor_s[BENCH_MAX_RUNS], ratio[BENCH_MAX_RUNS], pack[BENCH_MAX_RUNS];
 	struct run r = {0};
 	for (int i = 0; i < a.runs; i++) {
 		if (one_run(n, a.dir, i, &r, &p))
 			return 1;
 		flush[i] = r.flush_s;
 		floor_s[i] = r.floor_s;
+		pack[i] = r.pack_s;
 		ratio[i] = p.stop[i] / r.floor_s;
 		fprintf(stderr,
 		        "run %d: flush %.3f s, stop %.3f s (cpu %.3f s of which sys %.3f s, %.0f%% stolen), "
@@ -177,8 +194,11 @@ int main(int argc, char **argv)
 	bench_report_row("decode + correlate (strobe_stop)", s.stop, records, "rec");
 	bench_report_row("flush + decode + correlate", mf + s.stop, records, "rec");
 	bench_report_phases(&s, records, &r.size);
+	bench_report_row("pack for crash dumps (thread CPU)", bench_median(pack, a.runs), records, "rec");
 	bench_report_row("floor: first write of the activity array", mfl, (double)r.size.activities, "act");
 	printf("decode + correlate / floor, same run (median): %.2f\n", mr);
+	printf("packed block: %zu bytes, %.1f bytes per launch + kernel pair\n", r.pack_bytes,
+	       (double)r.pack_bytes / (double)n);
 	bench_report_size(&r.size, r.rss);
 	strobe_shutdown();
 	return 0;
