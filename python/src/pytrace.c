@@ -15,7 +15,9 @@
  * per-thread log (48 bytes each, no name copy, within a memory cap; calls
  * over it are counted) and are handed to strobe (strobe_record, on their
  * thread's row) at the stop: during the run a call costs two clock reads
- * and a few stores. Returns of calls begun before the trace started are
+ * and a few stores. A thread's state and log are freed when its Python
+ * thread state is cleared (the thread ended), or at the stop if the trace
+ * still needs them. Returns of calls begun before the trace started are
  * ignored, except the starting thread's, whose stack is taken as it is at
  * the start. Calls still open at the stop are recorded as unfinished.
  *
@@ -52,6 +54,14 @@ struct frame {
 	int kind;
 };
 
+/* A finished call, kept until the stop hands it to strobe. */
+struct done {
+	int64_t start_ns, end_ns;
+	uint64_t id, parent;
+	const char *name;
+	uint32_t flags;
+};
+
 struct tstate {
 	uint32_t gen;   /* the session the stack belongs to */
 	int64_t tid;    /* system thread id */
@@ -59,6 +69,7 @@ struct tstate {
 	uint32_t depth; /* open calls */
 	uint32_t cap;   /* stack's size */
 	uint32_t lost;  /* pushes not kept (no memory), popped first */
+	bool exited;    /* its thread ended during the trace: freed at the stop */
 	struct frame *stack;
 	struct done *done; /* finished calls, in the order they ended */
 	size_t ndone, done_cap;
@@ -293,6 +304,77 @@ static const char *name_of(const void *key, PyObject *obj, const char *owner)
 
 /* ---- the per-thread stacks --------------------------------------------- */
 
+/* Unlinks a thread's state and frees it with its stack and log. */
+static void thread_free(struct tstate *t)
+{
+	for (struct tstate **p = &threads; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	}
+	done_bytes -= t->done_cap * sizeof(*t->done);
+	free(t->done);
+	free(t->stack);
+	free(t);
+}
+
+#define THREAD_KEY "strobe.pytrace"
+
+/* The thread's Python state is cleared (the thread ended, or a fork's child
+ * or the interpreter's end clears it), and with it its dict, which holds
+ * the capsule this destructor belongs to. The GIL is held. A thread whose
+ * calls the running trace still needs keeps its log, cut to those calls,
+ * until the stop; any other is freed now. */
+static void thread_gone(PyObject *capsule)
+{
+	struct tstate *t = PyCapsule_GetPointer(capsule, THREAD_KEY);
+	if (!t) {
+		PyErr_Clear();
+		return;
+	}
+	if (t == tls)
+		tls = NULL;
+	if (!active || t->gen != gen || (!t->ndone && !t->depth)) {
+		thread_free(t);
+		return;
+	}
+	t->exited = true;
+	struct done *d = t->ndone ? realloc(t->done, t->ndone * sizeof(*d)) : NULL;
+	if (d || !t->ndone) {
+		if (!d)
+			free(t->done);
+		done_bytes -= (t->done_cap - t->ndone) * sizeof(*d);
+		t->done = d;
+		t->done_cap = t->ndone;
+	}
+}
+
+/* Ties a new thread state to its thread's Python state, so that it is
+ * freed when the thread ends (without it, it is kept to the process's end). */
+static void thread_watch(struct tstate *t)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	PyObject *exc = PyErr_GetRaisedException();
+#else
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+#endif
+	PyObject *dict = PyThreadState_GetDict();
+	PyObject *cap = dict ? PyCapsule_New(t, THREAD_KEY, thread_gone) : NULL;
+	if (!cap || PyDict_SetItemString(dict, THREAD_KEY, cap) < 0) {
+		if (cap) /* not in the dict: it must not free t */
+			PyCapsule_SetDestructor(cap, NULL);
+		PyErr_Clear();
+	}
+	Py_XDECREF(cap);
+#if PY_VERSION_HEX >= 0x030C0000
+	PyErr_SetRaisedException(exc);
+#else
+	PyErr_Restore(type, value, tb);
+#endif
+}
+
 static struct tstate *thread_state(void)
 {
 	struct tstate *t = tls;
@@ -307,6 +389,7 @@ static struct tstate *thread_state(void)
 		t->next = threads;
 		threads = t;
 		tls = t;
+		thread_watch(t);
 	}
 	t->gen = gen;
 	t->depth = t->lost = 0;
@@ -332,14 +415,6 @@ static void push(struct tstate *t, const char *name, int kind, int64_t now)
 	f->name = name;
 	f->kind = kind;
 }
-
-/* A finished call, kept until the stop hands it to strobe. */
-struct done {
-	int64_t start_ns, end_ns;
-	uint64_t id, parent;
-	const char *name;
-	uint32_t flags;
-};
 
 /* Pops the top call, ending at end, into the thread's log. */
 static void emit_top(struct tstate *t, int64_t end, uint32_t flags)
@@ -618,13 +693,16 @@ static PyObject *pytrace_stop(PyObject *m, PyObject *unused)
 	PyEval_SetProfile(NULL, NULL);
 	int64_t now = stamp();
 	calib_sample();
-	for (struct tstate *t = threads; t; t = t->next) {
+	for (struct tstate *t = threads, *next; t; t = next) {
+		next = t->next;
 		if (t->gen != gen)
 			continue;
 		while (t->depth)
 			emit_top(t, now, STROBE_ACTIVITY_UNFINISHED);
 		t->lost = 0;
 		flush(t, t == tls ? 0 : t->tid);
+		if (t->exited)
+			thread_free(t);
 	}
 	names_clear();
 	uint64_t n = dropped;

@@ -1,5 +1,6 @@
 import asyncio
 import threading
+import warnings
 
 import pytest
 import strobe
@@ -199,3 +200,26 @@ def test_threads_running_before_the_start_are_traced(tmp_trace):
     t.join()
     mids = named(py_events(tmp_trace), ": middle")
     assert len(mids) == 1
+
+
+def leaves(n):
+    for _ in range(n):
+        leaf()
+
+
+def test_exited_threads_give_back_their_logs(tmp_trace):
+    # A thread's log starts at 768 KiB: 4 MiB holds five, so the logs of 30
+    # threads only fit when those of exited threads are given back.
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with strobe.trace(tmp_trace, python=True, python_buffer_mb=4) as t:
+                for _ in range(10):
+                    th = threading.Thread(target=leaves, args=(100,))
+                    th.start()
+                    th.join()
+        assert t.python_dropped == 0
+        assert not [str(w.message) for w in caught]
+        lfs = named(py_events(tmp_trace), ": leaf")
+        assert len(lfs) == 10 * 100
+        assert len({e["args"]["Python thread"] for e in lfs}) == 10
