@@ -304,6 +304,15 @@ static const char *name_of(const void *key, PyObject *obj, const char *owner)
 
 /* ---- the per-thread stacks --------------------------------------------- */
 
+/* Frees a thread's log of finished calls. */
+static void log_free(struct tstate *t)
+{
+	done_bytes -= t->done_cap * sizeof(*t->done);
+	free(t->done);
+	t->done = NULL;
+	t->done_cap = 0;
+}
+
 /* Unlinks a thread's state and frees it with its stack and log. */
 static void thread_free(struct tstate *t)
 {
@@ -313,8 +322,7 @@ static void thread_free(struct tstate *t)
 			break;
 		}
 	}
-	done_bytes -= t->done_cap * sizeof(*t->done);
-	free(t->done);
+	log_free(t);
 	free(t->stack);
 	free(t);
 }
@@ -467,12 +475,8 @@ static void flush(struct tstate *t, int64_t resource)
 	t->ndone = 0;
 	/* A log of up to 4 MiB is kept for the next trace: growing it again
 	 * would fault its pages in while the program runs. */
-	if (t->done_cap * sizeof(*t->done) > (4u << 20)) {
-		free(t->done);
-		done_bytes -= t->done_cap * sizeof(*t->done);
-		t->done = NULL;
-		t->done_cap = 0;
-	}
+	if (t->done_cap * sizeof(*t->done) > (4u << 20))
+		log_free(t);
 }
 
 static void pop(struct tstate *t, int kind)
@@ -658,6 +662,10 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 		return PyErr_Format(PyExc_RuntimeError, "strobe: Python function tracing is already on");
 	done_budget = budget;
 	dropped = 0;
+	/* The logs kept from the last trace (empty since its stop) may hold
+	 * more than this trace's budget: they start again within it. */
+	for (struct tstate *t = threads; t && done_bytes > done_budget; t = t->next)
+		log_free(t);
 	use_tsc = tsc_is_the_clocksource();
 	ncal = 0;
 	int64_t span = INT64_MAX;

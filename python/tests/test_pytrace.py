@@ -223,3 +223,29 @@ def test_exited_threads_give_back_their_logs(tmp_trace):
         lfs = named(py_events(tmp_trace), ": leaf")
         assert len(lfs) == 10 * 100
         assert len({e["args"]["Python thread"] for e in lfs}) == 10
+
+
+def leaves_traced(path, n, **kw):
+    """leaves(n) under a trace; the trace, its python_function events and
+    the warnings its stop gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with strobe.trace(path, python=True, **kw) as t:
+            leaves(n)
+    return t, py_events(path), [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("budget", [{"python_buffer_mb": 1}, {"activities_max_cpu_buffer_size_mb": 1}],
+                         ids=["python_buffer_mb", "cpu_buffer"])
+def test_calls_over_the_budget_are_counted_and_warned_about(tmp_trace, budget):
+    # Called from here both times: the same calls, and the same stack at the start.
+    t, full, caught = leaves_traced(tmp_trace, 40000)
+    assert t.python_dropped == 0 and not caught
+    assert len(named(full, ": leaf")) == 40000
+    t, kept, caught = leaves_traced(tmp_trace, 40000, **budget)
+    assert 0 < t.python_dropped < 40000
+    assert len(kept) + t.python_dropped == len(full)
+    if "python_buffer_mb" in budget:
+        assert len(kept) * 48 <= 1 << 20
+    assert caught == [f"strobe: {t.python_dropped} Python calls were not recorded: over "
+                      f"python_buffer_mb={t.python_buffer_mb} or the CPU buffer budget"]
