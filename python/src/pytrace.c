@@ -27,8 +27,6 @@
 #include <Python.h>
 #include <frameobject.h>
 
-#include <math.h>
-#include <time.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -41,6 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "pytrace.h"
 #include "strobe/strobe.h"
 
@@ -90,25 +89,13 @@ static uint64_t dropped;               /* calls not recorded: over the cap */
 
 /* ---- time: stamps taken during the run, epoch ns at the stop ----------- */
 
-/* Stamps are TSC ticks where the kernel's clocksource is the TSC (as
- * strobe's own capture), else CLOCK_MONOTONIC ns. The stop maps them to
- * CLOCK_MONOTONIC through (ticks, ns) samples taken at the start, every
- * 65536 calls of a thread and at the stop, piecewise-linearly as strobe maps
- * its own ticks, then to strobe_now_ns()'s epoch. */
+/* Stamps are libstrobe's capture ticks (core/clock.h: the TSC where it is
+ * invariant and the kernel's clocksource, else CLOCK_MONOTONIC ns), read
+ * here inline. The stop maps them to epoch ns through libstrobe's clock map,
+ * sampled at the start, every 65536 calls of a thread and at the stop, and
+ * anchored to strobe_now_ns()'s epoch. */
 static bool use_tsc;
-static int64_t epoch_minus_mono;
-struct calib {
-	int64_t ticks, ns;
-};
-static struct calib *cal;
-static size_t ncal, cal_cap;
-
-static inline int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static struct strb_clock_map clock_map;
 
 static inline int64_t stamp(void)
 {
@@ -116,70 +103,20 @@ static inline int64_t stamp(void)
 	if (__builtin_expect(use_tsc, 1))
 		return (int64_t)__rdtsc();
 #endif
-	return mono_ns();
-}
-
-static bool tsc_is_the_clocksource(void)
-{
-#if defined(__x86_64__)
-	char buf[32] = "";
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-	}
-	return !strcmp(buf, "tsc\n");
-#else
-	return false;
-#endif
+	return strb_mono_ns_raw();
 }
 
 static void calib_sample(void)
 {
-	if (!use_tsc || (ncal == cal_cap && ncal >= 1u << 20))
-		return;
-	if (ncal == cal_cap) {
-		size_t cap = cal_cap ? cal_cap * 2 : 64;
-		struct calib *c = realloc(cal, cap * sizeof(*c));
-		if (!c)
-			return;
-		cal = c;
-		cal_cap = cap;
-	}
-	/* The tightest of five, so a preemption between the reads cannot skew it. */
-	struct calib best = {0, 0};
-	int64_t span = INT64_MAX;
-	for (int i = 0; i < 5; i++) {
-		int64_t t0 = stamp(), ns = mono_ns(), t1 = stamp();
-		if (t1 - t0 < span) {
-			span = t1 - t0;
-			best = (struct calib){t0 + (t1 - t0) / 2, ns};
-		}
-	}
-	if (ncal && best.ticks <= cal[ncal - 1].ticks)
-		return;
-	cal[ncal++] = best;
+	/* Without memory for it, the map spans fewer samples. */
+	if (clock_map.count < 1u << 20)
+		(void)strobe_internal_clock_map_sample(&clock_map);
 }
 
 /* A stamp as epoch ns. */
 static int64_t stamp_ns(int64_t s)
 {
-	if (!use_tsc)
-		return s + epoch_minus_mono;
-	if (ncal < 2) /* no memory for the samples: every call at the one known instant */
-		return (ncal ? cal[0].ns : mono_ns()) + epoch_minus_mono;
-	size_t lo = 0, hi = ncal - 1; /* the segment [lo, lo + 1] holding s, or an end one */
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (cal[mid].ticks <= s)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	const struct calib *a = &cal[lo], *b = &cal[lo + 1];
-	double slope = (double)(b->ns - a->ns) / (double)(b->ticks - a->ticks);
-	return a->ns + (int64_t)llround((double)(s - a->ticks) * slope) + epoch_minus_mono;
+	return strobe_internal_clock_map_to_epoch(&clock_map, (uint64_t)s);
 }
 
 /* ---- names: one string per code object or C function, made once --------- */
@@ -666,17 +603,17 @@ static PyObject *pytrace_start(PyObject *m, PyObject *args)
 	 * more than this trace's budget: they start again within it. */
 	for (struct tstate *t = threads; t && done_bytes > done_budget; t = t->next)
 		log_free(t);
-	use_tsc = tsc_is_the_clocksource();
-	ncal = 0;
+	use_tsc = strobe_internal_clock_is_tsc();
+	if (strobe_internal_clock_map_begin(&clock_map) < 0)
+		return PyErr_NoMemory();
 	int64_t span = INT64_MAX;
 	for (int i = 0; i < 5; i++) { /* the tightest of five, as the clock samples */
-		int64_t m0 = mono_ns(), e = (int64_t)strobe_now_ns(), m1 = mono_ns();
+		int64_t m0 = strb_mono_ns_raw(), e = (int64_t)strobe_now_ns(), m1 = strb_mono_ns_raw();
 		if (m1 - m0 < span) {
 			span = m1 - m0;
-			epoch_minus_mono = e - (m0 + (m1 - m0) / 2);
+			clock_map.real_minus_mono = e - (m0 + (m1 - m0) / 2);
 		}
 	}
-	calib_sample();
 	free(own_prefix);
 	own_prefix = strdup(prefix);
 	own_prefix_len = own_prefix ? strlen(own_prefix) : 0;

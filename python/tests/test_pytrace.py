@@ -1,4 +1,8 @@
 import asyncio
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -249,3 +253,37 @@ def test_calls_over_the_budget_are_counted_and_warned_about(tmp_trace, budget):
         assert len(kept) * 48 <= 1 << 20
     assert caught == [f"strobe: {t.python_dropped} Python calls were not recorded: over "
                       f"python_buffer_mb={t.python_buffer_mb} or the CPU buffer budget"]
+
+
+NAPS = """
+import sys, time
+import strobe
+
+
+def nap():
+    time.sleep(0.0015)
+
+
+with strobe.trace(sys.argv[1], python=True):
+    for _ in range(5):
+        nap()
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_calls_are_stamped_with_the_capture_clock(tmp_path):
+    # STROBE_CLOCK=monotonic makes strobe's capture clock CLOCK_MONOTONIC, and
+    # ms_clock.c makes that whole milliseconds: Python calls stamped with it
+    # last whole milliseconds (calls stamped with the TSC would not).
+    shim = tmp_path / "libms_clock.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), os.path.join(os.path.dirname(__file__), "ms_clock.c")],
+                   check=True)
+    out = tmp_path / "t.json"
+    preload = " ".join(p for p in (os.environ.get("LD_PRELOAD", ""), str(shim)) if p)  # a sanitizer's first
+    env = dict(os.environ, STROBE_CLOCK="monotonic", LD_PRELOAD=preload)
+    subprocess.run([sys.executable, "-c", NAPS, str(out)], env=env, check=True)
+    naps = named(py_events(out), ": nap")
+    assert len(naps) == 5
+    for e in naps:
+        ns = round(e["dur"] * 1000)
+        assert ns >= 1_000_000 and ns % 1_000_000 == 0, e

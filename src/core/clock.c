@@ -271,3 +271,16 @@ void strb_clock_map_free(struct strb_clock_map *map)
 	free(map->points);
 	memset(map, 0, sizeof(*map));
 }
+
+int strobe_internal_clock_is_tsc(void)
+{
+	strb_clock_init();
+	return strb_clock_kind_in_use == STRB_CLOCK_TSC;
+}
+
+int strobe_internal_clock_map_begin(struct strb_clock_map *map)
+    __attribute__((alias("strb_clock_map_begin")));
+int strobe_internal_clock_map_sample(struct strb_clock_map *map)
+    __attribute__((alias("strb_clock_map_sample")));
+int64_t strobe_internal_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks)
+    __attribute__((alias("strb_clock_map_to_epoch")));

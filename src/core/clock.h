@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/monotonic.h"
+#include "strobe/strobe.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -89,6 +90,17 @@ int strb_clock_map_add(struct strb_clock_map *map, uint64_t ticks, int64_t mono_
  * the nearest segment outside them. */
 int64_t strb_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks);
 void strb_clock_map_free(struct strb_clock_map *map);
+
+/* For the Python extension's function tracer (python/src/pytrace.c), which
+ * stamps calls with the capture's ticks and maps them as capture does;
+ * exported in libstrobe.map's STROBE_PRIVATE node. Chooses the source (as
+ * strb_clock_init) and says whether ticks are the TSC, else CLOCK_MONOTONIC
+ * ns. */
+STROBE_API int strobe_internal_clock_is_tsc(void);
+/* strb_clock_map_begin, strb_clock_map_sample, strb_clock_map_to_epoch. */
+STROBE_API int strobe_internal_clock_map_begin(struct strb_clock_map *map);
+STROBE_API int strobe_internal_clock_map_sample(struct strb_clock_map *map);
+STROBE_API int64_t strobe_internal_clock_map_to_epoch(const struct strb_clock_map *map, uint64_t ticks);
 
 /* llround(x), bit for bit, without the libm call: truncation and the exact
  * fractional part decide the rounding (x - trunc(x) is exact below 2^52;
