@@ -107,31 +107,6 @@ static int nvml_open(char *why, size_t len)
 	return 0;
 }
 
-/* "GPU-01234567-89ab-cdef-0123-456789abcdef" -> 16 bytes. */
-static bool parse_uuid(const char *s, unsigned char out[16])
-{
-	if (strncmp(s, "GPU-", 4))
-		return false;
-	s += 4;
-	int n = 0;
-	for (; *s && n < 32; s++) {
-		if (*s == '-')
-			continue;
-		int v = *s >= '0' && *s <= '9'   ? *s - '0'
-		        : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
-		        : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
-		                                 : -1;
-		if (v < 0)
-			return false;
-		if (n % 2 == 0)
-			out[n / 2] = (unsigned char)(v << 4);
-		else
-			out[n / 2] |= (unsigned char)v;
-		n++;
-	}
-	return n == 32;
-}
-
 static int nvml_devices(struct strb_counter_device *out, int max)
 {
 	int n = 0;
@@ -139,7 +114,7 @@ static int nvml_devices(struct strb_counter_device *out, int max)
 		char uuid[STRB_NVML_UUID_BUFFER_SIZE] = "";
 		memset(&out[n], 0, sizeof(out[n]));
 		if (nv.nvmlDeviceGetUUID(nv.dev[i].h, uuid, sizeof(uuid)) == STRB_NVML_SUCCESS)
-			out[n].uuid_known = parse_uuid(uuid, out[n].uuid);
+			out[n].uuid_known = strb_counters_parse_uuid(uuid, out[n].uuid);
 		char name[STRB_NVML_NAME_BUFFER_SIZE] = "";
 		if (nv.nvmlDeviceGetName(nv.dev[i].h, name, sizeof(name)) == STRB_NVML_SUCCESS)
 			snprintf(out[n].name, sizeof(out[n].name), "%s", name);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <yajl/yajl_tree.h>
 
 #include "backends/backend.h"
 #include "common/config.h"
@@ -260,43 +261,66 @@ static void toggle(bool enable)
 	__atomic_store_n(&S.paused, !enable, __ATOMIC_RELAXED);
 }
 
-/* The GPU backend's id for each source device: the deviceProperties entry
- * ("id": N, ... "uuid": "GPU-...") with the same UUID, else the source's
- * own index. */
-static void match_devices(const struct strobe_trace *t, int64_t *id, bool *by_uuid)
+bool strb_counters_parse_uuid(const char *s, unsigned char out[16])
 {
-	for (int i = 0; i < S.ndev; i++) {
+	if (strncmp(s, "GPU-", 4))
+		return false;
+	s += 4;
+	int n = 0;
+	for (; *s && n < 32; s++) {
+		if (*s == '-')
+			continue;
+		int v = *s >= '0' && *s <= '9'   ? *s - '0'
+		        : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+		        : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+		                                 : -1;
+		if (v < 0)
+			return false;
+		if (n % 2 == 0)
+			out[n / 2] = (unsigned char)(v << 4);
+		else
+			out[n / 2] |= (unsigned char)v;
+		n++;
+	}
+	return n == 32;
+}
+
+void strb_counters_match(const char *device_properties, const struct strb_counter_device *dev, int ndev,
+                         int64_t *id, bool *by_uuid)
+{
+	for (int i = 0; i < ndev; i++) {
 		id[i] = i;
 		by_uuid[i] = false;
 	}
-	const char *p = t->device_properties ? t->device_properties : "";
-	while ((p = strstr(p, "{\"id\": "))) {
-		long long dev = strtoll(p + 7, NULL, 10);
-		const char *end = strchr(p, '}');
-		const char *u = strstr(p, "\"uuid\": \"GPU-");
-		p += 7;
-		if (!end || !u || u > end)
-			continue;
+	if (!device_properties || !*device_properties)
+		return;
+	yajl_val props = NULL;
+	char *list = NULL, err[128] = "no memory";
+	if (asprintf(&list, "[%s]", device_properties) >= 0)
+		props = yajl_tree_parse(list, err, sizeof(err));
+	free(list);
+	if (!YAJL_IS_ARRAY(props)) {
+		LOGW("deviceProperties do not parse (%s); device counters are matched by index",
+		     props ? "not a list" : err);
+		yajl_tree_free(props);
+		return;
+	}
+	const char *id_path[] = {"id", NULL}, *uuid_path[] = {"uuid", NULL};
+	for (size_t k = 0; k < props->u.array.len; k++) {
+		yajl_val o = props->u.array.values[k];
+		yajl_val v = yajl_tree_get(o, id_path, yajl_t_number);
+		const char *u = YAJL_GET_STRING(yajl_tree_get(o, uuid_path, yajl_t_string));
 		unsigned char b[16];
-		int n = 0;
-		for (const char *c = u + 13; c < end && n < 32; c++) {
-			int v = *c >= '0' && *c <= '9'   ? *c - '0'
-			        : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10
-			                                 : -1;
-			if (*c == '-')
-				continue;
-			if (v < 0)
-				break;
-			b[n / 2] = (unsigned char)(n % 2 ? b[n / 2] | v : v << 4);
-			n++;
-		}
-		for (int i = 0; i < S.ndev && n == 32; i++) {
-			if (S.dev[i].uuid_known && !memcmp(S.dev[i].uuid, b, 16)) {
-				id[i] = dev;
+		if (!v || !YAJL_IS_INTEGER(v) || !u || !strb_counters_parse_uuid(u, b))
+			continue;
+		for (int i = 0; i < ndev; i++) {
+			if (dev[i].uuid_known && !memcmp(dev[i].uuid, b, 16)) {
+				id[i] = YAJL_GET_INTEGER(v);
 				by_uuid[i] = true;
 			}
 		}
 	}
+	yajl_tree_free(props);
 }
 
 static int emit(struct strobe_trace *t, const struct rec *r, int64_t ts, int64_t device)
@@ -373,7 +397,7 @@ static int write_window(struct strobe_trace *t, const struct strb_window *w)
 {
 	int64_t id[MAX_DEVICES] = {0};
 	bool by_uuid[MAX_DEVICES] = {false}, seen[MAX_DEVICES] = {false};
-	match_devices(t, id, by_uuid);
+	strb_counters_match(t->device_properties, S.dev, S.ndev, id, by_uuid);
 	int rc = 0;
 	for (size_t i = 0; i < S.n && !rc; i++) {
 		const struct rec *r = rec_at(i);

@@ -20,4 +20,15 @@ struct strb_counters_stats {
 };
 void strb_counters_stats(struct strb_counters_stats *out);
 
+/* "GPU-01234567-89ab-cdef-0123-456789abcdef" (hex digits in either case) ->
+ * 16 bytes; false for anything else. */
+bool strb_counters_parse_uuid(const char *s, unsigned char out[16]);
+
+/* The GPU backend's id for each of the ndev source devices: the "id" of the
+ * deviceProperties object (device_properties: the trace's entries, comma
+ * separated) whose "uuid" is the device's, with by_uuid[i] set; else the
+ * device's own index. */
+void strb_counters_match(const char *device_properties, const struct strb_counter_device *dev, int ndev,
+                         int64_t *id, bool *by_uuid);
+
 #endif
