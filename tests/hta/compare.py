@@ -8,7 +8,9 @@ HTA runs with include_last_profiler_step=True (strobe's choice, see
 docs/analysis.md) and HTA_DISABLE_NS_ROUNDING=1. HTA's times are
 microseconds as floats; strobe's are integer nanoseconds: equal means
 within 1 ns, or within HTA's own rounding where HTA rounds (idle time per
-stream to 0.01 us, percentages to 0.01 or 0.1). Prints each comparison;
+stream to 0.01 us, percentages to 0.01 or 0.1). Kernel sequences are
+compared for the ops "aten::block" (gen_trace.py --blocks), "ProfilerStep"
+and "aten::" (HTA's operator_name; strobe's --seq-op). Prints each comparison;
 exits 1 on the first mismatch.
 """
 import json
@@ -56,6 +58,25 @@ def nearest_rank(values, p):
         return None
     k = max(1, -(-p * len(v) // 100))
     return v[k - 1]
+
+
+def compare_kseq(strobe, trace, ta, out_dir, op):
+    """get_frequent_cuda_kernel_sequences(op) against summary --seq-op op:
+    the same sequences in the same order, with the same counts and sums."""
+    out = subprocess.run([strobe, "summary", "--json", "--top", "0", "--seq-op", op, trace], check=True,
+                         capture_output=True, text=True).stdout
+    mine = json.loads(out)["kernel_sequences"]
+    df = ta.get_frequent_cuda_kernel_sequences(op, out_dir, top_k=1 << 30, visualize=False)
+    if len(mine) != len(df):
+        fail("%s sequences: strobe %d, HTA %d" % (op, len(mine), len(df)))
+    for k, (m, (_, h)) in enumerate(zip(mine, df.iterrows())):
+        pattern = "|".join([m["op"]] + [x["name"] for x in m["sequence"]])
+        if pattern != h["pattern"]:
+            fail("%s sequence %d: strobe %r, HTA %r" % (op, k, pattern[:200], h["pattern"][:200]))
+        what = "%s sequence %d " % (op, k)
+        near(what + "count", m["count"], h["count"], 0)
+        near(what + "GPU time", m["gpu_ns"], ns(h["GPU kernel duration (us)"]), 1 + len(m["sequence"]))
+        near(what + "CPU time", m["cpu_ns"], ns(h["CPU op duration (us)"]), m["count"])
 
 
 def compare(strobe, trace):
@@ -173,6 +194,8 @@ def compare(strobe, trace):
             for mine, theirs in (("mean", "mean"), ("p50", "50%"), ("min", "min"), ("max", "max")):
                 want = h[("memory_bw_gbps", theirs)]
                 near("%s %s GB/s" % (kind, mine), r[mine + "_gb_per_s"], want, 1e-9 * max(1.0, abs(want)))
+        for op in ("aten::block", "ProfilerStep", "aten::"):
+            compare_kseq(strobe, trace, ta, d, op)
     print("%s: %d numbers equal to HTA's" % (trace, checked))
     checked = 0
 

@@ -6,12 +6,14 @@ syncs, and work launched after the last step.
 
 usage: gen_trace.py OUT.json [--steps N] [--seed S] [--slow-step K]
                               [--kernels-per-step K] [--scale F]
-                              [--extra-kernel NAME] [--compact]
+                              [--extra-kernel NAME] [--compact] [--blocks K]
 
 Times are microseconds with three decimals (whole nanoseconds), as
 libkineto writes them. The same arguments give the same file. --scale
 multiplies every compute kernel's duration and --extra-kernel adds one
 more kernel name to the rotation (two traces to compare with strobe diff).
+--blocks K wraps each K consecutive cpu_ops in an "aten::block" cpu_op (the
+roots of repeated kernel sequences) and puts 300 ns between cpu_ops.
 """
 import argparse
 import json
@@ -28,6 +30,8 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--extra-kernel", default="")
     ap.add_argument("--compact", action="store_true", help="no indentation (benchmarks)")
+    ap.add_argument("--blocks", type=int, default=0,
+                    help="wrap each run of this many cpu_ops in an aten::block cpu_op (kernel sequences)")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
 
@@ -74,6 +78,7 @@ def main():
         cpu = t + 5000
         last_gpu = 0
         n = args.kernels_per_step
+        block_start = cpu
         for k in range(n):
             op_start = cpu
             name = kernels[(k + step) % len(kernels)]
@@ -85,6 +90,12 @@ def main():
             last_gpu = max(last_gpu, end)
             cpu += rnd.randint(1000, 60000 if k % 5 == 0 else 3000)
             x("cpu_op", "aten::op%d" % (k % 3), pid, tid, op_start, cpu - op_start, {"External id": k})
+            if args.blocks:  # apart: HTA's float ends would nest ops that touch
+                cpu += 300
+            if args.blocks and (k + 1) % args.blocks == 0:
+                x("cpu_op", "aten::block", pid, tid, block_start, cpu - block_start, {"External id": 100 + k})
+                cpu += 500
+                block_start = cpu
         # a copy and an all-reduce overlapping the next compute
         cpu += 2000
         copy_ns = rnd.randint(3000, 9000)

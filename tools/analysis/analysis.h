@@ -252,7 +252,7 @@ struct an_hrec {
 
 /* A CPU-side event with a "correlation" arg (a runtime or driver call). */
 struct an_hcpu {
-	uint32_t pid;
+	uint32_t pid, row;
 	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
 	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
 	uint64_t corr;
@@ -334,6 +334,20 @@ struct an_queue {
 	uint64_t count;   /* changes of the queue length */
 	double mean, p50; /* p50 interpolated linearly, as pandas' describe() */
 	int64_t max;
+};
+
+/* HTA's get_frequent_cuda_kernel_sequences (kseq.c): the GPU events
+ * (stream > 0) launched from inside one CPU op, in start order, counted
+ * over the ops with the same name and sequence. */
+#define AN_SEQ_MIN_LEN 3 /* HTA's min_pattern_len */
+struct an_kseq {
+	int64_t rank;
+	uint32_t op;      /* the op's name (names table) */
+	uint32_t kernels; /* GPU events in the sequence */
+	uint64_t count;   /* ops that launched it */
+	int64_t gpu, cpu; /* sums: the GPU events' durations, the ops' */
+	uint32_t *names;  /* the GPU events' names (names table), in start order */
+	char *pattern;    /* "op|kernel|kernel|...", as HTA writes it (its sort key) */
 };
 
 /* A flattened numeric member of the "strobe" metadata object. */
@@ -418,6 +432,11 @@ struct an_trace {
 	size_t nqueues;
 	struct an_membw *membw; /* by rank, device, kind */
 	size_t nmembw;
+	/* set before an_read: ops whose name holds this are kernel sequence
+	 * roots (HTA's operator_name); NULL: every outermost cpu_op */
+	const char *seq_op;
+	struct an_kseq *kseqs; /* by rank, then count (most first), then pattern */
+	size_t nkseqs;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -452,6 +471,12 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 int an_hta_compute(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);
+/* The CPU event with correlation corr in rank (the first in the file), or
+ * NULL (hta.c; hcpus sorted by correlation). */
+const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank);
+/* The frequent kernel sequences, from the hrecs kept by HTA's step filter. */
+int an_kseq_compute(struct an_trace *a);
+void an_kseq_free(struct an_trace *a);
 
 /* The display name of names-table entry i (the part after its category). */
 const char *an_name(const struct an_trace *a, uint32_t i);

@@ -516,6 +516,36 @@ const struct an_spec an_membw = {
     .flags = AN_T_RANKED,
     .rows = membw_rows};
 
+GET(ks_op, struct an_kseq, v->s = an_name(a, r->op))
+GET(ks_seq, struct an_kseq, v->rows = (struct an_rows){r->names, r->kernels, sizeof(*r->names)})
+GET(ks_name, uint32_t, v->s = an_name(a, *r))
+static const struct an_column kseq_names_cols[] = {{"name", "name", AN_TEXT, 0, 0, .get = ks_name}};
+static const struct an_spec kseq_names = {.key = "sequence", .line = "{0}", COLS(kseq_names_cols)};
+#define KS(f) F(struct an_kseq, f)
+static const struct an_column kseq_cols[] = {
+    {"rank", "rank", AN_RANK, KS(rank)},
+    {"op", "op", AN_TEXT, 30, AN_NAME, .get = ks_op},
+    {"kernels", "kernels", AN_COUNT, 8, KS(kernels)},
+    {"count", "count", AN_COUNT, 7, KS(count)},
+    {"GPU time", "gpu_ns", AN_NS, 11, KS(gpu)},
+    {"CPU time", "cpu_ns", AN_NS, 11, KS(cpu)},
+    {"sequence", "sequence", AN_ROWS, 0, AN_NAME | AN_LINE, .get = ks_seq, .sub = &kseq_names},
+};
+ROWS(kseq_rows, v->a->kseqs, v->a->nkseqs)
+const struct an_spec an_kseqs = {
+    .key = "kernel_sequences",
+    .id = "kernel-sequences",
+    .title = "frequent kernel sequences (HTA get_frequent_cuda_kernel_sequences): GPU events an op launched",
+    .heading = "Frequent kernel sequences",
+    .note =
+        "Per op that launched 3 or more GPU events (the outermost cpu_ops, or the shallowest ops whose name "
+        "holds --seq-op): its name and the GPU events its calls launched, in start order; ops with the "
+        "same sequence counted, most frequent first. GPU time sums the events' durations, CPU time the "
+        "ops'.",
+    COLS(kseq_cols),
+    .flags = AN_T_TOP | AN_T_RANKED,
+    .rows = kseq_rows};
+
 /* ---- instants, counters, accounting --------------------------------------- */
 
 #define INSTANT(r) ((const struct an_instant *)an_table_item(&a->instants, (r)->id))
@@ -588,7 +618,7 @@ const struct an_spec *const an_tables[] = {&an_categories,   &an_names,        &
                                            &an_memcpy,       &an_latency,      &an_gpu_memory, &an_cpu_ops,
                                            &an_instants,     &an_counters,     &an_accounting, &an_steps,
                                            &an_breakdown,    &an_launch_stats, &an_ktypes,     &an_knames,
-                                           &an_idle_streams, &an_queues,       &an_membw};
+                                           &an_idle_streams, &an_queues,       &an_membw,      &an_kseqs};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */

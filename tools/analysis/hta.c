@@ -111,7 +111,7 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		return 0;
 	bool launch = name_in(ev->name, launch_names);
 	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
-	               (struct an_hcpu){r->pid, launch, launch || name_in(ev->name, queue_names),
+	               (struct an_hcpu){r->pid, row, launch, launch || name_in(ev->name, queue_names),
 	                                (uint64_t)corr, ev->ts_ns, dur, seq});
 }
 
@@ -213,7 +213,7 @@ static int cmp_hcpu(const void *pa, const void *pb)
 }
 
 /* The CPU event with correlation corr in rank (the first in the file), or NULL. */
-static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
+const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
 {
 	if (corr == UINT64_MAX)
 		return NULL;
@@ -580,7 +580,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 	int rc = q && lens ? 0 : -ENOMEM;
 	size_t nq = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
-		const struct an_hcpu *l = launch_of(a, r[i].corr, b->rank);
+		const struct an_hcpu *l = an_launch_of(a, r[i].corr, b->rank);
 		if (!l || !l->queue)
 			continue;
 		q[nq++] = (struct qev){l->ts, 1, l->seq};
@@ -627,7 +627,7 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 				continue;
 			any = true;
 			if (have_prev) {
-				const struct an_hcpu *l = launch_of(a, r[k].corr, b->rank);
+				const struct an_hcpu *l = an_launch_of(a, r[k].corr, b->rank);
 				int64_t gap = an_span(prev_end, r[k].ts);
 				if (l && l->ts > prev_end)
 					s.host_wait = an_sat_add(s.host_wait, gap);
@@ -653,7 +653,7 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		return -ENOMEM;
 	size_t n = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		const struct an_hcpu *l = launch_of(a, w->r[i].corr, b->rank);
+		const struct an_hcpu *l = an_launch_of(a, w->r[i].corr, b->rank);
 		if (!l || !l->launch)
 			continue;
 		int64_t delay = an_span(an_sat_add(l->ts, l->dur), w->r[i].ts);
@@ -886,7 +886,7 @@ int an_hta_compute(struct an_trace *a)
 			for (size_t k = 0; k < nends; k++)
 				if (ends[k].rank == rank)
 					last = ends[k].last_start;
-			const struct an_hcpu *l = launch_of(a, r->corr, rank);
+			const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
 			if (!l || l->ts >= last)
 				continue;
 		}
@@ -898,6 +898,8 @@ int an_hta_compute(struct an_trace *a)
 		rc = each_device(a, hta_of_device, caps);
 	for (size_t i = 0; !rc && filter && i < a->nbreakdown; i++)
 		a->breakdown[i].filtered = true;
+	if (!rc)
+		rc = an_kseq_compute(a);
 	/* Steps of ranks without GPU work: one row each, without GPU columns. */
 	for (size_t i = 0; !rc && i < nsteps; i++) {
 		bool dev = false;
@@ -931,4 +933,5 @@ void an_hta_free(struct an_trace *a)
 	free(a->idle);
 	free(a->queues);
 	free(a->membw);
+	an_kseq_free(a);
 }

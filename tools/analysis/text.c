@@ -248,6 +248,7 @@ int an_print_text(const struct an_view *v, FILE *f)
 	titled(f, v, &an_launch_stats);
 	titled(f, v, &an_queues);
 	titled(f, v, &an_membw);
+	titled(f, v, &an_kseqs);
 	/* Without ranks, each category's tables above have the cpu_op self times. */
 	if (s->ranked)
 		titled(f, v, &an_cpu_ops);

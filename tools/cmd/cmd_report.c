@@ -14,7 +14,7 @@
 #define DEFAULT_TOP 20
 
 static const char usage_text[] =
-    "usage: strobe report [--top N] [--step-name NAME] [-o OUT.html] FILE\n"
+    "usage: strobe report [--top N] [--step-name NAME] [--seq-op NAME] [-o OUT.html] FILE\n"
     "\n"
     "Writes one self-contained HTML page about a trace file (plain, gzip or zstd JSON, or\n"
     "Perfetto, as for strobe summary; FILE \"-\" reads stdin): the trace's facts (file,\n"
@@ -33,6 +33,8 @@ static const char usage_text[] =
     "                    .html; required when FILE is -)\n"
     "  --top N           rows per table and bars per chart (default 20; 0 shows all)\n"
     "  --step-name NAME  complete events named NAME are the steps (default: ProfilerStep#N)\n"
+    "  --seq-op NAME     kernel sequences start at the shallowest ops whose name holds NAME\n"
+    "                    (default: every cpu_op not inside another)\n"
     "  -h, --help        show this text\n"
     "\n"
     "exit status: 0 written, 1 the trace cannot be read or the page cannot be written,\n"
@@ -66,7 +68,7 @@ static char *default_output(const char *file)
 int cmd_report(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
-	const char *file = NULL, *out = NULL, *val, *step_name = NULL;
+	const char *file = NULL, *out = NULL, *val, *step_name = NULL, *seq_op = NULL;
 	for (int i = 1, rc; i < argc; i++) {
 		const char *arg = argv[i];
 		if (cli_is_help(arg)) {
@@ -78,6 +80,9 @@ int cmd_report(int argc, char **argv)
 				return rc;
 		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
 			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
+				return rc;
+		} else if (cli_opt(argc, argv, &i, "--seq-op", NULL, &val)) {
+			if ((rc = cli_text(&cli, "--seq-op", val, "an op name", &seq_op)))
 				return rc;
 		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
@@ -93,7 +98,7 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 
-	struct an_trace a = {.step_name = step_name};
+	struct an_trace a = {.step_name = step_name, .seq_op = seq_op};
 	struct an_view v = {0};
 	struct tr_stats st;
 	char err[512], *page = NULL;

@@ -13,7 +13,7 @@
 #define DEFAULT_TOP 10
 
 static const char usage_text[] =
-    "usage: strobe summary [--top N] [--json] [--step-name NAME] FILE\n"
+    "usage: strobe summary [--top N] [--json] [--step-name NAME] [--seq-op NAME] FILE\n"
     "\n"
     "Summarises a Chrome-trace JSON file written by strobe or libkineto (plain, gzip or\n"
     "zstd, told apart by content), or a Perfetto trace; FILE \"-\" reads stdin. It prints\n"
@@ -41,7 +41,8 @@ static const char usage_text[] =
     "analyses follow, with HTA 0.5's definitions (docs/analysis.md): temporal breakdown,\n"
     "communication/computation overlap, time by kernel type, kernels by type and name, idle\n"
     "time per stream (host wait, kernel wait, other), kernel launch statistics, queue\n"
-    "length per stream and memory bandwidth per copy kind.\n"
+    "length per stream, memory bandwidth per copy kind, and frequent kernel sequences (per\n"
+    "op that launched 3 or more GPU events, the sequence of their names, counted).\n"
     "\n"
     "Self time is an event's duration less the parts of it covered by the complete (\"X\")\n"
     "events nested directly inside it on the same pid/tid row.\n"
@@ -51,6 +52,9 @@ static const char usage_text[] =
     "  --json      print one JSON object instead of tables\n"
     "  --step-name NAME\n"
     "              complete events named NAME are the steps (default: ProfilerStep#N)\n"
+    "  --seq-op NAME\n"
+    "              kernel sequences start at the shallowest ops whose name holds NAME\n"
+    "              (HTA's operator_name; default: every cpu_op not inside another)\n"
     "  -h, --help  show this text\n"
     "\n"
     "--json prints (times are integer nanoseconds; ts is relative to the trace's\n"
@@ -93,6 +97,8 @@ static const char usage_text[] =
     "   \"queue_length\": [{\"rank\", \"device\", \"stream\", \"count\", \"mean\", \"p50\", \"max\"}, ...],\n"
     "   \"memory_bandwidth\": [{\"rank\", \"device\", \"kind\", \"count\", \"mean_gb_per_s\",\n"
     "              \"p50_gb_per_s\", \"min_gb_per_s\", \"max_gb_per_s\"}, ...],\n"
+    "   \"kernel_sequences\": [{\"rank\", \"op\", \"kernels\", \"count\", \"gpu_ns\", \"cpu_ns\",\n"
+    "              \"pattern\"}, ...],\n"
     "   \"accounting\": {\"strobe\": {KEY: number, ...} or null, \"unfinished_events\",\n"
     "                  \"unknown_names\", \"untimed_events\", \"truncated_strings\",\n"
     "                  \"dropped_members\", \"skipped_elements\", \"bad_times\",\n"
@@ -129,7 +135,7 @@ int cmd_summary(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
 	bool json = false;
-	const char *file = NULL, *step_name = NULL, *val;
+	const char *file = NULL, *step_name = NULL, *seq_op = NULL, *val;
 	for (int i = 1, rc; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
 			fputs(usage_text, stdout);
@@ -139,6 +145,9 @@ int cmd_summary(int argc, char **argv)
 		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
 			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
 				return rc;
+		} else if (cli_opt(argc, argv, &i, "--seq-op", NULL, &val)) {
+			if ((rc = cli_text(&cli, "--seq-op", val, "an op name", &seq_op)))
+				return rc;
 		} else if ((rc = cli_top_or_file(&cli, argc, argv, &i, &top, &file))) {
 			return rc;
 		}
@@ -146,7 +155,7 @@ int cmd_summary(int argc, char **argv)
 	if (!file)
 		return cli_usage(&cli, "no trace file given");
 
-	struct an_trace s = {.step_name = step_name};
+	struct an_trace s = {.step_name = step_name, .seq_op = seq_op};
 	struct tr_stats st;
 	char err[512];
 	int rc = an_read(&s, file, &st, err, sizeof(err));
