@@ -10,7 +10,9 @@ microseconds as floats; strobe's are integer nanoseconds: equal means
 within 1 ns, or within HTA's own rounding where HTA rounds (idle time per
 stream to 0.01 us, percentages to 0.01 or 0.1). Kernel sequences are
 compared for the ops "aten::block" (gen_trace.py --blocks), "ProfilerStep"
-and "aten::" (HTA's operator_name; strobe's --seq-op). Prints each comparison;
+and "aten::" (HTA's operator_name; strobe's --seq-op); the critical path
+of each step with HTA's include_last_profiler_step=True (HTA 0.5 then keeps
+every GPU event, as strobe's steps do). Prints each comparison;
 exits 1 on the first mismatch.
 """
 import json
@@ -77,6 +79,24 @@ def compare_kseq(strobe, trace, ta, out_dir, op):
         near(what + "count", m["count"], h["count"], 0)
         near(what + "GPU time", m["gpu_ns"], ns(h["GPU kernel duration (us)"]), 1 + len(m["sequence"]))
         near(what + "CPU time", m["cpu_ns"], ns(h["CPU op duration (us)"]), m["count"])
+
+
+def compare_critical_path(s, ta):
+    """critical_path_analysis(annotation="ProfilerStep", instance_id=i) for
+    each step: the path's length and its time by HTA's bound_by classes."""
+    classes = (("cpu_ns", "cpu_bound"), ("gpu_compute_ns", "gpu_compute_bound"),
+               ("gpu_comm_ns", "gpu_communication_bound"), ("kernel_gap_ns", "gpu_kernel_kernel_overhead"),
+               ("launch_delay_ns", "gpu_kernel_launch_overhead"))
+    for i, mine in enumerate(s["critical_path"]):
+        g, ok = ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=i)
+        if not ok:
+            fail("critical path of step %d: HTA found none" % mine["step"])
+        df = g.get_critical_path_breakdown()
+        what = "critical path of step %d: " % mine["step"]
+        near(what + "length", mine["length_ns"], ns(df.duration.sum()), 2)
+        by = df.groupby("bound_by").duration.sum().to_dict()
+        for key, theirs in classes:
+            near(what + theirs, mine[key], ns(by.get(theirs, 0.0)), 2)
 
 
 def compare(strobe, trace):
@@ -196,6 +216,7 @@ def compare(strobe, trace):
                 near("%s %s GB/s" % (kind, mine), r[mine + "_gb_per_s"], want, 1e-9 * max(1.0, abs(want)))
         for op in ("aten::block", "ProfilerStep", "aten::"):
             compare_kseq(strobe, trace, ta, d, op)
+        compare_critical_path(s, TraceAnalysis(trace_files={0: link}, trace_dir=d, include_last_profiler_step=True))
     print("%s: %d numbers equal to HTA's" % (trace, checked))
     checked = 0
 

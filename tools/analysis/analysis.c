@@ -1303,6 +1303,17 @@ const char *an_name(const struct an_trace *a, uint32_t i)
 	return a->names.keys[i] + sn->cat_len + 1;
 }
 
+const char *an_name_cat(const struct an_trace *a, uint32_t i)
+{
+	return a->xcats.keys[((const struct an_name *)an_table_item(&a->names, i))->cat];
+}
+
+int64_t an_row_rank(const struct an_trace *a, uint32_t row)
+{
+	const struct an_row *r = an_table_item(&a->rows, row);
+	return ((const struct an_process *)an_table_item(&a->pids, r->pid))->rank;
+}
+
 const char *an_row_tid(const struct an_trace *a, uint32_t row)
 {
 	const struct an_row *r = an_table_item(&a->rows, row);

@@ -252,7 +252,7 @@ struct an_hrec {
 
 /* A CPU-side event with a "correlation" arg (a runtime or driver call). */
 struct an_hcpu {
-	uint32_t pid, row;
+	uint32_t pid, row, name;
 	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
 	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
 	uint64_t corr;
@@ -350,6 +350,34 @@ struct an_kseq {
 	char *pattern;    /* "op|kernel|kernel|...", as HTA writes it (its sort key) */
 };
 
+/* HTA's critical_path_analysis, per step (critpath.c): the longest path
+ * through a graph of the step's CPU ops and runtime calls (nested, in
+ * order per thread), the GPU events they launched (launch delays, gaps
+ * between kernels on a stream) and syncs (a GPU event's end before the
+ * sync call's end). Its time by HTA's bound_by classes. */
+#define AN_CP_OPS 8 /* ops and kernels listed per step, most time on the path first */
+struct an_cp_op {
+	uint32_t name;
+	bool gpu;
+	int64_t time; /* of the path inside this op or GPU event (its own edges) */
+};
+
+struct an_cpath {
+	int64_t rank;
+	uint32_t name;  /* the step's */
+	int64_t number; /* as in an_step */
+	int64_t ts, dur;
+	int64_t length;  /* the path's */
+	int64_t cpu;     /* cpu_bound: CPU ops and calls */
+	int64_t compute; /* gpu_compute_bound: GPU events other than NCCL */
+	int64_t comm;    /* gpu_communication_bound: NCCL kernels */
+	int64_t kk;      /* gpu_kernel_kernel_overhead: gaps between a stream's GPU events */
+	int64_t launch;  /* gpu_kernel_launch_overhead: launch call start to GPU start */
+	bool gpu_bound;  /* compute + comm + kk > cpu + launch */
+	size_t nops;
+	struct an_cp_op ops[AN_CP_OPS];
+};
+
 /* A flattened numeric member of the "strobe" metadata object. */
 struct an_meta_num {
 	char *key;
@@ -437,6 +465,8 @@ struct an_trace {
 	const char *seq_op;
 	struct an_kseq *kseqs; /* by rank, then count (most first), then pattern */
 	size_t nkseqs;
+	struct an_cpath *cpaths; /* by rank, then step start */
+	size_t ncpaths;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -471,12 +501,21 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 int an_hta_compute(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);
+/* Whether name is one of the NULL-ended set. */
+bool an_name_in(const char *name, const char *const *set);
+/* The rank of a row's pid (-1 for none). */
+int64_t an_row_rank(const struct an_trace *a, uint32_t row);
+/* The category of names-table entry i. */
+const char *an_name_cat(const struct an_trace *a, uint32_t i);
 /* The CPU event with correlation corr in rank (the first in the file), or
  * NULL (hta.c; hcpus sorted by correlation). */
 const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank);
 /* The frequent kernel sequences, from the hrecs kept by HTA's step filter. */
 int an_kseq_compute(struct an_trace *a);
 void an_kseq_free(struct an_trace *a);
+/* The critical path of each step (as find_steps gives them: one per step
+ * and rank), from every GPU event (hrecs sorted by rank, pid, start). */
+int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t nsteps);
 
 /* The display name of names-table entry i (the part after its category). */
 const char *an_name(const struct an_trace *a, uint32_t i);

@@ -546,6 +546,49 @@ const struct an_spec an_kseqs = {
     .flags = AN_T_TOP | AN_T_RANKED,
     .rows = kseq_rows};
 
+GET(cp_op_name, struct an_cp_op, v->s = an_name(a, r->name))
+GET(cp_op_where, struct an_cp_op, v->s = r->gpu ? "GPU" : "CPU")
+#define CPO(f) F(struct an_cp_op, f)
+static const struct an_column cp_ops_cols[] = {
+    {"name", "name", AN_TEXT, 0, 0, .get = cp_op_name},
+    {"on", "on", AN_TEXT, 0, 0, .get = cp_op_where},
+    {"time", "time_ns", AN_NS, CPO(time)},
+};
+static const struct an_spec cp_ops = {.key = "ops", .line = "{0} ({1}) {2}", COLS(cp_ops_cols)};
+
+GET(cp_step, struct an_cpath, v->i = r->number)
+GET(cp_name, struct an_cpath, v->s = an_name(a, r->name))
+GET(cp_bound, struct an_cpath, v->s = r->gpu_bound ? "GPU" : "CPU")
+GET(cp_ops_rows, struct an_cpath, v->rows = (struct an_rows){r->ops, r->nops, sizeof(*r->ops)})
+#define CP(f) F(struct an_cpath, f)
+static const struct an_column cpath_cols[] = {
+    {"rank", "rank", AN_RANK, CP(rank)},
+    {"step", "step", AN_COUNT, 6, 0, .get = cp_step},
+    {"duration", "duration_ns", AN_NS, 11, CP(dur)},
+    {"path", "length_ns", AN_NS, 11, CP(length)},
+    {"bound", "bound", AN_TEXT, 5, 0, .get = cp_bound},
+    {"CPU", "cpu_ns", AN_NS, 11, CP(cpu)},
+    {"GPU compute", "gpu_compute_ns", AN_NS, 12, CP(compute)},
+    {"GPU comm", "gpu_comm_ns", AN_NS, 11, CP(comm)},
+    {"kernel gaps", "kernel_gap_ns", AN_NS, 13, CP(kk)},
+    {"launch delay", "launch_delay_ns", AN_NS, 13, CP(launch)},
+    {"step name", "name", AN_TEXT, 0, AN_LINE, .get = cp_name},
+    {"on the path", "ops", AN_ROWS, 0, AN_NAME | AN_LINE, .get = cp_ops_rows, .sub = &cp_ops},
+};
+ROWS(cpath_rows, v->a->cpaths, v->a->ncpaths)
+const struct an_spec an_cpaths = {
+    .key = "critical_path",
+    .id = "critical-path",
+    .title = "critical path per step (HTA critical_path_analysis): CPU ops, GPU work and the waits between",
+    .heading = "Critical path per step",
+    .note = "The longest path through the step's CPU ops and runtime calls (in order per thread), the GPU "
+            "events they launched (with the launch delay or the gap after the stream's previous event) and "
+            "syncs. GPU-bound when GPU compute, communication and kernel gaps outweigh CPU time and launch "
+            "delays. Under each step, the ops and GPU events with the most time on the path.",
+    COLS(cpath_cols),
+    .flags = AN_T_TOP | AN_T_RANKED,
+    .rows = cpath_rows};
+
 /* ---- instants, counters, accounting --------------------------------------- */
 
 #define INSTANT(r) ((const struct an_instant *)an_table_item(&a->instants, (r)->id))
@@ -614,11 +657,11 @@ const struct an_spec an_accounting = {.key = "accounting",
                                       .rows = accounting_rows,
                                       .warn = acct_warn};
 
-const struct an_spec *const an_tables[] = {&an_categories,   &an_names,        &an_devices,    &an_kernels,
-                                           &an_memcpy,       &an_latency,      &an_gpu_memory, &an_cpu_ops,
-                                           &an_instants,     &an_counters,     &an_accounting, &an_steps,
-                                           &an_breakdown,    &an_launch_stats, &an_ktypes,     &an_knames,
-                                           &an_idle_streams, &an_queues,       &an_membw,      &an_kseqs};
+const struct an_spec *const an_tables[] = {
+    &an_categories, &an_names,        &an_devices,  &an_kernels,  &an_memcpy,       &an_latency,
+    &an_gpu_memory, &an_cpu_ops,      &an_instants, &an_counters, &an_accounting,   &an_steps,
+    &an_breakdown,  &an_launch_stats, &an_ktypes,   &an_knames,   &an_idle_streams, &an_queues,
+    &an_membw,      &an_kseqs,        &an_cpaths};
 const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 
 /* ---- the view --------------------------------------------------------------- */

@@ -76,7 +76,7 @@ struct an_spec {
 /* an_names has no rows of its own: a category's are in an_view.names. */
 extern const struct an_spec an_categories, an_names, an_devices, an_kernels, an_memcpy, an_latency,
     an_gpu_memory, an_cpu_ops, an_instants, an_counters, an_accounting, an_steps, an_breakdown,
-    an_launch_stats, an_ktypes, an_knames, an_idle_streams, an_queues, an_membw, an_kseqs;
+    an_launch_stats, an_ktypes, an_knames, an_idle_streams, an_queues, an_membw, an_kseqs, an_cpaths;
 /* Every table above, for tests. */
 extern const struct an_spec *const an_tables[];
 extern const size_t an_ntables;

@@ -63,7 +63,7 @@ const char *an_ktype_name(unsigned type)
 	return type < 4 ? names[type] : "?";
 }
 
-static bool name_in(const char *name, const char *const *set)
+bool an_name_in(const char *name, const char *const *set)
 {
 	for (; *set; set++)
 		if (!strcmp(name, *set))
@@ -109,10 +109,11 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		                                (uint8_t)kernel_type(ev->name), work, seq});
 	if (!has_corr || corr == -1)
 		return 0;
-	bool launch = name_in(ev->name, launch_names);
+	bool launch = an_name_in(ev->name, launch_names);
 	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
-	               (struct an_hcpu){r->pid, row, launch, launch || name_in(ev->name, queue_names),
-	                                (uint64_t)corr, ev->ts_ns, dur, seq});
+	               (struct an_hcpu){r->pid, row, name, launch,
+	                                launch || an_name_in(ev->name, queue_names), (uint64_t)corr,
+	                                ev->ts_ns, dur, seq});
 }
 
 /* ---- spans ------------------------------------------------------------------ */
@@ -878,6 +879,8 @@ int an_hta_compute(struct an_trace *a)
 	struct steps_arg sa = {steps, nsteps, 0};
 	if (!rc)
 		rc = each_device(a, steps_of_device, &sa);
+	if (!rc)
+		rc = an_critpath_compute(a, steps, nsteps);
 	size_t kept = 0;
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
@@ -934,4 +937,5 @@ void an_hta_free(struct an_trace *a)
 	free(a->queues);
 	free(a->membw);
 	an_kseq_free(a);
+	free(a->cpaths);
 }

@@ -583,6 +583,7 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	titled(p, v, &an_queues);
 	titled(p, v, &an_membw);
 	titled(p, v, &an_kseqs);
+	titled(p, v, &an_cpaths);
 	titled(p, v, &an_memcpy);
 	titled(p, v, &an_latency);
 	memory_charts(p, v);

@@ -261,7 +261,7 @@ int an_print_json(const struct an_view *v, FILE *out)
 	const struct an_spec *const gpu[] = {&an_devices,    &an_kernels, &an_memcpy,       &an_latency,
 	                                     &an_gpu_memory, &an_cpu_ops, &an_steps,        &an_breakdown,
 	                                     &an_ktypes,     &an_knames,  &an_idle_streams, &an_launch_stats,
-	                                     &an_queues,     &an_membw,   &an_kseqs};
+	                                     &an_queues,     &an_membw,   &an_kseqs,        &an_cpaths};
 	for (size_t i = 0; i < sizeof(gpu) / sizeof(gpu[0]); i++)
 		json_rows(g, v, gpu[i], gpu[i]->rows(v), gpu[i]->key);
 	json_accounting(g, v);

@@ -35,20 +35,11 @@ struct pattern {
 	int64_t gpu, cpu;
 };
 
-static int64_t rank_of_row(const struct an_trace *a, uint32_t row)
-{
-	const struct an_row *r = an_table_item(&a->rows, row);
-	return ((const struct an_process *)an_table_item(&a->pids, r->pid))->rank;
-}
-
 static bool gpu_cat(const char *cat)
 {
 	static const char *const cats[] = {"kernel",    "gpu_memcpy",          "gpu_memset",
 	                                   "cuda_sync", "gpu_user_annotation", NULL};
-	for (const char *const *c = cats; *c; c++)
-		if (!strcmp(cat, *c))
-			return true;
-	return false;
+	return an_name_in(cat, cats);
 }
 
 static int cmp_link(const void *pa, const void *pb)
@@ -102,22 +93,17 @@ static int collect_roots(const struct an_trace *a, struct root **out, size_t *n)
 	int rc = 0;
 	for (size_t i = 0; i < a->nx && !rc; i++) {
 		const struct an_xrec *e = &a->x[i];
-		const struct an_name *sn = an_table_item(&a->names, e->name);
-		const char *cat = a->xcats.keys[sn->cat];
+		const char *cat = an_name_cat(a, e->name);
 		if (gpu_cat(cat))
 			continue;
-		if (i && e->row != a->x[i - 1].row)
+		if (depth && e->row != a->x[stack[0]].row)
 			depth = ops = 0;
-		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts) {
-			const struct an_xrec *top = &a->x[stack[--depth]];
-			ops -= !strcmp(
-			    a->xcats.keys[((const struct an_name *)an_table_item(&a->names, top->name))->cat],
-			    "cpu_op");
-		}
+		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
+			ops -= !strcmp(an_name_cat(a, a->x[stack[--depth]].name), "cpu_op");
 		bool cpu_op = !strcmp(cat, "cpu_op");
 		bool cand = a->seq_op ? strstr(an_name(a, e->name), a->seq_op) != NULL : cpu_op && !ops;
 		if (cand && AN_PUSH(*out, *n, cap,
-		                    (struct root){rank_of_row(a, e->row), e->row, e->name, (uint32_t)depth,
+		                    (struct root){an_row_rank(a, e->row), e->row, e->name, (uint32_t)depth,
 		                                  e->ts, e->dur}))
 			rc = -ENOMEM;
 		if (!rc && !an_grow((void **)&stack, depth, &scap, sizeof(*stack)))

@@ -249,6 +249,7 @@ int an_print_text(const struct an_view *v, FILE *f)
 	titled(f, v, &an_queues);
 	titled(f, v, &an_membw);
 	titled(f, v, &an_kseqs);
+	titled(f, v, &an_cpaths);
 	/* Without ranks, each category's tables above have the cpu_op self times. */
 	if (s->ranked)
 		titled(f, v, &an_cpu_ops);

@@ -1,0 +1,130 @@
+/* strobe summary's critical path per step (HTA's critical_path_analysis)
+ * on a hand-written trace whose paths are worked out below
+ * (tests/hta/check_hta.sh compares them with HTA itself on generated
+ * traces). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cli_json_common.h"
+#include "testutil.h"
+
+#define X(cat, name, pid, tid, ts, dur, args)                                                                \
+	"{\"ph\": \"X\", \"cat\": \"" cat "\", \"name\": \"" name "\", \"pid\": " #pid ", \"tid\": " #tid    \
+	", \"ts\": " #ts ", \"dur\": " #dur ", \"args\": {" args "}},\n"
+#define CPU(cat, name, ts, dur)    X(cat, name, 100, 100, ts, dur, "")
+#define CALL(name, corr, ts, dur)  X("cuda_runtime", name, 100, 100, ts, dur, "\"correlation\": " #corr)
+#define GPU(cat, name, ts, dur, c) X(cat, name, 0, 7, ts, dur, "\"stream\": 7, \"correlation\": " #c)
+
+/* One thread (100/100), GPU 0 stream 7; µs.
+ * ProfilerStep#1 [0,200]: aten::mm [10,30] holds cudaLaunchKernel (corr 1)
+ *   [15,20]; gemm [25,125]; cudaStreamSynchronize (corr 2) [40,130] waits
+ *   for it (Stream Sync [125,126]). The launch found an empty queue, so
+ *   its delay counts: mm start -> launch start 5 (CPU) -> gemm start 10
+ *   (launch delay) -> gemm end 100 (compute) -> the sync's end (0): 115.
+ *   The CPU's own way (mm, call, mm, the sync's zero-weight wait) is 20.
+ *   GPU-bound.
+ * ProfilerStep#2 [200,400]: aten::slow [210,310] launches (corr 3) at
+ *   [300,305]; relu [306,316]. slow start -> launch start 90 (CPU) -> relu
+ *   start 6 (launch delay) -> relu end 10: 106, against 100 on the CPU.
+ *   CPU-bound.
+ * ProfilerStep#3 [400,500]: nothing in it, no path. */
+static const char trace[] = "{\"traceEvents\": [\n" CPU("user_annotation", "ProfilerStep#1", 0, 200)
+    CPU("cpu_op", "aten::mm", 10, 20) CALL("cudaLaunchKernel", 1, 15, 5) GPU("kernel", "gemm", 25, 100, 1)
+        CALL("cudaStreamSynchronize", 2, 40, 90) GPU("cuda_sync", "Stream Sync", 125, 1, 2)
+            CPU("user_annotation", "ProfilerStep#2", 200, 200) CPU("cpu_op", "aten::slow", 210, 100)
+                CALL("cudaLaunchKernel", 3, 300, 5) GPU("kernel", "relu", 306, 10, 3)
+                    CPU("user_annotation", "ProfilerStep#3", 400,
+                        100) "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, "
+                             "\"args\": {\"labels\": \"GPU 0\"}}\n]}\n";
+
+static char *dir;
+
+static const char *write_trace(void)
+{
+	static char path[4200];
+	snprintf(path, sizeof(path), "%s/cp.json", dir);
+	assert_int_equal(tu_write_file(path, trace), 0);
+	return path;
+}
+
+static void expect_op(yajl_val op, const char *name, const char *on, long long us)
+{
+	assert_string_equal(tu_get_str(op, "name"), name);
+	assert_string_equal(tu_get_str(op, "on"), on);
+	assert_int_equal(num(op, "time_ns"), us * 1000);
+}
+
+static void test_paths(void **state)
+{
+	(void)state;
+	char args[4400];
+	snprintf(args, sizeof(args), "--json '%s'", write_trace());
+	yajl_val v = cli_json("summary", args);
+	yajl_val rows = tu_get(v, "critical_path");
+	assert_int_equal(rows->u.array.len, 2);
+	static const long long want[2][9] = {
+	    /* step, duration, length, cpu, compute, comm, kernel gaps, launch delay (µs), GPU-bound */
+	    {1, 200, 115, 5, 100, 0, 0, 10, 1},
+	    {2, 200, 106, 90, 10, 0, 0, 6, 0},
+	};
+	static const char *const keys[] = {"duration_ns", "length_ns",     "cpu_ns",         "gpu_compute_ns",
+	                                   "gpu_comm_ns", "kernel_gap_ns", "launch_delay_ns"};
+	for (size_t i = 0; i < 2; i++) {
+		yajl_val r = at(rows, i);
+		assert_int_equal(num(r, "step"), want[i][0]);
+		for (size_t k = 0; k < 7; k++)
+			assert_int_equal(num(r, keys[k]), want[i][k + 1] * 1000);
+		assert_string_equal(tu_get_str(r, "bound"), want[i][8] ? "GPU" : "CPU");
+	}
+	yajl_val ops = tu_get(at(rows, 0), "ops");
+	assert_int_equal(ops->u.array.len, 2);
+	expect_op(at(ops, 0), "gemm", "GPU", 100);
+	expect_op(at(ops, 1), "aten::mm", "CPU", 5);
+	ops = tu_get(at(rows, 1), "ops");
+	assert_int_equal(ops->u.array.len, 2);
+	expect_op(at(ops, 0), "aten::slow", "CPU", 90);
+	expect_op(at(ops, 1), "relu", "GPU", 10);
+	assert_string_equal(tu_get_str(at(rows, 1), "name"), "ProfilerStep#2");
+	yajl_tree_free(v);
+}
+
+/* Text: a row per step, the ops on the path under it; the report's table. */
+static void test_text_and_report(void **state)
+{
+	(void)state;
+	char args[8800], path[4300], *out = NULL;
+	const char *file = write_trace();
+	snprintf(args, sizeof(args), "'%s'", file);
+	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
+	const char *sec = strstr(out, "\ncritical path per step");
+	assert_non_null(sec);
+	char *line = tu_line_with(sec, "     2 200.000 µs");
+	tu_assert_contains(line,
+	                   "106.000 µs  CPU    90.000 µs   10.000 µs       0 ns         0 ns     6.000 µs");
+	free(line);
+	tu_assert_contains(sec, "    on the path: aten::slow (CPU) 90.000 µs, relu (GPU) 10.000 µs\n");
+	free(out);
+
+	snprintf(path, sizeof(path), "%s/cp.html", dir);
+	snprintf(args, sizeof(args), "-o '%s' '%s'", path, file);
+	assert_int_equal(tu_strobe("report", args, 0, NULL), 0);
+	char *html = tu_read_file(path, NULL);
+	assert_non_null(html);
+	const char *t = strstr(html, "<table id=\"critical-path\">");
+	assert_non_null(t);
+	tu_assert_contains(t, "gemm (GPU) 100.000 µs<br>aten::mm (CPU) 5.000 µs");
+	free(html);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_text_and_report),
+	};
+	dir = tu_mkdtemp();
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	tu_rmrf(dir);
+	return rc;
+}

@@ -1,0 +1,574 @@
+/* HTA's critical_path_analysis, one step at a time: see docs/analysis.md.
+ *
+ * Each step gets its own graph, freed before the next: a start and an end
+ * node for every CPU op and runtime call that starts in the step, and for
+ * every GPU event launched from one of them; edges as HTA's CPGraph draws
+ * them (the CPU call stack in order, each GPU event's span, launch delays,
+ * gaps between a stream's events, syncs); then the longest path. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+enum { K_PLAIN, K_CPU, K_GPU };                          /* event kinds: K_PLAIN is on no path */
+enum { E_OP, E_DEPENDENCY, E_LAUNCH, E_KERNEL, E_SYNC }; /* HTA's CPEdgeType */
+enum { S_NONE, S_STREAM, S_CONTEXT, S_OTHER };           /* cuda_sync events */
+
+struct cp_ev {
+	int64_t ts, end;
+	uint32_t name, row, node; /* node: its start node; the end is node + 1 */
+	int32_t parent;           /* CPU: the innermost step event around it, or -1 */
+	int32_t launch;           /* GPU: the event of its launch call, or -1 */
+	uint8_t kind, sync;
+	bool blocking, comm;
+	const struct an_hrec *h;
+	int64_t qrt, qk; /* GPU: the stream's queue length after its launch and after its start */
+};
+
+struct cp_node {
+	int64_t ts;
+	uint32_t ev;
+	bool start;
+};
+
+struct cp_edge {
+	uint32_t src, dst;
+	int64_t w;
+	int32_t attr; /* the event the edge's time belongs to, or -1 */
+	uint8_t type;
+};
+
+struct cp_graph {
+	struct cp_ev *ev;
+	struct cp_node *nodes;
+	struct cp_edge *e;
+	size_t nev, capev, nnodes, capnodes, ne, cape;
+	/* the longest path */
+	int64_t *dist;
+	uint32_t *best, *order, *indeg, *first_in, *first_out, *in, *out;
+	size_t capdist;
+};
+
+/* A GPU event with its launch, in launch order per rank. */
+struct glink {
+	int64_t rank, lts;
+	uint32_t seq, h; /* h: index in hrecs */
+	const struct an_hcpu *l;
+};
+
+struct qev {
+	int64_t rank, stream, ts;
+	uint32_t seq, h;
+	int d;
+};
+
+static int cmp_glink(const void *pa, const void *pb)
+{
+	const struct glink *x = pa, *y = pb;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->lts != y->lts)
+		return x->lts < y->lts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_qev(const void *pa, const void *pb)
+{
+	const struct qev *x = pa, *y = pb;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* HTA's queue length per stream (TraceCounters), after each launch call
+ * (qrt) and after each GPU event's start (qk); INT64_MIN where none. */
+static int queue_lengths(const struct an_trace *a, int64_t *qrt, int64_t *qk)
+{
+	struct qev *q = malloc((2 * a->nhrecs + 1) * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < a->nhrecs; i++) {
+		const struct an_hrec *r = &a->hrecs[i];
+		int64_t rank = ((const struct an_process *)an_table_item(&a->pids, r->pid))->rank;
+		const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
+		qrt[i] = qk[i] = INT64_MIN;
+		if (!l || !l->queue)
+			continue;
+		q[n++] = (struct qev){rank, r->stream, l->ts, l->seq, (uint32_t)i, 1};
+		q[n++] = (struct qev){rank, r->stream, r->ts, r->seq, (uint32_t)i, -1};
+	}
+	an_sort(q, n, sizeof(*q), cmp_qev);
+	int64_t len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && (q[i].rank != q[i - 1].rank || q[i].stream != q[i - 1].stream))
+			len = 0;
+		len += q[i].d;
+		*(q[i].d > 0 ? &qrt[q[i].h] : &qk[q[i].h]) = len;
+	}
+	free(q);
+	return 0;
+}
+
+/* ---- building one step's graph -------------------------------------------------- */
+
+static int add_node(struct cp_graph *g, uint32_t ev, int64_t ts, bool start)
+{
+	return AN_PUSH(g->nodes, g->nnodes, g->capnodes, (struct cp_node){ts, ev, start});
+}
+
+static int add_ev(struct cp_graph *g, struct cp_ev e)
+{
+	e.node = (uint32_t)g->nnodes;
+	if (e.kind != K_PLAIN &&
+	    (add_node(g, (uint32_t)g->nev, e.ts, true) || add_node(g, (uint32_t)g->nev, e.end, false)))
+		return -ENOMEM;
+	return AN_PUSH(g->ev, g->nev, g->capev, e);
+}
+
+static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type, bool zero, int32_t attr)
+{
+	int64_t w =
+	    zero || type == E_DEPENDENCY || type == E_SYNC ? 0 : an_span(g->nodes[src].ts, g->nodes[dst].ts);
+	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, w, attr, type});
+}
+
+/* HTA's _attribute_edge for a span between two CPU nodes: the event that
+ * starts at src, else the one that ends at dst, else (the end of one op to
+ * the start of the next) their parent. */
+static int32_t attribute(const struct cp_graph *g, uint32_t src, uint32_t dst, int32_t parent)
+{
+	if (g->nodes[src].start)
+		return (int32_t)g->nodes[src].ev;
+	return !g->nodes[dst].start ? (int32_t)g->nodes[dst].ev : parent;
+}
+
+/* The walk of one thread's call stack (HTA's enter_func and exit_func). */
+struct walk {
+	int64_t last, high; /* nodes, -1 for none */
+	int32_t last_parent;
+	unsigned depth; /* of ops and calls (plain events are not counted) */
+};
+
+static int enter(struct cp_graph *g, struct walk *w, uint32_t i)
+{
+	const struct cp_ev *e = &g->ev[i];
+	int rc = 0;
+	if (w->depth == 0 && w->high >= 0)
+		rc = add_edge(g, (uint32_t)w->high, e->node, E_DEPENDENCY, false, -1);
+	w->depth++;
+	if (!rc && w->last >= 0)
+		rc = add_edge(g, (uint32_t)w->last, e->node, E_OP, false,
+		              attribute(g, (uint32_t)w->last, e->node, w->last_parent));
+	w->last = e->node;
+	w->last_parent = e->parent;
+	return rc;
+}
+
+static int leave(struct cp_graph *g, struct walk *w, uint32_t i)
+{
+	const struct cp_ev *e = &g->ev[i];
+	int rc = 0;
+	w->depth--;
+	if (w->last >= 0)
+		rc = add_edge(g, (uint32_t)w->last, e->node + 1, E_OP, e->blocking,
+		              attribute(g, (uint32_t)w->last, e->node + 1, w->last_parent));
+	if (w->depth == 0) {
+		w->last = -1;
+		w->high = e->node + 1;
+	} else {
+		w->last = e->node + 1;
+		w->last_parent = e->parent;
+	}
+	return rc;
+}
+
+/* The CPU events of one row that start in [s, e] and last, nested by a
+ * stack, with the graph's edges along the way. x[from, to) is the row. */
+static int cpu_row(const struct an_trace *a, struct cp_graph *g, size_t from, size_t to, int64_t s, int64_t e,
+                   uint32_t **stack, size_t *scap)
+{
+	static const char *const blocking[] = {"cudaDeviceSynchronize",
+	                                       "cudaStreamSynchronize",
+	                                       "cudaEventQuery",
+	                                       "cudaEventSynchronize",
+	                                       "cudaMemcpy",
+	                                       "cudaMemcpyAsync",
+	                                       NULL};
+	size_t lo = from, hi = to, depth = 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a->x[mid].ts < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct walk w = {-1, -1, -1, 0};
+	int rc = 0;
+	for (size_t i = lo; !rc && i <= to; i++) {
+		bool done = i == to || a->x[i].ts > e;
+		const struct an_xrec *x = done ? NULL : &a->x[i];
+		if (x && x->dur <= 0)
+			continue;
+		while (!rc && depth && (!x || g->ev[(*stack)[depth - 1]].end <= x->ts)) {
+			uint32_t top = (*stack)[--depth];
+			if (g->ev[top].kind == K_CPU)
+				rc = leave(g, &w, top);
+		}
+		if (!x || rc)
+			break;
+		const char *cat = an_name_cat(a, x->name);
+		bool node =
+		    !strcmp(cat, "cpu_op") || !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver");
+		struct cp_ev ev = {.ts = x->ts,
+		                   .end = an_sat_add(x->ts, x->dur),
+		                   .name = x->name,
+		                   .row = x->row,
+		                   .parent = depth ? (int32_t)(*stack)[depth - 1] : -1,
+		                   .launch = -1,
+		                   .kind = node ? K_CPU : K_PLAIN,
+		                   .blocking = an_name_in(an_name(a, x->name), blocking)};
+		uint32_t k = (uint32_t)g->nev;
+		rc = add_ev(g, ev);
+		if (!rc && !an_grow((void **)stack, depth, scap, sizeof(**stack)))
+			rc = -ENOMEM;
+		if (!rc) {
+			(*stack)[depth++] = k;
+			if (node)
+				rc = enter(g, &w, k);
+		}
+	}
+	return rc;
+}
+
+/* The step's event for launch call l: same row, start and name. */
+static int32_t find_call(const struct cp_graph *g, size_t ncpu, const struct an_hcpu *l)
+{
+	size_t lo = 0, hi = ncpu;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct cp_ev *e = &g->ev[mid];
+		if (e->row < l->row || (e->row == l->row && e->ts < l->ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < ncpu && g->ev[i].row == l->row && g->ev[i].ts == l->ts; i++)
+		if (g->ev[i].name == l->name && g->ev[i].kind == K_CPU)
+			return (int32_t)i;
+	return -1;
+}
+
+static const struct cp_graph *sort_graph;
+
+static int cmp_gpu(const void *pa, const void *pb)
+{
+	const struct cp_ev *x = &sort_graph->ev[*(const uint32_t *)pa],
+	                   *y = &sort_graph->ev[*(const uint32_t *)pb];
+	int64_t tx = x->sync ? x->end : x->ts,
+	        ty = y->sync ? y->end : y->ts; /* HTA sorts syncs by their end */
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return x->h->seq < y->h->seq ? -1 : x->h->seq > y->h->seq;
+}
+
+struct last {
+	uint32_t pid;
+	int64_t stream;
+	uint32_t node; /* the end node of the stream's last GPU event */
+};
+
+/* HTA's _construct_graph_from_kernels over the step's GPU events
+ * ev[first, nev), in start order (syncs at their end). */
+static int gpu_edges(struct cp_graph *g, size_t first)
+{
+	size_t n = g->nev - first, nlast = 0, lcap = 0;
+	uint32_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	struct last *last = NULL;
+	int rc = idx ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++)
+		idx[i] = (uint32_t)(first + i);
+	sort_graph = g;
+	if (!rc)
+		an_sort(idx, n, sizeof(*idx), cmp_gpu);
+	sort_graph = NULL;
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct cp_ev *e = &g->ev[idx[i]];
+		struct last *l = NULL;
+		for (size_t k = 0; k < nlast && !l; k++)
+			if (last[k].pid == e->h->pid && last[k].stream == e->h->stream)
+				l = &last[k];
+		if (e->sync) {
+			/* a sync call ends after the stream's (or, for a context
+			 * sync, every stream's) last GPU event */
+			for (size_t k = 0; k < nlast && !rc && e->launch >= 0; k++)
+				if (e->sync == S_CONTEXT || &last[k] == l)
+					rc = add_edge(g, last[k].node, g->ev[e->launch].node + 1, E_SYNC,
+					              false, -1);
+			continue;
+		}
+		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)idx[i]);
+		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
+		if (!rc && e->qrt == 1 && e->qk == 0 && e->launch >= 0 && (!l || g->nodes[l->node].ts < lts))
+			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
+		else if (!rc && l)
+			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)g->nodes[l->node].ev);
+		if (!rc && !l) {
+			rc = AN_PUSH(last, nlast, lcap, (struct last){e->h->pid, e->h->stream, 0});
+			l = rc ? NULL : &last[nlast - 1];
+		}
+		if (l)
+			l->node = e->node + 1;
+	}
+	free(idx);
+	free(last);
+	return rc;
+}
+
+/* ---- the longest path ------------------------------------------------------------- */
+
+static bool grow_u32(uint32_t **p, size_t n)
+{
+	uint32_t *q = realloc(*p, (n ? n : 1) * sizeof(*q));
+	if (q)
+		*p = q;
+	return q != NULL;
+}
+
+/* dist and best (the in-edge it came by, or UINT32_MAX) of every node, in
+ * a topological order (Kahn's); false when the graph has a cycle. Among
+ * equally long ways in, the first edge added wins, as in networkx. */
+static int longest(struct cp_graph *g, bool *dag)
+{
+	size_t nn = g->nnodes, ne = g->ne;
+	if (nn > g->capdist) {
+		int64_t *d = realloc(g->dist, nn * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		g->dist = d;
+		if (!grow_u32(&g->best, nn) || !grow_u32(&g->order, nn) || !grow_u32(&g->indeg, nn) ||
+		    !grow_u32(&g->first_in, nn + 1) || !grow_u32(&g->first_out, nn + 1))
+			return -ENOMEM;
+		g->capdist = nn;
+	}
+	if (!grow_u32(&g->in, ne) || !grow_u32(&g->out, ne))
+		return -ENOMEM;
+	memset(g->first_in, 0, (nn + 1) * sizeof(uint32_t));
+	memset(g->first_out, 0, (nn + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < ne; i++) {
+		g->first_in[g->e[i].dst + 1]++;
+		g->first_out[g->e[i].src + 1]++;
+	}
+	for (size_t v = 0; v < nn; v++) {
+		g->first_in[v + 1] += g->first_in[v];
+		g->first_out[v + 1] += g->first_out[v];
+		g->indeg[v] = g->first_in[v + 1] - g->first_in[v];
+	}
+	for (size_t i = 0; i < ne; i++) { /* edges by dst and by src, in the order added */
+		g->in[g->first_in[g->e[i].dst]++] = (uint32_t)i;
+		g->out[g->first_out[g->e[i].src]++] = (uint32_t)i;
+	}
+	for (size_t v = nn; v > 0; v--) { /* the fills moved each start one list on: move them back */
+		g->first_in[v] = g->first_in[v - 1];
+		g->first_out[v] = g->first_out[v - 1];
+	}
+	g->first_in[0] = g->first_out[0] = 0;
+	size_t head = 0, tail = 0;
+	for (size_t v = 0; v < nn; v++)
+		if (!g->indeg[v])
+			g->order[tail++] = (uint32_t)v;
+	while (head < tail) {
+		uint32_t v = g->order[head++];
+		g->dist[v] = 0;
+		g->best[v] = UINT32_MAX;
+		for (uint32_t k = g->first_in[v]; k < g->first_in[v + 1]; k++) {
+			const struct cp_edge *e = &g->e[g->in[k]];
+			int64_t d = an_sat_add(g->dist[e->src], e->w);
+			if (d >= 0 && (g->best[v] == UINT32_MAX || d > g->dist[v])) {
+				g->dist[v] = d;
+				g->best[v] = g->in[k];
+			}
+		}
+		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++)
+			if (!--g->indeg[g->e[g->out[k]].dst])
+				g->order[tail++] = g->e[g->out[k]].dst;
+	}
+	*dag = tail == nn;
+	return 0;
+}
+
+static int cmp_op(const void *pa, const void *pb)
+{
+	const struct an_cp_op *x = pa, *y = pb;
+	if (x->gpu != y->gpu)
+		return x->gpu ? 1 : -1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static int cmp_op_time(const void *pa, const void *pb)
+{
+	const struct an_cp_op *x = pa, *y = pb;
+	if (x->time != y->time)
+		return x->time > y->time ? -1 : 1;
+	return cmp_op(pa, pb);
+}
+
+/* The path's time by class, and the ops and GPU events it spends most in. */
+static int summarise(const struct cp_graph *g, struct an_cpath *p)
+{
+	size_t nn = g->nnodes, end = 0, n = 0;
+	for (size_t i = 1; i < nn; i++) /* the first node (in topological order) furthest in */
+		if (g->dist[g->order[i]] > g->dist[g->order[end]])
+			end = i;
+	struct an_cp_op *ops = malloc((nn ? nn : 1) * sizeof(*ops));
+	if (!ops)
+		return -ENOMEM;
+	p->length = nn ? g->dist[g->order[end]] : 0;
+	for (uint32_t v = nn ? g->order[end] : 0, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
+		const struct cp_edge *e = &g->e[k];
+		const struct cp_ev *ev = e->attr >= 0 ? &g->ev[e->attr] : NULL;
+		if (e->type == E_LAUNCH)
+			p->launch += e->w;
+		else if (e->type == E_KERNEL)
+			p->kk += e->w;
+		else if (e->type == E_OP && ev && ev->kind == K_GPU)
+			*(ev->comm ? &p->comm : &p->compute) += e->w;
+		else if (e->type == E_OP)
+			p->cpu += e->w;
+		if (e->type == E_OP && ev && e->w)
+			ops[n++] = (struct an_cp_op){ev->name, ev->kind == K_GPU, e->w};
+	}
+	an_sort(ops, n, sizeof(*ops), cmp_op);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && !cmp_op(&ops[m - 1], &ops[i]))
+			ops[m - 1].time += ops[i].time;
+		else
+			ops[m++] = ops[i];
+	}
+	an_sort(ops, m, sizeof(*ops), cmp_op_time);
+	p->nops = m < AN_CP_OPS ? m : AN_CP_OPS;
+	memcpy(p->ops, ops, p->nops * sizeof(*ops));
+	free(ops);
+	p->gpu_bound = an_sat_add(an_sat_add(p->compute, p->comm), p->kk) > an_sat_add(p->cpu, p->launch);
+	return 0;
+}
+
+/* ---- per step ------------------------------------------------------------------------ */
+
+struct cp_ctx {
+	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
+	struct glink *gl;
+	size_t ngl;
+	int64_t *qrt, *qk;
+	uint32_t *stack;
+	size_t scap;
+};
+
+static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, const struct an_step *s,
+                    size_t *cap)
+{
+	int64_t end = an_sat_add(s->ts, s->dur);
+	g->nev = g->nnodes = g->ne = 0;
+	int rc = 0;
+	for (uint32_t r = 0; r < a->rows.n && !rc; r++)
+		if (c->row_first[r] < c->row_first[r + 1] && an_row_rank(a, r) == s->rank)
+			rc = cpu_row(a, g, c->row_first[r], c->row_first[r + 1], s->ts, end, &c->stack,
+			             &c->scap);
+	size_t ncpu = g->nev, lo = 0, hi = c->ngl;
+	while (lo < hi) { /* the first GPU event of the rank launched in the step */
+		size_t mid = (lo + hi) / 2;
+		if (c->gl[mid].rank < s->rank || (c->gl[mid].rank == s->rank && c->gl[mid].lts < s->ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < c->ngl && !rc && c->gl[i].rank == s->rank && c->gl[i].lts <= end; i++) {
+		const struct glink *k = &c->gl[i];
+		if (k->l->dur <= 0)
+			continue;
+		const struct an_hrec *h = &a->hrecs[k->h];
+		const char *name = an_name(a, h->name);
+		uint8_t sync = strcmp(an_name_cat(a, h->name), "cuda_sync") ? S_NONE
+		               : !strcmp(name, "Stream Sync")               ? S_STREAM
+		               : !strcmp(name, "Context Sync")              ? S_CONTEXT
+		                                                            : S_OTHER;
+		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
+		                              .end = an_sat_add(h->ts, h->dur),
+		                              .name = h->name,
+		                              .parent = -1,
+		                              .launch = find_call(g, ncpu, k->l),
+		                              .kind = K_GPU,
+		                              .sync = sync,
+		                              .comm = h->type == AN_COMMUNICATION,
+		                              .h = h,
+		                              .qrt = c->qrt[k->h],
+		                              .qk = c->qk[k->h]});
+	}
+	if (!rc)
+		rc = gpu_edges(g, ncpu);
+	bool dag = false;
+	if (!rc && g->nnodes)
+		rc = longest(g, &dag);
+	if (rc || !g->nnodes || !dag)
+		return rc; /* no op in the step, or a graph HTA would refuse too */
+	struct an_cpath p = {
+	    .rank = s->rank, .name = s->name, .number = s->number, .ts = s->ts, .dur = s->dur};
+	rc = summarise(g, &p);
+	return rc ? rc : AN_PUSH(a->cpaths, a->ncpaths, *cap, p);
+}
+
+int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t nsteps)
+{
+	if (!nsteps)
+		return 0;
+	struct cp_ctx c = {0};
+	struct cp_graph g = {0};
+	size_t cap = 0;
+	c.row_first = calloc(a->rows.n + 1, sizeof(*c.row_first));
+	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
+	c.qrt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qrt));
+	c.qk = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qk));
+	int rc = c.row_first && c.gl && c.qrt && c.qk ? 0 : -ENOMEM;
+	if (!rc) { /* x is sorted by row */
+		for (size_t i = 0; i < a->nx; i++)
+			c.row_first[a->x[i].row + 1]++;
+		for (size_t r = 0; r < a->rows.n; r++)
+			c.row_first[r + 1] += c.row_first[r];
+		rc = queue_lengths(a, c.qrt, c.qk);
+	}
+	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
+		const struct an_hrec *h = &a->hrecs[i];
+		int64_t rank = ((const struct an_process *)an_table_item(&a->pids, h->pid))->rank;
+		const struct an_hcpu *l = an_launch_of(a, h->corr, rank);
+		if (l)
+			c.gl[c.ngl++] = (struct glink){rank, l->ts, h->seq, (uint32_t)i, l};
+	}
+	an_sort(c.gl, c.ngl, sizeof(*c.gl), cmp_glink);
+	for (size_t i = 0; !rc && i < nsteps; i++)
+		rc = one_step(a, &c, &g, &steps[i], &cap);
+	free(c.row_first);
+	free(c.gl);
+	free(c.qrt);
+	free(c.qk);
+	free(c.stack);
+	free(g.ev);
+	free(g.nodes);
+	free(g.e);
+	free(g.dist);
+	free(g.best);
+	free(g.order);
+	free(g.indeg);
+	free(g.first_in);
+	free(g.first_out);
+	free(g.in);
+	free(g.out);
+	return rc;
+}
