@@ -117,11 +117,43 @@ static void test_text_and_report(void **state)
 	free(html);
 }
 
+/* Two ranks merged (the same trace as rank 0 and rank 1, sharing
+ * correlation ids): each rank's steps get the paths above, launches
+ * matched within the rank. */
+static void test_merged_ranks(void **state)
+{
+	(void)state;
+	char path[2][4300], args[9000];
+	for (int r = 0; r < 2; r++) {
+		snprintf(path[r], sizeof(path[r]), "%s/rank%d.json", dir, r);
+		char *text = malloc(sizeof(trace) + 64);
+		assert_non_null(text);
+		snprintf(text, sizeof(trace) + 64, "{\"distributedInfo\": {\"rank\": %d}, %s", r, trace + 1);
+		assert_int_equal(tu_write_file(path[r], text), 0);
+		free(text);
+	}
+	snprintf(args, sizeof(args), "--quiet -o '%s/merged.json' '%s' '%s'", dir, path[0], path[1]);
+	assert_int_equal(tu_strobe("merge", args, 0, NULL), 0);
+	snprintf(args, sizeof(args), "--json '%s/merged.json'", dir);
+	yajl_val v = cli_json("summary", args);
+	yajl_val rows = tu_get(v, "critical_path");
+	assert_int_equal(rows->u.array.len, 4);
+	for (size_t i = 0; i < 4; i++) {
+		yajl_val r = at(rows, i);
+		assert_int_equal(num(r, "rank"), i / 2);
+		assert_int_equal(num(r, "step"), 1 + i % 2);
+		assert_int_equal(num(r, "length_ns"), i % 2 ? 106000 : 115000);
+		assert_int_equal(num(r, "launch_delay_ns"), i % 2 ? 6000 : 10000);
+	}
+	yajl_tree_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_paths),
 	    cmocka_unit_test(test_text_and_report),
+	    cmocka_unit_test(test_merged_ranks),
 	};
 	dir = tu_mkdtemp();
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
