@@ -23,7 +23,8 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 "$here/gen_trace.py" "$tmp/steps.json" --steps 6 --seed 1 --blocks 3
-python3 "$here/gen_trace.py" "$tmp/steps2.json" --steps 9 --seed 7 --slow-step 5 --kernels-per-step 20 --blocks 4
+python3 "$here/gen_trace.py" "$tmp/steps2.json" --steps 9 --seed 7 --slow-step 5 --kernels-per-step 20 --blocks 4 \
+	--cpu-step 2
 set -- "$tmp/steps.json" "$tmp/steps2.json"
 for f in libkineto-cuda-fake.json libkineto-sample.json; do
 	[ -f "$fixtures/$f" ] && set -- "$@" "$fixtures/$f"

@@ -7,6 +7,7 @@ syncs, and work launched after the last step.
 usage: gen_trace.py OUT.json [--steps N] [--seed S] [--slow-step K]
                               [--kernels-per-step K] [--scale F]
                               [--extra-kernel NAME] [--compact] [--blocks K]
+                              [--cpu-step K]
 
 Times are microseconds with three decimals (whole nanoseconds), as
 libkineto writes them. The same arguments give the same file. --scale
@@ -14,6 +15,8 @@ multiplies every compute kernel's duration and --extra-kernel adds one
 more kernel name to the rotation (two traces to compare with strobe diff).
 --blocks K wraps each K consecutive cpu_ops in an "aten::block" cpu_op (the
 roots of repeated kernel sequences) and puts 300 ns between cpu_ops.
+--cpu-step K makes step K CPU-bound: a 3 ms cpu_op launches its kernel at
+its end.
 """
 import argparse
 import json
@@ -30,6 +33,8 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--extra-kernel", default="")
     ap.add_argument("--compact", action="store_true", help="no indentation (benchmarks)")
+    ap.add_argument("--cpu-step", type=int, default=-1,
+                    help="this step spends 3 ms in one cpu_op before its last launch (a CPU-bound step)")
     ap.add_argument("--blocks", type=int, default=0,
                     help="wrap each run of this many cpu_ops in an aten::block cpu_op (kernel sequences)")
     args = ap.parse_args()
@@ -96,6 +101,12 @@ def main():
                 x("cpu_op", "aten::block", pid, tid, block_start, cpu - block_start, {"External id": 100 + k})
                 cpu += 500
                 block_start = cpu
+        if step == args.cpu_step:
+            heavy = cpu + 1000
+            cpu, end = launch(heavy + 3_000_000, "layer_norm_kernel", "kernel", 7, 20000)
+            x("cpu_op", "aten::cpu_heavy", pid, tid, heavy, cpu + 1000 - heavy, {"External id": 99})
+            cpu += 20000  # its kernel starts before the next launch: HTA counts a launch delay
+            last_gpu = max(last_gpu, end)
         # a copy and an all-reduce overlapping the next compute
         cpu += 2000
         copy_ns = rnd.randint(3000, 9000)
