@@ -172,6 +172,75 @@ static void test_self_time_nested(void **state)
 	free(dir);
 }
 
+/* Times never longer than the 150 µs window: "outer" nests in itself on
+ * thread 1 (0-100 holding 10-60 holding leaf 20-30) and runs again on
+ * thread 2 (50-150); two start/end ranges overlap on strobe's async rows.
+ * Summed, outer is 250 µs and batch in flight 170 µs; shown, each is the
+ * union of its ranges (150 µs), outer's self the union of its self
+ * stretches [0,20) and [30,150): 140 µs. The sums stay in the JSON. */
+static void test_times_within_the_window(void **state)
+{
+	(void)state;
+	static const char trace[] =
+	    "{\"traceEvents\": [\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"outer\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 0, \"dur\": 100},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"outer\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 10, \"dur\": 50},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"leaf\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 20, \"dur\": 10},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"outer\", \"pid\": 1, \"tid\": 2,"
+	    " \"ts\": 50, \"dur\": 100},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"batch in flight\", \"pid\": 1,"
+	    " \"tid\": 281474976710656, \"ts\": 0, \"dur\": 120},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"batch in flight\", \"pid\": 1,"
+	    " \"tid\": 281474976710657, \"ts\": 100, \"dur\": 50},\n"
+	    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 281474976710656,"
+	    " \"args\": {\"name\": \"start/end ranges\"}},\n"
+	    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 281474976710657,"
+	    " \"args\": {\"name\": \"start/end ranges (2)\"}}\n"
+	    "]}\n";
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+	snprintf(path, sizeof(path), "%s/wall.json", dir);
+	assert_int_equal(tu_write_file(path, trace), 0);
+
+	char *out = NULL;
+	assert_int_equal(summary(path, 0, &out), 0);
+	char *line = tu_line_with(out, "  outer ");
+	tu_assert_contains(line, "150.000 µs 140.000 µs");
+	free(line);
+	line = tu_line_with(out, "  user_annotation (start/end ranges) ");
+	tu_assert_contains(line, "2       1 150.000 µs 150.000 µs");
+	free(line);
+	line = tu_line_with(out, "  batch in flight ");
+	tu_assert_contains(line, "2 150.000 µs 150.000 µs  85.000 µs 120.000 µs");
+	free(line);
+	line = tu_line_with(out, "  user_annotation  ");
+	tu_assert_contains(line, "4       2 150.000 µs 150.000 µs");
+	free(line);
+	const char *sums[] = {"250.000 µs", "190.000 µs", "260.000 µs", "170.000 µs"};
+	for (size_t i = 0; i < sizeof(sums) / sizeof(sums[0]); i++)
+		if (strstr(out, sums[i]))
+			fail_msg("a sum (%s) is shown:\n%s", sums[i], out);
+	free(out);
+
+	yajl_val v = summary_json(path);
+	yajl_val outer = name_row(v, "user_annotation", "top_by_total", "outer");
+	assert_non_null(outer);
+	assert_int_equal((long long)tu_get_num(outer, "wall_ns"), 150000);
+	assert_int_equal((long long)tu_get_num(outer, "self_wall_ns"), 140000);
+	assert_int_equal((long long)tu_get_num(outer, "total_ns"), 250000);
+	assert_int_equal((long long)tu_get_num(outer, "self_ns"), 190000);
+	assert_null(name_row(v, "user_annotation", "top_by_total", "batch in flight"));
+	yajl_val batch = name_row(v, "user_annotation (start/end ranges)", "top_by_total", "batch in flight");
+	assert_non_null(batch);
+	assert_int_equal((long long)tu_get_num(batch, "wall_ns"), 150000);
+	assert_int_equal((long long)tu_get_num(batch, "total_ns"), 170000);
+	yajl_tree_free(v);
+	tu_rmrf(dir);
+	free(dir);
+}
+
 static void test_instants_counters_and_accounting(void **state)
 {
 	(void)state;
@@ -514,6 +583,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_libkineto_fixture),
 	    cmocka_unit_test(test_self_time_nested),
+	    cmocka_unit_test(test_times_within_the_window),
 	    cmocka_unit_test(test_instants_counters_and_accounting),
 	    cmocka_unit_test(test_compressed_same_output),
 	    cmocka_unit_test(test_bad_files),

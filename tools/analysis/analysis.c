@@ -1142,9 +1142,17 @@ static int cmp_cpu_op(const void *pa, const void *pb)
 	int c = cmp_rank(x->rank, y->rank);
 	if (c)
 		return c;
+	if (x->self_wall != y->self_wall)
+		return x->self_wall > y->self_wall ? -1 : 1;
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
 	return strcmp(an_name(sort_trace, x->name), an_name(sort_trace, y->name));
+}
+
+void an_sort_cpu_ops(struct an_trace *a)
+{
+	sort_trace = a;
+	an_sort(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
 }
 
 static int compute_cpu_ops(struct an_trace *a)
@@ -1178,8 +1186,7 @@ static int compute_cpu_ops(struct an_trace *a)
 	if (!rc && by.n) {
 		a->ncpu_ops = by.n;
 		memcpy(a->cpu_ops, by.items, by.n * sizeof(*a->cpu_ops));
-		sort_trace = a;
-		an_sort(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
+		an_sort_cpu_ops(a);
 	}
 	an_table_free(&by);
 	return rc;
@@ -1235,6 +1242,8 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		a->corr[g] = (struct an_corr_gen){0};
 	}
 	if (!rc)
+		rc = an_split_async(a);
+	if (!rc)
 		rc = compute_self(a);
 	if (!rc)
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
@@ -1252,6 +1261,8 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		rc = compute_latency(a);
 	if (!rc)
 		rc = compute_cpu_ops(a);
+	if (!rc)
+		rc = an_wall_compute(a);
 	if (!rc)
 		rc = an_memory_compute(a);
 	if (!rc && a->strobe_meta) {
@@ -1392,8 +1403,8 @@ struct an_ref *an_names_of(const struct an_trace *a, uint32_t cat, bool by_self,
 	*n = 0;
 	for (size_t i = 0; i < a->names.n && *n < c->names; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
-		if (sn->cat == cat)
-			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self : sn->total,
+		if (sn->cat == cat && sn->count)
+			r[(*n)++] = (struct an_ref){(uint32_t)i, by_self ? sn->self_wall : sn->wall,
 			                            an_name(a, (uint32_t)i)};
 	}
 	an_sort(r, *n, sizeof(*r), cmp_ref);

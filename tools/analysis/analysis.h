@@ -61,9 +61,13 @@ struct an_count {
 	uint64_t n;
 };
 
+/* total and self sum every event's time (JSON only: several threads, or
+ * nested ranges of one name, can make them exceed the window); wall is
+ * the union of the events' ranges over all rows, self_wall the union of
+ * their self stretches, neither longer than the window. */
 struct an_category {
 	uint64_t events;
-	int64_t total, self;
+	int64_t total, self, wall, self_wall;
 	uint32_t names;
 };
 
@@ -71,7 +75,7 @@ struct an_name {
 	uint32_t cat;     /* index in the xcats table */
 	uint32_t cat_len; /* the name starts after cat_len + 1 key bytes */
 	uint64_t count;
-	int64_t total, self, max;
+	int64_t total, self, max, wall, self_wall; /* as in an_category */
 };
 
 struct an_instant {
@@ -201,7 +205,7 @@ struct an_cpu_op {
 	int64_t rank;
 	uint32_t name;
 	uint64_t count;
-	int64_t total, self;
+	int64_t total, self, wall, self_wall; /* as in an_category, per rank */
 };
 
 /* One sample of a device's "GPU memory allocated (bytes)" track. */
@@ -472,11 +476,25 @@ struct an_trace {
 	size_t nmeta, capmeta;
 };
 
+/* Start/end (async) ranges: strobe writes them on rows named "... start/end
+ * ranges"; an_read moves their events into category "CAT" AN_ASYNC_CAT, so
+ * they are counted apart from the nested ranges of the threads. */
+#define AN_ASYNC_ROW "start/end ranges"
+#define AN_ASYNC_CAT " (start/end ranges)"
+
 /* Reads file ("-" = stdin) and computes everything above. Returns 0, or
  * nonzero with err holding one line that names the file and the problem.
  * st is filled in either way. a must be zeroed; free it with an_free. */
 int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen);
 void an_free(struct an_trace *a);
+
+/* wall.c: moves start/end ranges' events into their own categories (after
+ * the read, before self time), then computes every wall and self_wall
+ * (after self time and the cpu_op table, which it sorts again by them). */
+int an_split_async(struct an_trace *a);
+int an_wall_compute(struct an_trace *a);
+/* Sorts a->cpu_ops: by rank, then self wall time, then self time. */
+void an_sort_cpu_ops(struct an_trace *a);
 
 /* The GPU memory timeline (memory.c): the track's name, a sample of it on
  * pids-table entry pid, and the per-device peaks once everything is read. */

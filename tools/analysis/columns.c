@@ -33,14 +33,18 @@ GET(ref_name, struct an_ref, v->s = r->name)
 GET(name_count, struct an_ref, v->i = (int64_t)NAME(r)->count)
 GET(name_total, struct an_ref, v->i = NAME(r)->total)
 GET(name_self, struct an_ref, v->i = NAME(r)->self)
+GET(name_wall, struct an_ref, v->i = NAME(r)->wall)
+GET(name_self_wall, struct an_ref, v->i = NAME(r)->self_wall)
 GET(name_mean, struct an_ref, v->i = NAME(r)->total / (int64_t)NAME(r)->count)
 GET(name_max, struct an_ref, v->i = NAME(r)->max)
 
 static const struct an_column names_cols[] = {
     {"name", "name", AN_TEXT, 44, AN_NAME, .get = ref_name},
     {"count", "count", AN_COUNT, 8, 0, .get = name_count},
-    {"total", "total_ns", AN_NS, 11, 0, .get = name_total},
-    {"self", "self_ns", AN_NS, 11, 0, .get = name_self},
+    {"total", "wall_ns", AN_NS, 11, 0, .get = name_wall},
+    {"self", "self_wall_ns", AN_NS, 11, 0, .get = name_self_wall},
+    {"sum", "total_ns", AN_NS, 0, AN_JSON, .get = name_total},
+    {"self sum", "self_ns", AN_NS, 0, AN_JSON, .get = name_self},
     {"mean", "mean_ns", AN_NS, 11, 0, .get = name_mean},
     {"max", "max_ns", AN_NS, 11, 0, .get = name_max},
 };
@@ -51,15 +55,19 @@ GET(cat_events, struct an_ref, v->i = (int64_t)CAT(r)->events)
 GET(cat_names, struct an_ref, v->i = CAT(r)->names)
 GET(cat_total, struct an_ref, v->i = CAT(r)->total)
 GET(cat_self, struct an_ref, v->i = CAT(r)->self)
+GET(cat_wall, struct an_ref, v->i = CAT(r)->wall)
+GET(cat_self_wall, struct an_ref, v->i = CAT(r)->self_wall)
 
 static const struct an_column categories_cols[] = {
     {"category", "cat", AN_TEXT, 44, 0, .get = ref_name},
     {"events", "events", AN_COUNT, 8, 0, .get = cat_events},
     {"names", "names", AN_COUNT, 8, 0, .get = cat_names},
-    {"total", "total_ns", AN_NS, 11, 0, .get = cat_total},
-    {"self", "self_ns", AN_NS, 11, 0, .get = cat_self},
+    {"total", "wall_ns", AN_NS, 11, 0, .get = cat_wall},
+    {"self", "self_wall_ns", AN_NS, 11, 0, .get = cat_self_wall},
+    {"sum", "total_ns", AN_NS, 0, AN_JSON, .get = cat_total},
+    {"self sum", "self_ns", AN_NS, 0, AN_JSON, .get = cat_self},
 };
-ROWS(categories_rows, v->xcats, v->a->xcats.n)
+ROWS(categories_rows, v->xcats, v->nxcats)
 const struct an_spec an_categories = {.key = "categories",
                                       .id = "categories",
                                       .title = "complete events by category",
@@ -216,9 +224,13 @@ GET(op_name, struct an_cpu_op, v->s = an_name(a, r->name))
 
 #define OP(f) F(struct an_cpu_op, f)
 static const struct an_column cpu_ops_cols[] = {
-    {"rank", "rank", AN_RANK, OP(rank)},        {"name", "name", AN_TEXT, 44, AN_NAME, .get = op_name},
-    {"count", "count", AN_COUNT, 8, OP(count)}, {"total", "total_ns", AN_NS, 11, OP(total)},
-    {"self", "self_ns", AN_NS, 11, OP(self)},
+    {"rank", "rank", AN_RANK, OP(rank)},
+    {"name", "name", AN_TEXT, 44, AN_NAME, .get = op_name},
+    {"count", "count", AN_COUNT, 8, OP(count)},
+    {"total", "wall_ns", AN_NS, 11, OP(wall)},
+    {"self", "self_wall_ns", AN_NS, 11, OP(self_wall)},
+    {"sum", "total_ns", AN_NS, 0, AN_JSON, OP(total)},
+    {"self sum", "self_ns", AN_NS, 0, AN_JSON, OP(self)},
 };
 ROWS(cpu_ops_rows, v->a->cpu_ops, v->a->ncpu_ops)
 const struct an_spec an_cpu_ops = {.key = "cpu_ops_by_self",
@@ -675,7 +687,13 @@ const size_t an_ntables = sizeof(an_tables) / sizeof(an_tables[0]);
 KEY(key_count, struct an_count, n)
 KEY(key_instant, struct an_instant, count)
 KEY(key_series, struct an_series, count)
-KEY(key_category, struct an_category, total)
+/* Categories with events first (by wall time), then those whose events
+ * all moved to a start/end category (an_split_async). */
+static int64_t key_category(const void *item)
+{
+	const struct an_category *c = item;
+	return c->events ? c->wall : -1;
+}
 
 /* A nonzero count in the "strobe" object that means something was lost;
  * sizes and versions do not stand out. */
@@ -710,6 +728,8 @@ int an_view_init(struct an_view *v, const struct an_trace *a, const struct tr_st
 				return -ENOMEM;
 			v->names[i][self] = (struct an_rows){r, n, sizeof(*r)};
 		}
+	for (size_t i = 0; i < a->xcats.n; i++)
+		v->nxcats += ((const struct an_category *)an_table_item(&a->xcats, i))->events > 0;
 	for (size_t i = 0; i < a->nmeta; i++)
 		v->acct[v->nacct++] = (struct an_acct){.what = a->meta[i].key,
 		                                       .key = a->meta[i].key,
@@ -755,7 +775,7 @@ bool an_self_same(const struct an_view *v, size_t i)
 
 bool an_cell_shown(const struct an_view *v, const struct an_spec *t, const struct an_column *c, bool text)
 {
-	if (c->flags & AN_PAREN || (text && c->flags & AN_LINE))
+	if (c->flags & (AN_PAREN | AN_JSON) || (text && c->flags & AN_LINE))
 		return false;
 	if (c->unit != AN_RANK)
 		return true;

@@ -29,6 +29,7 @@ enum an_unit {
 #define AN_NAME  1u /* column: a long name (HTML class "name") */
 #define AN_PAREN 2u /* column: shown after the previous column's value, in () */
 #define AN_LINE  4u /* column: text shows it on a line under its row */
+#define AN_JSON  8u /* column: JSON only (a sum that can exceed the window) */
 
 #define AN_T_TOP    1u /* table: cut at --top rows (per rank, with a rank column) */
 #define AN_T_RANKED 2u /* table: text heads each rank's rows instead of a rank column */
@@ -97,6 +98,7 @@ struct an_view {
 	const char *file;
 	size_t top;
 	struct an_ref *phs, *cats, *xcats, *instants, *counters;
+	size_t nxcats; /* categories with events (xcats lists them first) */
 	struct an_rows (*names)[2];
 	struct an_acct *acct;
 	size_t nacct;
@@ -132,7 +134,7 @@ const char *an_phrase(const struct an_trace *a, const struct an_spec *t, const v
 const char *an_cell(const struct an_trace *a, const struct an_spec *t, size_t i, const void *row, char *buf,
                     size_t len);
 /* Whether column c gets a cell of its own: not AN_PAREN, not AN_LINE in
- * text, and no rank column in text where ranks are headings, nor in HTML
+ * text, not AN_JSON, and no rank column in text where ranks are headings, nor in HTML
  * without ranks. */
 bool an_cell_shown(const struct an_view *v, const struct an_spec *t, const struct an_column *c, bool text);
 

@@ -253,7 +253,7 @@ static void titled(FILE *p, const struct an_view *v, const struct an_spec *t)
 static void names_tables(FILE *p, const struct an_view *v)
 {
 	char id[48];
-	for (size_t i = 0; i < v->a->xcats.n; i++)
+	for (size_t i = 0; i < v->nxcats; i++)
 		for (int self = 0; self < 2 && !(self && an_self_same(v, i)); self++) {
 			fputs("<h3>", p);
 			an_html_escape(p, *v->xcats[i].name ? v->xcats[i].name : "(none)");

@@ -138,7 +138,7 @@ static void json_categories(yajl_gen g, const struct an_view *v)
 {
 	gs(g, an_categories.key);
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < v->a->xcats.n; i++) {
+	for (size_t i = 0; i < v->nxcats; i++) {
 		yajl_gen_map_open(g);
 		json_fields(g, v, &an_categories, &v->xcats[i]);
 		json_rows(g, v, &an_names, v->names[i][0], "top_by_total");

@@ -90,7 +90,7 @@ static void top_ranges(const struct an_trace *a, FILE *out)
 		}
 		for (size_t i = 0; i < m; i++) {
 			const struct an_name *nm = an_table_item(&a->names, r[i].id);
-			rows[n++] = (struct range_row){r[i].name, a->xcats.keys[j], nm->count, nm->total};
+			rows[n++] = (struct range_row){r[i].name, a->xcats.keys[j], nm->count, nm->wall};
 		}
 		free(r);
 	}

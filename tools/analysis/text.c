@@ -224,7 +224,7 @@ int an_print_text(const struct an_view *v, FILE *f)
 		fprintf(f, "span      none: no event has a timestamp\n");
 
 	titled(f, v, &an_categories);
-	for (size_t i = 0; i < s->xcats.n; i++)
+	for (size_t i = 0; i < v->nxcats; i++)
 		category_names(f, v, i);
 
 	if (s->ranked) {

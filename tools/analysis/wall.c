@@ -1,0 +1,266 @@
+/* Times no longer than the window they are measured in: start/end (async)
+ * ranges moved into categories of their own, and each name's, category's
+ * and cpu_op's wall time (the union of its events' ranges over every row)
+ * and self wall time (the union of their self stretches). A plain sum
+ * counts a range nested in one of the same name, or running on several
+ * threads at once, more than once. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+/* A stretch of time [s, e) of what key names. */
+struct iv {
+	uint64_t key;
+	int64_t s, e;
+};
+
+struct ivs {
+	struct iv *v;
+	size_t n, cap;
+};
+
+static bool async_row(const struct an_trace *a, uint32_t row)
+{
+	const struct an_tname *t = a->tnames.n ? an_table_find(&a->tnames, a->rows.keys[row]) : NULL;
+	return t && strstr(t->name, AN_ASYNC_ROW);
+}
+
+/* Sums each name's and category's events again (after events changed
+ * names): counts, total, self (before compute_self: the whole dur), max. */
+static void recount(struct an_trace *a)
+{
+	for (size_t i = 0; i < a->xcats.n; i++) {
+		struct an_category *c = an_table_item(&a->xcats, i);
+		c->events = 0;
+		c->total = c->self = 0;
+		c->names = 0;
+	}
+	for (size_t i = 0; i < a->names.n; i++) {
+		struct an_name *sn = an_table_item(&a->names, i);
+		sn->count = 0;
+		sn->total = sn->self = sn->max = 0;
+	}
+	for (size_t i = 0; i < a->nx; i++) {
+		const struct an_xrec *x = &a->x[i];
+		struct an_name *sn = an_table_item(&a->names, x->name);
+		struct an_category *c = an_table_item(&a->xcats, sn->cat);
+		c->names += !sn->count;
+		c->events++;
+		c->total = an_sat_add(c->total, x->dur);
+		sn->count++;
+		sn->total = an_sat_add(sn->total, x->dur);
+		if (x->dur > sn->max)
+			sn->max = x->dur;
+	}
+	for (size_t i = 0; i < a->names.n; i++) {
+		struct an_name *sn = an_table_item(&a->names, i);
+		sn->self = sn->total;
+	}
+}
+
+int an_split_async(struct an_trace *a)
+{
+	bool moved = false;
+	char key[TR_NAME_MAX + TR_SHORT_MAX + 64], cat[TR_SHORT_MAX + 32];
+	for (size_t i = 0; i < a->nx; i++) {
+		struct an_xrec *x = &a->x[i];
+		if (!async_row(a, x->row))
+			continue;
+		const struct an_name *old = an_table_item(&a->names, x->name);
+		const char *oldcat = a->xcats.keys[old->cat];
+		if (strstr(oldcat, AN_ASYNC_CAT))
+			continue;
+		snprintf(cat, sizeof(cat), "%s%s", oldcat, AN_ASYNC_CAT);
+		snprintf(key, sizeof(key), "%s" AN_SEP "%s", cat, an_name(a, x->name));
+		struct an_category *c = an_table_get(&a->xcats, cat);
+		struct an_name *sn = c ? an_table_get(&a->names, key) : NULL;
+		if (!sn)
+			return -ENOMEM;
+		sn->cat = (uint32_t)an_table_index(&a->xcats, c);
+		sn->cat_len = (uint32_t)strlen(cat);
+		x->name = (uint32_t)an_table_index(&a->names, sn);
+		moved = true;
+	}
+	if (moved)
+		recount(a);
+	return 0;
+}
+
+static int push(struct ivs *s, uint64_t key, int64_t from, int64_t to)
+{
+	if (to <= from)
+		return 0;
+	return AN_PUSH(s->v, s->n, s->cap, (struct iv){key, from, to});
+}
+
+static int cmp_iv(const void *pa, const void *pb)
+{
+	const struct iv *x = pa, *y = pb;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Sorts s and calls add(ctx, key, length) for each stretch of the union
+ * of each key's intervals. */
+static void union_by_key(struct ivs *s, void (*add)(struct an_trace *a, uint64_t key, int64_t len),
+                         struct an_trace *a)
+{
+	an_sort(s->v, s->n, sizeof(*s->v), cmp_iv);
+	for (size_t i = 0; i < s->n;) {
+		uint64_t key = s->v[i].key;
+		int64_t from = s->v[i].s, to = s->v[i].e;
+		for (i++; i < s->n && s->v[i].key == key && s->v[i].s <= to; i++)
+			if (s->v[i].e > to)
+				to = s->v[i].e;
+		add(a, key, to - from);
+	}
+	s->n = 0;
+}
+
+/* What an event counts towards: its name, its category, its cpu_op row. */
+enum group { BY_NAME, BY_CAT, BY_OP };
+
+struct walk {
+	struct an_trace *a;
+	struct ivs out;
+	enum group by;
+	uint32_t *op; /* per event: its cpu_ops index, UINT32_MAX for none */
+};
+
+static bool key_of(const struct walk *w, size_t i, uint64_t *key)
+{
+	const struct an_xrec *x = &w->a->x[i];
+	if (w->by == BY_NAME)
+		*key = x->name;
+	else if (w->by == BY_CAT)
+		*key = ((const struct an_name *)an_table_item(&w->a->names, x->name))->cat;
+	else if (w->op[i] == UINT32_MAX)
+		return false;
+	else
+		*key = w->op[i];
+	return true;
+}
+
+static int emit(struct walk *w, size_t i, int64_t from, int64_t to)
+{
+	uint64_t key;
+	return key_of(w, i, &key) ? push(&w->out, key, from, to) : 0;
+}
+
+/* Each event's self stretches: its range less its direct children's (x is
+ * sorted by row, then start, parents first). cursor: how far the open
+ * event's stretches have been given. */
+struct open_ev {
+	size_t i;
+	int64_t cursor, end;
+};
+
+static int self_stretches(struct walk *w)
+{
+	const struct an_trace *a = w->a;
+	struct open_ev *stack = NULL;
+	size_t depth = 0, cap = 0;
+	int rc = 0;
+	for (size_t i = 0; i <= a->nx && !rc; i++) {
+		bool new_row = i == a->nx || (i && a->x[i].row != a->x[i - 1].row);
+		while (depth && !rc && (new_row || stack[depth - 1].end <= a->x[i].ts)) {
+			depth--;
+			rc = emit(w, stack[depth].i, stack[depth].cursor, stack[depth].end);
+		}
+		if (i == a->nx || rc)
+			break;
+		const struct an_xrec *e = &a->x[i];
+		int64_t end = an_sat_add(e->ts, e->dur);
+		if (depth) {
+			struct open_ev *p = &stack[depth - 1];
+			rc = emit(w, p->i, p->cursor, e->ts);
+			int64_t upto = end < p->end ? end : p->end;
+			if (upto > p->cursor)
+				p->cursor = upto;
+		}
+		if (!rc)
+			rc = AN_PUSH(stack, depth, cap, (struct open_ev){i, e->ts, end});
+	}
+	free(stack);
+	return rc;
+}
+
+static int whole_ranges(struct walk *w)
+{
+	int rc = 0;
+	for (size_t i = 0; i < w->a->nx && !rc; i++)
+		rc = emit(w, i, w->a->x[i].ts, an_sat_add(w->a->x[i].ts, w->a->x[i].dur));
+	return rc;
+}
+
+#define ADDER(fn, T, table_expr, field)                                                                      \
+	static void fn(struct an_trace *a, uint64_t key, int64_t len)                                        \
+	{                                                                                                    \
+		T *t = table_expr;                                                                           \
+		t->field = an_sat_add(t->field, len);                                                        \
+	}
+ADDER(name_wall, struct an_name, an_table_item(&a->names, key), wall)
+ADDER(name_self, struct an_name, an_table_item(&a->names, key), self_wall)
+ADDER(cat_wall, struct an_category, an_table_item(&a->xcats, key), wall)
+ADDER(cat_self, struct an_category, an_table_item(&a->xcats, key), self_wall)
+ADDER(op_wall, struct an_cpu_op, &a->cpu_ops[key], wall)
+ADDER(op_self, struct an_cpu_op, &a->cpu_ops[key], self_wall)
+
+/* Each cpu_op event's row in a->cpu_ops (by rank and name). */
+static int op_index(struct an_trace *a, uint32_t **out)
+{
+	struct an_table by = {.item_size = sizeof(uint32_t)};
+	uint32_t *op = malloc((a->nx ? a->nx : 1) * sizeof(*op));
+	int rc = op ? 0 : -ENOMEM;
+	char key[48];
+	for (size_t i = 0; i < a->ncpu_ops && !rc; i++) {
+		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, a->cpu_ops[i].rank,
+		         a->cpu_ops[i].name);
+		uint32_t *slot = an_table_get(&by, key);
+		if (!slot)
+			rc = -ENOMEM;
+		else
+			*slot = (uint32_t)i + 1;
+	}
+	for (size_t i = 0; i < a->nx && !rc; i++) {
+		const struct an_row *row = an_table_item(&a->rows, a->x[i].row);
+		const struct an_process *p = an_table_item(&a->pids, row->pid);
+		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, p->rank, a->x[i].name);
+		const uint32_t *slot = an_table_find(&by, key);
+		op[i] = slot ? *slot - 1 : UINT32_MAX;
+	}
+	an_table_free(&by);
+	if (rc)
+		free(op);
+	else
+		*out = op;
+	return rc;
+}
+
+int an_wall_compute(struct an_trace *a)
+{
+	static void (*const adders[3][2])(struct an_trace *, uint64_t, int64_t) = {
+	    {name_wall, name_self}, {cat_wall, cat_self}, {op_wall, op_self}};
+	struct walk w = {.a = a};
+	int rc = op_index(a, &w.op);
+	for (int by = BY_NAME; by <= BY_OP && !rc; by++) {
+		w.by = (enum group)by;
+		rc = whole_ranges(&w);
+		if (!rc)
+			union_by_key(&w.out, adders[by][0], a);
+		if (!rc)
+			rc = self_stretches(&w);
+		if (!rc)
+			union_by_key(&w.out, adders[by][1], a);
+	}
+	free(w.op);
+	free(w.out.v);
+	if (!rc)
+		an_sort_cpu_ops(a);
+	return rc;
+}
