@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "testutil.h"
 
@@ -184,6 +185,271 @@ static void assert_rendered(const char *dom)
 	tu_assert_contains(dom, "<div id=\"errors\"></div>");
 }
 
+/* ---- layout: measured in the page, and seen in a screenshot --------------- */
+
+#define PAGE_W 1280
+#define PAGE_H 1600
+
+/* Run inside the page after its own script: the page's width and scroll
+ * width, the elements that pass its right edge, each SVG chart's drawn
+ * shapes (with a nonzero size), the overview's rows, resources loaded,
+ * where the overview and the body are; then a click on a step's bar, and
+ * the overview's view and widest shape per row after it. */
+static const char layout_script[] =
+    "<script>\n"
+    "(function () {\n"
+    "  var R = {}, W = document.documentElement.clientWidth;\n"
+    "  R.width = W;\n"
+    "  R.scroll_width = document.documentElement.scrollWidth;\n"
+    "  R.too_wide = [];\n"
+    "  document.querySelectorAll('body *').forEach(function (e) {\n"
+    "    var b = e.getBoundingClientRect();\n"
+    "    if (b.right > W + 0.5 && R.too_wide.length < 5)\n"
+    "      R.too_wide.push(e.tagName + '#' + e.id + ' ' + Math.round(b.right));\n"
+    "  });\n"
+    "  R.charts = {};\n"
+    "  document.querySelectorAll('svg').forEach(function (s) {\n"
+    "    var n = 0, b = s.getBoundingClientRect();\n"
+    "    s.querySelectorAll('rect').forEach(function (r) {\n"
+    "      var q = r.getBoundingClientRect();\n"
+    "      if (q.width > 0 && q.height > 0) n++;\n"
+    "    });\n"
+    "    R.charts[s.id] = {drawn: n, width: b.width, height: b.height};\n"
+    "  });\n"
+    "  var rows = function () {\n"
+    "    var out = [];\n"
+    "    document.querySelectorAll('#overview g.row').forEach(function (g) {\n"
+    "      var n = 0, widest = 0;\n"
+    "      g.querySelectorAll('rect').forEach(function (r) {\n"
+    "        var w = r.getBoundingClientRect().width;\n"
+    "        if (w > 0) n++;\n"
+    "        widest = Math.max(widest, w);\n"
+    "      });\n"
+    "      out.push({label: g.querySelector('title').textContent, kind: g.getAttribute('class'),\n"
+    "                drawn: n, widest: widest});\n"
+    "    });\n"
+    "    return out;\n"
+    "  };\n"
+    "  R.rows = rows();\n"
+    "  R.resources = performance.getEntriesByType('resource').length;\n"
+    "  var ov = document.getElementById('overview');\n"
+    "  if (ov) {\n"
+    "    var b = ov.getBoundingClientRect();\n"
+    "    R.overview = {x: b.left + window.scrollX, y: b.top + window.scrollY, w: b.width, h: b.height};\n"
+    "  }\n"
+    "  R.body_right = document.body.getBoundingClientRect().right;\n"
+    "  var bar = document.querySelector('#step-bars rect[data-step=\"2\"]');\n"
+    "  if (bar && ov) {\n"
+    "    bar.dispatchEvent(new MouseEvent('click', {bubbles: true}));\n"
+    "    R.step_view = ov.getAttribute('data-view');\n"
+    "    R.step_rows = rows();\n"
+    "  }\n"
+    "  var pre = document.createElement('pre');\n"
+    "  pre.id = 'layout';\n"
+    "  pre.textContent = JSON.stringify(R);\n"
+    "  document.body.appendChild(pre);\n"
+    "  window.scrollTo(0, 0);\n"
+    "})();\n"
+    "</script>\n";
+
+/* The layout of page html in a PAGE_W wide window, as JSON (free it with
+ * yajl_tree_free). */
+static yajl_val layout(const char *html)
+{
+	char probe[2048], cmd[4096];
+	snprintf(probe, sizeof(probe), "%s.layout.html", html);
+	char *page = tu_read_file(html, NULL);
+	assert_non_null(page);
+	char *end = strstr(page, "</body></html>");
+	assert_non_null(end);
+	*end = 0;
+	size_t len = strlen(page) + sizeof(layout_script) + 32;
+	char *text = malloc(len);
+	assert_non_null(text);
+	snprintf(text, len, "%s%s</body></html>\n", page, layout_script);
+	assert_int_equal(tu_write_file(probe, text), 0);
+	free(text);
+	free(page);
+	snprintf(cmd, sizeof(cmd),
+	         "timeout 60 '%s' --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars "
+	         "--user-data-dir='%s/profile' --window-size=%d,%d --dump-dom 'file://%s' 2>/dev/null",
+	         chromium, dir, PAGE_W, PAGE_H, probe);
+	char *dom = NULL;
+	int rc = tu_run(cmd, 0, &dom);
+	if (rc != 0 || !dom)
+		fail_msg("chromium exited with status %d", rc);
+	assert_rendered(dom);
+	char *s = strstr(dom, "<pre id=\"layout\">");
+	if (!s)
+		fail_msg("the layout script did not run:\n%.2000s", dom);
+	s += strlen("<pre id=\"layout\">");
+	char *e = strstr(s, "</pre>");
+	assert_non_null(e);
+	*e = 0;
+	/* The text of an element: only & < > are escaped. */
+	char *w = s;
+	for (char *r = s; *r;) {
+		const char *ents[] = {"&amp;", "&lt;", "&gt;"}, chars[] = "&<>";
+		size_t k = 0;
+		while (k < 3 && strncmp(r, ents[k], strlen(ents[k])))
+			k++;
+		*w++ = k < 3 ? chars[k] : *r;
+		r += k < 3 ? strlen(ents[k]) : 1;
+	}
+	*w = 0;
+	yajl_val v = tu_parse_json(s);
+	if (!v)
+		fail_msg("layout is not JSON: %s", s);
+	free(dom);
+	return v;
+}
+
+/* An RGB(A) image decoded from a PNG file (8 bits per channel, not
+ * interlaced: what Chromium writes). */
+struct image {
+	unsigned w, h, bpp;
+	unsigned char *px; /* rows of w * bpp bytes */
+};
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int paeth(int a, int b, int c)
+{
+	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+	return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+static struct image read_png(const char *path)
+{
+	size_t len = 0;
+	unsigned char *f = (unsigned char *)tu_read_file(path, &len);
+	assert_non_null(f);
+	assert_true(len > 33 && !memcmp(f, "\x89PNG\r\n\x1a\n", 8));
+	struct image im = {be32(f + 16), be32(f + 20), 0, NULL};
+	assert_int_equal(f[24], 8); /* bit depth */
+	assert_true(f[25] == 2 || f[25] == 6);
+	im.bpp = f[25] == 6 ? 4 : 3;
+	size_t stride = (size_t)im.w * im.bpp, raw_len = (stride + 1) * im.h;
+	unsigned char *raw = malloc(raw_len);
+	im.px = malloc(stride * im.h);
+	assert_true(raw && im.px);
+	z_stream z = {0};
+	assert_int_equal(inflateInit(&z), Z_OK);
+	z.next_out = raw;
+	z.avail_out = (uInt)raw_len;
+	for (size_t at = 8; at + 12 <= len;) {
+		uint32_t n = be32(f + at);
+		if (!memcmp(f + at + 4, "IDAT", 4)) {
+			z.next_in = f + at + 8;
+			z.avail_in = n;
+			int rc = inflate(&z, Z_NO_FLUSH);
+			assert_true(rc == Z_OK || rc == Z_STREAM_END);
+		}
+		at += 12 + n;
+	}
+	assert_int_equal(z.total_out, raw_len);
+	inflateEnd(&z);
+	for (unsigned y = 0; y < im.h; y++) {
+		unsigned char *in = raw + y * (stride + 1) + 1, *out = im.px + y * stride;
+		const unsigned char *up = y ? out - stride : NULL;
+		for (size_t x = 0; x < stride; x++) {
+			int a = x >= im.bpp ? out[x - im.bpp] : 0, b = up ? up[x] : 0;
+			int c = up && x >= im.bpp ? up[x - im.bpp] : 0;
+			int pred[] = {0, a, b, (a + b) / 2, paeth(a, b, c)};
+			assert_true(in[-1] < 5);
+			out[x] = (unsigned char)(in[x] + pred[in[-1]]);
+		}
+	}
+	free(raw);
+	free(f);
+	return im;
+}
+
+/* Pixels in [x0, x1) x [y0, y1) that are not the page's white. */
+static size_t inked(const struct image *im, unsigned x0, unsigned y0, unsigned x1, unsigned y1)
+{
+	size_t n = 0;
+	for (unsigned y = y0; y < y1 && y < im->h; y++)
+		for (unsigned x = x0; x < x1 && x < im->w; x++) {
+			const unsigned char *p = im->px + ((size_t)y * im->w + x) * im->bpp;
+			n += p[0] < 240 || p[1] < 240 || p[2] < 240;
+		}
+	return n;
+}
+
+/* The page's screenshot at PAGE_W x PAGE_H: nothing drawn right of the
+ * body, and the overview (where the layout says it is) drawn. */
+static void check_screenshot(const char *html, yajl_val lay)
+{
+	char png[2048], cmd[4096];
+	snprintf(png, sizeof(png), "%s.png", html);
+	snprintf(cmd, sizeof(cmd),
+	         "timeout 60 '%s' --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars "
+	         "--user-data-dir='%s/profile' --window-size=%d,%d --screenshot='%s' 'file://%s' "
+	         ">/dev/null 2>&1",
+	         chromium, dir, PAGE_W, PAGE_H, png, html);
+	assert_int_equal(tu_run(cmd, 0, NULL), 0);
+	struct image im = read_png(png);
+	assert_int_equal(im.w, PAGE_W);
+	assert_int_equal(im.h, PAGE_H);
+	unsigned right = (unsigned)tu_get_num(lay, "body_right") + 1;
+	assert_true(right < PAGE_W);
+	size_t stray = inked(&im, right, 0, PAGE_W, PAGE_H);
+	if (stray)
+		fail_msg("%zu pixels drawn right of the page's body (x >= %u)", stray, right);
+	yajl_val ov = tu_get(lay, "overview");
+	assert_non_null(ov);
+	unsigned x = (unsigned)tu_get_num(ov, "x"), y = (unsigned)tu_get_num(ov, "y");
+	unsigned w = (unsigned)tu_get_num(ov, "w"), h = (unsigned)tu_get_num(ov, "h");
+	assert_true(y + h <= PAGE_H); /* the overview is on the first screen */
+	size_t ink = inked(&im, x, y, x + w, y + h);
+	if (ink < (size_t)w * h / 20)
+		fail_msg("the overview (%ux%u at %u,%u) has %zu pixels drawn", w, h, x, y, ink);
+	free(im.px);
+}
+
+/* The page fits its window, loads nothing, and every chart in charts (a
+ * NULL-terminated list) is drawn, with nothing else. */
+static void check_layout(yajl_val lay, const char *const *charts)
+{
+	assert_int_equal((long)tu_get_num(lay, "scroll_width"), (long)tu_get_num(lay, "width"));
+	yajl_val wide = tu_get(lay, "too_wide");
+	if (wide->u.array.len)
+		fail_msg("wider than the page: %s", YAJL_GET_STRING(wide->u.array.values[0]));
+	assert_int_equal((long)tu_get_num(lay, "resources"), 0);
+	yajl_val all = tu_get(lay, "charts");
+	size_t n = 0;
+	for (; charts[n]; n++) {
+		yajl_val c = tu_get(all, charts[n]);
+		if (!c)
+			fail_msg("no chart %s", charts[n]);
+		if (tu_get_num(c, "drawn") < 1 || tu_get_num(c, "width") < 100 ||
+		    tu_get_num(c, "height") < 20)
+			fail_msg("chart %s: %g shapes drawn, %gx%g", charts[n], tu_get_num(c, "drawn"),
+			         tu_get_num(c, "width"), tu_get_num(c, "height"));
+	}
+	assert_int_equal(YAJL_GET_OBJECT(all)->len, n);
+}
+
+/* The overview's rows, in order, with their labels and kinds, each drawn. */
+static void check_rows(yajl_val lay, const char *const *labels, const char *const *kinds)
+{
+	yajl_val rows = tu_get(lay, "rows");
+	size_t n = 0;
+	for (; labels[n]; n++) {
+		if (n >= rows->u.array.len)
+			fail_msg("overview: %zu rows, no \"%s\"", rows->u.array.len, labels[n]);
+		yajl_val r = rows->u.array.values[n];
+		assert_string_equal(tu_get_str(r, "label"), labels[n]);
+		assert_string_equal(tu_get_str(r, "kind"), kinds[n]);
+		assert_true(tu_get_num(r, "drawn") >= 1);
+	}
+	assert_int_equal(rows->u.array.len, n);
+}
+
 static void test_training_report_renders(void **state)
 {
 	(void)state;
@@ -260,6 +526,207 @@ static void test_training_report_renders(void **state)
 	tu_assert_contains(table, "aten::linear");
 	free(table);
 	free(dom);
+}
+
+/* The GPU page: fits a 1280 px window, loads nothing, draws every chart,
+ * and its overview has a row per host thread and per stream, named as in
+ * the trace; the screenshot shows the overview and nothing past the page. */
+static void test_gpu_page_layout(void **state)
+{
+	(void)state;
+	need_chromium();
+	char *trace = training_trace(40);
+	const char *html = make_report(trace, "layout-gpu", "");
+	free(trace);
+	yajl_val lay = layout(html);
+	const char *const charts[] = {"overview",         "thread-occupancy", "name-bars", "util-0", "util-1",
+	                              "stream-occupancy", "kernel-bars",      "mem-0",     "mem-1",  NULL};
+	check_layout(lay, charts);
+	const char *const labels[] = {"rank 0 · node-a · pid 1000 · thread 1000",
+	                              "rank 0 · node-a · GPU 0 · stream 7",
+	                              "rank 0 · node-a · GPU 0 · stream 8",
+	                              "rank 0 · node-a · GPU 0 · stream 20",
+	                              "rank 1 · node-a · pid 2000 · thread 2000",
+	                              "rank 1 · node-a · GPU 1 · stream 7",
+	                              "rank 1 · node-a · GPU 1 · stream 8",
+	                              "rank 1 · node-a · GPU 1 · stream 20",
+	                              NULL};
+	const char *const kinds[] = {"row thread", "row stream", "row stream", "row stream",
+	                             "row thread", "row stream", "row stream", "row stream"};
+	check_rows(lay, labels, kinds);
+	check_screenshot(html, lay);
+	yajl_tree_free(lay);
+}
+
+/* A CPU-only trace: two named threads, steps with nested ranges, and
+ * start/end ranges on strobe's rows for them. Step N runs 1 ms from
+ * 1.1 N ms; the last batch ends at 7.9 ms, 2026-10-01 12:17:06.007 UTC. */
+static char *cpu_trace(void)
+{
+	size_t cap = 16384, n = 0;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	n += snprintf(buf + n, cap - n,
+	              "{\"baseTimeNanoseconds\": 1790857026000000000, \"traceEvents\": [\n"
+	              "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 100, \"tid\": 0, \"args\": "
+	              "{\"name\": \"trainer.py\"}},\n"
+	              "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 100, \"tid\": 101, \"args\": "
+	              "{\"name\": \"MainThread\"}},\n"
+	              "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 100, \"tid\": 102, \"args\": "
+	              "{\"name\": \"loader\"}},\n"
+	              "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 100, \"tid\": 281474976710656, "
+	              "\"args\": {\"name\": \"start/end ranges\"}},\n"
+	              "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 100, \"tid\": 281474976710657, "
+	              "\"args\": {\"name\": \"start/end ranges (2)\"}},\n");
+	for (int s = 0; s < 6; s++) {
+		long t = 1100L * s;
+		EVENT("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": "
+		      "100, "
+		      "\"tid\": 101, \"ts\": %ld, \"dur\": 1000}",
+		      s, t);
+		EVENT("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 100, "
+		      "\"tid\": 101, \"ts\": %ld, \"dur\": 500}",
+		      t + 100);
+		EVENT("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 100, "
+		      "\"tid\": 101, \"ts\": %ld, \"dur\": 200}",
+		      t + 300);
+		EVENT("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"load_batch\", \"pid\": 100, "
+		      "\"tid\": 102, \"ts\": %ld, \"dur\": 400}",
+		      t + 500);
+		EVENT("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"batch in flight\", \"pid\": "
+		      "100, \"tid\": %ld, \"ts\": %ld, \"dur\": 1500}",
+		      281474976710656L + s % 2, t + 900);
+	}
+	n +=
+	    snprintf(buf + n, cap - n,
+	             "{\"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": "
+	             "\"\", \"ts\": 6500}]}\n");
+	assert_true(n < cap);
+	return buf;
+}
+
+/* The CPU-only page still has charts: the overview with a row per thread
+ * and per start/end row, the steps, thread occupancy and time by name; a
+ * click on step 2's bar zooms the overview to that step, which then fills
+ * most of the main thread's row. Its header says times as a person reads
+ * them, and no table shows a time longer than the window. */
+static void test_cpu_page_layout(void **state)
+{
+	(void)state;
+	need_chromium();
+	char *trace = cpu_trace();
+	const char *html = make_report(trace, "layout-cpu", "");
+	free(trace);
+	yajl_val lay = layout(html);
+	const char *const charts[] = {"overview", "step-bars", "thread-occupancy", "name-bars", NULL};
+	check_layout(lay, charts);
+	const char *const labels[] = {"trainer.py · MainThread", "trainer.py · loader",
+	                              "trainer.py · start/end ranges", "trainer.py · start/end ranges (2)",
+	                              NULL};
+	const char *const kinds[] = {"row thread", "row thread", "row async", "row async"};
+	check_rows(lay, labels, kinds);
+	/* Step 2 runs 2.2 to 3.2 ms; the view adds 5% each side. */
+	assert_string_equal(tu_get_str(lay, "step_view"), "2150000 3250000");
+	yajl_val main_row = tu_get(lay, "step_rows")->u.array.values[0];
+	double widest = tu_get_num(main_row, "widest");
+	if (widest < 600 || widest > 700)
+		fail_msg("step 2 is %g px wide in the zoomed overview (740 px for 1.1 ms)", widest);
+	check_screenshot(html, lay);
+	yajl_tree_free(lay);
+
+	char *dom;
+	render(html, &dom);
+	char *table = element(dom, "<table id=\"facts\"", "</table>");
+	tu_assert_contains(table,
+	                   "<td>window</td><td>7.900 ms, 2026-10-01 12:17:06.000 to 12:17:06.007 UTC</td>");
+	assert_null(strstr(table, "title="));
+	free(table);
+	/* 6 steps of 1 ms on one thread: 6 ms; batch in flight, apart: 7 ms
+	 * in flight, of 9 ms summed over its two rows. */
+	table = element(dom, "<table id=\"categories\"", "</table>");
+	tu_assert_contains(table, "<td>user_annotation</td><td class=\"n\">12</td><td class=\"n\">7</td><td "
+	                          "class=\"n\">6.000 ms</td>");
+	tu_assert_contains(table, "<td>user_annotation (start/end ranges)</td><td class=\"n\">6</td><td "
+	                          "class=\"n\">1</td><td class=\"n\">7.000 ms</td>");
+	assert_null(strstr(table, "9.000 ms"));
+	free(table);
+	free(dom);
+}
+
+/* However many events, the overview's data stays bounded: 60000 events of
+ * 1 µs with 1 µs gaps on one thread become at most 20000 stretches that
+ * still start at the first event and end at the last. */
+static void test_overview_bounded(void **state)
+{
+	(void)state;
+	size_t cap = 60000 * 110 + 64, n = 0;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	n += snprintf(buf, cap, "{\"traceEvents\": [\n");
+	for (int i = 0; i < 60000; i++)
+		n += snprintf(
+		    buf + n, cap - n,
+		    "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 1, "
+		    "\"ts\": %d, \"dur\": 1}",
+		    i ? ",\n" : "", i % 7, 2 * i);
+	snprintf(buf + n, cap - n, "]}\n");
+	const char *html = make_report(buf, "bounded", "");
+	free(buf);
+	size_t len = 0;
+	char *page = tu_read_file(html, &len);
+	assert_non_null(page);
+	if (len > 1500000)
+		fail_msg("the page is %zu bytes", len);
+	char *data = element(page, "<script type=\"application/json\" id=\"data\">", "</script>");
+	yajl_val v = tu_parse_json(strchr(data, '>') + 1);
+	assert_non_null(v);
+	yajl_val rows = tu_get(tu_get(v, "overview"), "rows");
+	assert_int_equal(rows->u.array.len, 1);
+	yajl_val row = rows->u.array.values[0];
+	assert_int_equal((long long)tu_get_num(row, "busy_ns"), 60000000);
+	yajl_val spans = tu_get(row, "spans");
+	size_t k = spans->u.array.len;
+	assert_int_equal(k % 4, 0);
+	if (k / 4 > 20000 || k / 4 < 19000)
+		fail_msg("%zu stretches", k / 4);
+	assert_int_equal(YAJL_GET_INTEGER(spans->u.array.values[0]), 0);
+	long long end =
+	    YAJL_GET_INTEGER(spans->u.array.values[k - 4]) + YAJL_GET_INTEGER(spans->u.array.values[k - 3]);
+	assert_int_equal(end, 119999000);
+	long long events = 0;
+	for (size_t i = 3; i < k; i += 4)
+		events += YAJL_GET_INTEGER(spans->u.array.values[i]);
+	assert_int_equal(events, 60000);
+	yajl_tree_free(v);
+	free(data);
+	free(page);
+}
+
+/* libkineto's own GPU trace (a fake CUPTI's records): its HTA tables are
+ * wide, yet the page fits; rows as libkineto names them. */
+static void test_kineto_gpu_layout(void **state)
+{
+	(void)state;
+	need_chromium();
+	char *text = tu_read_file(STROBE_TEST_DATA_DIR "/libkineto-cuda-fake.json", NULL);
+	assert_non_null(text);
+	const char *html = make_report(text, "kineto-gpu", "");
+	free(text);
+	yajl_val lay = layout(html);
+	const char *const charts[] = {"overview",         "thread-occupancy", "name-bars", "util-0",
+	                              "stream-occupancy", "kernel-bars",      NULL};
+	check_layout(lay, charts);
+	const char *const labels[] = {"kdrv · thread 26346 (kdrv)",
+	                              "kdrv · thread 26348 (bwd-thread)",
+	                              "kdrv · stream 7 (sync)",
+	                              "GPU 0 (pid 0) · stream 7",
+	                              "GPU 0 (pid 0) · stream 8",
+	                              "pid Spans · kdrv",
+	                              NULL};
+	const char *const kinds[] = {"row thread", "row thread", "row thread",
+	                             "row stream", "row stream", "row span"};
+	check_rows(lay, labels, kinds);
+	yajl_tree_free(lay);
 }
 
 /* A name that tries to end the script element and start its own. */
@@ -461,6 +928,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_training_report_renders),
+	    cmocka_unit_test(test_gpu_page_layout),
+	    cmocka_unit_test(test_cpu_page_layout),
+	    cmocka_unit_test(test_overview_bounded),
+	    cmocka_unit_test(test_kineto_gpu_layout),
 	    cmocka_unit_test(test_hostile_names_stay_text),
 	    cmocka_unit_test(test_top_caps_tables_and_charts),
 	    cmocka_unit_test(test_many_devices),

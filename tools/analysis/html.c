@@ -10,11 +10,17 @@
 #include <time.h>
 #include <yajl/yajl_gen.h>
 
+#include "analysis/overview.h"
 #include "analysis/present.h"
 #include "strobe/strobe.h"
 
 #define MAX_CHART_DEVICES 64  /* timelines drawn; the devices table lists them all */
 #define MAX_CHART_STEPS   500 /* bars in the step chart; the steps table lists them all */
+#define MAX_CHART_NAMES   20  /* bars in the CPU time-by-name chart */
+/* The overview: rows drawn, and stretches in all (about 13 bytes each in
+ * the page: a 1 GB trace still gives a page of a few MB). */
+#define MAX_OVERVIEW_ROWS  256
+#define MAX_OVERVIEW_SPANS 200000
 
 /* Text from the trace, safe in element content and in quoted attributes. */
 void an_html_escape(FILE *p, const char *s)
@@ -49,16 +55,21 @@ const char an_html_style[] =
     "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dce5}\n"
     "table{border-collapse:collapse;margin:6px 0;font-size:13px}\n"
     "th,td{padding:3px 10px;text-align:left;border-bottom:1px solid #eceef3;vertical-align:top}\n"
-    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;"
-    "white-space:nowrap}\n"
+    "th{background:#f4f5f8;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.n{white-space:nowrap}\n"
     "td.name{max-width:560px;overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px}\n"
     ".warn{color:#a4262c;font-weight:600}.more,.note{color:#5b6475;font-size:12px}\n"
     "#errors{color:#a4262c;white-space:pre-wrap}\n"
-    "svg{display:block;margin:4px 0}svg text{font:11px system-ui,sans-serif;fill:#3b4252}\n"
+    "svg{display:block;margin:4px 0;max-width:100%;height:auto}svg text{font:11px "
+    "system-ui,sans-serif;fill:#3b4252}\n"
     ".util rect.bg{fill:#f4f5f8}.util rect.b{fill:#3d7dd8}.bars rect.bar{fill:#5a9e6f}"
     ".occ rect.bar{fill:#c98a2b}.steps rect.bar{fill:#9fb7d9}.steps rect.out{fill:#d9534f}"
     ".steps rect.busy{fill:#3d7dd8}\n"
-    ".facts td:first-child{color:#5b6475}\n";
+    ".facts td:first-child{color:#5b6475}\n"
+    ".ov{cursor:grab;user-select:none}.ov rect.sp{stroke:none}.ov line.tick{stroke:#e3e6ec}"
+    ".ov .async text{fill:#7a5a9e}.ov .stream text{fill:#1f5fae}.ovctl button{font:12px system-ui;"
+    "margin-right:4px}\n"
+    ".steps rect.bar{cursor:zoom-in}.cbars rect.bar{fill:#7d6bb3}\n";
 
 /* ns since the epoch as fmt (strftime, UTC) plus milliseconds. */
 static const char *wall_clock(int64_t ns, const char *fmt, char *buf, size_t len)
@@ -71,19 +82,34 @@ static const char *wall_clock(int64_t ns, const char *fmt, char *buf, size_t len
 	return buf;
 }
 
+/* "134080 bytes (130.9 KiB)". */
+static const char *human_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)n;
+	size_t u = 0;
+	while (v >= 1024 * 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (n < 1024)
+		snprintf(buf, len, "%" PRIu64 " bytes", n);
+	else
+		snprintf(buf, len, "%" PRIu64 " bytes (%.1f %s)", n, v / 1024, units[u]);
+	return buf;
+}
+
 static void facts(FILE *p, const struct an_trace *a, const char *file, const struct tr_stats *st)
 {
 	char b1[40];
 	fputs("<table id=\"facts\" class=\"facts\"><tbody>\n<tr><td>file</td>", p);
 	cell_text(p, file);
 	if (st->perfetto)
-		fprintf(p, "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (Perfetto protobuf)</td></tr>\n",
-		        st->file_bytes);
+		fprintf(p, "</tr>\n<tr><td>size</td><td>%s (Perfetto protobuf)</td></tr>\n",
+		        human_bytes(st->file_bytes, b1, sizeof(b1)));
 	else
-		fprintf(p,
-		        "</tr>\n<tr><td>size</td><td>%" PRIu64 " bytes (%s), %" PRIu64
-		        " bytes of JSON</td></tr>\n",
-		        st->file_bytes,
+		fprintf(p, "</tr>\n<tr><td>size</td><td>%s (%s), %" PRIu64 " bytes of JSON</td></tr>\n",
+		        human_bytes(st->file_bytes, b1, sizeof(b1)),
 		        st->compression == TR_GZIP   ? "gzip"
 		        : st->compression == TR_ZSTD ? "zstd"
 		                                     : "plain",
@@ -92,15 +118,15 @@ static void facts(FILE *p, const struct an_trace *a, const char *file, const str
 	if (a->timed && a->has_base) {
 		char from[40], to[40];
 		fprintf(
-		    p,
-		    "<tr><td>window</td><td title=\"ts %" PRId64 " to %" PRId64
-		    " ns after baseTimeNanoseconds\">%s, %s to %s UTC</td></tr>\n",
-		    a->first_ts, a->last_end, an_fmt_dur(an_window(a), b1, sizeof(b1)),
+		    p, "<tr><td>window</td><td>%s, %s to %s UTC</td></tr>\n",
+		    an_fmt_dur(an_window(a), b1, sizeof(b1)),
 		    wall_clock(an_sat_add(a->base_ns, a->first_ts), "%Y-%m-%d %H:%M:%S", from, sizeof(from)),
 		    wall_clock(an_sat_add(a->base_ns, a->last_end), "%H:%M:%S", to, sizeof(to)));
 	} else if (a->timed) {
-		fprintf(p, "<tr><td>window</td><td title=\"ts %" PRId64 " to %" PRId64 " ns\">%s</td></tr>\n",
-		        a->first_ts, a->last_end, an_fmt_dur(an_window(a), b1, sizeof(b1)));
+		fprintf(p,
+		        "<tr><td>window</td><td>%s (the trace has no baseTimeNanoseconds: no wall "
+		        "clock)</td></tr>\n",
+		        an_fmt_dur(an_window(a), b1, sizeof(b1)));
 	} else
 		fputs("<tr><td>window</td><td>none: no event has a timestamp</td></tr>\n", p);
 	if (a->host_name) {
@@ -311,11 +337,62 @@ static void memory_charts(FILE *p, const struct an_view *v)
 	html_table(p, v, &an_gpu_memory, an_gpu_memory.rows(v), NULL);
 }
 
+/* The timeline overview: its buttons and the SVG the script draws, one
+ * row per thread, stream and start/end row. */
+static void overview_section(FILE *p, const struct an_overview *ov)
+{
+	if (!ov->nrows)
+		return;
+	fputs(
+	    "<h2>Timeline overview</h2>\n<p class=\"note\">Each CPU thread, GPU stream and row of start/end "
+	    "ranges, as the trace names them: when any of its events ran. Zoom with the wheel or the "
+	    "buttons, drag to pan; a click on a step's bar shows that step.</p>\n"
+	    "<div class=\"ovctl\"><button id=\"ov-in\" type=\"button\">zoom in</button>"
+	    "<button id=\"ov-out\" type=\"button\">zoom out</button><button id=\"ov-left\" "
+	    "type=\"button\">\xe2\x86\x90</button><button id=\"ov-right\" "
+	    "type=\"button\">\xe2\x86\x92</button>"
+	    "<button id=\"ov-all\" type=\"button\">whole window</button> <span id=\"ov-range\" "
+	    "class=\"note\"></span></div>\n",
+	    p);
+	fprintf(p, "<svg id=\"overview\" class=\"ov\" width=\"1000\" height=\"%zu\"></svg>\n",
+	        24 + ov->nrows * 16);
+	if (ov->not_shown)
+		fprintf(p, "<p class=\"more\">%zu more rows not drawn.</p>\n", ov->not_shown);
+}
+
+/* Charts for the CPU side, GPU or not: each thread's busy share of the
+ * window, and the names with the most self time. */
+static void cpu_charts(FILE *p, const struct an_overview *ov)
+{
+	size_t threads = 0;
+	for (size_t i = 0; i < ov->nrows; i++)
+		threads += ov->rows[i].kind == AN_OV_THREAD;
+	if (!threads)
+		return;
+	fprintf(p,
+	        "<h2>Thread occupancy</h2>\n<p class=\"note\">Share of the window each CPU thread spent "
+	        "inside a range (nested ranges counted once).</p>\n<svg id=\"thread-occupancy\" "
+	        "class=\"occ\" width=\"1000\" height=\"%zu\"></svg>\n"
+	        "<h2>CPU time by name</h2>\n<p class=\"note\">Self time of the ranges on CPU threads: the "
+	        "time in a range of that name and not in one nested inside it, counted once when several "
+	        "threads ran it at once (the %d longest).</p>\n<svg id=\"name-bars\" class=\"cbars\" "
+	        "width=\"1000\" height=\"20\"></svg>\n",
+	        threads * 20 + 8, MAX_CHART_NAMES);
+}
+
 /* ---- chart data and the script that draws it -------------------------------- */
 
 static void gs(yajl_gen g, const char *s)
 {
 	yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+}
+
+static void gint(yajl_gen g, const char *key, int64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	gs(g, key);
+	yajl_gen_number(g, buf, strlen(buf));
 }
 
 static void gnum(yajl_gen g, const char *key, double v)
@@ -326,9 +403,108 @@ static void gnum(yajl_gen g, const char *key, double v)
 	yajl_gen_number(g, buf, strlen(buf));
 }
 
+/* The overview's rows: label, kind, busy time, and the stretches as a flat
+ * array of start, duration, name (an index in "names"), event count. */
+static void overview_data(yajl_gen g, const struct an_trace *a, const struct an_overview *ov)
+{
+	static const char *const kinds[] = {"thread", "stream", "async", "span"};
+	uint32_t *local = calloc(a->names.n ? a->names.n : 1, sizeof(*local)); /* index + 1 in "names" */
+	uint32_t nlocal = 0;
+	char buf[32];
+	gs(g, "overview");
+	yajl_gen_map_open(g);
+	gs(g, "rows");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; local && i < ov->nrows; i++) {
+		const struct an_ov_row *r = &ov->rows[i];
+		yajl_gen_map_open(g);
+		gs(g, "label");
+		gs(g, r->label);
+		gs(g, "kind");
+		gs(g, kinds[r->kind]);
+		gnum(g, "busy_ns", (double)r->busy);
+		gs(g, "spans");
+		yajl_gen_array_open(g);
+		for (size_t k = 0; k < r->nspans; k++) {
+			const struct an_ov_span *sp = &r->spans[k];
+			if (!local[sp->name])
+				local[sp->name] = ++nlocal;
+			int64_t v[4] = {sp->start, sp->dur, local[sp->name] - 1, (int64_t)sp->events};
+			for (int j = 0; j < 4; j++) {
+				snprintf(buf, sizeof(buf), "%" PRId64, v[j]);
+				yajl_gen_number(g, buf, strlen(buf));
+			}
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	gs(g, "names");
+	yajl_gen_array_open(g);
+	const char **names = local ? calloc(nlocal ? nlocal : 1, sizeof(*names)) : NULL;
+	for (size_t i = 0; names && i < a->names.n; i++)
+		if (local[i])
+			names[local[i] - 1] = an_name(a, (uint32_t)i);
+	for (uint32_t i = 0; names && i < nlocal; i++)
+		gs(g, names[i]);
+	yajl_gen_array_close(g);
+	gnum(g, "not_shown", (double)ov->not_shown);
+	yajl_gen_map_close(g);
+	free(names);
+	free(local);
+}
+
+/* Whether category cat holds CPU-side ranges (not GPU work, not the
+ * profiler's span over the whole trace, not start/end ranges). */
+static bool cpu_category(const char *cat)
+{
+	static const char *const gpu[] = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation",
+	                                  "Trace"};
+	for (size_t i = 0; i < sizeof(gpu) / sizeof(gpu[0]); i++)
+		if (!strcmp(cat, gpu[i]))
+			return false;
+	return !strstr(cat, AN_ASYNC_CAT);
+}
+
+/* The names with the most self time (union over threads) in CPU
+ * categories, for the time-by-name chart. */
+static int cmp_self_wall(const void *pa, const void *pb)
+{
+	const struct an_ref *x = pa, *y = pb;
+	return x->key != y->key ? (x->key > y->key ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+static void cpu_names_data(yajl_gen g, const struct an_trace *a)
+{
+	struct an_ref *r = calloc(a->names.n ? a->names.n : 1, sizeof(*r));
+	size_t n = 0;
+	for (size_t i = 0; r && i < a->names.n; i++) {
+		const struct an_name *sn = an_table_item(&a->names, i);
+		if (sn->count && sn->self_wall > 0 && cpu_category(a->xcats.keys[sn->cat]))
+			r[n++] = (struct an_ref){(uint32_t)i, sn->self_wall, an_name(a, (uint32_t)i)};
+	}
+	an_sort(r, n, sizeof(*r), cmp_self_wall);
+	gs(g, "cpu_names");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n && i < MAX_CHART_NAMES; i++) {
+		const struct an_name *sn = an_table_item(&a->names, r[i].id);
+		yajl_gen_map_open(g);
+		gs(g, "name");
+		gs(g, r[i].name);
+		gs(g, "cat");
+		gs(g, a->xcats.keys[sn->cat]);
+		gnum(g, "self_ns", (double)sn->self_wall);
+		gnum(g, "total_ns", (double)sn->wall);
+		gnum(g, "count", (double)sn->count);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	free(r);
+}
+
 /* The numbers the charts need, as JSON inside a script element: "<" is
  * written \u003c so no string from the trace can close the element. */
-static int chart_data(FILE *p, const struct an_view *v)
+static int chart_data(FILE *p, const struct an_view *v, const struct an_overview *ov)
 {
 	const struct an_trace *a = v->a;
 	char label[TR_SHORT_MAX + 32], buf[32];
@@ -336,7 +512,7 @@ static int chart_data(FILE *p, const struct an_view *v)
 	if (!g)
 		return -ENOMEM;
 	yajl_gen_map_open(g);
-	gnum(g, "window_ns", (double)an_window(a));
+	gint(g, "window_ns", an_window(a));
 	gs(g, "devices");
 	yajl_gen_array_open(g);
 	for (size_t i = 0; i < a->ndevices && i < MAX_CHART_DEVICES; i++) {
@@ -411,13 +587,16 @@ static int chart_data(FILE *p, const struct an_view *v)
 		         a->ranked ? an_rank_label(st->rank, buf, sizeof(buf)) : "",
 		         a->ranked ? " step " : "step ", st->number);
 		gs(g, label);
-		gnum(g, "dur_ns", (double)st->dur);
+		gint(g, "start_ns", an_span(a->first_ts, st->ts));
+		gint(g, "dur_ns", st->dur);
 		gnum(g, "busy_ns", st->pid == UINT32_MAX ? -1.0 : (double)st->busy);
 		gs(g, "outlier");
 		yajl_gen_bool(g, st->outlier);
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
+	overview_data(g, a, ov);
+	cpu_names_data(g, a);
 	yajl_gen_map_close(g);
 
 	const unsigned char *out;
@@ -524,7 +703,8 @@ static const char script[] =
     "    var sw = 1000 / D.steps.length;\n"
     "    D.steps.forEach(function (s, i) {\n"
     "      var h = 140 * s.dur_ns / smax, x = i * sw;\n"
-    "      var r = el('rect', {'class': s.outlier ? 'bar out' : 'bar', x: (x + sw * 0.1).toFixed(2),\n"
+    "      var r = el('rect', {'class': s.outlier ? 'bar out' : 'bar', 'data-step': i, x: (x + sw * "
+    "0.1).toFixed(2),\n"
     "                          y: (140 - h).toFixed(2), width: (sw * 0.8).toFixed(2), height: h.toFixed(2)}, "
     "sb);\n"
     "      el('title', {}, r, s.name + ': ' + dur(s.dur_ns) + (s.busy_ns >= 0 ? ', GPU busy ' + "
@@ -532,7 +712,8 @@ static const char script[] =
     "         + (s.outlier ? ' (outlier)' : ''));\n"
     "      if (s.busy_ns >= 0) {\n"
     "        var b = 140 * s.busy_ns / smax;\n"
-    "        el('rect', {'class': 'busy', x: (x + sw * 0.3).toFixed(2), y: (140 - b).toFixed(2),\n"
+    "        el('rect', {'class': 'busy', 'data-step': i, x: (x + sw * 0.3).toFixed(2), y: (140 - "
+    "b).toFixed(2),\n"
     "                    width: (sw * 0.4).toFixed(2), height: b.toFixed(2)}, sb);\n"
     "      }\n"
     "    });\n"
@@ -540,6 +721,141 @@ static const char script[] =
     "    el('text', {x: 1000, y: 156, 'text-anchor': 'end'}, sb, D.steps[D.steps.length - 1].name + "
     "', longest ' + dur(smax));\n"
     "  }\n"
+    "  function hbars(svg, items, label, value, tip) {\n"
+    "    var max = items.reduce(function (m, it) { return Math.max(m, value(it)); }, 1);\n"
+    "    items.forEach(function (it, i) {\n"
+    "      var y = i * 20, w = Math.max(1, 480 * value(it) / max);\n"
+    "      el('text', {x: 0, y: y + 14}, svg, cut(label(it), 60));\n"
+    "      var r = el('rect', {'class': 'bar', x: 420, y: y + 3, height: 14, width: w.toFixed(1)}, svg);\n"
+    "      el('title', {}, r, tip(it));\n"
+    "      el('text', {x: 424 + w, y: y + 14}, svg, dur(value(it)));\n"
+    "    });\n"
+    "    svg.setAttribute('height', items.length * 20 + 8);\n"
+    "  }\n"
+    "  var nb = document.getElementById('name-bars');\n"
+    "  if (nb)\n"
+    "    hbars(nb, D.cpu_names, function (n) { return n.name; }, function (n) { return n.self_ns; },\n"
+    "          function (n) { return n.cat + ': ' + n.name + ', self ' + dur(n.self_ns) + ', total ' + "
+    "dur(n.total_ns) +\n"
+    "                         ' in ' + n.count + ' ranges'; });\n"
+    "  var O = D.overview, ovs = document.getElementById('overview');\n"
+    "  var to = document.getElementById('thread-occupancy');\n"
+    "  if (to) {\n"
+    "    var threads = O.rows.filter(function (r) { return r.kind === 'thread'; });\n"
+    "    threads.forEach(function (r, i) {\n"
+    "      var y = i * 20, pct = D.window_ns > 0 ? 100 * r.busy_ns / D.window_ns : 0;\n"
+    "      el('text', {x: 0, y: y + 14}, to, cut(r.label, 60));\n"
+    "      var b = el('rect', {'class': 'bar', x: 420, y: y + 3, height: 14, width: Math.max(1, 4.8 * "
+    "pct).toFixed(1)}, to);\n"
+    "      el('title', {}, b, r.label + ': ' + dur(r.busy_ns) + ' busy');\n"
+    "      el('text', {x: 424 + 4.8 * pct, y: y + 14}, to, pct.toFixed(1) + '%');\n"
+    "    });\n"
+    "  }\n"
+    "  if (ovs && O.rows.length) {\n"
+    "    var LX = 250, PW = 740, RH = 16, TOP = 22, W = Math.max(D.window_ns, 1);\n"
+    "    var view = {a: 0, b: W};\n"
+    "    var range = document.getElementById('ov-range');\n"
+    "    var color = function (i) { return 'hsl(' + ((i * 137) % 360) + ',55%,' + (48 + (i * 7) % 20) + "
+    "'%)'; };\n"
+    "    var draw = function () {\n"
+    "      while (ovs.firstChild) ovs.removeChild(ovs.firstChild);\n"
+    "      var len = view.b - view.a, scale = PW / len, h = TOP + O.rows.length * RH;\n"
+    "      for (var t = 0; t <= 4; t++) {\n"
+    "        var x = LX + PW * t / 4;\n"
+    "        el('line', {'class': 'tick', x1: x, x2: x, y1: TOP - 6, y2: h}, ovs);\n"
+    "        el('text', {x: x, y: 12, 'text-anchor': t === 0 ? 'start' : t === 4 ? 'end' : 'middle'}, ovs,\n"
+    "           '+' + dur(Math.round(view.a + len * t / 4)));\n"
+    "      }\n"
+    "      O.rows.forEach(function (r, k) {\n"
+    "        var y = TOP + k * RH, sp = r.spans, n = sp.length / 4, lo = 0, hi = n, cur = null;\n"
+    "        var g = el('g', {'class': 'row ' + r.kind}, ovs);\n"
+    "        el('title', {}, el('text', {x: 0, y: y + 11}, g, cut(r.label, 40)), r.label);\n"
+    "        var flush = function () {\n"
+    "          if (!cur) return;\n"
+    "          var rect = el('rect', {'class': 'sp', x: cur.x0.toFixed(2), y: y + 2, height: RH - 4,\n"
+    "                                 width: Math.max(0.5, cur.x1 - cur.x0).toFixed(2), fill: "
+    "color(cur.name)}, g);\n"
+    "          el('title', {}, rect, O.names[cur.name] + (cur.events > 1 ? ' and ' + (cur.events - 1) +\n"
+    "             ' more events' : '') + ', +' + dur(cur.s) + ' to +' + dur(cur.e));\n"
+    "          cur = null;\n"
+    "        };\n"
+    "        while (lo < hi) {\n"
+    "          var m = (lo + hi) >> 1;\n"
+    "          if (sp[4 * m] + sp[4 * m + 1] < view.a) lo = m + 1; else hi = m;\n"
+    "        }\n"
+    "        for (var i = lo; i < n && sp[4 * i] <= view.b; i++) {\n"
+    "          var s = sp[4 * i], e = s + sp[4 * i + 1];\n"
+    "          var x0 = LX + Math.max(0, (s - view.a) * scale), x1 = LX + Math.min(PW, (e - view.a) * "
+    "scale);\n"
+    "          if (cur && x0 - cur.x1 < 1) {\n"
+    "            cur.x1 = Math.max(cur.x1, x1);\n"
+    "            cur.events += sp[4 * i + 3];\n"
+    "            cur.e = Math.max(cur.e, e);\n"
+    "          } else {\n"
+    "            flush();\n"
+    "            cur = {x0: x0, x1: x1, name: sp[4 * i + 2], events: sp[4 * i + 3], s: s, e: e};\n"
+    "          }\n"
+    "        }\n"
+    "        flush();\n"
+    "      });\n"
+    "      ovs.setAttribute('data-view', view.a + ' ' + view.b);\n"
+    "      if (range) range.textContent = 'showing +' + dur(Math.round(view.a)) + ' to +' + "
+    "dur(Math.round(view.b)) +\n"
+    "        ' (' + dur(Math.round(len)) + ')';\n"
+    "    };\n"
+    "    var show = function (a, b) {\n"
+    "      var len = Math.min(W, Math.max(b - a, 1000));\n"
+    "      a = Math.max(0, Math.min(a, W - len));\n"
+    "      view = {a: a, b: a + len};\n"
+    "      draw();\n"
+    "    };\n"
+    "    var zoom = function (f, at) {\n"
+    "      var len = view.b - view.a;\n"
+    "      show(at - (at - view.a) * f, at - (at - view.a) * f + len * f);\n"
+    "    };\n"
+    "    var mid = function () { return (view.a + view.b) / 2; };\n"
+    "    var click = function (id, fn) { var b = document.getElementById(id); if (b) "
+    "b.addEventListener('click', fn); };\n"
+    "    click('ov-in', function () { zoom(0.5, mid()); });\n"
+    "    click('ov-out', function () { zoom(2, mid()); });\n"
+    "    click('ov-left', function () { show(view.a - (view.b - view.a) / 4, view.b - (view.b - view.a) / "
+    "4); });\n"
+    "    click('ov-right', function () { show(view.a + (view.b - view.a) / 4, view.b + (view.b - view.a) / "
+    "4); });\n"
+    "    click('ov-all', function () { show(0, W); });\n"
+    "    var at = function (ev) {\n"
+    "      var box = ovs.getBoundingClientRect(), x = (ev.clientX - box.left) * 1000 / box.width;\n"
+    "      return view.a + (Math.min(LX + PW, Math.max(LX, x)) - LX) * (view.b - view.a) / PW;\n"
+    "    };\n"
+    "    ovs.addEventListener('wheel', function (ev) {\n"
+    "      ev.preventDefault();\n"
+    "      zoom(ev.deltaY < 0 ? 0.8 : 1.25, at(ev));\n"
+    "    }, {passive: false});\n"
+    "    var drag = null;\n"
+    "    ovs.addEventListener('mousedown', function (ev) { drag = {x: ev.clientX, a: view.a, b: view.b}; "
+    "});\n"
+    "    window.addEventListener('mouseup', function () { drag = null; });\n"
+    "    window.addEventListener('mousemove', function (ev) {\n"
+    "      if (!drag) return;\n"
+    "      var box = ovs.getBoundingClientRect();\n"
+    "      var d = (ev.clientX - drag.x) * 1000 / box.width * (drag.b - drag.a) / PW;\n"
+    "      show(drag.a - d, drag.b - d);\n"
+    "    });\n"
+    "    window.strobeOverview = {show: show};\n"
+    "    if (sb)\n"
+    "      sb.addEventListener('click', function (ev) {\n"
+    "        var i = ev.target.getAttribute('data-step');\n"
+    "        if (i === null) return;\n"
+    "        var st = D.steps[+i], pad = st.dur_ns * 0.05;\n"
+    "        show(st.start_ns - pad, st.start_ns + st.dur_ns + pad);\n"
+    "        ovs.scrollIntoView({block: 'center'});\n"
+    "      });\n"
+    "    draw();\n"
+    "  }\n"
+    "  /* Each chart scales down to a narrow window. */\n"
+    "  document.querySelectorAll('svg').forEach(function (s) {\n"
+    "    s.setAttribute('viewBox', '0 0 ' + s.getAttribute('width') + ' ' + s.getAttribute('height'));\n"
+    "  });\n"
     "  if (document.body.dataset.rendered !== 'error') document.body.dataset.rendered = 'ok';\n"
     "})();\n"
     "</script>\n";
@@ -558,11 +874,15 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	    an_html_style);
 	fputs("<div id=\"errors\"></div>\n", p);
 	facts(p, a, v->file, v->st);
+	struct an_overview ov;
+	int rc = an_overview(a, MAX_OVERVIEW_ROWS, MAX_OVERVIEW_SPANS, &ov);
+	overview_section(p, &ov);
 	if (a->nsteps) {
 		section(p, &an_steps);
 		fprintf(p, "<svg id=\"step-bars\" class=\"steps\" width=\"1000\" height=\"170\"></svg>\n");
 		html_table(p, v, &an_steps, an_steps.rows(v), NULL);
 	}
+	cpu_charts(p, &ov);
 	if (a->ndevices) {
 		timelines(p, a);
 		titled(p, v, &an_devices);
@@ -599,7 +919,9 @@ int an_html_page(const struct an_view *v, char **page, size_t *len)
 	fputs("<p class=\"note\">Written by strobe ", p);
 	an_html_escape(p, strobe_version());
 	fputs(". Times are in the trace's clock; percentiles are nearest-rank over every duration.</p>\n", p);
-	int rc = chart_data(p, v);
+	if (!rc)
+		rc = chart_data(p, v, &ov);
+	an_overview_free(&ov);
 	fputs(script, p);
 	fputs("</body></html>\n", p);
 	if (ferror(p) | fclose(p))
