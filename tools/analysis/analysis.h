@@ -10,7 +10,9 @@
  *
  * Memory: fixed per name and per row, plus about 40 bytes per complete
  * event (exact self time and exact percentiles need them all), plus the
- * launch/kernel correlation table, which is bounded (see AN_CORR_MAX). */
+ * launch/kernel correlation table, which is bounded (see AN_CORR_MAX).
+ * Wall times (wall.c) take 16 bytes per self stretch (at most two per
+ * event) and 4 per event for a while at the end. */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 

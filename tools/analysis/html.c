@@ -17,10 +17,10 @@
 #define MAX_CHART_DEVICES 64  /* timelines drawn; the devices table lists them all */
 #define MAX_CHART_STEPS   500 /* bars in the step chart; the steps table lists them all */
 #define MAX_CHART_NAMES   20  /* bars in the CPU time-by-name chart */
-/* The overview: rows drawn, and stretches in all (about 13 bytes each in
+/* The overview: rows drawn, and stretches in all (about 33 bytes each in
  * the page: a 1 GB trace still gives a page of a few MB). */
 #define MAX_OVERVIEW_ROWS  256
-#define MAX_OVERVIEW_SPANS 200000
+#define MAX_OVERVIEW_SPANS 100000
 
 /* Text from the trace, safe in element content and in quoted attributes. */
 void an_html_escape(FILE *p, const char *s)

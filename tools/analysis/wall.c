@@ -12,15 +12,9 @@
 
 #include "analysis/analysis.h"
 
-/* A stretch of time [s, e) of what key names. */
+/* A stretch of time [s, e). */
 struct iv {
-	uint64_t key;
 	int64_t s, e;
-};
-
-struct ivs {
-	struct iv *v;
-	size_t n, cap;
 };
 
 static bool async_row(const struct an_trace *a, uint32_t row)
@@ -90,46 +84,28 @@ int an_split_async(struct an_trace *a)
 	return 0;
 }
 
-static int push(struct ivs *s, uint64_t key, int64_t from, int64_t to)
-{
-	if (to <= from)
-		return 0;
-	return AN_PUSH(s->v, s->n, s->cap, (struct iv){key, from, to});
-}
-
 static int cmp_iv(const void *pa, const void *pb)
 {
 	const struct iv *x = pa, *y = pb;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
 	return x->s < y->s ? -1 : x->s > y->s;
-}
-
-/* Sorts s and calls add(ctx, key, length) for each stretch of the union
- * of each key's intervals. */
-static void union_by_key(struct ivs *s, void (*add)(struct an_trace *a, uint64_t key, int64_t len),
-                         struct an_trace *a)
-{
-	an_sort(s->v, s->n, sizeof(*s->v), cmp_iv);
-	for (size_t i = 0; i < s->n;) {
-		uint64_t key = s->v[i].key;
-		int64_t from = s->v[i].s, to = s->v[i].e;
-		for (i++; i < s->n && s->v[i].key == key && s->v[i].s <= to; i++)
-			if (s->v[i].e > to)
-				to = s->v[i].e;
-		add(a, key, to - from);
-	}
-	s->n = 0;
 }
 
 /* What an event counts towards: its name, its category, its cpu_op row. */
 enum group { BY_NAME, BY_CAT, BY_OP };
 
+/* The stretches of one pass, bucketed by key: a counting walk sizes each
+ * key's bucket, a second fills them. No key is stored and each bucket is
+ * sorted alone, so the memory is 16 bytes a stretch plus the largest
+ * bucket (qsort's buffer), not a sort of the whole array. */
 struct walk {
 	struct an_trace *a;
-	struct ivs out;
 	enum group by;
 	uint32_t *op; /* per event: its cpu_ops index, UINT32_MAX for none */
+	bool fill;    /* false: count into at[key]; true: put at v[at[key]++] */
+	size_t *at;   /* per key */
+	size_t nkeys;
+	struct iv *v;
+	size_t cap;
 };
 
 static bool key_of(const struct walk *w, size_t i, uint64_t *key)
@@ -149,7 +125,13 @@ static bool key_of(const struct walk *w, size_t i, uint64_t *key)
 static int emit(struct walk *w, size_t i, int64_t from, int64_t to)
 {
 	uint64_t key;
-	return key_of(w, i, &key) ? push(&w->out, key, from, to) : 0;
+	if (to <= from || !key_of(w, i, &key))
+		return 0;
+	if (w->fill)
+		w->v[w->at[key]++] = (struct iv){from, to};
+	else
+		w->at[key]++;
+	return 0;
 }
 
 /* Each event's self stretches: its range less its direct children's (x is
@@ -242,24 +224,63 @@ static int op_index(struct an_trace *a, uint32_t **out)
 	return rc;
 }
 
+/* One pass: the stretches walk(w) gives, bucketed by key, each bucket's
+ * union handed to add. */
+static int pass(struct walk *w, int (*walk)(struct walk *w),
+                void (*add)(struct an_trace *, uint64_t, int64_t))
+{
+	memset(w->at, 0, w->nkeys * sizeof(*w->at));
+	w->fill = false;
+	int rc = walk(w);
+	size_t total = 0;
+	for (size_t k = 0; !rc && k < w->nkeys; k++) {
+		size_t n = w->at[k];
+		w->at[k] = total; /* where key k's bucket starts */
+		total += n;
+	}
+	if (!rc && total > w->cap) {
+		free(w->v);
+		w->cap = total;
+		w->v = malloc(total * sizeof(*w->v));
+		rc = w->v ? 0 : -ENOMEM;
+	}
+	w->fill = true;
+	if (!rc)
+		rc = walk(w); /* at[k] ends where bucket k + 1 starts */
+	for (size_t k = 0, from = 0; !rc && k < w->nkeys; from = w->at[k++]) {
+		struct iv *b = w->v + from;
+		size_t n = w->at[k] - from;
+		an_sort(b, n, sizeof(*b), cmp_iv);
+		for (size_t i = 0; i < n;) {
+			int64_t s = b[i].s, e = b[i].e;
+			for (i++; i < n && b[i].s <= e; i++)
+				if (b[i].e > e)
+					e = b[i].e;
+			add(w->a, k, e - s);
+		}
+	}
+	return rc;
+}
+
 int an_wall_compute(struct an_trace *a)
 {
 	static void (*const adders[3][2])(struct an_trace *, uint64_t, int64_t) = {
 	    {name_wall, name_self}, {cat_wall, cat_self}, {op_wall, op_self}};
-	struct walk w = {.a = a};
-	int rc = op_index(a, &w.op);
+	size_t nkeys[3] = {a->names.n, a->xcats.n, a->ncpu_ops}, most = 1;
+	for (int i = 0; i < 3; i++)
+		most = nkeys[i] > most ? nkeys[i] : most;
+	struct walk w = {.a = a, .at = calloc(most, sizeof(size_t))};
+	int rc = w.at ? op_index(a, &w.op) : -ENOMEM;
 	for (int by = BY_NAME; by <= BY_OP && !rc; by++) {
 		w.by = (enum group)by;
-		rc = whole_ranges(&w);
+		w.nkeys = nkeys[by];
+		rc = pass(&w, whole_ranges, adders[by][0]);
 		if (!rc)
-			union_by_key(&w.out, adders[by][0], a);
-		if (!rc)
-			rc = self_stretches(&w);
-		if (!rc)
-			union_by_key(&w.out, adders[by][1], a);
+			rc = pass(&w, self_stretches, adders[by][1]);
 	}
 	free(w.op);
-	free(w.out.v);
+	free(w.v);
+	free(w.at);
 	if (!rc)
 		an_sort_cpu_ops(a);
 	return rc;
