@@ -655,7 +655,8 @@ static void test_cpu_page_layout(void **state)
 
 /* However many events, the overview's data stays bounded: 60000 events of
  * 1 µs with 1 µs gaps on one thread become at most 20000 stretches that
- * still start at the first event and end at the last. */
+ * still start at the first event and end at the last. Steps that touch
+ * stay apart where the budget allows. */
 static void test_overview_bounded(void **state)
 {
 	(void)state;
@@ -669,6 +670,13 @@ static void test_overview_bounded(void **state)
 		    "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 1, "
 		    "\"ts\": %d, \"dur\": 1}",
 		    i ? ",\n" : "", i % 7, 2 * i);
+	/* Three steps end to end on thread 2: three stretches. */
+	for (int i = 0; i < 3; i++)
+		n += snprintf(
+		    buf + n, cap - n,
+		    ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", "
+		    "\"pid\": 1, \"tid\": 2, \"ts\": %d, \"dur\": 10}",
+		    i, 10 * i);
 	snprintf(buf + n, cap - n, "]}\n");
 	const char *html = make_report(buf, "bounded", "");
 	free(buf);
@@ -681,7 +689,13 @@ static void test_overview_bounded(void **state)
 	yajl_val v = tu_parse_json(strchr(data, '>') + 1);
 	assert_non_null(v);
 	yajl_val rows = tu_get(tu_get(v, "overview"), "rows");
-	assert_int_equal(rows->u.array.len, 1);
+	assert_int_equal(rows->u.array.len, 2);
+	yajl_val steps = tu_get(rows->u.array.values[1], "spans");
+	assert_int_equal(steps->u.array.len, 12);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(YAJL_GET_INTEGER(steps->u.array.values[4 * i]), 10000 * i);
+		assert_int_equal(YAJL_GET_INTEGER(steps->u.array.values[4 * i + 1]), 10000);
+	}
 	yajl_val row = rows->u.array.values[0];
 	assert_int_equal((long long)tu_get_num(row, "busy_ns"), 60000000);
 	yajl_val spans = tu_get(row, "spans");

@@ -96,7 +96,8 @@ static int cmp_row(const void *pa, const void *pb)
 }
 
 /* The union of one row's events x[from..to) (sorted by start), each
- * stretch with its count and its longest event's name. */
+ * stretch with its count and its longest event's name. Events that only
+ * touch stay apart: one step ending as the next starts is two stretches. */
 static int row_union(const struct an_trace *a, size_t from, size_t to, struct an_ov_span **s, size_t *n,
                      size_t *cap)
 {
@@ -105,7 +106,7 @@ static int row_union(const struct an_trace *a, size_t from, size_t to, struct an
 		const struct an_xrec *x = &a->x[i];
 		int64_t ts = an_span(a->first_ts, x->ts), end = an_sat_add(ts, x->dur);
 		struct an_ov_span *last = *n ? &(*s)[*n - 1] : NULL;
-		if (last && ts <= last->start + last->dur) {
+		if (last && ts < last->start + last->dur) {
 			if (end > last->start + last->dur)
 				last->dur = end - last->start;
 			last->events++;
