@@ -219,14 +219,16 @@ static const char layout_script[] =
     "  var rows = function () {\n"
     "    var out = [];\n"
     "    document.querySelectorAll('#overview g.row').forEach(function (g) {\n"
-    "      var n = 0, widest = 0;\n"
+    "      var n = 0, widest = 0, inner = 0, inner_widest = 0;\n"
     "      g.querySelectorAll('rect').forEach(function (r) {\n"
-    "        var w = r.getBoundingClientRect().width;\n"
+    "        var w = r.getBoundingClientRect().width, isin = r.getAttribute('class') === 'sp in';\n"
     "        if (w > 0) n++;\n"
-    "        widest = Math.max(widest, w);\n"
+    "        if (w > 0 && isin) inner++;\n"
+    "        if (isin) inner_widest = Math.max(inner_widest, w);\n"
+    "        else widest = Math.max(widest, w);\n"
     "      });\n"
     "      out.push({label: g.querySelector('title').textContent, kind: g.getAttribute('class'),\n"
-    "                drawn: n, widest: widest});\n"
+    "                drawn: n, widest: widest, inner: inner, inner_widest: inner_widest});\n"
     "    });\n"
     "    return out;\n"
     "  };\n"
@@ -631,6 +633,13 @@ static void test_cpu_page_layout(void **state)
 	double widest = tu_get_num(main_row, "widest");
 	if (widest < 600 || widest > 700)
 		fail_msg("step 2 is %g px wide in the zoomed overview (740 px for 1.1 ms)", widest);
+	/* Below it, the op inside it: aten::linear, 0.5 ms of the 1.1 ms. */
+	assert_int_equal((int)tu_get_num(main_row, "inner"), 1);
+	widest = tu_get_num(main_row, "inner_widest");
+	if (widest < 310 || widest > 365)
+		fail_msg("aten::linear is %g px wide in the zoomed overview", widest);
+	yajl_val loader = tu_get(lay, "step_rows")->u.array.values[1];
+	assert_int_equal((int)tu_get_num(loader, "inner"), 0);
 	check_screenshot(html, lay);
 	yajl_tree_free(lay);
 

@@ -403,14 +403,32 @@ static void gnum(yajl_gen g, const char *key, double v)
 	yajl_gen_number(g, buf, strlen(buf));
 }
 
-/* The overview's rows: label, kind, busy time, and the stretches as a flat
- * array of start, duration, name (an index in "names"), event count. */
+/* Stretches as a flat array of start, duration, name (an index in the
+ * overview's "names": local[i] - 1 for names-table entry i, given one
+ * when it has none yet), event count. */
+static void spans_data(yajl_gen g, const struct an_ov_span *sp, size_t n, uint32_t *local, uint32_t *nlocal)
+{
+	char buf[32];
+	yajl_gen_array_open(g);
+	for (size_t k = 0; k < n; k++) {
+		if (!local[sp[k].name])
+			local[sp[k].name] = ++*nlocal;
+		int64_t v[4] = {sp[k].start, sp[k].dur, local[sp[k].name] - 1, (int64_t)sp[k].events};
+		for (int j = 0; j < 4; j++) {
+			snprintf(buf, sizeof(buf), "%" PRId64, v[j]);
+			yajl_gen_number(g, buf, strlen(buf));
+		}
+	}
+	yajl_gen_array_close(g);
+}
+
+/* The overview's rows: label, kind, busy time, the stretches when any of
+ * its ranges ran, and those of the ranges directly inside them. */
 static void overview_data(yajl_gen g, const struct an_trace *a, const struct an_overview *ov)
 {
 	static const char *const kinds[] = {"thread", "stream", "async", "span"};
 	uint32_t *local = calloc(a->names.n ? a->names.n : 1, sizeof(*local)); /* index + 1 in "names" */
 	uint32_t nlocal = 0;
-	char buf[32];
 	gs(g, "overview");
 	yajl_gen_map_open(g);
 	gs(g, "rows");
@@ -424,18 +442,9 @@ static void overview_data(yajl_gen g, const struct an_trace *a, const struct an_
 		gs(g, kinds[r->kind]);
 		gnum(g, "busy_ns", (double)r->busy);
 		gs(g, "spans");
-		yajl_gen_array_open(g);
-		for (size_t k = 0; k < r->nspans; k++) {
-			const struct an_ov_span *sp = &r->spans[k];
-			if (!local[sp->name])
-				local[sp->name] = ++nlocal;
-			int64_t v[4] = {sp->start, sp->dur, local[sp->name] - 1, (int64_t)sp->events};
-			for (int j = 0; j < 4; j++) {
-				snprintf(buf, sizeof(buf), "%" PRId64, v[j]);
-				yajl_gen_number(g, buf, strlen(buf));
-			}
-		}
-		yajl_gen_array_close(g);
+		spans_data(g, r->spans, r->nspans, local, &nlocal);
+		gs(g, "inner");
+		spans_data(g, r->inner, r->ninner, local, &nlocal);
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
@@ -766,13 +775,13 @@ static const char script[] =
     "        el('text', {x: x, y: 12, 'text-anchor': t === 0 ? 'start' : t === 4 ? 'end' : 'middle'}, ovs,\n"
     "           '+' + dur(Math.round(view.a + len * t / 4)));\n"
     "      }\n"
-    "      O.rows.forEach(function (r, k) {\n"
-    "        var y = TOP + k * RH, sp = r.spans, n = sp.length / 4, lo = 0, hi = n, cur = null;\n"
-    "        var g = el('g', {'class': 'row ' + r.kind}, ovs);\n"
-    "        el('title', {}, el('text', {x: 0, y: y + 11}, g, cut(r.label, 40)), r.label);\n"
+    "      /* One lane of a row: its stretches in view, those less than a pixel\n"
+    "         apart drawn as one shape, named after the first one's longest event. */\n"
+    "      var lane = function (g, sp, y, h, cls) {\n"
+    "        var n = sp.length / 4, lo = 0, hi = n, cur = null;\n"
     "        var flush = function () {\n"
     "          if (!cur) return;\n"
-    "          var rect = el('rect', {'class': 'sp', x: cur.x0.toFixed(2), y: y + 2, height: RH - 4,\n"
+    "          var rect = el('rect', {'class': cls, x: cur.x0.toFixed(2), y: y, height: h,\n"
     "                                 width: Math.max(0.5, cur.x1 - cur.x0).toFixed(2), fill: "
     "color(cur.name)}, g);\n"
     "          el('title', {}, rect, O.names[cur.name] + (cur.events > 1 ? ' and ' + (cur.events - 1) +\n"
@@ -797,6 +806,17 @@ static const char script[] =
     "          }\n"
     "        }\n"
     "        flush();\n"
+    "      };\n"
+    "      /* A row: its ranges, and the ranges directly inside them below. */\n"
+    "      O.rows.forEach(function (r, k) {\n"
+    "        var y = TOP + k * RH, g = el('g', {'class': 'row ' + r.kind}, ovs);\n"
+    "        el('title', {}, el('text', {x: 0, y: y + 11}, g, cut(r.label, 40)), r.label);\n"
+    "        if (r.inner.length) {\n"
+    "          lane(g, r.spans, y + 1, 7, 'sp');\n"
+    "          lane(g, r.inner, y + 9, 6, 'sp in');\n"
+    "        } else {\n"
+    "          lane(g, r.spans, y + 2, RH - 4, 'sp');\n"
+    "        }\n"
     "      });\n"
     "      ovs.setAttribute('data-view', view.a + ' ' + view.b);\n"
     "      if (range) range.textContent = 'showing +' + dur(Math.round(view.a)) + ' to +' + "

@@ -95,17 +95,33 @@ static int cmp_row(const void *pa, const void *pb)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* The union of one row's events x[from..to) (sorted by start), each
- * stretch with its count and its longest event's name. Events that only
- * touch stay apart: one step ending as the next starts is two stretches. */
-static int row_union(const struct an_trace *a, size_t from, size_t to, struct an_ov_span **s, size_t *n,
-                     size_t *cap)
+/* Room reused from row to row. */
+struct scratch {
+	struct an_ov_span *s;
+	size_t ns, caps;
+	int64_t *gaps, *ends; /* ends: of the open events, outermost first */
+	size_t capgaps, capends;
+};
+
+/* The union of one row's events x[from..to) (sorted by start, parents
+ * first) at depth level (0: all of them; 1: those directly inside a
+ * top-level one), each stretch with its count and its longest event's
+ * name. Events that only touch stay apart: one step ending as the next
+ * starts is two stretches. */
+static int row_union(const struct an_trace *a, size_t from, size_t to, int level, struct scratch *m)
 {
-	*n = 0;
+	size_t depth = 0;
+	m->ns = 0;
 	for (size_t i = from; i < to; i++) {
 		const struct an_xrec *x = &a->x[i];
 		int64_t ts = an_span(a->first_ts, x->ts), end = an_sat_add(ts, x->dur);
-		struct an_ov_span *last = *n ? &(*s)[*n - 1] : NULL;
+		while (depth && m->ends[depth - 1] <= ts)
+			depth--;
+		if (AN_PUSH(m->ends, depth, m->capends, end))
+			return -ENOMEM;
+		if (level && depth - 1 != (size_t)level)
+			continue;
+		struct an_ov_span *last = m->ns ? &m->s[m->ns - 1] : NULL;
 		if (last && ts < last->start + last->dur) {
 			if (end > last->start + last->dur)
 				last->dur = end - last->start;
@@ -114,10 +130,35 @@ static int row_union(const struct an_trace *a, size_t from, size_t to, struct an
 				last->longest = x->dur;
 				last->name = x->name;
 			}
-		} else if (AN_PUSH(*s, *n, *cap, (struct an_ov_span){ts, x->dur, x->dur, 1, x->name})) {
+		} else if (AN_PUSH(m->s, m->ns, m->caps,
+		                   (struct an_ov_span){ts, x->dur, x->dur, 1, x->name})) {
 			return -ENOMEM;
 		}
 	}
+	return 0;
+}
+
+/* A row's stretches at depth level, at most cap of them, into *out; their
+ * length before any gap is closed into *busy. */
+static int row_spans(const struct an_trace *a, const struct an_ov_row *o, int level, size_t cap,
+                     struct scratch *m, struct an_ov_span **out, size_t *nout, int64_t *busy)
+{
+	int rc = row_union(a, o->first, o->end, level, m);
+	for (size_t i = 0; !rc && i < m->ns; i++)
+		*busy = an_sat_add(*busy, m->s[i].dur);
+	if (!rc && m->ns > m->capgaps) {
+		free(m->gaps);
+		m->capgaps = m->ns;
+		m->gaps = malloc(m->capgaps * sizeof(*m->gaps));
+		rc = m->gaps ? 0 : -ENOMEM;
+	}
+	if (rc)
+		return rc;
+	*nout = coalesce(m->s, m->ns, cap, m->gaps);
+	*out = malloc((*nout ? *nout : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, m->s, *nout * sizeof(**out));
 	return 0;
 }
 
@@ -125,9 +166,8 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 {
 	*ov = (struct an_overview){0};
 	bool *gpu = calloc(a->rows.n ? a->rows.n : 1, sizeof(*gpu));
-	struct an_ov_span *s = NULL;
-	int64_t *gaps = NULL;
-	size_t ns = 0, caps = 0, capgaps = 0, caprows = 0;
+	struct scratch m = {0};
+	size_t caprows = 0;
 	int rc = gpu ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < a->ngpu; i++)
 		gpu[a->gpu[i].row] = true;
@@ -157,7 +197,8 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 		ov->not_shown = ov->nrows - max_rows;
 		ov->nrows = max_rows;
 	}
-	size_t per_row = ov->nrows ? max_spans / ov->nrows : 0;
+	/* Half the budget for the rows' stretches, half for what is inside. */
+	size_t per_row = ov->nrows ? max_spans / 2 / ov->nrows : 0;
 	if (per_row > AN_OV_ROW_SPANS)
 		per_row = AN_OV_ROW_SPANS;
 	if (per_row < 1)
@@ -165,26 +206,14 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 	for (size_t k = 0; !rc && k < ov->nrows; k++) {
 		struct an_ov_row *o = &ov->rows[k];
 		row_label(a, o->row, o->kind, o->label, sizeof(o->label));
-		rc = row_union(a, o->first, o->end, &s, &ns, &caps);
-		for (size_t i = 0; i < ns; i++)
-			o->busy = an_sat_add(o->busy, s[i].dur);
-		if (!rc && ns > capgaps) {
-			free(gaps);
-			capgaps = ns;
-			gaps = malloc(capgaps * sizeof(*gaps));
-			rc = gaps ? 0 : -ENOMEM;
-		}
-		if (rc)
-			break;
-		o->nspans = coalesce(s, ns, per_row, gaps);
-		o->spans = malloc((o->nspans ? o->nspans : 1) * sizeof(*o->spans));
-		if (!o->spans)
-			rc = -ENOMEM;
-		else
-			memcpy(o->spans, s, o->nspans * sizeof(*s));
+		int64_t inner_busy = 0;
+		rc = row_spans(a, o, 0, per_row, &m, &o->spans, &o->nspans, &o->busy);
+		if (!rc)
+			rc = row_spans(a, o, 1, per_row, &m, &o->inner, &o->ninner, &inner_busy);
 	}
-	free(s);
-	free(gaps);
+	free(m.s);
+	free(m.gaps);
+	free(m.ends);
 	free(gpu);
 	if (rc)
 		an_overview_free(ov);
@@ -193,8 +222,10 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 
 void an_overview_free(struct an_overview *ov)
 {
-	for (size_t i = 0; ov->rows && i < ov->nrows; i++)
+	for (size_t i = 0; ov->rows && i < ov->nrows; i++) {
 		free(ov->rows[i].spans);
+		free(ov->rows[i].inner);
+	}
 	free(ov->rows);
 	*ov = (struct an_overview){0};
 }

@@ -1,6 +1,7 @@
 /* The report's timeline overview (overview.c): each CPU thread, GPU stream
- * and start/end row of the trace as the union of its events' ranges, in
- * ns from the window's start. A row with more stretches than its share of
+ * and start/end row of the trace as the union of its events' ranges, and
+ * of the ranges directly inside its top-level ones, in ns from the
+ * window's start. A row with more stretches than its share of
  * max_spans has its shortest gaps closed until it fits, so the page stays
  * a few MB for any trace; a stretch keeps its event count and the name of
  * its longest event. */
@@ -9,7 +10,7 @@
 
 #include "analysis/analysis.h"
 
-#define AN_OV_ROW_SPANS 20000 /* the most stretches of one row */
+#define AN_OV_ROW_SPANS 20000 /* the most stretches of one lane (a row has two) */
 
 /* SPAN: a row holding only the profiler's span over the trace. */
 enum an_ov_kind { AN_OV_THREAD, AN_OV_STREAM, AN_OV_ASYNC, AN_OV_SPAN };
@@ -29,6 +30,8 @@ struct an_ov_row {
 	int64_t busy; /* the union's length */
 	struct an_ov_span *spans;
 	size_t nspans;
+	struct an_ov_span *inner; /* the ranges directly inside those, likewise */
+	size_t ninner;
 };
 
 struct an_overview {
@@ -37,7 +40,7 @@ struct an_overview {
 };
 
 /* 0 or -ENOMEM (ov empty then). At most max_rows rows (the rest counted in
- * not_shown) and about max_spans stretches in all. */
+ * not_shown) and about max_spans stretches in all, half of them inner. */
 int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, struct an_overview *ov);
 void an_overview_free(struct an_overview *ov);
 
