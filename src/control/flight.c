@@ -33,7 +33,8 @@
 
 #define DEFAULT_WINDOW_NS (30ull * 1000000000ull)
 #define DEFAULT_SNAPSHOT  1000000000ull
-#define SNAPSHOT_SHARE    20 /* a GPU snapshot takes at most 1/20 of its thread's time */
+#define SNAPSHOT_SHARE    20 /* a GPU snapshot takes at most 1/20 of its thread's time... */
+#define SNAPSHOT_MAX_WAIT 10000000000ull /* ...but waits at most 10 s for the next */
 #define DEFAULT_MEMORY    (256ull << 20)
 #define MIN_MEMORY        (1ull << 20)
 
@@ -293,6 +294,8 @@ static void *snapshot_main(void *arg)
 		/* A long decode waits longer: the thread stays mostly idle. */
 		uint64_t took = (uint64_t)(mono_ns() - t0);
 		wait = took * SNAPSHOT_SHARE > snapshot_ns ? took * SNAPSHOT_SHARE : snapshot_ns;
+		if (wait > SNAPSHOT_MAX_WAIT && snapshot_ns < SNAPSHOT_MAX_WAIT)
+			wait = SNAPSHOT_MAX_WAIT;
 		pthread_mutex_lock(&snap.lock);
 	}
 	pthread_mutex_unlock(&snap.lock);

@@ -21,7 +21,8 @@ void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t 
 	pthread_mutex_lock(&p->lock);
 	p->rotate = atomic_load(&rotate_next);
 	p->buffer_bytes = buffer_bytes;
-	p->max_buffers = 1 + (size_t)(budget_bytes / buffer_bytes);
+	/* At least one buffer, whatever the budget. */
+	p->cap = (1 + (size_t)(budget_bytes / buffer_bytes)) * buffer_bytes;
 	p->can_reject = can_reject;
 	p->stopped_early = false;
 	memset(&p->counts, 0, sizeof(p->counts));
@@ -42,19 +43,35 @@ bool strb_gpu_pool_active(const struct strb_gpu_pool *p)
 uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 {
 	pthread_mutex_lock(&p->lock);
-	bool over = p->in_use >= p->max_buffers;
-	if (over && p->rotate && p->ready) {
-		/* Flight mode: the oldest completed buffer makes room. */
+	bool over = p->used + p->buffer_bytes > p->cap;
+	struct strb_gpu_buffer *aged = NULL, **aged_tail = &aged;
+	uint8_t *reuse = NULL;
+	while (over && p->rotate && p->ready) {
+		/* Flight mode: the oldest completed buffers make room; one of
+		 * full size is used again. */
 		struct strb_gpu_buffer *old = p->ready;
 		p->ready = old->next;
 		if (!p->ready)
 			p->ready_tail = &p->ready;
 		p->counts.aged_buffers++;
+		p->used -= old->size;
+		old->next = NULL;
+		if (!reuse && old->size == p->buffer_bytes) {
+			reuse = old->data;
+			old->data = NULL;
+		}
+		*aged_tail = old;
+		aged_tail = &old->next;
+		over = p->used + p->buffer_bytes > p->cap;
+	}
+	if (reuse || (aged && !over)) {
 		p->outstanding++;
+		p->used += p->buffer_bytes;
 		*size = p->buffer_bytes;
 		pthread_mutex_unlock(&p->lock);
-		uint8_t *data = old->data;
-		free(old);
+		strb_gpu_pool_free_copy(aged);
+		uint8_t *data = reuse ? reuse : aligned_alloc(16, p->buffer_bytes);
+		*size = data ? *size : 0;
 		return data;
 	}
 	if (over && !p->stopped_early) {
@@ -69,12 +86,27 @@ uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 		return NULL;
 	}
 	p->outstanding++;
-	p->in_use++;
+	p->used += p->buffer_bytes;
 	size_t bytes = p->buffer_bytes;
 	pthread_mutex_unlock(&p->lock);
 	uint8_t *data = aligned_alloc(16, bytes); /* 16: reusable as trace memory after processing */
 	*size = data ? bytes : 0;
 	return data;
+}
+
+/* Flight mode: a buffer handed back mostly empty (a flush comes every
+ * second) is moved into memory of its size, so that partly filled buffers
+ * do not take the room of full ones; returns the size it has. */
+static size_t shrink(uint8_t **data, size_t valid, size_t size)
+{
+	size_t fit = (valid + 15) & ~(size_t)15;
+	uint8_t *small = fit <= size / 2 ? aligned_alloc(16, fit) : NULL;
+	if (!small)
+		return size;
+	memcpy(small, *data, valid);
+	free(*data);
+	*data = small;
+	return fit;
 }
 
 void strb_gpu_pool_complete(struct strb_gpu_pool *p, uint8_t *data, size_t valid)
@@ -83,19 +115,25 @@ void strb_gpu_pool_complete(struct strb_gpu_pool *p, uint8_t *data, size_t valid
 		return;
 	struct strb_gpu_buffer *b = malloc(sizeof(*b));
 	pthread_mutex_lock(&p->lock);
+	bool rotate = p->rotate;
+	pthread_mutex_unlock(&p->lock);
+	size_t size = rotate && valid ? shrink(&data, valid, p->buffer_bytes) : p->buffer_bytes;
+	pthread_mutex_lock(&p->lock);
 	if (p->outstanding)
 		p->outstanding--;
+	p->used -= p->buffer_bytes - size;
 	bool active = __atomic_load_n(&p->active, __ATOMIC_ACQUIRE);
-	if (!b || (p->stopped_early && !p->can_reject) || !active) {
-		p->counts.discarded_buffers += active;
-		if (p->in_use)
-			p->in_use--;
+	/* An empty buffer (a flush with nothing to hand over) holds nothing
+	 * worth the room: in flight mode it would push out older records. */
+	if (!b || (p->stopped_early && !p->can_reject) || !active || !valid) {
+		p->counts.discarded_buffers += active && valid;
+		p->used = p->used > size ? p->used - size : 0;
 		pthread_mutex_unlock(&p->lock);
 		free(b);
 		free(data);
 		return;
 	}
-	*b = (struct strb_gpu_buffer){.data = data, .valid = valid, .size = p->buffer_bytes};
+	*b = (struct strb_gpu_buffer){.data = data, .valid = valid, .size = size};
 	*p->ready_tail = b;
 	p->ready_tail = &b->next;
 	pthread_mutex_unlock(&p->lock);
@@ -124,13 +162,13 @@ void strb_gpu_pool_free(struct strb_gpu_pool *p, struct strb_gpu_buffer *b)
 	size_t n = 0;
 	while (b) {
 		struct strb_gpu_buffer *next = b->next;
+		n += b->size;
 		free(b->data);
 		free(b);
 		b = next;
-		n++;
 	}
 	pthread_mutex_lock(&p->lock);
-	p->in_use = p->in_use > n ? p->in_use - n : 0;
+	p->used = p->used > n ? p->used - n : 0;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -207,7 +245,7 @@ void strb_gpu_pool_atfork_child(struct strb_gpu_pool *p)
 	p->ready = NULL;
 	p->ready_tail = &p->ready;
 	__atomic_store_n(&p->active, false, __ATOMIC_RELEASE);
-	p->in_use = p->outstanding = 0;
+	p->used = p->outstanding = 0;
 }
 
 /* ---- correlation hooks ---------------------------------------------------------- */

@@ -38,9 +38,11 @@ struct strb_gpu_pool_counts {
 struct strb_gpu_pool {
 	pthread_mutex_t lock;
 	struct strb_gpu_buffer *ready, **ready_tail;
-	size_t outstanding, in_use, max_buffers, buffer_bytes;
+	size_t outstanding, buffer_bytes;
+	size_t used, cap; /* bytes of the buffers requested and kept, and their budget */
 	bool can_reject, stopped_early;
-	bool rotate; /* flight mode: at the budget, recycle the oldest completed buffer */
+	bool rotate; /* flight mode: at the budget, recycle the oldest completed buffers, and keep a
+	              * buffer that comes back partly filled in memory of its size */
 	bool active; /* taking part in the current trace (atomic) */
 	struct strb_gpu_pool_counts counts;
 };

@@ -48,7 +48,8 @@ static void test_flight_rotates_cupti_buffers(void **state)
 	fake_cupti_reset();
 	char out[1200];
 	snprintf(out, sizeof(out), "%s/cuda.json", tu_dir);
-	/* 16 MiB: 4 MiB of GPU buffers, two of CUPTI's; a 200 ms window. */
+	/* 16 MiB: 2 MiB of GPU buffers (GPU snapshots take as much again),
+	 * one of CUPTI's; a 200 ms window. */
 	struct strobe_flight_opts o = STROBE_OPTS(
 	    strobe_flight_opts, .output = out, .memory_bytes = 16ull << 20, .window_ns = 200ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "crashdump.h"
 #include "strobe/strobe.h"
 #include "testutil.h"
 
@@ -403,7 +404,8 @@ static void test_collectives(void **state)
 }
 
 /* The flight recorder keeps XPU work too: its buffers rotate at the GPU
- * share of the budget (16 MiB: two of PTI's 4 MiB buffers), a dump holds
+ * share of the budget (32 MiB: 4 MiB, two of PTI's 4 MiB buffers, while
+ * GPU snapshots take as much again), a dump holds
  * the newest work of its window linked to the op open around it (older
  * work still in the buffers is outside the window and counted so), and
  * the recording goes on. */
@@ -412,12 +414,12 @@ static void test_flight_recorder(void **state)
 	(void)state;
 	char out[1200], path[1300];
 	snprintf(out, sizeof(out), "%s/flight.json", tu_dir);
-	struct strobe_flight_opts o =
-	    STROBE_OPTS(strobe_flight_opts, .output = out, .activity_mask = XPU_ALL,
-	                .memory_bytes = 16ull << 20, .window_ns = 200ull * 1000000ull);
+	struct strobe_flight_opts o = STROBE_OPTS(
+	    strobe_flight_opts, .output = out, .activity_mask = XPU_ALL, .memory_bytes = 32ull << 20,
+	    .window_ns = 200ull * 1000000ull, .gpu_snapshot_ns = 20ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);
 	assert_true(F.enabled(PTI_VIEW_DEVICE_GPU_KERNEL));
-	enum { OLD = 50000 }; /* 14 MB of records: more than the 4 MiB GPU share holds */
+	enum { OLD = 50000 }; /* 14 MB of records: more than the GPU share holds */
 	for (int i = 0; i < OLD; i++)
 		launch(i & 1, 1, "old");
 	usleep(300000); /* the old work leaves the 200 ms window */
@@ -446,6 +448,37 @@ static void test_flight_recorder(void **state)
 	assert_false(F.enabled(PTI_VIEW_DEVICE_GPU_KERNEL));
 }
 
+static bool has_crash_kernel(yajl_val root)
+{
+	return tu_find(root, "X", "kernel", "crash_kernel") != NULL;
+}
+
+/* A fatal signal in flight mode: the dump holds the XPU work decoded by
+ * the last GPU snapshot, linked to the op still open around its launch. */
+static void test_crash_dump(void **state)
+{
+	(void)state;
+	char out[1200];
+	snprintf(out, sizeof(out), "%s/crash.json", tu_dir);
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .activity_mask = XPU_ALL,
+	                .memory_bytes = 32ull << 20, .gpu_snapshot_ns = 20ull * 1000000ull);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	uint64_t op = strobe_op_push("crash_op");
+	launch(0, 2, "crash_kernel");
+	yajl_val root = tu_crash_dump_until(has_crash_kernel);
+	yajl_val k = tu_find(root, "X", "kernel", "crash_kernel");
+	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
+	assert_true(
+	    YAJL_IS_FALSE(tu_get(tu_get(tu_find(root, "X", "cpu_op", "crash_op"), "args"), "finished")));
+	assert_string_equal(tu_get_str(tu_get(tu_get(root, "flight_recorder"), "gpu_snapshot"), "state"),
+	                    "written");
+	assert_true(stat_of(root, "gpu_records") >= 2);
+	yajl_tree_free(root);
+	strobe_op_pop();
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 static int run_pti_tests(void)
 {
 	setenv("STROBE_PTI_PATH", PTI_FAKE_PATH, 1);
@@ -455,6 +488,7 @@ static int run_pti_tests(void)
 	    cmocka_unit_test(test_many_buffers_pause_and_warmup),
 	    cmocka_unit_test(test_collectives),
 	    cmocka_unit_test(test_flight_recorder),
+	    cmocka_unit_test(test_crash_dump),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "crashdump.h"
 #include "strobe/strobe.h"
 #include "testutil.h"
 
@@ -670,9 +671,9 @@ static void test_external_correlation(void **state)
 }
 
 /* The flight recorder keeps AMD work too: strobe's copies of the SDK's
- * records rotate within the GPU share of the budget (16 MiB: two 4 MiB
- * buffers), a dump holds the newest kernels of its window linked to the op
- * around their launch (older ones still kept are outside the window and
+ * records rotate within the GPU share of the budget (32 MiB: 4 MiB for
+ * buffers, two of 4 MiB, while GPU snapshots take as much again), a dump holds the newest kernels
+ * of its window linked to the op around their launch (older ones still kept are outside the window and
  * counted so), and the recording goes on. */
 static void test_flight_recorder(void **state)
 {
@@ -680,7 +681,7 @@ static void test_flight_recorder(void **state)
 	char out[1200], path[1300];
 	snprintf(out, sizeof(out), "%s/flight.json", tu_dir);
 	struct strobe_flight_opts o = STROBE_OPTS(
-	    strobe_flight_opts, .output = out, .memory_bytes = 16ull << 20, .window_ns = 200ull * 1000000ull);
+	    strobe_flight_opts, .output = out, .memory_bytes = 32ull << 20, .window_ns = 200ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);
 	enum { OLD = 50000 }; /* 100 000 records, 12 MB: more than the GPU share holds */
 	struct launch l = {0, 0x1000, kernel_ids[0][0], 0, 0};
@@ -721,6 +722,36 @@ static void test_flight_recorder(void **state)
 	assert_int_equal(strobe_flight_stop(), 0);
 }
 
+static bool has_crash_kernel(yajl_val root)
+{
+	return find_named(root, "kernel", "reduce<256>") != NULL;
+}
+
+/* A fatal signal in flight mode: the dump holds the AMD work decoded by
+ * the last GPU snapshot, linked to the op still open around its launch. */
+static void test_crash_dump(void **state)
+{
+	(void)state;
+	char out[1200];
+	snprintf(out, sizeof(out), "%s/crash.json", tu_dir);
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .memory_bytes = 32ull << 20,
+	                .gpu_snapshot_ns = 20ull * 1000000ull);
+	assert_int_equal(strobe_flight_start(&o), 0);
+	uint64_t op = strobe_op_push("crash_op");
+	struct launch n = {1, 0x3000, kernel_ids[1][0], 0, 0};
+	uint64_t corr = F.hip_call("hipLaunchKernel", NULL, 0, launch_body, &n);
+	yajl_val root = tu_crash_dump_until(has_crash_kernel);
+	yajl_val k = find_named(root, "kernel", "reduce<256>");
+	assert_int_equal(num(arg(k, "correlation")), (int64_t)corr);
+	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
+	assert_string_equal(tu_get_str(tu_get(tu_get(root, "flight_recorder"), "gpu_snapshot"), "state"),
+	                    "written");
+	yajl_tree_free(root);
+	strobe_op_pop();
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 /* A second trace sees only its own window's records. */
 static void test_second_trace(void **state)
 {
@@ -748,10 +779,15 @@ static int run_rocprof_tests(void)
 {
 	setenv("STROBE_ROCPROFILER_PATH", ROCPROF_FAKE_PATH, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_kernels_copies_and_calls), cmocka_unit_test(test_paused_work_dropped),
-	    cmocka_unit_test(test_roctx_start_stop),         cmocka_unit_test(test_threads_during_delivery),
-	    cmocka_unit_test(test_split_and_late_buffers),   cmocka_unit_test(test_external_correlation),
-	    cmocka_unit_test(test_flight_recorder),          cmocka_unit_test(test_second_trace),
+	    cmocka_unit_test(test_kernels_copies_and_calls),
+	    cmocka_unit_test(test_paused_work_dropped),
+	    cmocka_unit_test(test_roctx_start_stop),
+	    cmocka_unit_test(test_threads_during_delivery),
+	    cmocka_unit_test(test_split_and_late_buffers),
+	    cmocka_unit_test(test_external_correlation),
+	    cmocka_unit_test(test_flight_recorder),
+	    cmocka_unit_test(test_crash_dump),
+	    cmocka_unit_test(test_second_trace),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
