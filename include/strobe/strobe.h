@@ -318,8 +318,12 @@ STROBE_API bool strobe_is_tracing(void);
 STROBE_API int strobe_schedule(const char *config);
 
 /* Marks one iteration of the application's main loop, for iteration-based
- * requests. Cheap (a lock and a compare when nothing is scheduled); never
- * waits for trace processing. Call it from one thread. */
+ * requests and the flight recorder's hang watchdog. While tracing, the
+ * stretch between two calls is written as a user_annotation range
+ * "ProfilerStep#N" (N counts the calls), which strobe summary and report
+ * read as a step, unless the trace has ProfilerStep ranges of the
+ * program's own. Cheap (a lock and a compare when nothing is scheduled);
+ * never waits for trace processing. Call it from one thread. */
 STROBE_API void strobe_step(void);
 
 /* Hears where each finished on-demand trace was written (path; status 0

@@ -17,6 +17,7 @@
 #include "control/profilers.h"
 #include "control/recorder.h"
 #include "control/service.h"
+#include "core/capture.h"
 #include "core/clock.h"
 #include "core/metadata.h"
 #include "core/names.h"
@@ -142,8 +143,10 @@ int strobe_schedule(const char *config_text)
 
 void strobe_step(void)
 {
+	static _Atomic uint64_t steps;
 	if (!atomic_load_explicit(&initialized, memory_order_relaxed))
 		return;
+	strb_capture_step(atomic_fetch_add_explicit(&steps, 1, memory_order_relaxed) + 1);
 	strb_flight_step();
 	strb_service_ensure();
 	strb_ondemand_step(strb_clock_real_ns() / 1000000);

@@ -128,7 +128,8 @@ static int check_header(struct reader *r, struct strb_crash_header *h)
 static const char *bad_record(const struct strb_rec *rec, size_t room, bool kept, char *why, size_t len)
 {
 	if (kept ? rec->kind != STRB_REC_RANGE_PUSH && rec->kind != STRB_REC_OP_PUSH
-	         : rec->kind < STRB_REC_RANGE_PUSH || rec->kind > STRB_REC_ASYNC_END) {
+	         : (rec->kind < STRB_REC_RANGE_PUSH || rec->kind > STRB_REC_ASYNC_END) &&
+	               rec->kind != STRB_REC_STEP) {
 		snprintf(why, len, "kind %u is %s", rec->kind, kept ? "not a push" : "unknown");
 		return why;
 	}

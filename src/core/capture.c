@@ -98,6 +98,16 @@ void strobe_instant(const char *name)
 	put_simple(STRB_REC_INSTANT, name, NOT_A_PUSH);
 }
 
+void strb_capture_step(uint64_t n)
+{
+	struct strb_tbuf *b = strb_tbuf_current();
+	uint64_t *p = b ? put(b, STRB_REC_STEP, 0, NULL, sizeof(n), NOT_A_PUSH) : NULL;
+	if (p) {
+		*p = n;
+		strb_tbuf_publish(b);
+	}
+}
+
 void strobe_op_pop(void)
 {
 	put_pop(STRB_REC_OP_POP, 0, STRB_STACK_OPS);

@@ -85,6 +85,10 @@ void strb_capture_mark(uint32_t domain, const char *name, const struct strb_rec_
  * process and never 0, also when not tracing (the caller hands it out). */
 uint64_t strb_capture_async_start(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs);
 void strb_capture_async_end(uint64_t id);
+/* strobe_step(): the n-th call (from 1) marks an iteration boundary on the
+ * calling thread; processing makes ProfilerStep#n of the stretch from
+ * there to the next mark. */
+void strb_capture_step(uint64_t n);
 
 /* realtime - monotonic at the start of the running trace (0 when idle),
  * so strobe_now_ns agrees with the trace's time base. */

@@ -40,6 +40,7 @@ enum strb_rec_kind {
 	STRB_REC_ASYNC_START, /* a range that may end on another thread; u64 id follows */
 	STRB_REC_ASYNC_END,   /* its end; u64 id follows */
 	STRB_REC_PAD,         /* flight rings: the rest of the chunk is unused */
+	STRB_REC_STEP,        /* strobe_step(): u64 count of the calls so far follows */
 };
 
 /* aux of RANGE_PUSH, RANGE_POP, INSTANT and the ASYNC kinds: the domain
@@ -257,7 +258,8 @@ static inline size_t strb_rec_size(const struct strb_rec *r, size_t attrs_bytes)
 	case STRB_REC_COUNTER:
 	case STRB_REC_CORR_PUSH:
 	case STRB_REC_ASYNC_END:
-		payload = 8; /* id or value */
+	case STRB_REC_STEP:
+		payload = 8; /* id, value or count */
 		break;
 	case STRB_REC_ACTIVITY:
 		payload = r->aux;

@@ -1,5 +1,6 @@
 #define LOG_TAG "process"
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,18 @@ struct walk {
 	 * open), not events. */
 	bool flight;
 	uint64_t aged_out, kept_lost, torn;
+	/* strobe_step() marks: the thread's last one, and the steps between
+	 * consecutive ones, added at the end unless the program wrote its own
+	 * ProfilerStep ranges. */
+	bool mark_seen;
+	uint64_t mark_n;
+	int64_t mark_ns;
+	struct step {
+		uint64_t n;
+		int64_t start, end;
+		pid_t tid;
+	} * steps;
+	size_t nsteps, steps_cap;
 	int rc;
 };
 
@@ -248,6 +261,60 @@ static void begin_range(struct walk *k, struct stack *s, uint32_t type, const st
 	}
 	if (stack_push(s, idx))
 		k->rc = -ENOMEM;
+}
+
+/* A strobe_step() mark: the stretch from the thread's previous mark, when
+ * that was the call before, is a step. */
+static void step_mark(struct walk *k, const struct strb_rec *r, pid_t tid)
+{
+	uint64_t n;
+	memcpy(&n, r + 1, sizeof(n));
+	int64_t at = strb_clock_map_to_epoch(k->w->map, r->ticks);
+	if (k->mark_seen && n == k->mark_n + 1 && selected(k->w, STROBE_ACTIVITY_USER_ANNOTATION)) {
+		if (k->nsteps == k->steps_cap) {
+			size_t cap = k->steps_cap ? k->steps_cap * 2 : 64;
+			struct step *s = realloc(k->steps, cap * sizeof(*s));
+			if (!s) {
+				k->rc = -ENOMEM;
+				return;
+			}
+			k->steps = s;
+			k->steps_cap = cap;
+		}
+		k->steps[k->nsteps++] = (struct step){k->mark_n, k->mark_ns, at, tid};
+	}
+	k->mark_seen = true;
+	k->mark_n = n;
+	k->mark_ns = at;
+}
+
+/* The steps of the marks, as PyTorch's profiler writes them: complete
+ * user_annotation ranges named ProfilerStep#N on the marking thread; none
+ * when the trace has ProfilerStep ranges of the program's own. */
+static void add_steps(struct walk *k)
+{
+	struct strobe_trace *t = k->t;
+	static const char prefix[] = "ProfilerStep#";
+	for (size_t i = 0; i < t->count; i++)
+		if (!strncmp(t->acts[i].name, prefix, sizeof(prefix) - 1))
+			return;
+	for (size_t i = 0; i < k->nsteps && !k->rc; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s%" PRIu64, prefix, k->steps[i].n);
+		struct strobe_activity *a = strb_trace_push(t);
+		const char *n = a ? strb_trace_intern(t, name, strlen(name)) : NULL;
+		if (!n) {
+			k->rc = -ENOMEM;
+			return;
+		}
+		a->type = STROBE_ACTIVITY_USER_ANNOTATION;
+		a->name = n;
+		a->start_ns = k->steps[i].start;
+		a->end_ns = k->steps[i].end;
+		a->device = t->pid;
+		a->resource = k->steps[i].tid;
+		a->id = next_id(k);
+	}
 }
 
 static void instant(struct walk *k, const struct strb_rec *r, pid_t tid)
@@ -496,6 +563,9 @@ static void walk_records(struct walk *k, const uint8_t *base, size_t len, bool c
 		case STRB_REC_ASYNC_START:
 			async_start(k, r, tid);
 			break;
+		case STRB_REC_STEP:
+			step_mark(k, r, tid);
+			break;
 		case STRB_REC_ASYNC_END:
 			if (async_add(&k->ends, *(const uint64_t *)(r + 1), r->ticks, 0))
 				k->rc = -ENOMEM;
@@ -545,6 +615,7 @@ static void walk_buffer(struct strb_tbuf *b, size_t published, void *arg)
 {
 	struct walk *k = arg;
 	k->ranges.n = k->ops.n = 0;
+	k->mark_seen = false;
 	walk_records(k, b->base, published, false, b->tid, b);
 	finish_thread(k, b->tid, b->name, atomic_load_explicit(&b->dropped, memory_order_relaxed),
 	              atomic_load_explicit(&b->truncated, memory_order_relaxed), published);
@@ -554,6 +625,7 @@ static void walk_view(const struct strb_tbuf_view *v, void *arg)
 {
 	struct walk *k = arg;
 	k->ranges.n = k->ops.n = 0;
+	k->mark_seen = false;
 	walk_records(k, v->kept, v->kept_len, false, v->tid, NULL);
 	walk_records(k, v->ring, v->ring_len, true, v->tid, NULL);
 	finish_thread(k, v->tid, v->name, v->dropped, v->truncated, v->kept_len + v->ring_len);
@@ -703,6 +775,9 @@ static int process_cpu(struct strobe_trace *t, const struct strb_window *w, stru
 		pair_async(&k);
 		async_lanes(&k);
 	}
+	if (!k.rc && k.nsteps)
+		add_steps(&k);
+	free(k.steps);
 	if (k.domains)
 		for (uint32_t d = 0; d < STRB_DOMAINS_MAX; d++)
 			free(k.domains[d].items);
