@@ -5,7 +5,8 @@
 # named, GPU work linked to the ops that launched it), traces it again
 # unmodified through `strobe record` (CUDA driver injection), checks the
 # GPU memory timeline and NVML's counters (an allocation of known size,
-# plausible values) under `strobe record --gpu-memory --gpu-counters`, and measures
+# plausible values) under `strobe record --gpu-memory --gpu-counters`, that a
+# flight recorder's crash dump holds GPU work, and measures
 # the slowdown of a launch-bound loop with tracing against without. Prints a
 # short report; exits non-zero if a check fails. Runs in a few minutes.
 #   tests/gpu/run.sh [BUILD_DIR]
@@ -128,6 +129,34 @@ check(meta.get("samples", 0) >= 5, f"the sampler ran ({meta.get('samples')} samp
 sys.exit(1 if fail else 0)
 PY
 "$BUILD/strobe" summary "$OUT/memory.json" | sed -n '/^GPU memory/,/^$/p'
+
+echo "== flight recorder: a CUDA program killed by SIGSEGV leaves a crash dump with its GPU work"
+# The example loops for far longer than 3 s; the shell sends it SIGSEGV,
+# which the recorder's handler takes as a fatal signal. GPU snapshots every
+# 200 ms, so the dump's kernels are at most that old.
+STROBE_FLIGHT_GPU_SNAPSHOT=200ms "$BUILD/strobe" record --flight 30s -o "$OUT/flight.json" -- \
+	sh -c '"$0" --no-trace -i 1000000 & p=$!; sleep 3; kill -SEGV $p; wait $p' "$EX" || true
+python3 - "$OUT" <<'PY'
+import glob, json, sys
+crash = glob.glob(sys.argv[1] + "/flight.crash-*.json")
+fail = 0
+def check(ok, what):
+    global fail
+    print(("ok    " if ok else "FAIL  ") + what)
+    fail |= not ok
+check(len(crash) == 1, f"one crash dump ({crash})")
+if crash:
+    t = json.load(open(crash[0]))
+    ev = t["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    snap = t.get("flight_recorder", {}).get("gpu_snapshot", {})
+    check(t["flight_recorder"].get("signal") == "SIGSEGV", "the dump names SIGSEGV")
+    check(snap.get("state") == "written", f"a GPU snapshot was written ({snap})")
+    check(len(kernels) > 0, f"kernels in the crash dump ({len(kernels)})")
+    check(0 <= snap.get("age_s", -1) < 1.5, f"the snapshot was at most ~1 s old at the signal ({snap.get('age_s')})")
+    check(t.get("cupti_version") is not None, "cupti_version in the dump's metadata")
+sys.exit(1 if fail else 0)
+PY
 
 echo "== launch-bound loop: slowdown with tracing"
 N=${LAUNCHES:-200000}

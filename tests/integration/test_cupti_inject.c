@@ -43,20 +43,22 @@ static void injected_kernel_reaches_the_trace(void **state)
 	tu_rmrf(dir);
 }
 
-/* `strobe record --flight` of a CUDA program that dies of SIGSEGV: the
- * crash dump holds the GPU work decoded before the signal (the kernel,
- * its launch and the op it ran under, linked), not only the CPU side. */
+/* `strobe record --flight` of a shell that runs a CUDA program that dies
+ * of SIGSEGV: the crash dump holds the GPU work decoded before the signal
+ * (the kernel, its launch and the op it ran under, linked), not only the
+ * CPU side; the shell, which leaves without its exit handlers, leaves no
+ * raw file behind. */
 static void crash_dump_holds_gpu_work(void **state)
 {
 	(void)state;
 	char *dir = tu_mkdtemp(), cmd[4096], trace[1300];
 	const char *asan = getenv("ASAN_OPTIONS");
-	snprintf(
-	    cmd, sizeof(cmd),
-	    "ASAN_OPTIONS=%s%sverify_asan_link_order=0:handle_segv=0 STROBE_CUPTI_PATH=%s "
-	    "STROBE_FLIGHT_GPU_SNAPSHOT=50ms %s record --flight 10s -o %s/run.json -- %s/cuda_driver crash",
-	    asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, dir,
-	    STROBE_TEST_PROGRAMS_DIR);
+	snprintf(cmd, sizeof(cmd),
+	         "ASAN_OPTIONS=%s%sverify_asan_link_order=0:handle_segv=0 STROBE_CUPTI_PATH=%s "
+	         "STROBE_FLIGHT_GPU_SNAPSHOT=50ms %s record --flight 10s -o %s/run.json -- sh -c "
+	         "'\"$0\" crash & wait $!' %s/cuda_driver",
+	         asan ? asan : "", asan && *asan ? ":" : "", FAKE_CUPTI_PATH, STROBE_CLI_PATH, dir,
+	         STROBE_TEST_PROGRAMS_DIR);
 	char *out = NULL;
 	int rc = tu_run(cmd, 1, &out);
 	if (rc != 139)
@@ -67,6 +69,11 @@ static void crash_dump_holds_gpu_work(void **state)
 	assert_non_null(end);
 	snprintf(trace, sizeof(trace), "%.*s.json", (int)(end - start), start);
 	free(line);
+	char ls[1400], *left = NULL;
+	snprintf(ls, sizeof(ls), "ls %s", dir);
+	assert_int_equal(tu_run(ls, 0, &left), 0);
+	assert_null(strstr(left, ".raw"));
+	free(left);
 
 	yajl_val t = tu_load_trace(trace);
 	yajl_val op = tu_find(t, "X", "cpu_op", "train_step");

@@ -729,7 +729,9 @@ oom:
 /* A process that died by a fatal signal left a raw dump beside the
  * output, <dir>/<stem>.crash-<pid>.raw (the stem: the name up to its
  * first dot): each is turned into a trace named like the output,
- * <dir>/<stem>.crash-<pid><suffix>, and removed. Returns how many failed. */
+ * <dir>/<stem>.crash-<pid><suffix>, and removed; an empty one (a process
+ * that left without a signal or its exit handlers) is removed. Returns how
+ * many failed. */
 static size_t convert_crash_dumps(const struct run *r, const char *output, bool quiet)
 {
 	const char *slash = strrchr(output, '/');
@@ -741,8 +743,14 @@ static size_t convert_crash_dumps(const struct run *r, const char *output, bool 
 		char raw[PATH_MAX], out[PATH_MAX], err[512];
 		struct stat st;
 		snprintf(raw, sizeof(raw), "%.*s.crash-%d.raw", stem, output, (int)r->procs[i].pid);
-		if (stat(raw, &st) != 0 || !st.st_size)
+		if (stat(raw, &st) != 0)
 			continue;
+		if (!st.st_size) {
+			/* No signal wrote into it: the process ended without running
+			 * its exit handlers (a shell's _exit), which remove it. */
+			unlink(raw);
+			continue;
+		}
 		snprintf(out, sizeof(out), "%.*s.crash-%d%s", stem, output, (int)r->procs[i].pid,
 		         dot ? dot : ".json.gz");
 		if (strobe_internal_flight_convert(raw, out, err, sizeof(err))) {
