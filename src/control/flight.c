@@ -33,7 +33,7 @@
 
 #define DEFAULT_WINDOW_NS (30ull * 1000000000ull)
 #define DEFAULT_SNAPSHOT  1000000000ull
-#define SNAPSHOT_SHARE    20 /* a GPU snapshot takes at most 1/20 of its thread's time... */
+#define SNAPSHOT_SHARE    20             /* a GPU snapshot takes at most 1/20 of its thread's time... */
 #define SNAPSHOT_MAX_WAIT 10000000000ull /* ...but waits at most 10 s for the next */
 #define DEFAULT_MEMORY    (256ull << 20)
 #define MIN_MEMORY        (1ull << 20)
