@@ -45,7 +45,7 @@ static void test_recorded_program_steps(void **state)
 	assert_int_equal(n, 5);
 	int64_t tid = (int64_t)tu_get_num(tu_find(root, "X", "user_annotation", "train_step"), "tid");
 	for (size_t i = 0; i < n; i++) {
-		char want[32];
+		char want[48];
 		snprintf(want, sizeof(want), "ProfilerStep#%zu", i + 1);
 		assert_string_equal(tu_get_str(steps[i], "name"), want);
 		assert_int_equal((int64_t)tu_get_num(steps[i], "tid"), tid);
