@@ -289,7 +289,8 @@ int strb_pack_trace(const struct strobe_trace *t, size_t limit, void **out, size
 		memcpy(p, &k.acts[j], sizeof(k.acts[j]));
 		p += sizeof(k.acts[j]);
 	}
-	memcpy(p, k.args, k.nargs * sizeof(*k.args));
+	if (k.nargs) /* k.args is NULL when no activity has args */
+		memcpy(p, k.args, k.nargs * sizeof(*k.args));
 	p += k.nargs * sizeof(*k.args);
 	memcpy(p, meta, t->meta_count * sizeof(*meta));
 	p += t->meta_count * sizeof(*meta);
