@@ -49,8 +49,10 @@ static bool dump_on_exit;
 static unsigned next_seq = 1;
 
 /* A thread of the recorder's that wakes every so often until stopped,
- * with every signal blocked (no signal of the program's is ever handled
- * on it). */
+ * with every signal blocked but the faults (no signal of the program's is
+ * ever handled on it; a fault of its own is, as on any thread, so that it
+ * writes the crash dump: the kernel kills the process at once, with no
+ * handler run, on a fault whose signal is blocked). */
 struct ticker {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
@@ -193,8 +195,11 @@ static bool ticker_start(struct ticker *t, void *(*fn)(void *), const char *name
 		t->inited = true;
 	}
 	t->stop = false;
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
 	sigset_t all, old;
 	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&all, faults[i]);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	t->running = pthread_create(&t->th, NULL, fn, NULL) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

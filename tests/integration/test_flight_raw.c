@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -488,6 +491,81 @@ static void test_random_damage_never_crashes(void **state)
 	free(b);
 }
 
+/* The tid of this process's thread named name, or 0. */
+static pid_t thread_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	pid_t found = 0;
+	for (struct dirent *e; d && !found && (e = readdir(d));) {
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		    comm[strlen(name)] == '\n')
+			found = (pid_t)atoi(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A fault on a thread of the recorder's own (the GPU snapshot thread
+ * decodes and allocates every second) writes the dump as on any thread:
+ * with the fault's signal blocked there, the kernel would kill the process
+ * at once with no handler run. The signal is sent to that thread here. */
+static void test_fault_on_the_recorders_thread_is_dumped(void **state)
+{
+	(void)state;
+	char out[1200], raw[1300], json[1300], err[1024];
+	TU_FORMAT(out, "%s/snapfault.json", tu_dir);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		struct rlimit no_core = {0, 0};
+		setrlimit(RLIMIT_CORE, &no_core);
+		/* The handler then chains to the default (not cmocka's, nor a
+		 * sanitizer's): the child dies of the signal. */
+		signal(SIGSEGV, SIG_DFL);
+		struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .output = out);
+		if (strobe_flight_start(&o))
+			_exit(2);
+		strobe_range_push("before_the_fault");
+		pid_t snap = 0;
+		for (int i = 0; i < 2000 && !(snap = thread_named("strobe-gpu-snap")); i++)
+			usleep(1000);
+		if (!snap || write(fds[1], &snap, sizeof(snap)) != sizeof(snap))
+			_exit(3);
+		syscall(SYS_tgkill, getpid(), snap, SIGSEGV);
+		sleep(3); /* a blocked signal stays pending */
+		_exit(4);
+	}
+	close(fds[1]);
+	pid_t snap = 0;
+	assert_int_equal(read(fds[0], &snap, sizeof(snap)), sizeof(snap));
+	close(fds[0]);
+	int st = 0;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	if (WIFEXITED(st))
+		fail_msg("the child exited %d: the signal was not handled", WEXITSTATUS(st));
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+	TU_FORMAT(raw, "%s/snapfault.crash-%d.raw", tu_dir, (int)p);
+	TU_FORMAT(json, "%s/snapfault.crash.json", tu_dir);
+	if (strb_flight_raw_convert(raw, json, err, sizeof(err)))
+		fail_msg("convert: %s", err);
+	yajl_val root = tu_load_trace(json);
+	yajl_val m = tu_get(root, "flight_recorder");
+	assert_string_equal(tu_get_str(m, "signal"), "SIGSEGV");
+	assert_int_equal((int64_t)tu_get_num(m, "thread"), (int64_t)snap);
+	yajl_val e = tu_find(root, "X", "user_annotation", "before_the_fault");
+	assert_non_null(e);
+	assert_true(YAJL_IS_FALSE(tu_get(tu_get(e, "args"), "finished")));
+	yajl_tree_free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged_fields_are_named),
 	    cmocka_unit_test(test_rewritten_chunk_is_left_out),
 	    cmocka_unit_test(test_random_damage_never_crashes),
+	    cmocka_unit_test(test_fault_on_the_recorders_thread_is_dumped),
 	};
 	return cmocka_run_group_tests(tests, make_dump, free_dump);
 }
