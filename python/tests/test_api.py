@@ -172,8 +172,9 @@ def test_schedule_writes_an_on_demand_trace(tmp_path):
     names = [e["name"] for e in events(load(path), "user_annotation")]
     ranges = [n for n in names if not n.startswith("ProfilerStep#")]
     assert ranges == ["iteration 1", "iteration 2"]  # two iterations, from the next step()
-    # The one stretch between two step() calls inside the trace is a step.
-    assert len(names) - len(ranges) == 1
+    # Each iteration traced is a step: from the step() that started the
+    # trace to the one that ended it.
+    assert len(names) - len(ranges) == 2
 
 
 def test_summary_as_python_objects():

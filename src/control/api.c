@@ -146,10 +146,16 @@ void strobe_step(void)
 	static _Atomic uint64_t steps;
 	if (!atomic_load_explicit(&initialized, memory_order_relaxed))
 		return;
-	strb_capture_step(atomic_fetch_add_explicit(&steps, 1, memory_order_relaxed) + 1);
+	uint64_t n = atomic_fetch_add_explicit(&steps, 1, memory_order_relaxed) + 1;
+	/* The mark ends the step of a trace that may stop here, and begins
+	 * the first step of one that starts here. */
+	bool tracing = strobe_is_tracing();
+	strb_capture_step(n);
 	strb_flight_step();
 	strb_service_ensure();
 	strb_ondemand_step(strb_clock_real_ns() / 1000000);
+	if (!tracing && strobe_is_tracing())
+		strb_capture_step(n);
 }
 
 int strobe_start(void)

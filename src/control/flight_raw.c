@@ -452,18 +452,20 @@ static void json_text(char *out, size_t len, const char *s)
 }
 
 /* The flight_recorder entry's word on GPU records, as a JSON value. */
-static void gpu_note(char *out, size_t len, const struct threads *ts, const struct strb_crash_header *h,
-                     const struct strb_clock_map *map)
+static void gpu_note(char *out, size_t len, const struct threads *ts, const char *lost,
+                     const struct strb_crash_header *h, const struct strb_clock_map *map)
 {
-	if (ts->gpu) {
+	char why[300];
+	if (lost) {
+		json_text(why, sizeof(why), lost);
+		snprintf(out, len, "{\"state\": \"left out\", \"why\": \"%s\"}", why);
+	} else if (ts->gpu) {
 		const struct strb_pack_header *p = (const void *)ts->gpu;
 		double age = (double)(strb_clock_map_to_epoch(map, h->now_ticks) -
 		                      strb_clock_map_to_epoch(map, ts->gpu_ticks)) /
 		             1e9;
 		snprintf(out, len, "{\"state\": \"written\", \"age_s\": %.3f, \"left_out\": %" PRIu64 "}",
 		         age, p->left_out);
-	} else if (ts->gpu_lost) {
-		snprintf(out, len, "{\"state\": \"left out\", \"why\": \"%s\"}", ts->gpu_lost);
 	} else {
 		snprintf(out, len, "{\"state\": \"%s\"}",
 		         ts->have_gpu ? "none decoded before the signal" : "none: no GPU backend was on");
@@ -568,7 +570,8 @@ static int decode(struct reader *r, const struct strb_crash_header *h, const str
 		t->activity_mask = w.mask;
 		rc = strb_process_cpu_views(t, &w, ts->v, ts->n, ts->have_domains ? ts->domains : NULL, &fc);
 	}
-	char gpu[512], why[256];
+	char gpu[512], why[256], damaged[300];
+	const char *lost = ts->gpu_lost;
 	if (!rc && ts->gpu) {
 		/* Decoded before the signal: what ended before its window is out. */
 		uint64_t old = 0;
@@ -578,16 +581,17 @@ static int decode(struct reader *r, const struct strb_crash_header *h, const str
 		if (!rc)
 			rc = strb_gpu_relink(t, &w, first, t->count);
 		if (rc == -EINVAL) {
-			strb_clock_map_free(&map);
-			strobe_trace_destroy(t);
-			return fail(r, rc, "the GPU records are damaged: %s", why);
+			/* Checked before anything was added: the CPU work stands. */
+			snprintf(damaged, sizeof(damaged), "they are damaged: %s", why);
+			lost = damaged;
+			rc = 0;
 		}
 	}
 	if (!rc) {
 		for (size_t i = 0; i < t->count; i++)
 			if (t->acts[i].start_ns < t->start_ns)
 				t->start_ns = t->acts[i].start_ns;
-		gpu_note(gpu, sizeof(gpu), ts, h, &map);
+		gpu_note(gpu, sizeof(gpu), ts, lost, h, &map);
 		rc = add_meta(t, h, ts, &fc, gpu);
 	}
 	strb_clock_map_free(&map);

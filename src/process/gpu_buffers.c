@@ -46,7 +46,12 @@ uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 	bool over = p->used + p->buffer_bytes > p->cap;
 	struct strb_gpu_buffer *aged = NULL, **aged_tail = &aged;
 	uint8_t *reuse = NULL;
-	while (over && p->rotate && p->ready) {
+	/* Aged only when that makes room: buffers still out with the vendor
+	 * may hold the budget. */
+	size_t ready = 0;
+	for (const struct strb_gpu_buffer *b = over && p->rotate ? p->ready : NULL; b; b = b->next)
+		ready += b->size;
+	while (over && ready && p->used - ready + p->buffer_bytes <= p->cap) {
 		/* Flight mode: the oldest completed buffers make room; one of
 		 * full size is used again. */
 		struct strb_gpu_buffer *old = p->ready;
@@ -55,6 +60,7 @@ uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 			p->ready_tail = &p->ready;
 		p->counts.aged_buffers++;
 		p->used -= old->size;
+		ready -= old->size;
 		old->next = NULL;
 		if (!reuse && old->size == p->buffer_bytes) {
 			reuse = old->data;
@@ -64,7 +70,7 @@ uint8_t *strb_gpu_pool_request(struct strb_gpu_pool *p, size_t *size)
 		aged_tail = &old->next;
 		over = p->used + p->buffer_bytes > p->cap;
 	}
-	if (reuse || (aged && !over)) {
+	if (aged) {
 		p->outstanding++;
 		p->used += p->buffer_bytes;
 		*size = p->buffer_bytes;

@@ -347,6 +347,26 @@ static size_t first_record(void)
 	return sizeof(struct strb_crash_header) + sizeof(*th) + th->kept_len;
 }
 
+/* b (a copy of the dump) with `what` done to its GPU block g converts,
+ * with the GPU records left out for a reason that says `why`, and the CPU
+ * work there. */
+#define gpu_left_out(b, g, what, why)                                                                        \
+	do {                                                                                                 \
+		memcpy(b, dump, dump_len);                                                                   \
+		what;                                                                                        \
+		char err_[1024], out_[1200];                                                                 \
+		if (convert_bytes(b, dump_len, err_, sizeof(err_)))                                          \
+			fail_msg("%s", err_);                                                                \
+		TU_FORMAT(out_, "%s/t.json", tu_dir);                                                        \
+		yajl_val lost_ = tu_load_trace(out_);                                                        \
+		yajl_val snap_ = tu_get(tu_get(lost_, "flight_recorder"), "gpu_snapshot");                   \
+		assert_string_equal(tu_get_str(snap_, "state"), "left out");                                 \
+		tu_assert_contains(tu_get_str(snap_, "why"), why);                                           \
+		assert_null(tu_find(lost_, "X", "kernel", "snap_kernel"));                                   \
+		assert_non_null(tu_find(lost_, "X", "cpu_op", "an op"));                                     \
+		yajl_tree_free(lost_);                                                                       \
+	} while (0)
+
 static void test_damaged_fields_are_named(void **state)
 {
 	(void)state;
@@ -366,22 +386,13 @@ static void test_damaged_fields_are_named(void **state)
 	struct strb_raw_gpu *g = gpu_block(b);
 	DAMAGE(g->size = 3, "the GPU records' header at byte");
 	DAMAGE(g->len += 8, "no end marker after the GPU records");
-	DAMAGE(((uint8_t *)(g + 1))[0] = 'X', "the GPU records are damaged: it does not begin with STRBPACK");
-	DAMAGE(((struct strb_pack_header *)(g + 1))->nacts = 1000,
-	       "the GPU records are damaged: its parts take");
-	/* Replaced while the handler wrote it: left out, the rest converts. */
-	memcpy(b, dump, dump_len);
-	g->seq++;
-	char err[1024], out[1200];
-	assert_int_equal(convert_bytes(b, dump_len, err, sizeof(err)), 0);
-	TU_FORMAT(out, "%s/t.json", tu_dir);
-	yajl_val lost = tu_load_trace(out);
-	yajl_val snap = tu_get(tu_get(lost, "flight_recorder"), "gpu_snapshot");
-	assert_string_equal(tu_get_str(snap, "state"), "left out");
-	tu_assert_contains(tu_get_str(snap, "why"), "being replaced");
-	assert_null(tu_find(lost, "X", "kernel", "snap_kernel"));
-	assert_non_null(tu_find(lost, "X", "cpu_op", "an op"));
-	yajl_tree_free(lost);
+	/* Damaged inside, or replaced while the handler wrote it: the GPU
+	 * records are left out with the reason, the rest converts. */
+	gpu_left_out(b, g, ((uint8_t *)(g + 1))[0] = 'X',
+	             "they are damaged: it does not begin with STRBPACK");
+	gpu_left_out(b, g, ((struct strb_pack_header *)(g + 1))->nacts = 1000,
+	             "they are damaged: its parts take");
+	gpu_left_out(b, g, g->seq++, "being replaced");
 	DAMAGE(h->byte_order = 0x04030201u, "another byte order");
 	DAMAGE(h->size = 8, "the header says it has 8 bytes");
 	DAMAGE(h->pid = 0, "process id 0");

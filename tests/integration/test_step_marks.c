@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "strobe/strobe.h"
 #include "testutil.h"
@@ -34,7 +35,11 @@ static void test_recorded_program_steps(void **state)
 	(void)state;
 	char trace[1200], cmd[4096], *out = NULL;
 	snprintf(trace, sizeof(trace), "%s/steps.json", tu_dir);
-	snprintf(cmd, sizeof(cmd), "%s record -q -o %s -- %s/flight_app steps 6", STROBE_CLI_PATH, trace,
+	/* Sanitizer builds: the injected library first is fine here. */
+	const char *asan = getenv("ASAN_OPTIONS");
+	snprintf(cmd, sizeof(cmd),
+	         "ASAN_OPTIONS=%s%sverify_asan_link_order=0 %s record -q -o %s -- %s/flight_app steps 6",
+	         asan ? asan : "", asan && *asan ? ":" : "", STROBE_CLI_PATH, trace,
 	         STROBE_TEST_PROGRAMS_DIR);
 	int rc = tu_run(cmd, 1, &out);
 	if (rc)
@@ -126,11 +131,40 @@ static void test_api_marks_and_own_steps(void **state)
 	strobe_trace_destroy(t);
 }
 
+/* An iteration-based on-demand trace of 3 iterations has 3 steps: the
+ * mark that starts it begins the first, the one that ends it ends the
+ * last. */
+static void test_on_demand_iterations_are_steps(void **state)
+{
+	(void)state;
+	char cfg[1500], path[1300];
+	snprintf(cfg, sizeof(cfg),
+	         "PROFILE_START_ITERATION=0\nACTIVITIES_WARMUP_ITERATIONS=0\nACTIVITIES_ITERATIONS=3\n"
+	         "ACTIVITY_TYPES=user_annotation\nACTIVITIES_LOG_FILE=%s/od.json",
+	         tu_dir);
+	snprintf(path, sizeof(path), "%s/od_%d.json", tu_dir, (int)getpid());
+	strobe_step();
+	assert_int_equal(strobe_schedule(cfg), 0);
+	for (int i = 0; i < 6; i++) {
+		strobe_range_push("iter");
+		strobe_range_pop();
+		strobe_step();
+	}
+	for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++)
+		usleep(10000);
+	usleep(200000); /* written to a temporary name and renamed: complete once seen */
+	yajl_val root = tu_load_trace(path), steps[16];
+	assert_int_equal(tu_count(root, "X", "user_annotation", "iter"), 3);
+	assert_int_equal(steps_of(root, steps, 16), 3);
+	yajl_tree_free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_recorded_program_steps),
 	    cmocka_unit_test(test_api_marks_and_own_steps),
+	    cmocka_unit_test(test_on_demand_iterations_are_steps),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

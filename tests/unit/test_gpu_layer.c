@@ -125,6 +125,72 @@ static void test_links_work_with_64bit_ids(void **state)
 	strb_clock_map_free(&map);
 }
 
+/* The buffers a completed list holds, and their valid bytes in order. */
+static size_t ready_list(struct strb_gpu_pool *pool, size_t *valid, size_t max)
+{
+	struct strb_gpu_buffer *copy;
+	bool failed;
+	copy = strb_gpu_pool_copy(pool, &failed);
+	assert_false(failed);
+	size_t n = 0;
+	for (const struct strb_gpu_buffer *b = copy; b; b = b->next) {
+		assert_true(n < max);
+		valid[n++] = b->valid;
+	}
+	strb_gpu_pool_free_copy(copy);
+	return n;
+}
+
+/* Flight mode: the budget counts bytes; a buffer handed back mostly empty
+ * (as a flush leaves them) is kept at its size, so several fit where one
+ * full one would; at the budget the oldest make room, a full one's memory
+ * used again; when the budget is all out with the vendor, a request is
+ * refused; none is lost or leaked on the way (ASan watches). */
+static void test_pool_rotation_in_bytes(void **state)
+{
+	(void)state;
+	static struct strb_gpu_pool pool = STRB_GPU_POOL_INIT(pool);
+	strb_gpu_pool_set_rotate_next(true);
+	strb_gpu_pool_begin(&pool, 4096, 4096, true); /* room for two 4096-byte buffers */
+	strb_gpu_pool_set_rotate_next(false);
+	size_t size, valid[16];
+	/* Five small flushes: 5 x 64 bytes kept, where counting buffers would
+	 * have kept two. */
+	for (int i = 0; i < 5; i++) {
+		uint8_t *b = strb_gpu_pool_request(&pool, &size);
+		assert_non_null(b);
+		assert_int_equal(size, 4096);
+		memset(b, i, 64);
+		strb_gpu_pool_complete(&pool, b, 64);
+	}
+	assert_int_equal(ready_list(&pool, valid, 16), 5);
+	/* One full buffer out fits beside them; a second needs their room. */
+	uint8_t *f1 = strb_gpu_pool_request(&pool, &size);
+	assert_non_null(f1);
+	assert_int_equal(ready_list(&pool, valid, 16), 5);
+	uint8_t *f2 = strb_gpu_pool_request(&pool, &size);
+	assert_non_null(f2);
+	assert_int_equal(ready_list(&pool, valid, 16), 0);
+	/* Everything is out with the vendor: refused. */
+	assert_null(strb_gpu_pool_request(&pool, &size));
+	strb_gpu_pool_complete(&pool, f1, 4096);
+	/* The full one ages and its memory is used again. */
+	uint8_t *f3 = strb_gpu_pool_request(&pool, &size);
+	assert_ptr_equal(f3, f1);
+	assert_int_equal(ready_list(&pool, valid, 16), 0);
+	strb_gpu_pool_complete(&pool, f2, 100);
+	strb_gpu_pool_complete(&pool, f3, 200);
+	assert_int_equal(ready_list(&pool, valid, 16), 2);
+	assert_int_equal(valid[0], 100);
+	assert_int_equal(valid[1], 200);
+	struct strb_trace_stats st = {0};
+	strb_gpu_pool_account(&pool, &st);
+	assert_int_equal(st.gpu_aged_buffers, 6);
+	assert_int_equal(st.gpu_rejected_buffers, 1);
+	strb_gpu_pool_free(&pool, strb_gpu_pool_take(&pool));
+	strb_gpu_pool_set_active(&pool, false);
+}
+
 static void test_pool_budget(void **state)
 {
 	(void)state;
@@ -223,6 +289,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_links_work_with_64bit_ids),
 	    cmocka_unit_test(test_pool_budget),
+	    cmocka_unit_test(test_pool_rotation_in_bytes),
 	    cmocka_unit_test(test_hooks_of_two_backends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
