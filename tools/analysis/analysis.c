@@ -1,6 +1,7 @@
 /* One streaming pass over a trace file, and what it adds up to: see
  * analysis.h. */
 #include "analysis/analysis.h"
+#include "analysis/sort.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -498,7 +499,7 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 		row->tid_off = (uint32_t)strlen(pid) + 2;
 	}
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
-	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur, dur}))
+	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur}))
 		return -ENOMEM;
 	int rc = add_gpu(a, ev, r, name, dur);
 	return rc ? rc : an_hta_add(a, ev, r, name, dur);
@@ -664,49 +665,99 @@ static int cmp_xrec(const void *pa, const void *pb)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
+static bool xrec_less(const struct an_xrec *x, const struct an_xrec *y)
+{
+	if (x->row != y->row)
+		return x->row < y->row;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	if (x->dur != y->dur)
+		return x->dur > y->dur;
+	return x->name < y->name;
+}
+
+AN_SORT_DEFINE(sort_xrecs, struct an_xrec, xrec_less)
+
+/* An open event of the walk below and its self time so far. */
+struct self_frame {
+	size_t i;
+	int64_t self;
+};
+
+/* A cpu_op whose self time is known, added to its rank's row in by. */
+static int add_cpu_op(struct an_trace *a, struct an_table *by, const struct self_frame *f)
+{
+	const struct an_xrec *x = &a->x[f->i];
+	const struct an_row *row = an_table_item(&a->rows, x->row);
+	int64_t rank = ((const struct an_process *)an_table_item(&a->pids, row->pid))->rank;
+	char key[48];
+	snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
+	struct an_cpu_op *op = an_table_get(by, key);
+	if (!op)
+		return -ENOMEM;
+	op->rank = rank;
+	op->name = x->name;
+	op->count++;
+	op->total = an_sat_add(op->total, x->dur);
+	op->self = an_sat_add(op->self, f->self);
+	return 0;
+}
+
 /* Takes from each event's self time what its direct children cover. After
  * the sort a row's events come in start order with parents before the
  * children that start with them, so a stack of open events finds the
- * parent. A child that outlives its parent only gives back the overlap. */
-static int compute_self(struct an_trace *a)
+ * parent. A child that outlives its parent only gives back the overlap.
+ * An event's self time is whole when it leaves the stack: cpu_ops are
+ * added up per rank in by then (the records keep no self time). */
+static int compute_self(struct an_trace *a, struct an_table *by)
 {
 	if (!a->nx)
 		return 0;
-	an_sort(a->x, a->nx, sizeof(*a->x), cmp_xrec);
-	size_t *stack = NULL, depth = 0, cap = 0;
-	for (size_t i = 0; i < a->nx; i++) {
-		const struct an_xrec *e = &a->x[i];
-		if (i && e->row != a->x[i - 1].row)
-			depth = 0;
-		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
+	sort_xrecs(a->x, a->nx);
+	bool *cpu_op = calloc(a->names.n, sizeof(*cpu_op));
+	if (!cpu_op)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->names.n; i++)
+		cpu_op[i] = !strcmp(an_name_cat(a, (uint32_t)i), "cpu_op");
+	struct self_frame *stack = NULL;
+	size_t depth = 0, cap = 0;
+	int rc = 0;
+	for (size_t i = 0; i <= a->nx && !rc; i++) {
+		const struct an_xrec *e = i < a->nx ? &a->x[i] : NULL;
+		bool row_end = !e || (i && e->row != a->x[i - 1].row);
+		while (depth && !rc &&
+		       (row_end ||
+		        an_sat_add(a->x[stack[depth - 1].i].ts, a->x[stack[depth - 1].i].dur) <= e->ts)) {
 			depth--;
+			if (cpu_op[a->x[stack[depth].i].name])
+				rc = add_cpu_op(a, by, &stack[depth]);
+		}
+		if (!e || rc)
+			break;
 		int64_t end = an_sat_add(e->ts, e->dur);
 		if (depth) {
-			struct an_xrec *parent = &a->x[stack[depth - 1]];
-			int64_t pend = an_sat_add(parent->ts, parent->dur);
+			struct self_frame *parent = &stack[depth - 1];
+			const struct an_xrec *p = &a->x[parent->i];
+			int64_t pend = an_sat_add(p->ts, p->dur);
 			int64_t covered = (end < pend ? end : pend) - e->ts;
-			struct an_name *sn = an_table_item(&a->names, parent->name);
+			struct an_name *sn = an_table_item(&a->names, p->name);
 			sn->self -= covered;
 			parent->self -= covered;
 		}
-		if (depth == cap) {
-			cap = cap ? cap * 2 : 64;
-			size_t *ns = realloc(stack, cap * sizeof(*ns));
-			if (!ns) {
-				free(stack);
-				return -ENOMEM;
-			}
-			stack = ns;
+		if (!an_grow((void **)&stack, depth, &cap, sizeof(*stack))) {
+			rc = -ENOMEM;
+			break;
 		}
-		stack[depth++] = i;
+		stack[depth++] = (struct self_frame){i, e->dur};
 	}
 	free(stack);
-	for (size_t i = 0; i < a->names.n; i++) {
+	free(cpu_op);
+	for (size_t i = 0; i < a->names.n && !rc; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
 		struct an_category *c = an_table_item(&a->xcats, sn->cat);
 		c->self = an_sat_add(c->self, sn->self);
 	}
-	return 0;
+	return rc;
 }
 
 /* ---- GPU time ------------------------------------------------------------- */
@@ -1155,41 +1206,18 @@ void an_sort_cpu_ops(struct an_trace *a)
 	an_sort(a->cpu_ops, a->ncpu_ops, sizeof(*a->cpu_ops), cmp_cpu_op);
 }
 
-static int compute_cpu_ops(struct an_trace *a)
+/* The cpu_op rows compute_self added up, by rank, then self time. */
+static int compute_cpu_ops(struct an_trace *a, struct an_table *by)
 {
-	struct an_table by = {.item_size = sizeof(struct an_cpu_op)};
-	int rc = 0;
-	for (size_t i = 0; i < a->nx && !rc; i++) {
-		const struct an_xrec *x = &a->x[i];
-		const struct an_name *sn = an_table_item(&a->names, x->name);
-		if (strcmp(a->xcats.keys[sn->cat], "cpu_op"))
-			continue;
-		const struct an_row *row = an_table_item(&a->rows, x->row);
-		int64_t rank = rank_of_pid(a, row->pid);
-		char key[48];
-		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
-		struct an_cpu_op *op = an_table_get(&by, key);
-		if (!op) {
-			rc = -ENOMEM;
-			break;
-		}
-		op->rank = rank;
-		op->name = x->name;
-		op->count++;
-		op->total = an_sat_add(op->total, x->dur);
-		op->self = an_sat_add(op->self, x->self);
-	}
-	if (!rc && by.n) {
-		a->cpu_ops = malloc(by.n * sizeof(*a->cpu_ops));
-		rc = a->cpu_ops ? 0 : -ENOMEM;
-	}
-	if (!rc && by.n) {
-		a->ncpu_ops = by.n;
-		memcpy(a->cpu_ops, by.items, by.n * sizeof(*a->cpu_ops));
-		an_sort_cpu_ops(a);
-	}
-	an_table_free(&by);
-	return rc;
+	if (!by->n)
+		return 0;
+	a->cpu_ops = malloc(by->n * sizeof(*a->cpu_ops));
+	if (!a->cpu_ops)
+		return -ENOMEM;
+	a->ncpu_ops = by->n;
+	memcpy(a->cpu_ops, by->items, by->n * sizeof(*a->cpu_ops));
+	an_sort_cpu_ops(a);
+	return 0;
 }
 
 /* ---- the "strobe" accounting object -------------------------------------- */
@@ -1241,10 +1269,14 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		free(a->corr[g].slots);
 		a->corr[g] = (struct an_corr_gen){0};
 	}
+	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)
 		rc = an_split_async(a);
 	if (!rc)
-		rc = compute_self(a);
+		rc = compute_self(a, &cpu_ops);
+	if (!rc)
+		rc = compute_cpu_ops(a, &cpu_ops);
+	an_table_free(&cpu_ops);
 	if (!rc)
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
@@ -1259,8 +1291,6 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		rc = compute_copies(a);
 	if (!rc)
 		rc = compute_latency(a);
-	if (!rc)
-		rc = compute_cpu_ops(a);
 	if (!rc)
 		rc = an_wall_compute(a);
 	if (!rc)

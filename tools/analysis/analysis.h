@@ -117,7 +117,7 @@ struct an_tname {
 /* One complete event, as small as self time needs. */
 struct an_xrec {
 	uint32_t row, name;
-	int64_t ts, dur, self;
+	int64_t ts, dur;
 };
 
 enum an_gpu_kind { AN_KERNEL, AN_NCCL, AN_MEMCPY, AN_MEMSET };
