@@ -293,71 +293,6 @@ static int on_metadata(struct an_trace *a, const struct tr_event *ev)
 	return 0;
 }
 
-static uint64_t corr_hash(uint64_t key)
-{
-	return (key * 0x9e3779b97f4a7c15ull) >> 20;
-}
-
-static bool corr_put(struct an_corr_gen *g, const struct an_corr *e)
-{
-	if ((g->n + 1) * 2 > g->nslots) {
-		size_t nslots = g->nslots ? g->nslots * 2 : 1024;
-		struct an_corr *slots = calloc(nslots, sizeof(*slots));
-		if (!slots)
-			return false;
-		for (size_t i = 0; i < g->nslots; i++) {
-			if (!g->slots[i].what)
-				continue;
-			size_t h = corr_hash(g->slots[i].key) & (nslots - 1);
-			while (slots[h].what)
-				h = (h + 1) & (nslots - 1);
-			slots[h] = g->slots[i];
-		}
-		free(g->slots);
-		g->slots = slots;
-		g->nslots = nslots;
-	}
-	size_t h = corr_hash(e->key) & (g->nslots - 1);
-	while (g->slots[h].what)
-		h = (h + 1) & (g->nslots - 1);
-	g->slots[h] = *e;
-	g->n++;
-	return true;
-}
-
-/* Pairs a launch or kernel (e) with every waiting entry of the other kind
- * and the same correlation; waits itself when it found none, or always
- * when it is a launch (one graph launch runs many kernels). */
-static int corr_pair(struct an_trace *a, const struct an_corr *e)
-{
-	uint32_t other = e->what == 1 ? 2 : 1;
-	bool found = false;
-	for (int gi = 0; gi < 2; gi++) {
-		const struct an_corr_gen *g = &a->corr[gi];
-		if (!g->nslots)
-			continue;
-		size_t mask = g->nslots - 1;
-		for (size_t h = corr_hash(e->key) & mask; g->slots[h].what; h = (h + 1) & mask) {
-			const struct an_corr *w = &g->slots[h];
-			if (w->key != e->key || w->what != other)
-				continue;
-			const struct an_corr *l = e->what == 1 ? e : w, *k = e->what == 1 ? w : e;
-			if (AN_PUSH(a->launches, a->nlaunches, a->caplaunches,
-			            (struct an_launch){k->kernel, l->pid, k->pid, an_span(l->ts, k->ts)}))
-				return -ENOMEM;
-			found = true;
-		}
-	}
-	if (found && e->what == 2)
-		return 0;
-	if (a->corr[0].n >= AN_CORR_MAX) {
-		free(a->corr[1].slots);
-		a->corr[1] = a->corr[0];
-		a->corr[0] = (struct an_corr_gen){0};
-	}
-	return corr_put(&a->corr[0], e) ? 0 : -ENOMEM;
-}
-
 /* The direction of a copy: its "copy kind" arg, else the word after "Memcpy"
  * in its name (libkineto and strobe name copies "Memcpy HtoD (Pinned -> Device)"). */
 static void copy_dir(const struct tr_event *ev, char *out, size_t len)
@@ -390,17 +325,22 @@ static bool is_nccl(const char *name)
 	return false;
 }
 
-static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool launch, uint32_t kernel)
+/* A launch or kernel without a "correlation" arg: an ac2g flow may follow
+ * with it. Its complete event's seq is the next one (an_hta_add's). */
+static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool launch)
 {
 	a->pending_flow.active = true;
 	a->pending_flow.launch = launch;
 	a->pending_flow.pid = ev->pid;
 	a->pending_flow.tid = ev->tid;
 	a->pending_flow.ts = ev->ts_ns;
-	a->pending_flow.kernel = kernel;
+	a->pending_flow.seq = (uint32_t)a->nseq;
 }
 
-static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur)
+/* GPU work, and for launch latency (*what, *corr) a launch or kernel with
+ * its "correlation" arg. */
+static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
+                   uint32_t *what, uint64_t *corr)
 {
 	bool kernel = !strcmp(ev->cat, "kernel"), copy = !strcmp(ev->cat, "gpu_memcpy");
 	bool launch = !strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver");
@@ -409,13 +349,13 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 	/* The row already knows its process. */
 	uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, row))->pid;
 	struct an_process *p = an_table_item(&a->pids, pid);
-	uint64_t corr = uint_arg(ev, "correlation");
+	uint64_t c = uint_arg(ev, "correlation");
 	if (launch) {
-		if (!corr) {
-			remember_flow(a, ev, true, 0);
-			return 0;
-		}
-		return corr_pair(a, &(struct an_corr){corr, ev->ts_ns, pid, 0, 1});
+		if (!c)
+			remember_flow(a, ev, true);
+		*what = c ? AN_CORR_LAUNCH : 0;
+		*corr = c;
+		return 0;
 	}
 	uint32_t kind = kernel ? (is_nccl(ev->name) ? AN_NCCL : AN_KERNEL) : copy ? AN_MEMCPY : AN_MEMSET;
 	if (AN_PUSH(a->gpu, a->ngpu, a->capgpu, (struct an_gpurec){row, name, ev->ts_ns, dur, kind, pid}))
@@ -432,13 +372,12 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 	}
 	if (!kernel)
 		return 0;
-	uint32_t seq = a->nkernels++;
 	p->kernels++;
-	if (!corr) {
-		remember_flow(a, ev, false, seq);
-		return 0;
-	}
-	return corr_pair(a, &(struct an_corr){corr, ev->ts_ns, pid, seq, 2});
+	if (!c)
+		remember_flow(a, ev, false);
+	*what = c ? AN_CORR_KERNEL : 0;
+	*corr = c;
+	return 0;
 }
 
 /* An ac2g flow right after a launch or kernel that had no "correlation"
@@ -454,8 +393,9 @@ static int on_flow(struct an_trace *a, const struct tr_event *ev)
 	if (!p)
 		return -ENOMEM;
 	uint32_t pid = (uint32_t)an_table_index(&a->pids, p);
-	return corr_pair(a, &(struct an_corr){(uint64_t)ev->id.num, ev->ts_ns, pid, a->pending_flow.kernel,
-	                                      start ? 1 : 2});
+	return AN_PUSH(a->corrs, a->ncorrs, a->capcorrs,
+	               (struct an_corr){(uint64_t)ev->id.num, ev->ts_ns, pid, a->pending_flow.seq,
+	                                start ? AN_CORR_LAUNCH : AN_CORR_KERNEL});
 }
 
 static int add_complete(struct an_trace *a, const struct tr_event *ev)
@@ -501,8 +441,17 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
 	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur}))
 		return -ENOMEM;
-	int rc = add_gpu(a, ev, r, name, dur);
-	return rc ? rc : an_hta_add(a, ev, r, name, dur);
+	uint32_t what = 0;
+	uint64_t corr = 0;
+	bool kept = false;
+	int rc = add_gpu(a, ev, r, name, dur, &what, &corr);
+	if (!rc)
+		rc = an_hta_add(a, ev, r, name, dur, what, corr, &kept);
+	if (rc || !what || kept)
+		return rc;
+	/* a launch or kernel HTA's records do not hold with its correlation */
+	return AN_PUSH(a->corrs, a->ncorrs, a->capcorrs,
+	               (struct an_corr){corr, ev->ts_ns, row->pid, (uint32_t)(a->nseq - 1), what});
 }
 
 /* A counter value as a double: kineto writes numbers, some tools quote them. */
@@ -1100,51 +1049,27 @@ static int compute_copies(struct an_trace *a)
 	return 0;
 }
 
-static int cmp_launch(const void *pa, const void *pb)
+static bool lat_less(const struct an_lat *x, const struct an_lat *y)
 {
-	const struct an_launch *x = pa, *y = pb;
-	if (x->kernel != y->kernel)
-		return x->kernel < y->kernel ? -1 : 1;
-	return x->latency < y->latency ? -1 : x->latency > y->latency;
-}
-
-struct lat {
-	int64_t rank, latency;
-};
-
-static int cmp_lat(const void *pa, const void *pb)
-{
-	const struct lat *x = pa, *y = pb;
 	int c = cmp_rank(x->rank, y->rank);
-	if (c)
-		return c;
-	return x->latency < y->latency ? -1 : x->latency > y->latency;
+	return c ? c < 0 : x->latency < y->latency;
 }
 
+AN_SORT_DEFINE(sort_lats, struct an_lat, lat_less)
+
+/* an_percentile of n latencies in order. */
+static int64_t lat_percentile(const struct an_lat *l, size_t n, unsigned p)
+{
+	size_t rank = ((size_t)p * n + 99) / 100;
+	return n ? l[rank ? rank - 1 : 0].latency : 0;
+}
+
+/* The latency percentiles per rank, from the latencies hta.c matched. */
 static int compute_latency(struct an_trace *a)
 {
-	/* One latency per kernel, from a launch of its own rank. */
-	an_sort(a->launches, a->nlaunches, sizeof(*a->launches), cmp_launch);
-	struct lat *l = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*l));
-	int64_t *v = malloc((a->nlaunches ? a->nlaunches : 1) * sizeof(*v));
-	if (!l || !v) {
-		free(l);
-		free(v);
-		return -ENOMEM;
-	}
-	size_t n = 0;
-	bool have = false;
-	uint32_t last = 0; /* the kernel that has its latency */
-	for (size_t i = 0; i < a->nlaunches; i++) {
-		const struct an_launch *x = &a->launches[i];
-		int64_t rank = rank_of_pid(a, x->kernel_pid);
-		if ((have && x->kernel == last) || rank != rank_of_pid(a, x->launch_pid))
-			continue;
-		l[n++] = (struct lat){rank, x->latency};
-		have = true;
-		last = x->kernel;
-	}
-	an_sort(l, n, sizeof(*l), cmp_lat);
+	struct an_lat *l = a->lats;
+	size_t n = a->nlats;
+	sort_lats(l, n);
 	size_t cap = 0;
 	int rc = 0;
 	/* Every rank with kernels gets a row, matched or not. */
@@ -1165,15 +1090,16 @@ static int compute_latency(struct an_trace *a)
 	}
 	for (size_t k = 0; k < a->nlatency && !rc; k++) {
 		struct an_latency *s = &a->latency[k];
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++)
-			if (l[i].rank == s->rank)
-				v[m++] = l[i].latency;
+		size_t i = 0, m = 0;
+		while (i < n && l[i].rank != s->rank)
+			i++;
+		while (i + m < n && l[i + m].rank == s->rank)
+			m++;
 		s->matched = m;
-		s->p50 = an_percentile(v, m, 50);
-		s->p90 = an_percentile(v, m, 90);
-		s->p99 = an_percentile(v, m, 99);
-		s->max = m ? v[m - 1] : 0;
+		s->p50 = lat_percentile(l + i, m, 50);
+		s->p90 = lat_percentile(l + i, m, 90);
+		s->p99 = lat_percentile(l + i, m, 99);
+		s->max = m ? l[i + m - 1].latency : 0;
 	}
 	for (size_t i = 1; i < a->nlatency; i++) {
 		struct an_latency s = a->latency[i];
@@ -1182,8 +1108,9 @@ static int compute_latency(struct an_trace *a)
 			a->latency[k] = a->latency[k - 1];
 		a->latency[k] = s;
 	}
-	free(l);
-	free(v);
+	free(a->lats);
+	a->lats = NULL;
+	a->nlats = 0;
 	return rc;
 }
 
@@ -1263,12 +1190,6 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	if (errlen)
 		*err = 0;
 	int rc = tr_read_file(file, &h, st, err, errlen);
-	/* Matching launches to kernels ends with the read: its table goes
-	 * before the computations need their memory. */
-	for (int g = 0; g < 2; g++) {
-		free(a->corr[g].slots);
-		a->corr[g] = (struct an_corr_gen){0};
-	}
 	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)
 		rc = an_split_async(a);
@@ -1316,9 +1237,8 @@ void an_free(struct an_trace *a)
 	free(a->open);
 	free(a->gpu);
 	free(a->copies);
-	free(a->launches);
-	free(a->corr[0].slots);
-	free(a->corr[1].slots);
+	free(a->corrs);
+	free(a->lats);
 	free(a->strobe_meta);
 	free(a->host_name);
 	free(a->gpu_capture);

@@ -8,11 +8,12 @@
  * "rank <N> · ..." (what strobe merge writes) fold pids into ranks; they
  * may come after the events, so everything per rank is computed at the end.
  *
- * Memory: fixed per name and per row, plus about 40 bytes per complete
- * event (exact self time and exact percentiles need them all), plus the
- * launch/kernel correlation table, which is bounded (see AN_CORR_MAX).
- * Wall times (wall.c) take 16 bytes per self stretch (at most two per
- * event) and 4 per event for a while at the end. */
+ * Memory: fixed per name and per row, plus 24 bytes per complete event
+ * (exact self time and exact percentiles need them all), plus about 50 per
+ * GPU event and 40 per runtime call for HTA's analyses and launch latency,
+ * which match launches to GPU events once the read is done. Wall times
+ * (wall.c) take 16 bytes per self stretch (at most two per event) and 4
+ * per event for a while at the end. */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
@@ -29,10 +30,6 @@
 
 #define AN_BUCKETS  200 /* utilisation timeline: buckets across the trace window */
 #define AN_TOP_GAPS 5   /* longest idle gaps kept per device */
-/* Launches and kernels still waiting for their other half, per generation.
- * When a generation fills, the older one is forgotten: a kernel whose launch
- * is more than 1-2 M unmatched correlations away counts as unmatched. */
-#define AN_CORR_MAX (1u << 20)
 
 /* ---- interned keys with one fixed-size item each ----------------------- */
 
@@ -135,24 +132,21 @@ struct an_copy {
 	int64_t dur;
 };
 
-/* A kernel matched to a launch with the same correlation. Kept for every
- * candidate: in a merged trace two ranks may share a correlation id, and
- * only the end knows which pids belong to which rank. */
-struct an_launch {
-	uint32_t kernel, launch_pid, kernel_pid;
-	int64_t latency;
-};
-
+/* For launch latency: a launch (cuda_runtime or cuda_driver) or kernel
+ * with a correlation (its "correlation" arg, else the id of the ac2g flow
+ * right after it) that HTA's records (an_hrec, an_hcpu) do not hold with
+ * that correlation. seq: the complete event's (an_hrec.seq). */
+enum { AN_CORR_LAUNCH = 1, AN_CORR_KERNEL = 2 };
 struct an_corr {
 	uint64_t key;
 	int64_t ts;
-	uint32_t pid, kernel; /* kernel: its sequence number */
-	uint32_t what;        /* 0 empty, 1 launch, 2 kernel */
+	uint32_t pid, seq;
+	uint32_t what; /* AN_CORR_LAUNCH or AN_CORR_KERNEL */
 };
 
-struct an_corr_gen {
-	struct an_corr *slots;
-	size_t n, nslots;
+/* A kernel's launch latency, from a launch in its own rank. */
+struct an_lat {
+	int64_t rank, latency;
 };
 
 /* ---- what the end computes ----------------------------------------------- */
@@ -253,6 +247,7 @@ struct an_hrec {
 	double bw;    /* "memory bandwidth (GB/s)" (0 without) */
 	uint8_t type; /* enum an_ktype */
 	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
+	bool lat;     /* a kernel for launch latency, with corr as its correlation */
 	uint32_t seq; /* file order */
 };
 
@@ -261,6 +256,7 @@ struct an_hcpu {
 	uint32_t pid, row, name;
 	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
 	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
+	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
 	uint64_t corr;
 	int64_t ts, dur;
 	uint32_t seq;
@@ -404,16 +400,16 @@ struct an_trace {
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
-	struct an_launch *launches;
-	size_t nlaunches, caplaunches;
-	struct an_corr_gen corr[2]; /* [0] current, [1] older */
-	uint32_t nkernels;
+	struct an_corr *corrs; /* launches and kernels HTA's records miss */
+	size_t ncorrs, capcorrs;
+	struct an_lat *lats; /* one per kernel with a launch found (hta.c) */
+	size_t nlats;
 	struct {
 		bool active;
 		bool launch;
 		struct tr_ident pid, tid;
 		int64_t ts;
-		uint32_t kernel;
+		uint32_t seq;
 	} pending_flow; /* the last launch or kernel without a "correlation" arg */
 	bool timed;
 	int64_t first_ts, last_end;
@@ -517,7 +513,11 @@ int64_t an_sat_add(int64_t x, int64_t y);
 
 /* Steps and HTA's analyses (hta.c): each complete event as read, then
  * everything once the devices are known. */
-int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur);
+/* corr: the event's correlation when it is a launch or kernel for launch
+ * latency (what: AN_CORR_LAUNCH or AN_CORR_KERNEL, else 0); *kept says
+ * whether its record holds it. */
+int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
+               uint32_t what, uint64_t corr, bool *kept);
 int an_hta_compute(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);

@@ -71,7 +71,8 @@ bool an_name_in(const char *name, const char *const *set)
 	return false;
 }
 
-int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur)
+int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
+               uint32_t what, uint64_t lcorr, bool *kept)
 {
 	static const char *const launch_names[] = {"cudaLaunchKernel",
 	                                           "cudaLaunchKernelExC",
@@ -102,17 +103,20 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 			stream = v;
 	}
 	uint32_t seq = (uint32_t)a->nseq++;
-	if (stream != -1)
+	if (stream != -1) {
+		*kept = what == AN_CORR_KERNEL && has_corr && (uint64_t)corr == lcorr;
 		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
 		               (struct an_hrec){r->pid, name, ev->ts_ns, dur, stream,
 		                                has_corr ? (uint64_t)corr : UINT64_MAX, bw_arg(ev),
-		                                (uint8_t)kernel_type(ev->name), work, seq});
+		                                (uint8_t)kernel_type(ev->name), work, *kept, seq});
+	}
 	if (!has_corr || corr == -1)
 		return 0;
 	bool launch = an_name_in(ev->name, launch_names);
+	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
 	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
 	               (struct an_hcpu){r->pid, row, name, launch,
-	                                launch || an_name_in(ev->name, queue_names), (uint64_t)corr,
+	                                launch || an_name_in(ev->name, queue_names), *kept, (uint64_t)corr,
 	                                ev->ts_ns, dur, seq});
 }
 
@@ -230,6 +234,100 @@ const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int6
 		if (pid_rank(a, a->hcpus[i].pid) == rank)
 			return &a->hcpus[i];
 	return NULL;
+}
+
+/* ---- launch latency ---------------------------------------------------------- */
+
+static int cmp_corr(const void *pa, const void *pb)
+{
+	const struct an_corr *x = pa, *y = pb;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->what < y->what ? -1 : x->what > y->what;
+}
+
+/* A launch (seq, pid, ts) with kernel k's correlation, for its latency:
+ * as a stream pairs them, the launches before the kernel in the file, or
+ * when there are none (before false), every one after it (it waited for
+ * them); of those in the kernel's rank, the nearest. */
+static void consider(const struct an_trace *a, const struct an_corr *k, bool before, uint32_t seq,
+                     uint32_t pid, int64_t ts, int64_t *lat, bool *found)
+{
+	if ((seq < k->seq) != before || pid_rank(a, pid) != pid_rank(a, k->pid))
+		return;
+	int64_t d = an_span(ts, k->ts);
+	if (!*found || d < *lat)
+		*lat = d;
+	*found = true;
+}
+
+/* The launch latency of kernel k, from the launches with its correlation:
+ * flagged hcpus (sorted by correlation) and the launches of corrs (sorted
+ * by key). False when none is in its rank. */
+static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, int64_t *lat)
+{
+	size_t lo = 0, hi = a->nhcpus, lo2 = 0, hi2 = a->ncorrs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a->hcpus[mid].corr < k->key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo2 < hi2) {
+		size_t mid = (lo2 + hi2) / 2;
+		if (a->corrs[mid].key < k->key)
+			lo2 = mid + 1;
+		else
+			hi2 = mid;
+	}
+	size_t end = lo, end2 = lo2;
+	while (end < a->nhcpus && a->hcpus[end].corr == k->key)
+		end++;
+	while (end2 < a->ncorrs && a->corrs[end2].key == k->key)
+		end2++;
+	bool before = false, found = false;
+	for (size_t i = lo; i < end && !before; i++)
+		before = a->hcpus[i].lat && a->hcpus[i].seq < k->seq;
+	for (size_t i = lo2; i < end2 && !before; i++)
+		before = a->corrs[i].what == AN_CORR_LAUNCH && a->corrs[i].seq < k->seq;
+	for (size_t i = lo; i < end; i++)
+		if (a->hcpus[i].lat)
+			consider(a, k, before, a->hcpus[i].seq, a->hcpus[i].pid, a->hcpus[i].ts, lat, &found);
+	for (size_t i = lo2; i < end2; i++)
+		if (a->corrs[i].what == AN_CORR_LAUNCH)
+			consider(a, k, before, a->corrs[i].seq, a->corrs[i].pid, a->corrs[i].ts, lat, &found);
+	return found;
+}
+
+/* Each kernel's launch latency (a->lats), with hcpus sorted by correlation. */
+static int launch_latency(struct an_trace *a)
+{
+	an_sort(a->corrs, a->ncorrs, sizeof(*a->corrs), cmp_corr);
+	size_t cap = 0;
+	for (size_t i = 0; i < a->nhrecs + a->ncorrs; i++) {
+		struct an_corr k;
+		if (i < a->nhrecs) {
+			const struct an_hrec *r = &a->hrecs[i];
+			if (!r->lat)
+				continue;
+			k = (struct an_corr){r->corr, r->ts, r->pid, r->seq, AN_CORR_KERNEL};
+		} else {
+			k = a->corrs[i - a->nhrecs];
+			if (k.what != AN_CORR_KERNEL)
+				continue;
+		}
+		int64_t lat = 0;
+		if (kernel_latency(a, &k, &lat) &&
+		    AN_PUSH(a->lats, a->nlats, cap, (struct an_lat){pid_rank(a, k.pid), lat}))
+			return -ENOMEM;
+	}
+	free(a->corrs);
+	a->corrs = NULL;
+	a->ncorrs = a->capcorrs = 0;
+	return 0;
 }
 
 static int cmp_hrec_time(const void *pa, const void *pb)
@@ -859,13 +957,15 @@ int an_hta_compute(struct an_trace *a)
 {
 	cmp_trace = a;
 	an_sort(a->hcpus, a->nhcpus, sizeof(*a->hcpus), cmp_hcpu);
+	int rc = launch_latency(a);
 	an_sort(a->hrecs, a->nhrecs, sizeof(*a->hrecs), cmp_hrec_time);
 	struct an_step *steps = NULL;
 	struct rank_steps *ends = NULL;
 	size_t nsteps = 0, nends = 0;
 	bool filter = false, *prof = NULL;
 	int64_t *num = NULL;
-	int rc = step_names(a, &num, &prof);
+	if (!rc)
+		rc = step_names(a, &num, &prof);
 	if (!rc)
 		rc = find_steps(a, num, &steps, &nsteps);
 	if (!rc)
