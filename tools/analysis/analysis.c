@@ -337,10 +337,10 @@ static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool la
 	a->pending_flow.seq = (uint32_t)a->nseq;
 }
 
-/* GPU work, and for launch latency (*what, *corr) a launch or kernel with
- * its "correlation" arg. */
-static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
-                   uint32_t *what, uint64_t *corr)
+/* GPU work (its record is x's, see gpu_records), and for launch latency
+ * (*what, *corr) a launch or kernel with its "correlation" arg. */
+static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, int64_t dur, uint32_t *what,
+                   uint64_t *corr)
 {
 	bool kernel = !strcmp(ev->cat, "kernel"), copy = !strcmp(ev->cat, "gpu_memcpy");
 	bool launch = !strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver");
@@ -357,9 +357,6 @@ static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, 
 		*corr = c;
 		return 0;
 	}
-	uint32_t kind = kernel ? (is_nccl(ev->name) ? AN_NCCL : AN_KERNEL) : copy ? AN_MEMCPY : AN_MEMSET;
-	if (AN_PUSH(a->gpu, a->ngpu, a->capgpu, (struct an_gpurec){row, name, ev->ts_ns, dur, kind, pid}))
-		return -ENOMEM;
 	if (copy) {
 		char dir[TR_SHORT_MAX];
 		copy_dir(ev, dir, sizeof(dir));
@@ -444,7 +441,7 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	uint32_t what = 0;
 	uint64_t corr = 0;
 	bool kept = false;
-	int rc = add_gpu(a, ev, r, name, dur, &what, &corr);
+	int rc = add_gpu(a, ev, r, dur, &what, &corr);
 	if (!rc)
 		rc = an_hta_add(a, ev, r, name, dur, what, corr, &kept);
 	if (rc || !what || kept)
@@ -873,8 +870,37 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 	return 0;
 }
 
+/* The GPU work (kernels, copies, memsets) among the complete events. */
+static int gpu_records(struct an_trace *a)
+{
+	uint8_t *kind = malloc(a->names.n ? a->names.n : 1); /* enum an_gpu_kind, or UINT8_MAX */
+	if (!kind)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->names.n; i++) {
+		const char *cat = an_name_cat(a, (uint32_t)i);
+		kind[i] = !strcmp(cat, "kernel") ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
+		          : !strcmp(cat, "gpu_memcpy") ? AN_MEMCPY
+		          : !strcmp(cat, "gpu_memset") ? AN_MEMSET
+		                                       : UINT8_MAX;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < a->nx && !rc; i++) {
+		const struct an_xrec *x = &a->x[i];
+		if (kind[x->name] == UINT8_MAX)
+			continue;
+		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, x->row))->pid;
+		rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
+		             (struct an_gpurec){x->row, x->name, x->ts, x->dur, kind[x->name], pid});
+	}
+	free(kind);
+	return rc;
+}
+
 static int compute_devices(struct an_trace *a)
 {
+	int rc = gpu_records(a);
+	if (rc)
+		return rc;
 	an_sort(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < a->ngpu; i = j) {
@@ -1202,10 +1228,11 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
 		rc = list_ranks(a);
-	if (!rc)
-		rc = compute_devices(a);
+	/* HTA's analyses first: their records go before the GPU work's are made. */
 	if (!rc)
 		rc = an_hta_compute(a);
+	if (!rc)
+		rc = compute_devices(a);
 	if (!rc)
 		rc = compute_kernels(a);
 	if (!rc)

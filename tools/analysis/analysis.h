@@ -396,7 +396,7 @@ struct an_trace {
 	 * sorted by row, then outermost (earliest) first. */
 	struct an_xrec *open;
 	size_t nopen, capopen;
-	struct an_gpurec *gpu;
+	struct an_gpurec *gpu; /* made from x once HTA's analyses are done */
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
