@@ -245,6 +245,34 @@ static void test_nul_in_strings(void **state)
 	assert_int_equal(st.truncated, 0);
 }
 
+/* An arg's value comes back as compact JSON text, as yajl_gen writes it:
+ * strings re-escaped (control bytes as \u00XX, '/' as is), numbers as
+ * written, true, false, null, and containers compact. */
+static void test_arg_values_as_json(void **state)
+{
+	(void)state;
+	static const char text[] =
+	    "{\"traceEvents\": ["
+	    "{\"ph\": \"X\", \"name\": \"a\", \"args\": {\"s\": "
+	    "\"q\\\"b\\\\c\\n\\t\\r\\f\\b\\u001f/\\u00e9\"}},"
+	    "{\"ph\": \"X\", \"name\": \"b\", \"args\": {\"n\": -1.50e+3}},"
+	    "{\"ph\": \"X\", \"name\": \"c\", \"args\": {\"t\": true}},"
+	    "{\"ph\": \"X\", \"name\": \"d\", \"args\": {\"f\": false}},"
+	    "{\"ph\": \"X\", \"name\": \"e\", \"args\": {\"z\": null}},"
+	    "{\"ph\": \"X\", \"name\": \"f\", \"args\": {\"a\": [1, \"x\\ty\", {\"k\": false}]}}]}";
+	struct got g;
+	struct tr_stats st;
+	char err[256];
+	assert_int_equal(read_text(text, sizeof(text) - 1, &g, &st, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 6);
+	assert_string_equal(g.arg[0], "s=\"q\\\"b\\\\c\\n\\t\\r\\f\\b\\u001F/\xc3\xa9\"");
+	assert_string_equal(g.arg[1], "n=-1.50e+3");
+	assert_string_equal(g.arg[2], "t=true");
+	assert_string_equal(g.arg[3], "f=false");
+	assert_string_equal(g.arg[4], "z=null");
+	assert_string_equal(g.arg[5], "a=[1,\"x\\ty\",{\"k\":false}]");
+}
+
 /* convert writes such a name whole, as valid JSON. */
 static void test_convert_keeps_nul_names(void **state)
 {
@@ -373,6 +401,7 @@ int main(void)
 	    cmocka_unit_test(test_long_member_and_error_offset),
 	    cmocka_unit_test(test_long_number_refused),
 	    cmocka_unit_test(test_nul_in_strings),
+	    cmocka_unit_test(test_arg_values_as_json),
 	    cmocka_unit_test(test_convert_keeps_nul_names),
 	    cmocka_unit_test(test_nul_at_the_limit),
 	    cmocka_unit_test(test_garbled_refused),

@@ -440,15 +440,55 @@ static int cap_token(struct reader *r, enum tok t, const char *s, size_t len)
 	return c->depth == 0 ? cap_end(r) : 1;
 }
 
+/* A string as yajl_gen_string writes it (yajl 2.1's yajl_string_encode,
+ * without escaping '/'): quoted, with \r \n \\ \" \f \b \t and other
+ * bytes below 0x20 as \u00XX. */
+static void cap_string(struct reader *r, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t beg = 0;
+	cap_print(r, "\"", 1);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '\\' && ch != '"')
+			continue;
+		char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+		const char *named = ch ? strchr("\r\n\\\"\f\b\t", ch) : NULL;
+		if (named)
+			esc[1] = "rn\\\"fbt"[named - "\r\n\\\"\f\b\t"];
+		cap_print(r, s + beg, i - beg);
+		cap_print(r, esc, esc[1] == 'u' ? 6 : 2);
+		beg = i + 1;
+	}
+	cap_print(r, s + beg, len - beg);
+	cap_print(r, "\"", 1);
+}
+
 /* Starts keeping the current value (whose key is r->key) in the next free
  * pair of arr, or drops it when arr is full. */
 static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsigned max, enum tok t,
                       const char *s, size_t len)
 {
 	int rc;
+	if (*n < max && t != T_START_MAP && t != T_START_ARRAY) {
+		/* A scalar: written as yajl_gen writes one, without its state. */
+		struct tr_pair *p = &arr[(*n)++];
+		memcpy(p->key, r->key, strlen(r->key) + 1);
+		r->cap =
+		    (struct capture){.target = CAP_PAIR, .buf = p->value, .cap = sizeof(p->value), .pair = p};
+		if (t == T_STRING)
+			cap_string(r, s, len);
+		else if (t == T_NUMBER)
+			cap_print(r, s, len);
+		else if (t == T_BOOL)
+			cap_print(r, len ? "true" : "false", len ? 4 : 5);
+		else
+			cap_print(r, "null", 4);
+		return cap_end(r);
+	}
 	if (*n < max) {
 		struct tr_pair *p = &arr[(*n)++];
-		memcpy(p->key, r->key, sizeof(p->key));
+		memcpy(p->key, r->key, strlen(r->key) + 1);
 		rc = cap_begin(r, CAP_PAIR, p);
 	} else {
 		r->stats->dropped++;
