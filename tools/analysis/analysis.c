@@ -144,15 +144,32 @@ void an_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 
 /* ---- collecting ---------------------------------------------------------- */
 
+/* Appends s to buf (len bytes, *n used), as much as fits with the NUL. */
+static void put(char *buf, size_t len, size_t *n, const char *s)
+{
+	size_t k = strlen(s);
+	if (k > len - 1 - *n)
+		k = len - 1 - *n;
+	memcpy(buf + *n, s, k);
+	*n += k;
+	buf[*n] = 0;
+}
+
+/* x AN_SEP y in a->key (these run once per event: no printf). */
 static const char *join(struct an_trace *a, const char *x, const char *y)
 {
-	snprintf(a->key, sizeof(a->key), "%s" AN_SEP "%s", x, y);
+	size_t n = 0;
+	put(a->key, sizeof(a->key), &n, x);
+	put(a->key, sizeof(a->key), &n, AN_SEP);
+	put(a->key, sizeof(a->key), &n, y);
 	return a->key;
 }
 
 static const char *ident_key(const struct tr_ident *id, char *buf, size_t len)
 {
-	snprintf(buf, len, "%c%s", id->kind == TR_NUMBER ? 'n' : id->kind == TR_STRING ? 's' : '-', id->text);
+	size_t n = 0;
+	put(buf, len, &n, id->kind == TR_NUMBER ? "n" : id->kind == TR_STRING ? "s" : "-");
+	put(buf, len, &n, id->text);
 	return buf;
 }
 
