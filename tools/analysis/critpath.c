@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sort.h"
 
 enum { K_PLAIN, K_CPU, K_GPU };                          /* event kinds: K_PLAIN is on no path */
 enum { E_OP, E_DEPENDENCY, E_LAUNCH, E_KERNEL, E_SYNC }; /* HTA's CPEdgeType */
@@ -25,7 +26,7 @@ struct cp_ev {
 	uint8_t kind, sync;
 	bool blocking, comm;
 	const struct an_hrec *h;
-	int64_t qrt, qk; /* GPU: the stream's queue length after its launch and after its start */
+	int32_t qrt, qk; /* GPU: the stream's queue length after its launch and after its start */
 };
 
 struct cp_node {
@@ -52,66 +53,77 @@ struct cp_graph {
 	size_t capdist;
 };
 
-/* A GPU event with its launch, in launch order per rank. */
+/* A GPU event with its launch, in launch order per rank. Ranks fit in
+ * 32 bits (rank_of_name). */
 struct glink {
-	int64_t rank, lts;
-	uint32_t seq, h; /* h: index in hrecs */
-	const struct an_hcpu *l;
+	int64_t lts;
+	int32_t rank;
+	uint32_t seq, h, l; /* h: index in hrecs; l: in hcpus */
 };
 
-struct qev {
-	int64_t rank, stream, ts;
-	uint32_t seq, h;
-	int d;
-};
-
-static int cmp_glink(const void *pa, const void *pb)
+static bool glink_less(const struct glink *x, const struct glink *y)
 {
-	const struct glink *x = pa, *y = pb;
 	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
+		return x->rank < y->rank;
 	if (x->lts != y->lts)
-		return x->lts < y->lts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+		return x->lts < y->lts;
+	return x->seq != y->seq ? x->seq < y->seq : x->h < y->h;
 }
 
-static int cmp_qev(const void *pa, const void *pb)
+AN_SORT_DEFINE(sort_glinks, struct glink, glink_less)
+
+static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 {
-	const struct qev *x = pa, *y = pb;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
 }
+
+/* A launch (+1) or GPU event start (-1) on a stream of one rank. */
+struct qev {
+	int64_t stream, ts;
+	uint32_t seq, hd; /* hd: the hrecs index << 1, | 1 for a launch */
+};
+
+static bool qev_less(const struct qev *x, const struct qev *y)
+{
+	if (x->stream != y->stream)
+		return x->stream < y->stream;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	return x->seq != y->seq ? x->seq < y->seq : x->hd < y->hd;
+}
+
+AN_SORT_DEFINE(sort_qevs, struct qev, qev_less)
 
 /* HTA's queue length per stream (TraceCounters), after each launch call
- * (qrt) and after each GPU event's start (qk); INT64_MIN where none. */
-static int queue_lengths(const struct an_trace *a, int64_t *qrt, int64_t *qk)
+ * (qrt) and after each GPU event's start (qk); INT32_MIN where none. One
+ * rank at a time (hrecs are sorted by rank). */
+static int queue_lengths(const struct an_trace *a, int32_t *qrt, int32_t *qk)
 {
+	if (a->nhrecs >= INT32_MAX / 2)
+		return -ENOMEM; /* the lengths and indexes below are 32 bits */
 	struct qev *q = malloc((2 * a->nhrecs + 1) * sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	size_t n = 0;
-	for (size_t i = 0; i < a->nhrecs; i++) {
-		const struct an_hrec *r = &a->hrecs[i];
-		int64_t rank = ((const struct an_process *)an_table_item(&a->pids, r->pid))->rank;
-		const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
-		qrt[i] = qk[i] = INT64_MIN;
-		if (!l || !l->queue)
-			continue;
-		q[n++] = (struct qev){rank, r->stream, l->ts, l->seq, (uint32_t)i, 1};
-		q[n++] = (struct qev){rank, r->stream, r->ts, r->seq, (uint32_t)i, -1};
-	}
-	an_sort(q, n, sizeof(*q), cmp_qev);
-	int64_t len = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i && (q[i].rank != q[i - 1].rank || q[i].stream != q[i - 1].stream))
-			len = 0;
-		len += q[i].d;
-		*(q[i].d > 0 ? &qrt[q[i].h] : &qk[q[i].h]) = len;
+	for (size_t from = 0, to; from < a->nhrecs; from = to) {
+		int64_t rank = pid_rank(a, a->hrecs[from].pid);
+		size_t n = 0;
+		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++) {
+			const struct an_hrec *r = &a->hrecs[to];
+			const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
+			qrt[to] = qk[to] = INT32_MIN;
+			if (!l || !l->queue)
+				continue;
+			q[n++] = (struct qev){r->stream, l->ts, l->seq, (uint32_t)to << 1 | 1};
+			q[n++] = (struct qev){r->stream, r->ts, r->seq, (uint32_t)to << 1};
+		}
+		sort_qevs(q, n);
+		int32_t len = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (i && q[i].stream != q[i - 1].stream)
+				len = 0;
+			len += q[i].hd & 1 ? 1 : -1;
+			*(q[i].hd & 1 ? &qrt[q[i].hd >> 1] : &qk[q[i].hd >> 1]) = len;
+		}
 	}
 	free(q);
 	return 0;
@@ -467,7 +479,7 @@ struct cp_ctx {
 	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
 	struct glink *gl;
 	size_t ngl;
-	int64_t *qrt, *qk;
+	int32_t *qrt, *qk;
 	uint32_t *stack;
 	size_t scap;
 };
@@ -492,7 +504,8 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	}
 	for (size_t i = lo; i < c->ngl && !rc && c->gl[i].rank == s->rank && c->gl[i].lts <= end; i++) {
 		const struct glink *k = &c->gl[i];
-		if (k->l->dur <= 0)
+		const struct an_hcpu *l = &a->hcpus[k->l];
+		if (l->dur <= 0)
 			continue;
 		const struct an_hrec *h = &a->hrecs[k->h];
 		const char *name = an_name(a, h->name);
@@ -504,7 +517,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .end = an_sat_add(h->ts, h->dur),
 		                              .name = h->name,
 		                              .parent = -1,
-		                              .launch = find_call(g, ncpu, k->l),
+		                              .launch = find_call(g, ncpu, l),
 		                              .kind = K_GPU,
 		                              .sync = sync,
 		                              .comm = h->type == AN_COMMUNICATION,
@@ -546,12 +559,13 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	}
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *h = &a->hrecs[i];
-		int64_t rank = ((const struct an_process *)an_table_item(&a->pids, h->pid))->rank;
+		int64_t rank = pid_rank(a, h->pid);
 		const struct an_hcpu *l = an_launch_of(a, h->corr, rank);
 		if (l)
-			c.gl[c.ngl++] = (struct glink){rank, l->ts, h->seq, (uint32_t)i, l};
+			c.gl[c.ngl++] = (struct glink){l->ts, (int32_t)rank, h->seq, (uint32_t)i,
+			                               (uint32_t)(l - a->hcpus)};
 	}
-	an_sort(c.gl, c.ngl, sizeof(*c.gl), cmp_glink);
+	sort_glinks(c.gl, c.ngl);
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
 	free(c.row_first);
