@@ -13,12 +13,13 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sort.h"
 
-/* A GPU event and the CPU call that launched it. */
+/* A GPU event (h, in hrecs) and the CPU call that launched it (l, in
+ * hcpus; lts its start). */
 struct link {
-	uint32_t row, name, seq;
-	int64_t lts, lend; /* the call */
-	int64_t ts, dur;   /* the GPU event */
+	int64_t lts;
+	uint32_t row, h, l;
 };
 
 /* An op that roots a sequence. */
@@ -42,19 +43,22 @@ static bool gpu_cat(const char *cat)
 	return an_name_in(cat, cats);
 }
 
-static int cmp_link(const void *pa, const void *pb)
+static const struct an_trace *sort_trace; /* for link_less */
+
+static bool link_less(const struct link *x, const struct link *y)
 {
-	const struct link *x = pa, *y = pb;
 	if (x->row != y->row)
-		return x->row < y->row ? -1 : 1;
+		return x->row < y->row;
 	if (x->lts != y->lts)
-		return x->lts < y->lts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+		return x->lts < y->lts;
+	return sort_trace->hrecs[x->h].seq < sort_trace->hrecs[y->h].seq;
 }
+
+AN_SORT_DEFINE(sort_links, struct link, link_less)
 
 static int cmp_kernel_ts(const void *pa, const void *pb)
 {
-	const struct link *x = *(const struct link *const *)pa, *y = *(const struct link *const *)pb;
+	const struct an_hrec *x = *(const struct an_hrec *const *)pa, *y = *(const struct an_hrec *const *)pb;
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -74,38 +78,83 @@ static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
 		const struct an_process *p = an_table_item(&a->pids, r->pid);
 		const struct an_hcpu *l = an_launch_of(a, r->corr, p->rank);
 		if (l)
-			(*out)[(*n)++] = (struct link){
-			    l->row, r->name, r->seq, l->ts, an_sat_add(l->ts, l->dur), r->ts, r->dur};
+			(*out)[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i, (uint32_t)(l - a->hcpus)};
 	}
-	an_sort(*out, *n, sizeof(**out), cmp_link);
+	sort_trace = a;
+	sort_links(*out, *n);
 	return 0;
 }
 
+/* What each root is counted with. */
+struct count_ctx {
+	const struct link *l;
+	size_t nl;
+	const struct an_hrec **k; /* room for nl */
+	char *key;
+	size_t cap;
+	struct an_table *by;
+};
+
+static int count_root(const struct an_trace *a, struct count_ctx *c, const struct root *r);
+
+/* Per name: 1 for GPU categories (skipped), 2 for cpu_op, 4 for a
+ * candidate under seq_op. */
+static uint8_t *name_flags(const struct an_trace *a)
+{
+	uint8_t *f = calloc(a->names.n ? a->names.n : 1, 1);
+	for (size_t i = 0; f && i < a->names.n; i++) {
+		const char *cat = an_name_cat(a, (uint32_t)i);
+		f[i] = (uint8_t)((gpu_cat(cat) ? 1 : 0) | (!strcmp(cat, "cpu_op") ? 2 : 0) |
+		                 (a->seq_op && strstr(an_name(a, (uint32_t)i), a->seq_op) ? 4 : 0));
+	}
+	return f;
+}
+
+/* The least depth of a candidate in each rank. */
+struct min_depth {
+	int64_t rank;
+	uint32_t depth;
+};
+
+struct min_depths {
+	struct min_depth *v;
+	size_t n, cap;
+};
+
 /* The candidate ops (x sorted by row, start, longest first, as self time
  * leaves it): with seq_op, CPU events whose name holds it, at the
- * shallowest depth of their rank's candidates; else cpu_ops with no cpu_op
- * around them. */
-static int collect_roots(const struct an_trace *a, struct root **out, size_t *n)
+ * shallowest depth of their rank's candidates (min, from a first walk with
+ * c NULL); else cpu_ops with no cpu_op around them. Each is counted as it
+ * is found. */
+static int walk_roots(const struct an_trace *a, const uint8_t *flags, struct min_depths *min,
+                      struct count_ctx *c)
 {
-	size_t cap = 0, *stack = NULL, depth = 0, scap = 0, ops = 0;
-	*out = NULL;
-	*n = 0;
+	size_t *stack = NULL, depth = 0, scap = 0, ops = 0;
 	int rc = 0;
 	for (size_t i = 0; i < a->nx && !rc; i++) {
 		const struct an_xrec *e = &a->x[i];
-		const char *cat = an_name_cat(a, e->name);
-		if (gpu_cat(cat))
+		uint8_t f = flags[e->name];
+		if (f & 1)
 			continue;
 		if (depth && e->row != a->x[stack[0]].row)
 			depth = ops = 0;
 		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
-			ops -= !strcmp(an_name_cat(a, a->x[stack[--depth]].name), "cpu_op");
-		bool cpu_op = !strcmp(cat, "cpu_op");
-		bool cand = a->seq_op ? strstr(an_name(a, e->name), a->seq_op) != NULL : cpu_op && !ops;
-		if (cand && AN_PUSH(*out, *n, cap,
-		                    (struct root){an_row_rank(a, e->row), e->row, e->name, (uint32_t)depth,
-		                                  e->ts, e->dur}))
-			rc = -ENOMEM;
+			ops -= (flags[a->x[stack[--depth]].name] & 2) != 0;
+		bool cpu_op = f & 2;
+		bool cand = a->seq_op ? (f & 4) != 0 : cpu_op && !ops;
+		if (cand) {
+			struct root r = {an_row_rank(a, e->row), e->row, e->name,
+			                 (uint32_t)depth,        e->ts,  e->dur};
+			size_t k = 0;
+			while (k < min->n && min->v[k].rank != r.rank)
+				k++;
+			if (!c && k == min->n)
+				rc = AN_PUSH(min->v, min->n, min->cap, (struct min_depth){r.rank, r.depth});
+			else if (!c && r.depth < min->v[k].depth)
+				min->v[k].depth = r.depth;
+			else if (c && (!a->seq_op || min->v[k].depth == r.depth))
+				rc = count_root(a, c, &r);
+		}
 		if (!rc && !an_grow((void **)&stack, depth, &scap, sizeof(*stack)))
 			rc = -ENOMEM;
 		if (!rc) {
@@ -114,29 +163,6 @@ static int collect_roots(const struct an_trace *a, struct root **out, size_t *n)
 		}
 	}
 	free(stack);
-	if (rc || !a->seq_op)
-		return rc;
-	/* HTA starts only from the shallowest candidates (per rank here). */
-	struct root *min = NULL; /* one per rank: its least depth */
-	size_t nmin = 0, mcap = 0, kept = 0;
-	for (size_t i = 0; i < *n && !rc; i++) {
-		size_t k = 0;
-		while (k < nmin && min[k].rank != (*out)[i].rank)
-			k++;
-		if (k == nmin)
-			rc = AN_PUSH(min, nmin, mcap, (*out)[i]);
-		else if ((*out)[i].depth < min[k].depth)
-			min[k].depth = (*out)[i].depth;
-	}
-	for (size_t i = 0; i < *n && !rc; i++) {
-		size_t k = 0;
-		while (min[k].rank != (*out)[i].rank)
-			k++;
-		if ((*out)[i].depth == min[k].depth)
-			(*out)[kept++] = (*out)[i];
-	}
-	free(min);
-	*n = kept;
 	return rc;
 }
 
@@ -152,7 +178,8 @@ static int append(char **s, size_t *n, size_t *cap, const char *text)
 }
 
 /* The GPU events of root r (launched inside it on its row), in start order. */
-static size_t kernels_of(const struct link *l, size_t nl, const struct root *r, const struct link **out)
+static size_t kernels_of(const struct an_trace *a, const struct link *l, size_t nl, const struct root *r,
+                         const struct an_hrec **out)
 {
 	int64_t end = an_sat_add(r->ts, r->dur);
 	size_t lo = 0, hi = nl, n = 0;
@@ -164,8 +191,8 @@ static size_t kernels_of(const struct link *l, size_t nl, const struct root *r, 
 			hi = mid;
 	}
 	for (size_t i = lo; i < nl && l[i].row == r->row && l[i].lts <= end; i++)
-		if (l[i].lend <= end)
-			out[n++] = &l[i];
+		if (an_sat_add(l[i].lts, a->hcpus[l[i].l].dur) <= end)
+			out[n++] = &a->hrecs[l[i].h];
 	an_sort(out, n, sizeof(*out), cmp_kernel_ts);
 	return n;
 }
@@ -180,42 +207,31 @@ static int cmp_kseq(const void *pa, const void *pb)
 	return strcmp(x->pattern, y->pattern);
 }
 
-/* Each root's sequence, interned by rank, op and kernel names. */
-static int count_patterns(const struct link *l, size_t nl, const struct root *r, size_t nr,
-                          struct an_table *by)
+/* Root r's sequence, interned by rank, op and kernel names. */
+static int count_root(const struct an_trace *a, struct count_ctx *c, const struct root *r)
 {
-	const struct link **k = malloc((nl ? nl : 1) * sizeof(*k));
-	char *key = NULL;
-	size_t cap = 0;
-	int rc = k ? 0 : -ENOMEM;
-	for (size_t i = 0; i < nr && !rc; i++) {
-		size_t nk = kernels_of(l, nl, &r[i], k), n = 0;
-		if (nk < AN_SEQ_MIN_LEN)
-			continue;
-		char num[48];
-		snprintf(num, sizeof(num), "%" PRId64 ",%" PRIu32, r[i].rank, r[i].name);
-		rc = append(&key, &n, &cap, num);
-		int64_t gpu = 0;
-		for (size_t j = 0; j < nk && !rc; j++) {
-			snprintf(num, sizeof(num), ",%" PRIu32, k[j]->name);
-			rc = append(&key, &n, &cap, num);
-			gpu = an_sat_add(gpu, k[j]->dur);
-		}
-		struct pattern *p = rc ? NULL : an_table_get(by, key);
-		if (!p) {
-			rc = -ENOMEM;
-			break;
-		}
-		*p = (struct pattern){r[i].rank,
-		                      r[i].name,
-		                      (uint32_t)nk,
-		                      p->count + 1,
-		                      an_sat_add(p->gpu, gpu),
-		                      an_sat_add(p->cpu, r[i].dur)};
+	size_t nk = kernels_of(a, c->l, c->nl, r, c->k), n = 0;
+	if (nk < AN_SEQ_MIN_LEN)
+		return 0;
+	char num[48];
+	snprintf(num, sizeof(num), "%" PRId64 ",%" PRIu32, r->rank, r->name);
+	int rc = append(&c->key, &n, &c->cap, num);
+	int64_t gpu = 0;
+	for (size_t j = 0; j < nk && !rc; j++) {
+		snprintf(num, sizeof(num), ",%" PRIu32, c->k[j]->name);
+		rc = append(&c->key, &n, &c->cap, num);
+		gpu = an_sat_add(gpu, c->k[j]->dur);
 	}
-	free(k);
-	free(key);
-	return rc;
+	struct pattern *p = rc ? NULL : an_table_get(c->by, c->key);
+	if (!p)
+		return -ENOMEM;
+	*p = (struct pattern){r->rank,
+	                      r->name,
+	                      (uint32_t)nk,
+	                      p->count + 1,
+	                      an_sat_add(p->gpu, gpu),
+	                      an_sat_add(p->cpu, r->dur)};
+	return 0;
 }
 
 /* The "op|kernel|..." text of an interned key ("rank,op,k1,k2,..."), and
@@ -241,17 +257,24 @@ static int pattern_of(const struct an_trace *a, const char *key, struct an_kseq 
 
 int an_kseq_compute(struct an_trace *a)
 {
-	struct link *l = NULL;
-	struct root *r = NULL;
-	size_t nl = 0, nr = 0;
 	struct an_table by = {.item_size = sizeof(struct pattern)};
-	int rc = collect_links(a, &l, &nl);
+	struct count_ctx c = {.by = &by};
+	struct min_depths min = {0};
+	struct link *l = NULL;
+	uint8_t *flags = name_flags(a);
+	int rc = flags ? collect_links(a, &l, &c.nl) : -ENOMEM;
+	c.l = l;
+	if (!rc && !(c.k = malloc((c.nl ? c.nl : 1) * sizeof(*c.k))))
+		rc = -ENOMEM;
+	if (!rc && a->seq_op)
+		rc = walk_roots(a, flags, &min, NULL);
 	if (!rc)
-		rc = collect_roots(a, &r, &nr);
-	if (!rc)
-		rc = count_patterns(l, nl, r, nr, &by);
+		rc = walk_roots(a, flags, &min, &c);
 	free(l);
-	free(r);
+	free(c.k);
+	free(c.key);
+	free(flags);
+	free(min.v);
 	if (!rc && by.n && !(a->kseqs = calloc(by.n, sizeof(*a->kseqs))))
 		rc = -ENOMEM;
 	for (size_t i = 0; i < by.n && !rc; i++) {
