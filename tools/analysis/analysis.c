@@ -1108,8 +1108,7 @@ static int64_t lat_percentile(const struct an_lat *l, size_t n, unsigned p)
 	return n ? l[rank ? rank - 1 : 0].latency : 0;
 }
 
-/* The latency percentiles per rank, from the latencies hta.c matched. */
-static int compute_latency(struct an_trace *a)
+int an_latency_compute(struct an_trace *a)
 {
 	struct an_lat *l = a->lats;
 	size_t n = a->nlats;
@@ -1262,8 +1261,6 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		rc = compute_kernels(a);
 	if (!rc)
 		rc = compute_copies(a);
-	if (!rc)
-		rc = compute_latency(a);
 	if (!rc)
 		rc = an_wall_compute(a);
 	if (!rc)

@@ -251,15 +251,16 @@ struct an_hrec {
 	uint32_t seq; /* file order */
 };
 
-/* A CPU-side event with a "correlation" arg (a runtime or driver call). */
+/* A CPU-side event with a "correlation" arg (a runtime or driver call);
+ * its pid is its row's. */
 struct an_hcpu {
-	uint32_t pid, row, name;
+	uint32_t row, name;
+	uint32_t seq;
 	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
 	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
 	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
 	uint64_t corr;
 	int64_t ts, dur;
-	uint32_t seq;
 };
 
 /* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
@@ -530,6 +531,9 @@ const char *an_name_cat(const struct an_trace *a, uint32_t i);
 /* The CPU event with correlation corr in rank (the first in the file), or
  * NULL (hta.c; hcpus sorted by correlation). */
 const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank);
+/* The launch latency percentiles per rank (a->latency) from the matched
+ * a->lats, which it frees (analysis.c). */
+int an_latency_compute(struct an_trace *a);
 /* The frequent kernel sequences, from the hrecs kept by HTA's step filter. */
 int an_kseq_compute(struct an_trace *a);
 void an_kseq_free(struct an_trace *a);

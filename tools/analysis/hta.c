@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sort.h"
 
 /* An integer arg (negative too); false when absent or not an integer. */
 static bool int_arg(const struct tr_event *ev, const char *key, int64_t *out)
@@ -115,9 +116,8 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	bool launch = an_name_in(ev->name, launch_names);
 	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
 	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
-	               (struct an_hcpu){r->pid, row, name, launch,
-	                                launch || an_name_in(ev->name, queue_names), *kept, (uint64_t)corr,
-	                                ev->ts_ns, dur, seq});
+	               (struct an_hcpu){row, name, seq, launch, launch || an_name_in(ev->name, queue_names),
+	                                *kept, (uint64_t)corr, ev->ts_ns, dur});
 }
 
 /* ---- spans ------------------------------------------------------------------ */
@@ -206,16 +206,15 @@ static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
 }
 
-static int cmp_hcpu(const void *pa, const void *pb)
+static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
 {
-	const struct an_hcpu *x = pa, *y = pb;
 	if (x->corr != y->corr)
-		return x->corr < y->corr ? -1 : 1;
-	int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
-	if (rx != ry)
-		return rx < ry ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+		return x->corr < y->corr;
+	int64_t rx = an_row_rank(cmp_trace, x->row), ry = an_row_rank(cmp_trace, y->row);
+	return rx != ry ? rx < ry : x->seq < y->seq;
 }
+
+AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
 
 /* The CPU event with correlation corr in rank (the first in the file), or NULL. */
 const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
@@ -231,7 +230,7 @@ const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int6
 			hi = mid;
 	}
 	for (size_t i = lo; i < a->nhcpus && a->hcpus[i].corr == corr; i++)
-		if (pid_rank(a, a->hcpus[i].pid) == rank)
+		if (an_row_rank(a, a->hcpus[i].row) == rank)
 			return &a->hcpus[i];
 	return NULL;
 }
@@ -253,9 +252,9 @@ static int cmp_corr(const void *pa, const void *pb)
  * when there are none (before false), every one after it (it waited for
  * them); of those in the kernel's rank, the nearest. */
 static void consider(const struct an_trace *a, const struct an_corr *k, bool before, uint32_t seq,
-                     uint32_t pid, int64_t ts, int64_t *lat, bool *found)
+                     int64_t rank, int64_t ts, int64_t *lat, bool *found)
 {
-	if ((seq < k->seq) != before || pid_rank(a, pid) != pid_rank(a, k->pid))
+	if ((seq < k->seq) != before || rank != pid_rank(a, k->pid))
 		return;
 	int64_t d = an_span(ts, k->ts);
 	if (!*found || d < *lat)
@@ -295,14 +294,17 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 		before = a->corrs[i].what == AN_CORR_LAUNCH && a->corrs[i].seq < k->seq;
 	for (size_t i = lo; i < end; i++)
 		if (a->hcpus[i].lat)
-			consider(a, k, before, a->hcpus[i].seq, a->hcpus[i].pid, a->hcpus[i].ts, lat, &found);
+			consider(a, k, before, a->hcpus[i].seq, an_row_rank(a, a->hcpus[i].row),
+			         a->hcpus[i].ts, lat, &found);
 	for (size_t i = lo2; i < end2; i++)
 		if (a->corrs[i].what == AN_CORR_LAUNCH)
-			consider(a, k, before, a->corrs[i].seq, a->corrs[i].pid, a->corrs[i].ts, lat, &found);
+			consider(a, k, before, a->corrs[i].seq, pid_rank(a, a->corrs[i].pid), a->corrs[i].ts,
+			         lat, &found);
 	return found;
 }
 
-/* Each kernel's launch latency (a->lats), with hcpus sorted by correlation. */
+/* Each kernel's launch latency, with hcpus sorted by correlation, and
+ * their percentiles per rank. */
 static int launch_latency(struct an_trace *a)
 {
 	an_sort(a->corrs, a->ncorrs, sizeof(*a->corrs), cmp_corr);
@@ -327,7 +329,7 @@ static int launch_latency(struct an_trace *a)
 	free(a->corrs);
 	a->corrs = NULL;
 	a->ncorrs = a->capcorrs = 0;
-	return 0;
+	return an_latency_compute(a);
 }
 
 static int cmp_hrec_time(const void *pa, const void *pb)
@@ -956,7 +958,7 @@ static int cmp_kname(const void *pa, const void *pb)
 int an_hta_compute(struct an_trace *a)
 {
 	cmp_trace = a;
-	an_sort(a->hcpus, a->nhcpus, sizeof(*a->hcpus), cmp_hcpu);
+	sort_hcpus(a->hcpus, a->nhcpus);
 	int rc = launch_latency(a);
 	an_sort(a->hrecs, a->nhrecs, sizeof(*a->hrecs), cmp_hrec_time);
 	struct an_step *steps = NULL;
