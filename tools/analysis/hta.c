@@ -332,18 +332,18 @@ static int launch_latency(struct an_trace *a)
 	return an_latency_compute(a);
 }
 
-static int cmp_hrec_time(const void *pa, const void *pb)
+static bool hrec_time_less(const struct an_hrec *x, const struct an_hrec *y)
 {
-	const struct an_hrec *x = pa, *y = pb;
-	int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
-	if (rx != ry)
-		return (uint64_t)rx < (uint64_t)ry ? -1 : 1; /* -1 (no rank) last */
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (x->pid != y->pid) {
+		int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
+		if (rx != ry)
+			return (uint64_t)rx < (uint64_t)ry; /* -1 (no rank) last */
+		return x->pid < y->pid;
+	}
+	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
+
+AN_SORT_DEFINE(sort_hrecs_time, struct an_hrec, hrec_time_less)
 
 /* ---- steps -------------------------------------------------------------------- */
 
@@ -600,21 +600,22 @@ static int type_times(struct an_trace *a, const struct dev_work *w, struct an_br
 	return 0;
 }
 
-static int cmp_by_type_name(const void *pa, const void *pb)
+/* Not a total order: only sums are taken in this order, and per_stream
+ * sorts the device's events again. */
+static bool by_type_name_less(const struct an_hrec *x, const struct an_hrec *y)
 {
-	const struct an_hrec *x = pa, *y = pb;
 	if (x->type != y->type)
-		return x->type < y->type ? -1 : 1;
-	if (x->name != y->name)
-		return x->name < y->name ? -1 : 1;
-	return x->dur < y->dur ? -1 : x->dur > y->dur;
+		return x->type < y->type;
+	return x->name != y->name ? x->name < y->name : x->dur < y->dur;
 }
+
+AN_SORT_DEFINE(sort_hrecs_type_name, struct an_hrec, by_type_name_less)
 
 /* get_gpu_kernel_breakdown's per-name rows (before its "others" grouping). */
 static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *cap)
 {
 	struct an_hrec *r = w->r; /* the unions are made: time order is no longer needed */
-	an_sort(r, w->n, sizeof(*r), cmp_by_type_name);
+	sort_hrecs_type_name(r, w->n);
 	int rc = 0;
 	for (size_t i = 0, j; i < w->n && !rc; i = j) {
 		struct an_kname k = {b->pid, b->rank, r[i].type, r[i].name, 0, 0, r[i].dur, r[i].dur, 0, 0};
@@ -634,15 +635,14 @@ static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_br
 	return rc;
 }
 
-static int cmp_by_stream(const void *pa, const void *pb)
+static bool by_stream_less(const struct an_hrec *x, const struct an_hrec *y)
 {
-	const struct an_hrec *x = pa, *y = pb;
 	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+		return x->stream < y->stream;
+	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
+
+AN_SORT_DEFINE(sort_hrecs_stream, struct an_hrec, by_stream_less)
 
 struct qev {
 	int64_t t;
@@ -714,7 +714,7 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 {
 	struct an_hrec *r = w->r; /* sorted in place, as for name_stats */
 	size_t all = w->n;
-	an_sort(r, all, sizeof(*r), cmp_by_stream);
+	sort_hrecs_stream(r, all);
 	int rc = 0;
 	for (size_t i = 0, j; i < all && !rc; i = j) {
 		for (j = i; j < all && r[j].stream == r[i].stream; j++)
@@ -960,7 +960,7 @@ int an_hta_compute(struct an_trace *a)
 	cmp_trace = a;
 	sort_hcpus(a->hcpus, a->nhcpus);
 	int rc = launch_latency(a);
-	an_sort(a->hrecs, a->nhrecs, sizeof(*a->hrecs), cmp_hrec_time);
+	sort_hrecs_time(a->hrecs, a->nhrecs);
 	struct an_step *steps = NULL;
 	struct rank_steps *ends = NULL;
 	size_t nsteps = 0, nends = 0;

@@ -597,19 +597,26 @@ void tr_event_reset(struct tr_event *ev, uint64_t offset)
 	ev->offset = offset;
 }
 
+/* Called for every member of every event: by length, then the bytes. */
 static enum field field_of(const char *key)
 {
-	static const struct {
-		const char *key;
-		enum field field;
-	} fields[] = {
-	    {"ph", F_PH}, {"cat", F_CAT}, {"name", F_NAME}, {"pid", F_PID},   {"tid", F_TID},
-	    {"id", F_ID}, {"ts", F_TS},   {"dur", F_DUR},   {"args", F_ARGS},
-	};
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (!strcmp(fields[i].key, key))
-			return fields[i].field;
-	return F_OTHER;
+	switch (strlen(key)) {
+	case 2:
+		return !strcmp(key, "ph")   ? F_PH
+		       : !strcmp(key, "id") ? F_ID
+		       : !strcmp(key, "ts") ? F_TS
+		                            : F_OTHER;
+	case 3:
+		return !strcmp(key, "cat")   ? F_CAT
+		       : !strcmp(key, "pid") ? F_PID
+		       : !strcmp(key, "tid") ? F_TID
+		       : !strcmp(key, "dur") ? F_DUR
+		                             : F_OTHER;
+	case 4:
+		return !strcmp(key, "name") ? F_NAME : !strcmp(key, "args") ? F_ARGS : F_OTHER;
+	default:
+		return F_OTHER;
+	}
 }
 
 static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
