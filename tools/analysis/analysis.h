@@ -244,11 +244,16 @@ struct an_hrec {
 	uint32_t pid, name;
 	int64_t ts, dur, stream;
 	uint64_t corr;
-	double bw;    /* "memory bandwidth (GB/s)" (0 without) */
-	uint8_t type; /* enum an_ktype */
+	uint8_t type; /* enum an_ktype; a MEMORY event's bandwidth is in an_trace.bws */
 	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
 	bool lat;     /* a kernel for launch latency, with corr as its correlation */
 	uint32_t seq; /* file order */
+};
+
+/* The "memory bandwidth (GB/s)" arg of a MEMORY event (an_hrec) with one. */
+struct an_bw {
+	uint32_t seq;
+	double bw;
 };
 
 /* A CPU-side event with a "correlation" arg (a runtime or driver call);
@@ -448,6 +453,8 @@ struct an_trace {
 	size_t nhrecs, caphrecs;
 	struct an_hcpu *hcpus;
 	size_t nhcpus, caphcpus;
+	struct an_bw *bws; /* in seq order */
+	size_t nbws, capbws;
 	uint64_t nseq;
 	struct an_step *steps; /* by rank, then start, then device */
 	size_t nsteps;

@@ -106,10 +106,14 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	uint32_t seq = (uint32_t)a->nseq++;
 	if (stream != -1) {
 		*kept = what == AN_CORR_KERNEL && has_corr && (uint64_t)corr == lcorr;
+		unsigned type = kernel_type(ev->name);
+		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
+		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
+			return -ENOMEM;
 		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
 		               (struct an_hrec){r->pid, name, ev->ts_ns, dur, stream,
-		                                has_corr ? (uint64_t)corr : UINT64_MAX, bw_arg(ev),
-		                                (uint8_t)kernel_type(ev->name), work, *kept, seq});
+		                                has_corr ? (uint64_t)corr : UINT64_MAX, (uint8_t)type, work,
+		                                *kept, seq});
 	}
 	if (!has_corr || corr == -1)
 		return 0;
@@ -825,6 +829,20 @@ static void copy_kind(const char *name, char out[16])
 		snprintf(out, 16, "%.11s", name);
 }
 
+/* The bandwidth of MEMORY event r (0 without). */
+static double bw_of(const struct an_trace *a, const struct an_hrec *r)
+{
+	size_t lo = 0, hi = a->nbws;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a->bws[mid].seq < r->seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < a->nbws && a->bws[lo].seq == r->seq ? a->bws[lo].bw : 0;
+}
+
 /* get_memory_bw_summary: per copy kind, +bandwidth at each start and -
  * at each end (a 0 ns copy lasts 1 µs, as in HTA), in time order; the
  * running sums above 0. */
@@ -846,8 +864,9 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 		char *kind = kinds[n / 2];
 		copy_kind(an_name(a, r->name), kind);
 		int64_t dur = r->dur ? r->dur : 1000;
-		e[n++] = (struct bw_edge){r->ts, r->bw, 2 * r->seq + 1, kind};
-		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -r->bw, 2 * r->seq, kind};
+		double bw = bw_of(a, r);
+		e[n++] = (struct bw_edge){r->ts, bw, 2 * r->seq + 1, kind};
+		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -bw, 2 * r->seq, kind};
 	}
 	an_sort(e, n, sizeof(*e), cmp_bw_edge);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
@@ -1021,8 +1040,10 @@ int an_hta_compute(struct an_trace *a)
 	 * computations that follow. */
 	free(a->hrecs);
 	free(a->hcpus);
+	free(a->bws);
 	a->hrecs = NULL;
 	a->hcpus = NULL;
+	a->bws = NULL;
 	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
 	return rc;
 }
@@ -1031,6 +1052,7 @@ void an_hta_free(struct an_trace *a)
 {
 	free(a->hrecs);
 	free(a->hcpus);
+	free(a->bws);
 	free(a->steps);
 	free(a->breakdown);
 	free(a->ktypes);
