@@ -29,8 +29,8 @@ struct cp_ev {
 	int32_t qrt, qk; /* GPU: the stream's queue length after its launch and after its start */
 };
 
+/* A node: the start or end of event ev. */
 struct cp_node {
-	int64_t ts;
 	uint32_t ev;
 	bool start;
 };
@@ -53,21 +53,26 @@ struct cp_graph {
 	size_t capdist;
 };
 
-/* A GPU event with its launch, in launch order per rank. Ranks fit in
- * 32 bits (rank_of_name). */
+/* A GPU event with its launch (at lts), in launch order within its rank's
+ * part of the list (struct gseg). */
 struct glink {
 	int64_t lts;
-	int32_t rank;
-	uint32_t seq, h, l; /* h: index in hrecs; l: in hcpus */
+	uint32_t h, l; /* h: index in hrecs; l: in hcpus */
 };
+
+struct gseg {
+	int64_t rank;
+	size_t from, to;
+};
+
+static const struct an_hrec *sort_hrecs; /* for glink_less */
 
 static bool glink_less(const struct glink *x, const struct glink *y)
 {
-	if (x->rank != y->rank)
-		return x->rank < y->rank;
 	if (x->lts != y->lts)
 		return x->lts < y->lts;
-	return x->seq != y->seq ? x->seq < y->seq : x->h < y->h;
+	uint32_t sx = sort_hrecs[x->h].seq, sy = sort_hrecs[y->h].seq;
+	return sx != sy ? sx < sy : x->h < y->h;
 }
 
 AN_SORT_DEFINE(sort_glinks, struct glink, glink_less)
@@ -131,16 +136,23 @@ static int queue_lengths(const struct an_trace *a, int32_t *qrt, int32_t *qk)
 
 /* ---- building one step's graph -------------------------------------------------- */
 
-static int add_node(struct cp_graph *g, uint32_t ev, int64_t ts, bool start)
+static int add_node(struct cp_graph *g, uint32_t ev, bool start)
 {
-	return AN_PUSH(g->nodes, g->nnodes, g->capnodes, (struct cp_node){ts, ev, start});
+	return AN_PUSH(g->nodes, g->nnodes, g->capnodes, (struct cp_node){ev, start});
+}
+
+/* The time of node v. */
+static int64_t node_ts(const struct cp_graph *g, uint32_t v)
+{
+	const struct cp_ev *e = &g->ev[g->nodes[v].ev];
+	return g->nodes[v].start ? e->ts : e->end;
 }
 
 static int add_ev(struct cp_graph *g, struct cp_ev e)
 {
 	e.node = (uint32_t)g->nnodes;
 	if (e.kind != K_PLAIN &&
-	    (add_node(g, (uint32_t)g->nev, e.ts, true) || add_node(g, (uint32_t)g->nev, e.end, false)))
+	    (add_node(g, (uint32_t)g->nev, true) || add_node(g, (uint32_t)g->nev, false)))
 		return -ENOMEM;
 	return AN_PUSH(g->ev, g->nev, g->capev, e);
 }
@@ -148,7 +160,7 @@ static int add_ev(struct cp_graph *g, struct cp_ev e)
 static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type, bool zero, int32_t attr)
 {
 	int64_t w =
-	    zero || type == E_DEPENDENCY || type == E_SYNC ? 0 : an_span(g->nodes[src].ts, g->nodes[dst].ts);
+	    zero || type == E_DEPENDENCY || type == E_SYNC ? 0 : an_span(node_ts(g, src), node_ts(g, dst));
 	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, w, attr, type});
 }
 
@@ -328,7 +340,7 @@ static int gpu_edges(struct cp_graph *g, size_t first)
 		}
 		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)idx[i]);
 		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
-		if (!rc && e->qrt == 1 && e->qk == 0 && e->launch >= 0 && (!l || g->nodes[l->node].ts < lts))
+		if (!rc && e->qrt == 1 && e->qk == 0 && e->launch >= 0 && (!l || node_ts(g, l->node) < lts))
 			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
 		else if (!rc && l)
 			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)g->nodes[l->node].ev);
@@ -479,6 +491,8 @@ struct cp_ctx {
 	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
 	struct glink *gl;
 	size_t ngl;
+	struct gseg *seg; /* one per rank */
+	size_t nseg, capseg;
 	int32_t *qrt, *qk;
 	uint32_t *stack;
 	size_t scap;
@@ -494,15 +508,20 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		if (c->row_first[r] < c->row_first[r + 1] && an_row_rank(a, r) == s->rank)
 			rc = cpu_row(a, g, c->row_first[r], c->row_first[r + 1], s->ts, end, &c->stack,
 			             &c->scap);
-	size_t ncpu = g->nev, lo = 0, hi = c->ngl;
+	size_t ncpu = g->nev, lo = 0, hi = 0, sg = 0;
+	while (sg < c->nseg && c->seg[sg].rank != s->rank)
+		sg++;
+	if (sg < c->nseg)
+		lo = c->seg[sg].from, hi = c->seg[sg].to;
+	size_t last = hi;
 	while (lo < hi) { /* the first GPU event of the rank launched in the step */
 		size_t mid = (lo + hi) / 2;
-		if (c->gl[mid].rank < s->rank || (c->gl[mid].rank == s->rank && c->gl[mid].lts < s->ts))
+		if (c->gl[mid].lts < s->ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < c->ngl && !rc && c->gl[i].rank == s->rank && c->gl[i].lts <= end; i++) {
+	for (size_t i = lo; i < last && !rc && c->gl[i].lts <= end; i++) {
 		const struct glink *k = &c->gl[i];
 		const struct an_hcpu *l = &a->hcpus[k->l];
 		if (l->dur <= 0)
@@ -557,19 +576,26 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 			c.row_first[r + 1] += c.row_first[r];
 		rc = queue_lengths(a, c.qrt, c.qk);
 	}
+	/* hrecs come rank by rank */
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *h = &a->hrecs[i];
 		int64_t rank = pid_rank(a, h->pid);
-		const struct an_hcpu *l = an_launch_of(a, h->corr, rank);
+		if (!c.nseg || c.seg[c.nseg - 1].rank != rank)
+			rc = AN_PUSH(c.seg, c.nseg, c.capseg, (struct gseg){rank, c.ngl, c.ngl});
+		const struct an_hcpu *l = rc ? NULL : an_launch_of(a, h->corr, rank);
 		if (l)
-			c.gl[c.ngl++] = (struct glink){l->ts, (int32_t)rank, h->seq, (uint32_t)i,
-			                               (uint32_t)(l - a->hcpus)};
+			c.gl[c.ngl++] = (struct glink){l->ts, (uint32_t)i, (uint32_t)(l - a->hcpus)};
+		if (!rc)
+			c.seg[c.nseg - 1].to = c.ngl;
 	}
-	sort_glinks(c.gl, c.ngl);
+	sort_hrecs = a->hrecs;
+	for (size_t k = 0; k < c.nseg; k++)
+		sort_glinks(c.gl + c.seg[k].from, c.seg[k].to - c.seg[k].from);
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
 	free(c.row_first);
 	free(c.gl);
+	free(c.seg);
 	free(c.qrt);
 	free(c.qk);
 	free(c.stack);
