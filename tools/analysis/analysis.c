@@ -413,6 +413,38 @@ static int on_flow(struct an_trace *a, const struct tr_event *ev)
 	                                start ? AN_CORR_LAUNCH : AN_CORR_KERNEL});
 }
 
+static bool same_ident(const struct tr_ident *id, int kind, const char *text)
+{
+	return (int)id->kind == kind && !strcmp(id->text, text);
+}
+
+/* The row of ev's pid and tid, NULL when out of memory. The last one is
+ * remembered: a thread's events come in runs. */
+static struct an_row *row_of(struct an_trace *a, const struct tr_event *ev)
+{
+	struct an_last_row *last = &a->last_row;
+	if (last->valid && same_ident(&ev->pid, last->pid_kind, last->pid) &&
+	    same_ident(&ev->tid, last->tid_kind, last->tid))
+		return an_table_item(&a->rows, last->row);
+	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
+	ident_key(&ev->pid, pid, sizeof(pid));
+	struct an_row *row = an_table_get(&a->rows, join(a, pid, ident_key(&ev->tid, tid, sizeof(tid))));
+	if (!row)
+		return NULL;
+	if (!row->tid_off) {
+		struct an_process *p = process_of(a, &ev->pid);
+		if (!p)
+			return NULL;
+		row->pid = (uint32_t)an_table_index(&a->pids, p);
+		row->tid_off = (uint32_t)strlen(pid) + 2;
+	}
+	*last = (struct an_last_row){
+	    true, (int)ev->pid.kind, (int)ev->tid.kind, (uint32_t)an_table_index(&a->rows, row), "", ""};
+	memcpy(last->pid, ev->pid.text, strlen(ev->pid.text) + 1);
+	memcpy(last->tid, ev->tid.text, strlen(ev->tid.text) + 1);
+	return row;
+}
+
 static int add_complete(struct an_trace *a, const struct tr_event *ev)
 {
 	if (!ev->has_ts) {
@@ -441,18 +473,9 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	if (dur > sn->max)
 		sn->max = dur;
 
-	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
-	ident_key(&ev->pid, pid, sizeof(pid));
-	struct an_row *row = an_table_get(&a->rows, join(a, pid, ident_key(&ev->tid, tid, sizeof(tid))));
+	struct an_row *row = row_of(a, ev);
 	if (!row)
 		return -ENOMEM;
-	if (!row->tid_off) {
-		struct an_process *p = process_of(a, &ev->pid);
-		if (!p)
-			return -ENOMEM;
-		row->pid = (uint32_t)an_table_index(&a->pids, p);
-		row->tid_off = (uint32_t)strlen(pid) + 2;
-	}
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
 	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur}))
 		return -ENOMEM;

@@ -75,6 +75,7 @@ struct an_name {
 	uint32_t cat_len; /* the name starts after cat_len + 1 key bytes */
 	uint64_t count;
 	int64_t total, self, max, wall, self_wall; /* as in an_category */
+	uint8_t hta; /* what HTA's analyses make of the name (hta.c), once known */
 };
 
 struct an_instant {
@@ -392,6 +393,14 @@ struct an_meta_num {
 	const char *raw;
 };
 
+/* The row the last complete event was on. */
+struct an_last_row {
+	bool valid;
+	int pid_kind, tid_kind; /* enum tr_ident_kind */
+	uint32_t row;
+	char pid[TR_SHORT_MAX], tid[TR_SHORT_MAX];
+};
+
 struct an_trace {
 	/* collected */
 	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs, tnames;
@@ -406,6 +415,7 @@ struct an_trace {
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
+	struct an_last_row last_row;
 	struct an_corr *corrs; /* launches and kernels HTA's records miss */
 	size_t ncorrs, capcorrs;
 	struct an_lat *lats; /* one per kernel with a launch found (hta.c) */

@@ -72,8 +72,11 @@ bool an_name_in(const char *name, const char *const *set)
 	return false;
 }
 
-int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
-               uint32_t what, uint64_t lcorr, bool *kept)
+/* an_name.hta: the kernel type in the low bits, then these; worked out
+ * the first time a name is seen (its category is part of it). */
+enum { H_KNOWN = 1 << 2, H_WORK = 1 << 3, H_LAUNCH = 1 << 4, H_QUEUE = 1 << 5 };
+
+static unsigned name_hta(struct an_trace *a, uint32_t name, const struct tr_event *ev)
 {
 	static const char *const launch_names[] = {"cudaLaunchKernel",
 	                                           "cudaLaunchKernelExC",
@@ -88,12 +91,27 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	                                          "hipMemcpyAsync",
 	                                          "hipMemcpyWithStream",
 	                                          NULL};
+	struct an_name *sn = an_table_item(&a->names, name);
+	if (sn->hta & H_KNOWN)
+		return sn->hta;
+	bool work =
+	    !strcmp(ev->cat, "kernel") || !strcmp(ev->cat, "gpu_memcpy") || !strcmp(ev->cat, "gpu_memset");
+	bool launch = an_name_in(ev->name, launch_names);
+	bool queue = launch || an_name_in(ev->name, queue_names);
+	sn->hta = (uint8_t)(kernel_type(ev->name) | H_KNOWN | (work ? H_WORK : 0) | (launch ? H_LAUNCH : 0) |
+	                    (queue ? H_QUEUE : 0));
+	return sn->hta;
+}
+
+int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
+               uint32_t what, uint64_t lcorr, bool *kept)
+{
 	const struct an_row *r = an_table_item(&a->rows, row);
 	int64_t stream = -1, corr = -1;
 	bool has_stream = int_arg(ev, "stream", &stream);
 	bool has_corr = int_arg(ev, "correlation", &corr);
-	bool work =
-	    !strcmp(ev->cat, "kernel") || !strcmp(ev->cat, "gpu_memcpy") || !strcmp(ev->cat, "gpu_memset");
+	unsigned h = name_hta(a, name, ev);
+	bool work = h & H_WORK;
 	if (work && !has_stream) {
 		/* strobe's and other writers' GPU rows: the tid is the stream */
 		char *end;
@@ -106,7 +124,7 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	uint32_t seq = (uint32_t)a->nseq++;
 	if (stream != -1) {
 		*kept = what == AN_CORR_KERNEL && has_corr && (uint64_t)corr == lcorr;
-		unsigned type = kernel_type(ev->name);
+		unsigned type = h & 3;
 		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
@@ -117,11 +135,10 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	}
 	if (!has_corr || corr == -1)
 		return 0;
-	bool launch = an_name_in(ev->name, launch_names);
 	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
 	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
-	               (struct an_hcpu){row, name, seq, launch, launch || an_name_in(ev->name, queue_names),
-	                                *kept, (uint64_t)corr, ev->ts_ns, dur});
+	               (struct an_hcpu){row, name, seq, (h & H_LAUNCH) != 0, (h & H_QUEUE) != 0, *kept,
+	                                (uint64_t)corr, ev->ts_ns, dur});
 }
 
 /* ---- spans ------------------------------------------------------------------ */

@@ -1461,7 +1461,7 @@ int tr_read_file(const char *path, const struct tr_handler *h, struct tr_stats *
 const struct tr_pair *tr_event_arg(const struct tr_event *ev, const char *key)
 {
 	for (unsigned i = 0; i < ev->nargs; i++)
-		if (!strcmp(ev->args[i].key, key))
+		if (ev->args[i].key[0] == key[0] && !strcmp(ev->args[i].key, key))
 			return &ev->args[i];
 	return NULL;
 }
