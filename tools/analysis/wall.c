@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/sort.h"
 
 /* A stretch of time [s, e). */
 struct iv {
@@ -84,19 +85,22 @@ int an_split_async(struct an_trace *a)
 	return 0;
 }
 
-static int cmp_iv(const void *pa, const void *pb)
+/* By start only: stretches that start together merge into one union
+ * whichever comes first, so the in-place sort's order among them cannot
+ * show. */
+static bool iv_less(const struct iv *x, const struct iv *y)
 {
-	const struct iv *x = pa, *y = pb;
-	return x->s < y->s ? -1 : x->s > y->s;
+	return x->s < y->s;
 }
+
+AN_SORT_DEFINE(sort_ivs, struct iv, iv_less)
 
 /* What an event counts towards: its name, its category, its cpu_op row. */
 enum group { BY_NAME, BY_CAT, BY_OP };
 
 /* The stretches of one pass, bucketed by key: a counting walk sizes each
  * key's bucket, a second fills them. No key is stored and each bucket is
- * sorted alone, so the memory is 16 bytes a stretch plus the largest
- * bucket (qsort's buffer), not a sort of the whole array. */
+ * sorted alone, in place, so the memory is 16 bytes a stretch. */
 struct walk {
 	struct an_trace *a;
 	enum group by;
@@ -210,6 +214,9 @@ static int op_index(struct an_trace *a, uint32_t **out)
 			*slot = (uint32_t)i + 1;
 	}
 	for (size_t i = 0; i < a->nx && !rc; i++) {
+		op[i] = UINT32_MAX;
+		if (strcmp(an_name_cat(a, a->x[i].name), "cpu_op"))
+			continue; /* only cpu_ops have a row there */
 		const struct an_row *row = an_table_item(&a->rows, a->x[i].row);
 		const struct an_process *p = an_table_item(&a->pids, row->pid);
 		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, p->rank, a->x[i].name);
@@ -250,7 +257,7 @@ static int pass(struct walk *w, int (*walk)(struct walk *w),
 	for (size_t k = 0, from = 0; !rc && k < w->nkeys; from = w->at[k++]) {
 		struct iv *b = w->v + from;
 		size_t n = w->at[k] - from;
-		an_sort(b, n, sizeof(*b), cmp_iv);
+		sort_ivs(b, n);
 		for (size_t i = 0; i < n;) {
 			int64_t s = b[i].s, e = b[i].e;
 			for (i++; i < n && b[i].s <= e; i++)
