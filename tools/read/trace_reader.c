@@ -1023,6 +1023,25 @@ static const bool str_special[256] = {
     ['\\'] = true,
 };
 
+/* The first byte of [p, lim) that str_special marks, or lim: eight bytes
+ * at a time while none of them is a quote, a backslash or below 0x20 (the
+ * bit tricks are exact for these), then byte by byte. */
+static const char *string_run_end(const char *p, const char *lim)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	while (lim - p >= 8) {
+		uint64_t w;
+		memcpy(&w, p, sizeof(w));
+		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+		if ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs)
+			break;
+		p += 8;
+	}
+	while (p < lim && !str_special[(unsigned char)*p])
+		p++;
+	return p;
+}
+
 /* The quote that ends the current string has been written. */
 static void fix_end_string(struct fix *f)
 {
@@ -1140,8 +1159,7 @@ static int fix_chunk(struct reader *r, const unsigned char *in, size_t n, bool e
 				uint64_t room = f->slen < TR_STRING_MAX ? TR_STRING_MAX - f->slen : 0;
 				if ((uint64_t)(e - p) > room)
 					lim = p + room;
-				while (p < lim && !str_special[(unsigned char)*p])
-					p++;
+				p = string_run_end(p, lim);
 			}
 			memcpy(f->out + o, run, (size_t)(p - run));
 			o += (size_t)(p - run);
