@@ -396,11 +396,38 @@ static void test_odd_args(void **state)
 	remove_trace(path);
 }
 
+/* One launch runs two kernels (a graph), and a later launch with the same
+ * correlation comes after both: a kernel pairs with the launches before it
+ * in the file (only when there are none, with those after it), so the
+ * latencies are 10 and 30 µs, not 10 and 5 (or -15) from the later one.
+ * A third kernel with another correlation comes before its launch (its
+ * only one): 20. */
+static void test_graph_launch_and_later_launch(void **state)
+{
+	(void)state;
+	char *path =
+	    strdup(write_trace("{\"traceEvents\": [\n" LAUNCH(1, 90) KERNEL("a", 7, 100, 10, 1)
+	                           KERNEL("b", 7, 120, 10, 1) LAUNCH(1, 115) KERNEL("c", 7, 140, 5, 2)
+	                               LAUNCH(2, 120) "{\"ph\": \"i\", \"name\": \"end\", \"pid\": 100, "
+	                                              "\"tid\": 100, \"ts\": 200, \"s\": \"t\"}]}",
+	                       "graph.json"));
+	yajl_val v = summary_json(path);
+	yajl_val l = at(tu_get(v, "launch_latency"), 0);
+	assert_int_equal(num(l, "kernels"), 3);
+	assert_int_equal(num(l, "matched"), 3);
+	assert_int_equal(num(l, "p50_ns"), 20000);
+	assert_int_equal(num(l, "max_ns"), 30000);
+	assert_int_equal(num(l, "p90_ns"), 30000);
+	yajl_tree_free(v);
+	remove_trace(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_device_busy_and_gaps),
 	    cmocka_unit_test(test_kernels_copies_latency),
+	    cmocka_unit_test(test_graph_launch_and_later_launch),
 	    cmocka_unit_test(test_merged_ranks),
 	    cmocka_unit_test(test_libkineto_fixture),
 	    cmocka_unit_test(test_cpu_only_has_no_gpu_sections),
