@@ -54,14 +54,6 @@ struct packer {
 	bool oom;
 };
 
-static uint64_t hash(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
 static bool grow(void **p, size_t *cap, size_t need, size_t each)
 {
 	if (need <= *cap)
@@ -84,7 +76,7 @@ static bool rehash(struct packer *k)
 	if (!slots)
 		return false;
 	for (size_t id = 1; id < k->count; id++) {
-		size_t i = hash(k->blob + k->offs[id], k->offs[id + 1] - k->offs[id]) & (cap - 1);
+		size_t i = strb_hash_bytes(k->blob + k->offs[id], k->offs[id + 1] - k->offs[id]) & (cap - 1);
 		while (slots[i])
 			i = (i + 1) & (cap - 1);
 		slots[i] = (uint32_t)id;
@@ -110,7 +102,7 @@ static uint32_t intern(struct packer *k, const char *s, size_t *added)
 	}
 	if ((k->count + 1) * 2 > k->slot_cap && !rehash(k))
 		goto oom;
-	size_t i = hash(s, n) & (k->slot_cap - 1);
+	size_t i = strb_hash_bytes(s, n) & (k->slot_cap - 1);
 	for (; k->slots[i]; i = (i + 1) & (k->slot_cap - 1)) {
 		uint32_t id = k->slots[i];
 		if (k->offs[id + 1] - k->offs[id] == n && !memcmp(k->blob + k->offs[id], s, n))

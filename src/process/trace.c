@@ -97,7 +97,7 @@ struct strobe_trace *strb_trace_new(void)
 	return t;
 }
 
-static uint64_t hash_bytes(const char *s, size_t len)
+uint64_t strb_hash_bytes(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (size_t i = 0; i < len; i++)
@@ -115,7 +115,7 @@ static int strings_grow(struct strobe_trace *t)
 		const char *s = t->strings[i];
 		if (!s)
 			continue;
-		size_t j = hash_bytes(s, strlen(s)) & (cap - 1);
+		size_t j = strb_hash_bytes(s, strlen(s)) & (cap - 1);
 		while (n[j])
 			j = (j + 1) & (cap - 1);
 		n[j] = s;
@@ -132,7 +132,7 @@ const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len)
 		s = "", len = 0;
 	if ((t->string_count + 1) * 2 > t->string_cap && strings_grow(t))
 		return NULL;
-	size_t j = hash_bytes(s, len) & (t->string_cap - 1);
+	size_t j = strb_hash_bytes(s, len) & (t->string_cap - 1);
 	for (; t->strings[j]; j = (j + 1) & (t->string_cap - 1)) {
 		const char *c = t->strings[j];
 		if (!strncmp(c, s, len) && c[len] == 0)

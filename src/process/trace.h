@@ -117,6 +117,8 @@ struct strobe_trace {
 };
 
 struct strobe_trace *strb_trace_new(void);
+/* FNV-1a of len bytes at s: the hash of interned strings. */
+uint64_t strb_hash_bytes(const char *s, size_t len);
 /* A copy of s (len bytes) that lives as long as the trace; equal strings
  * share one copy. NULL only on allocation failure. */
 const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len);
