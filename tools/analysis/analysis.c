@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1252,13 +1251,6 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	a->counters.item_size = sizeof(struct an_series);
 	a->dirs.item_size = sizeof(struct an_count);
 	a->tnames.item_size = sizeof(struct an_tname);
-#ifdef M_MMAP_THRESHOLD
-	/* The per-event arrays grow by doubling and are freed as each analysis
-	 * is done with them: in mappings of their own their memory goes back
-	 * when freed (glibc would raise its threshold after the first such
-	 * free, and keep later ones in a heap that does not shrink). */
-	mallopt(M_MMAP_THRESHOLD, 1 << 20);
-#endif
 	struct tr_handler h = {on_event, on_member, a};
 	if (errlen)
 		*err = 0;

@@ -1,3 +1,4 @@
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,6 +56,14 @@ static int unknown(const char *name)
 
 int main(int argc, char **argv)
 {
+#ifdef M_MMAP_THRESHOLD
+	/* The analyses' per-event arrays grow by doubling and are freed as
+	 * each analysis is done with them: in mappings of their own their
+	 * memory goes back when freed (glibc would raise its threshold after
+	 * the first such free, and keep later ones in a heap that does not
+	 * shrink). A setting of the whole process: here, not in the library. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_USAGE;
