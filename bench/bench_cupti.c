@@ -200,6 +200,8 @@ int main(int argc, char **argv)
 	printf("packed block: %zu bytes, %.1f bytes per launch + kernel pair\n", r.pack_bytes,
 	       (double)r.pack_bytes / (double)n);
 	bench_report_size(&r.size, r.rss);
+	printf("trace memory after stop: %.1f bytes per launch + kernel pair\n",
+	       (double)r.size.held / (double)n);
 	strobe_shutdown();
 	return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef STROBE_BENCH_UTIL_H
 #define STROBE_BENCH_UTIL_H
 
+#include <malloc.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,7 +147,15 @@ static inline int bench_parse_args(int argc, char **argv, const char *name, long
 struct bench_trace_size {
 	size_t activities;
 	long long bytes; /* of the JSON file, -1 if unknown */
+	long long held;  /* heap bytes the trace held: in use before its destroy, less after */
 };
+
+/* Heap bytes in use (malloc's arenas and its mmapped blocks). */
+static inline long long bench_heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return (long long)(m.uordblks + m.hblkhd);
+}
 
 /* Saves t as plain JSON to dir/NAME.PID.json, marks *done right after the
  * save, measures and removes the file, and destroys t. Returns 0 or -1
@@ -162,7 +171,9 @@ static inline int bench_save(const char *name, strobe_trace *t, const char *dir,
 	size->bytes = rc == 0 && stat(path, &st) == 0 ? (long long)st.st_size : -1;
 	unlink(path);
 	size->activities = strobe_trace_activity_count(t);
+	long long heap = bench_heap_bytes();
 	strobe_trace_destroy(t);
+	size->held = heap - bench_heap_bytes();
 	if (rc) {
 		fprintf(stderr, "%s: save to %s failed: %s\n", name, path, strobe_last_error());
 		return -1;
@@ -219,7 +230,10 @@ static inline void bench_report_phases(const struct bench_summary *s, double rec
 
 static inline void bench_report_size(const struct bench_trace_size *size, long rss)
 {
-	printf("JSON size %.1f MB; RSS after stop %.1f GB\n", (double)size->bytes / 1e6, (double)rss / 1e9);
+	printf(
+	    "JSON size %.1f MB; RSS after stop %.1f GB; the trace held %.1f MB (%.1f bytes per activity)\n",
+	    (double)size->bytes / 1e6, (double)rss / 1e9, (double)size->held / 1e6,
+	    size->activities ? (double)size->held / (double)size->activities : 0.0);
 }
 
 #endif
