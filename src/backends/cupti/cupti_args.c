@@ -6,14 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CUDA 13.1's kernel record (CUpti_ActivityKernel11) appends the launch
- * priority to Kernel10; headers before 13.1 do not declare it. */
-#if CUPTI_API_VERSION >= 130100
-#define KERNEL_PRIORITY_OFFSET offsetof(CUpti_ActivityKernel11, priority)
-#else
-#define KERNEL_PRIORITY_OFFSET 216
-#endif
-
 struct strb_cupti_args *strb_cupti_args_new(bool has_priority)
 {
 	struct strb_cupti_args *x = calloc(1, sizeof(*x));
@@ -27,55 +19,83 @@ void strb_cupti_args_release(void *p)
 	struct strb_cupti_args *x = p;
 	if (!x)
 		return;
-	for (size_t i = 0; i < x->nkept; i++)
-		free(x->kept[i]);
-	free(x->kept);
 	free(x->occ);
+	free(x->shapes);
+	free(x->shape_slots);
 	free(x);
 }
 
-int strb_cupti_args_reserve(struct strb_cupti_args *x, size_t n)
+/* ---- kernel shapes ------------------------------------------------------------ */
+
+static size_t shape_hash(const struct strb_cupti_shape *s)
 {
-	if (x->nkept + n <= x->kept_cap)
-		return 0;
-	void **k = realloc(x->kept, (x->nkept + n) * sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	x->kept = k;
-	x->kept_cap = x->nkept + n;
-	return 0;
+	return (size_t)strb_hash_bytes((const char *)s, sizeof(*s));
 }
 
-void strb_cupti_args_keep(struct strb_cupti_args *x, void *buffer)
+static bool shapes_grow(struct strb_cupti_args *x)
 {
-	if (x->nkept < x->kept_cap)
-		x->kept[x->nkept++] = buffer;
+	if (x->nshapes == x->shapes_cap) {
+		size_t cap = x->shapes_cap ? x->shapes_cap * 2 : 64;
+		struct strb_cupti_shape *n = realloc(x->shapes, cap * sizeof(*n));
+		if (!n)
+			return false;
+		x->shapes = n;
+		x->shapes_cap = cap;
+	}
+	if ((x->nshapes + 1) * 2 <= x->slots_cap)
+		return true;
+	size_t cap = x->slots_cap ? x->slots_cap * 2 : 128;
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < x->nshapes; i++) {
+		size_t j = shape_hash(&x->shapes[i]) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = (uint32_t)i + 1;
+	}
+	free(x->shape_slots);
+	x->shape_slots = slots;
+	x->slots_cap = cap;
+	return true;
+}
+
+uint32_t strb_cupti_shape_index(struct strb_cupti_args *x, const struct strb_cupti_shape *s)
+{
+	if (x->nshapes >= UINT32_MAX - 1 || !shapes_grow(x))
+		return UINT32_MAX;
+	size_t j = shape_hash(s) & (x->slots_cap - 1);
+	for (uint32_t at; (at = x->shape_slots[j]); j = (j + 1) & (x->slots_cap - 1))
+		if (!memcmp(&x->shapes[at - 1], s, sizeof(*s)))
+			return at - 1;
+	x->shapes[x->nshapes] = *s;
+	x->shape_slots[j] = (uint32_t)++x->nshapes;
+	return (uint32_t)x->nshapes - 1;
 }
 
 /* ---- occupancy ---------------------------------------------------------------- */
 
 /* Threads per block; 0 for a shape no GPU runs (a dimension not positive,
  * or more threads than an int holds), which gets no occupancy. */
-static uint32_t block_size(const CUpti_ActivityKernel9 *k)
+static uint32_t block_size(const struct strb_cupti_shape *k)
 {
-	if (k->blockX <= 0 || k->blockY <= 0 || k->blockZ <= 0)
+	if (k->block[0] <= 0 || k->block[1] <= 0 || k->block[2] <= 0)
 		return 0;
-	uint64_t n = (uint64_t)k->blockX * (uint64_t)k->blockY;
+	uint64_t n = (uint64_t)k->block[0] * (uint64_t)k->block[1];
 	if (n > INT32_MAX)
 		return 0;
-	n *= (uint64_t)k->blockZ;
+	n *= (uint64_t)k->block[2];
 	return n > INT32_MAX ? 0 : (uint32_t)n;
 }
 
-static bool same_shape(const struct strb_cupti_occ *e, const CUpti_ActivityKernel9 *k)
+static bool same_shape(const struct strb_cupti_occ *e, const struct strb_cupti_shape *k)
 {
-	return e->used && e->device == k->deviceId && e->regs == k->registersPerThread &&
-	       e->block == block_size(k) && e->static_smem == k->staticSharedMemory &&
-	       e->dynamic_smem == k->dynamicSharedMemory;
+	return e->used && e->device == k->device && e->regs == k->regs && e->block == block_size(k) &&
+	       e->static_smem == k->static_smem && e->dynamic_smem == k->dynamic_smem;
 }
 
-static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32_t static_smem,
-                           int32_t dynamic_smem)
+static uint32_t occ_hash(uint32_t device, uint32_t regs, uint32_t block, int32_t static_smem,
+                         int32_t dynamic_smem)
 {
 	return strb_cupti_hash32(device * 31u + regs * 7919u + block * 104729u + (uint32_t)static_smem * 13u +
 	                         (uint32_t)dynamic_smem);
@@ -83,11 +103,10 @@ static uint32_t shape_hash(uint32_t device, uint32_t regs, uint32_t block, int32
 
 /* The slot of k's shape in the table: its entry, or the empty slot where
  * it goes. The table is never full (grown at half). */
-static struct strb_cupti_occ *occ_slot(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 *k)
+static struct strb_cupti_occ *occ_slot(const struct strb_cupti_args *x, const struct strb_cupti_shape *k)
 {
-	size_t j = shape_hash(k->deviceId, k->registersPerThread, block_size(k), k->staticSharedMemory,
-	                      k->dynamicSharedMemory) &
-	           (x->occ_cap - 1);
+	size_t j =
+	    occ_hash(k->device, k->regs, block_size(k), k->static_smem, k->dynamic_smem) & (x->occ_cap - 1);
 	while (x->occ[j].used && !same_shape(&x->occ[j], k))
 		j = (j + 1) & (x->occ_cap - 1);
 	return &x->occ[j];
@@ -106,7 +125,7 @@ static bool occ_grow(struct strb_cupti_args *x)
 		if (!e->used)
 			continue;
 		size_t j =
-		    shape_hash(e->device, e->regs, e->block, e->static_smem, e->dynamic_smem) & (cap - 1);
+		    occ_hash(e->device, e->regs, e->block, e->static_smem, e->dynamic_smem) & (cap - 1);
 		while (n[j].used)
 			j = (j + 1) & (cap - 1);
 		n[j] = *e;
@@ -138,9 +157,9 @@ static void limiting_factors(char *out, size_t len, unsigned f)
 
 /* CUDA's own occupancy calculator (header-only) on the device's limits. */
 const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, struct strobe_trace *t,
-                                                  const CUpti_ActivityKernel9 *k)
+                                                  const struct strb_cupti_shape *k)
 {
-	uint32_t dev = k->deviceId, block = block_size(k);
+	uint32_t dev = k->device, block = block_size(k);
 	if (dev >= STRB_CUPTI_MAX_DEVICES || !x->occ_known[dev] || !block)
 		return NULL;
 	if (x->occ_cap) {
@@ -151,8 +170,8 @@ const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, str
 	const struct cudaOccDeviceProp *prop = &x->occ_prop[dev];
 	struct cudaOccFuncAttributes attr = {
 	    .maxThreadsPerBlock = prop->maxThreadsPerBlock,
-	    .numRegs = k->registersPerThread,
-	    .sharedSizeBytes = k->staticSharedMemory,
+	    .numRegs = (int)k->regs,
+	    .sharedSizeBytes = (size_t)k->static_smem,
 	    .partitionedGCConfig = PARTITIONED_GC_OFF,
 	    .shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT,
 	    .maxDynamicSharedSizeBytes = prop->sharedMemPerBlockOptin,
@@ -164,7 +183,7 @@ const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, str
 	struct cudaOccResult r;
 	memset(&r, 0, sizeof(r));
 	if (cudaOccMaxActiveBlocksPerMultiprocessor(&r, prop, &attr, &state, (int)block,
-	                                            k->dynamicSharedMemory) != CUDA_OCC_SUCCESS)
+	                                            (size_t)k->dynamic_smem) != CUDA_OCC_SUCCESS)
 		return NULL;
 	char factors[64], json[512];
 	limiting_factors(factors, sizeof(factors), r.limitingFactors);
@@ -181,14 +200,9 @@ const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, str
 	if (!interned || !occ_grow(x))
 		return NULL;
 	struct strb_cupti_occ *e = occ_slot(x, k);
-	*e = (struct strb_cupti_occ){true,
-	                             dev,
-	                             k->registersPerThread,
-	                             block,
-	                             k->staticSharedMemory,
-	                             k->dynamicSharedMemory,
-	                             r.activeBlocksPerMultiprocessor,
-	                             interned};
+	*e = (struct strb_cupti_occ){
+	    true,    dev, k->regs, block, k->static_smem, k->dynamic_smem, r.activeBlocksPerMultiprocessor,
+	    interned};
 	x->occ_used++;
 	return e;
 }
@@ -257,23 +271,29 @@ static void bandwidth(struct strb_cupti_argv *g, uint64_t bytes, int64_t dur)
 		strb_cupti_arg_f(g, "memory bandwidth (GB/s)", (double)bytes / (double)dur);
 }
 
-static void kernel(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 *k, struct strb_cupti_argv *g)
+static void kernel(const struct strb_cupti_args *x, const struct strb_cupti_kernel *r,
+                   struct strb_cupti_argv *g)
 {
-	strb_cupti_arg_u(g, "queued", k->queued);
-	strb_cupti_placement(g, k->deviceId, k->contextId, k->streamId, k->correlationId);
-	strb_cupti_arg_i(g, "registers per thread", k->registersPerThread);
-	strb_cupti_arg_i(g, "shared memory", (int64_t)k->staticSharedMemory + k->dynamicSharedMemory);
-	uint32_t dev = k->deviceId, sms = dev < STRB_CUPTI_MAX_DEVICES ? x->sm_count[dev] : 0;
+	const struct strb_cupti_shape *k = &x->shapes[r->shape];
+	strb_cupti_arg_u(g, "queued", r->queued);
+	strb_cupti_placement(g, k->device, k->context, k->stream, r->corr);
+	strb_cupti_arg_i(g, "registers per thread", k->regs);
+	strb_cupti_arg_i(g, "shared memory", (int64_t)k->static_smem + k->dynamic_smem);
+	uint32_t dev = k->device, sms = dev < STRB_CUPTI_MAX_DEVICES ? x->sm_count[dev] : 0;
 	/* In float, as libkineto computes them: the same scenario writes the
 	 * same numbers (128 blocks on 132 SMs: 0.9696969985961914). */
-	float blocks = sms ? (float)((uint64_t)k->gridX * k->gridY * k->gridZ) / (float)sms : 0;
+	float blocks =
+	    sms ? (float)((uint64_t)k->grid[0] * (uint64_t)k->grid[1] * (uint64_t)k->grid[2]) / (float)sms
+	        : 0;
 	if (sms) {
 		strb_cupti_arg_f(g, "blocks per SM", blocks);
-		strb_cupti_arg_f(g, "warps per SM",
-		                 blocks * (float)((uint64_t)k->blockX * k->blockY * k->blockZ) / 32.0f);
+		strb_cupti_arg_f(
+		    g, "warps per SM",
+		    blocks * (float)((uint64_t)k->block[0] * (uint64_t)k->block[1] * (uint64_t)k->block[2]) /
+		        32.0f);
 	}
-	arg_dims(g, "grid", k->gridX, k->gridY, k->gridZ);
-	arg_dims(g, "block", k->blockX, k->blockY, k->blockZ);
+	arg_dims(g, "grid", k->grid[0], k->grid[1], k->grid[2]);
+	arg_dims(g, "block", k->block[0], k->block[1], k->block[2]);
 	const struct strb_cupti_occ *occ = NULL;
 	if (sms && x->occ_cap) {
 		occ = occ_slot(x, k);
@@ -291,11 +311,8 @@ static void kernel(const struct strb_cupti_args *x, const CUpti_ActivityKernel9 
 		g->s->args[g->n++] =
 		    (struct strobe_arg){.key = "occupancy", .kind = STROBE_ARG_JSON, .value.str = occ->json};
 	}
-	int32_t priority = 0;
-	if (x->has_priority)
-		memcpy(&priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(priority));
-	graph_and_channel(g, k->graphId, k->graphNodeId, x->has_priority ? &priority : NULL, k->channelID,
-	                  k->channelType);
+	graph_and_channel(g, k->graph_id, k->graph_node, x->has_priority ? &k->priority : NULL, k->channel,
+	                  k->channel_type);
 }
 
 size_t strb_cupti_render_args(const void *ctx, const void *rec, const struct strobe_activity *a,
@@ -304,44 +321,36 @@ size_t strb_cupti_render_args(const void *ctx, const void *rec, const struct str
 	const struct strb_cupti_args *x = ctx;
 	struct strb_cupti_argv g = {s, 0, 0};
 	int64_t dur = a->end_ns - a->start_ns;
-	switch (((const CUpti_Activity *)rec)->kind) {
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-	case CUPTI_ACTIVITY_KIND_KERNEL:
+	switch (*(const uint32_t *)rec) {
+	case STRB_CUPTI_REC_KERNEL:
 		kernel(x, rec, &g);
 		break;
-	case CUPTI_ACTIVITY_KIND_MEMCPY: {
-		const CUpti_ActivityMemcpy5 *m = rec;
-		strb_cupti_placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
+	case STRB_CUPTI_REC_MEMCPY:
+	case STRB_CUPTI_REC_MEMSET: {
+		const struct strb_cupti_xfer *m = rec;
+		strb_cupti_placement(&g, m->device, m->context, m->stream, m->corr);
 		bandwidth(&g, m->bytes, dur);
-		graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
+		graph_and_channel(&g, m->graph_id, m->graph_node, NULL, m->channel, m->channel_type);
 		break;
 	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-		const CUpti_ActivityMemcpyPtoP4 *m = rec;
-		strb_cupti_arg_u(&g, "fromDevice", m->srcDeviceId);
-		strb_cupti_arg_u(&g, "inDevice", m->deviceId);
-		strb_cupti_arg_u(&g, "toDevice", m->dstDeviceId);
-		strb_cupti_arg_u(&g, "fromContext", m->srcContextId);
-		strb_cupti_arg_u(&g, "inContext", m->contextId);
-		strb_cupti_arg_u(&g, "toContext", m->dstContextId);
-		strb_cupti_arg_u(&g, "stream", m->streamId);
-		strb_cupti_arg_u(&g, "correlation", m->correlationId);
+	case STRB_CUPTI_REC_MEMCPY2: {
+		const struct strb_cupti_xfer *m = rec;
+		strb_cupti_arg_u(&g, "fromDevice", m->src_device);
+		strb_cupti_arg_u(&g, "inDevice", m->device);
+		strb_cupti_arg_u(&g, "toDevice", m->dst_device);
+		strb_cupti_arg_u(&g, "fromContext", m->src_context);
+		strb_cupti_arg_u(&g, "inContext", m->context);
+		strb_cupti_arg_u(&g, "toContext", m->dst_context);
+		strb_cupti_arg_u(&g, "stream", m->stream);
+		strb_cupti_arg_u(&g, "correlation", m->corr);
 		bandwidth(&g, m->bytes, dur);
-		graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
+		graph_and_channel(&g, m->graph_id, m->graph_node, NULL, m->channel, m->channel_type);
 		break;
 	}
-	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		const CUpti_ActivityMemset4 *m = rec;
-		strb_cupti_placement(&g, m->deviceId, m->contextId, m->streamId, m->correlationId);
-		bandwidth(&g, m->bytes, dur);
-		graph_and_channel(&g, m->graphId, m->graphNodeId, NULL, m->channelID, m->channelType);
-		break;
-	}
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER: {
-		const CUpti_ActivityAPI *r = rec;
+	case STRB_CUPTI_REC_API: {
+		const struct strb_cupti_api *r = rec;
 		strb_cupti_arg_u(&g, "cbid", r->cbid);
-		strb_cupti_arg_u(&g, "correlation", r->correlationId);
+		strb_cupti_arg_u(&g, "correlation", a->id);
 		break;
 	}
 	default:

@@ -1,8 +1,10 @@
 /* The args of CUPTI activities, as libkineto writes them (reference
- * §7.7). Kernels, copies, memsets and runtime/driver calls keep their CUPTI
- * record with the trace and have their args rendered from it when a writer
- * reads them (trace.h, "Args rendered when they are read"); the rarer
- * records build theirs at conversion with the same helpers. */
+ * §7.7). Kernels, copies, memsets and runtime/driver calls keep a compact
+ * record of what their args need with the trace, and have their args
+ * rendered from it when a writer reads them (trace.h, "Args rendered when
+ * they are read"); the CUPTI buffers themselves become trace memory once
+ * walked. The rarer records build their args at conversion with the same
+ * helpers. */
 #ifndef STROBE_BACKENDS_CUPTI_ARGS_H
 #define STROBE_BACKENDS_CUPTI_ARGS_H
 
@@ -61,6 +63,51 @@ struct strb_cupti_occ {
 	const char *json; /* the "occupancy" object, interned in the trace */
 };
 
+/* The compact records an activity's args are rendered from. Each starts
+ * with its tag. */
+enum strb_cupti_tag {
+	STRB_CUPTI_REC_KERNEL = 1,
+	STRB_CUPTI_REC_API,     /* one per (runtime or driver, cbid), shared by every call */
+	STRB_CUPTI_REC_MEMCPY,  /* host <-> device or within a device */
+	STRB_CUPTI_REC_MEMCPY2, /* peer to peer */
+	STRB_CUPTI_REC_MEMSET,
+};
+
+/* What launches of a kernel share, kept once per distinct value: in a
+ * training step the same kernels run again and again with the same
+ * placement and shape. Zero-filled before it is set (compared as bytes). */
+struct strb_cupti_shape {
+	uint32_t device, context, stream, graph_id;
+	int32_t grid[3], block[3];
+	int32_t static_smem, dynamic_smem, priority;
+	uint32_t regs, channel, channel_type;
+	uint64_t graph_node;
+};
+
+/* A kernel: 24 bytes, against CUPTI's 208-byte record. */
+struct strb_cupti_kernel {
+	uint32_t tag;
+	uint32_t shape; /* index into strb_cupti_args.shapes */
+	uint32_t corr;
+	uint32_t pad;
+	uint64_t queued;
+};
+
+/* A runtime or driver call: its correlation id is the activity's id. */
+struct strb_cupti_api {
+	uint32_t tag, cbid;
+};
+
+/* A copy or a fill. */
+struct strb_cupti_xfer {
+	uint32_t tag, device, context, stream, corr;
+	uint32_t src_device, dst_device, src_context, dst_context; /* peer to peer */
+	uint32_t graph_id, channel, channel_type;
+	uint64_t bytes, graph_node;
+};
+
+#define STRB_CUPTI_API_CBIDS 1024
+
 /* What rendering needs besides the record: read-only once conversion ends,
  * so concurrent saves can render. Owned by the trace (its arg source). */
 struct strb_cupti_args {
@@ -71,27 +118,30 @@ struct strb_cupti_args {
 	/* Every launch shape seen, open addressing. */
 	struct strb_cupti_occ *occ;
 	size_t occ_cap, occ_used;
-	/* The activity buffers the records live in. */
-	void **kept;
-	size_t nkept, kept_cap;
+	/* Every kernel shape seen, and an open-addressing index over them
+	 * (slot = shape + 1, 0 = empty). */
+	struct strb_cupti_shape *shapes;
+	size_t nshapes, shapes_cap;
+	uint32_t *shape_slots;
+	size_t slots_cap;
+	/* The shared records of runtime and driver calls, by cbid. */
+	struct strb_cupti_api api[2][STRB_CUPTI_API_CBIDS];
 };
 
 struct strb_cupti_args *strb_cupti_args_new(bool has_priority);
-/* Frees x, its tables and the buffers it keeps (an arg source's release). */
+/* Frees x and its tables (an arg source's release). */
 void strb_cupti_args_release(void *x);
-/* Room to keep n more buffers. 0 or -ENOMEM. */
-int strb_cupti_args_reserve(struct strb_cupti_args *x, size_t n);
-/* Keeps a buffer (malloc'd) whose records are rendered, in room reserved
- * before. */
-void strb_cupti_args_keep(struct strb_cupti_args *x, void *buffer);
+/* The index of shape s in x's table, added when new; UINT32_MAX when out of
+ * memory. */
+uint32_t strb_cupti_shape_index(struct strb_cupti_args *x, const struct strb_cupti_shape *s);
 /* The kernel's occupancy, worked out and noted for rendering on its
  * shape's first launch; NULL when the device's limits are unknown or on
  * allocation failure. */
 const struct strb_cupti_occ *strb_cupti_occupancy(struct strb_cupti_args *x, struct strobe_trace *t,
-                                                  const CUpti_ActivityKernel9 *k);
+                                                  const struct strb_cupti_shape *k);
 
-/* Renders a kernel, copy, memset or runtime/driver record (an arg source's
- * render). */
+/* Renders a kernel, copy, memset or runtime/driver call from its compact
+ * record (an arg source's render). */
 size_t strb_cupti_render_args(const void *x, const void *rec, const struct strobe_activity *a,
                               struct strb_arg_scratch *s);
 

@@ -1,9 +1,9 @@
 /* CUPTI records -> strobe activities. Two passes over the buffers, as
  * records arrive out of order within and across buffers: the first builds
  * the correlation tables, the second writes activities. Kernels, copies,
- * memsets and calls keep their record, and its buffer, with the trace,
- * which renders their args from it when written (cupti_args.c); a buffer
- * with none of those becomes arena memory for the args of later records.
+ * memsets and calls keep a compact record of their args with the trace,
+ * which renders the args from it when written (cupti_args.c); each buffer,
+ * once walked, becomes arena memory for the trace.
  * GPU work is linked to strobe's ops and ranges through the call that
  * launched it: the innermost op (and range) open on that thread when the
  * call started. What is not CUPTI's (the correlation table, linking, rows,
@@ -31,6 +31,14 @@
 #define MAX_DEVICES             STRB_CUPTI_MAX_DEVICES
 #define STRB_CUPTI_VERSION_13_1 130100u /* kernel records carry the launch priority */
 
+/* CUDA 13.1's kernel record (CUpti_ActivityKernel11) appends the launch
+ * priority to Kernel10; headers before 13.1 do not declare it. */
+#if CUPTI_API_VERSION >= 130100
+#define KERNEL_PRIORITY_OFFSET offsetof(CUpti_ActivityKernel11, priority)
+#else
+#define KERNEL_PRIORITY_OFFSET 216
+#endif
+
 struct cuda_event {
 	uint32_t ctx, event, corr, stream;
 };
@@ -41,7 +49,7 @@ struct conv {
 	struct strb_gpu_buffer *buffers;
 
 	/* Names of runtime and driver calls, per cbid, made once. */
-	const char *api_names[2][1024];
+	const char *api_names[2][STRB_CUPTI_API_CBIDS];
 
 	uint32_t ctx_device[2 * MAX_DEVICES][2]; /* (context, device) pairs */
 	int nctx;
@@ -50,7 +58,12 @@ struct conv {
 	/* Device limits and launch shapes, kept for rendering args. */
 	struct strb_cupti_args *x;
 	struct strb_cuda_device dev[MAX_DEVICES]; /* from DEVICE records, then the driver */
-	bool rendered;                            /* the buffer being walked has records the trace renders */
+	/* Compact kernel records are taken from the trace's arena a block at
+	 * a time; the last shape looked up, as kernels repeat. */
+	struct strb_cupti_kernel *kfree;
+	size_t kleft;
+	struct strb_cupti_shape last_shape;
+	uint32_t last_index;
 
 	/* Sync rows named so far. */
 	uint64_t *sync_rows;
@@ -93,7 +106,8 @@ static uint32_t context_device(const struct conv *c, uint32_t ctx)
 
 /* Walks every record of every buffer. The first pass counts buffers whose
  * walk stopped on an invalid record; the last hands each buffer, once
- * walked, to the trace's arena. */
+ * walked, to the trace's arena: what the trace keeps of its records was
+ * copied out into compact records. */
 static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity *), bool last)
 {
 	for (struct strb_gpu_buffer *b = c->buffers; b && !c->g.rc; b = b->next) {
@@ -107,16 +121,8 @@ static void walk(struct conv *c, void (*fn)(struct conv *, const CUpti_Activity 
 			c->g.st->gpu_bad_buffers++;
 		if (!last)
 			continue;
-		/* Records rendered later keep their buffer alive (even after an
-		 * error: the trace points into it); the others' memory holds the
-		 * args of later records. Room to keep every buffer was made
-		 * before the walk. */
-		if (c->rendered)
-			strb_cupti_args_keep(c->x, b->data);
-		else
-			strb_arena_give(&c->g.t->arena, b->data, b->size);
+		strb_arena_give(&c->g.t->arena, b->data, b->size);
 		b->data = NULL;
-		c->rendered = false;
 	}
 }
 
@@ -207,13 +213,59 @@ static struct strobe_activity *emit(struct conv *c, enum strobe_activity_type ty
 	                     g ? g->n : 0);
 }
 
-/* The activity just emitted renders its args from rec, which its buffer
- * keeps alive. */
+/* The activity just emitted renders its args from rec, a compact record
+ * that lives as long as the trace. */
 static void render_from(struct conv *c, const void *rec)
 {
-	if (strb_trace_render_args(c->g.t, rec))
+	if (!rec || strb_trace_render_args(c->g.t, rec))
 		c->g.rc = -ENOMEM;
-	c->rendered = true;
+}
+
+#define KERNEL_BLOCK 2048 /* compact kernel records taken from the arena at once */
+
+static const struct strb_cupti_kernel *kernel_record(struct conv *c, const CUpti_ActivityKernel9 *k)
+{
+	struct strb_cupti_shape s;
+	memset(&s, 0, sizeof(s));
+	s.device = k->deviceId;
+	s.context = k->contextId;
+	s.stream = k->streamId;
+	s.graph_id = k->graphId;
+	s.grid[0] = k->gridX;
+	s.grid[1] = k->gridY;
+	s.grid[2] = k->gridZ;
+	s.block[0] = k->blockX;
+	s.block[1] = k->blockY;
+	s.block[2] = k->blockZ;
+	s.static_smem = k->staticSharedMemory;
+	s.dynamic_smem = k->dynamicSharedMemory;
+	if (c->x->has_priority)
+		memcpy(&s.priority, (const unsigned char *)k + KERNEL_PRIORITY_OFFSET, sizeof(s.priority));
+	s.regs = k->registersPerThread;
+	s.channel = k->channelID;
+	s.channel_type = (uint32_t)k->channelType;
+	s.graph_node = k->graphNodeId;
+	uint32_t shape = c->last_index;
+	if (shape == UINT32_MAX || memcmp(&s, &c->last_shape, sizeof(s))) {
+		shape = strb_cupti_shape_index(c->x, &s);
+		if (shape == UINT32_MAX)
+			return NULL;
+		c->last_shape = s;
+		c->last_index = shape;
+		/* The shape's occupancy, for rendering. */
+		if (s.device < MAX_DEVICES && c->x->sm_count[s.device])
+			strb_cupti_occupancy(c->x, c->g.t, &s);
+	}
+	if (!c->kleft) {
+		c->kfree = strb_arena_alloc(&c->g.t->arena, KERNEL_BLOCK * sizeof(*c->kfree));
+		if (!c->kfree)
+			return NULL;
+		c->kleft = KERNEL_BLOCK;
+	}
+	struct strb_cupti_kernel *r = c->kfree++;
+	c->kleft--;
+	*r = (struct strb_cupti_kernel){STRB_CUPTI_REC_KERNEL, shape, k->correlationId, 0, k->queued};
+	return r;
 }
 
 static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
@@ -225,14 +277,11 @@ static void kernel(struct conv *c, const CUpti_ActivityKernel9 *k)
 	const char *name = strb_gpu_kernel_name(&c->g, k->name);
 	if (!name)
 		return;
-	/* The shape's occupancy, for rendering. */
-	if (k->deviceId < MAX_DEVICES && c->x->sm_count[k->deviceId])
-		strb_cupti_occupancy(c->x, c->g.t, k);
 	struct strobe_activity *a =
 	    emit(c, STROBE_ACTIVITY_CONCURRENT_KERNEL, name, s, e, k->deviceId, k->streamId, NULL);
 	if (!a)
 		return;
-	render_from(c, k);
+	render_from(c, kernel_record(c, k));
 	struct strb_gpu_call *call = strb_gpu_link(&c->g, a, k->correlationId, s, true);
 	if (call)
 		call->got_kernel = true;
@@ -246,18 +295,21 @@ static const char *copy_name(char *buf, size_t len, uint8_t copy, uint8_t src, u
 	return buf;
 }
 
-/* Writes GPU work on its device/stream row and links it to its launch. */
-static struct strobe_activity *emit_gpu(struct conv *c, enum strobe_activity_type type, const char *name,
-                                        int64_t s, int64_t e, uint32_t device, uint32_t stream, uint32_t corr,
-                                        const void *rec)
+/* Writes a copy or fill on its device/stream row, its args rendered from a
+ * copy of f, and links it to its launch. */
+static void emit_xfer(struct conv *c, enum strobe_activity_type type, const char *name, int64_t s, int64_t e,
+                      const struct strb_cupti_xfer *f)
 {
-	struct strobe_activity *a = emit(c, type, strb_gpu_keep(&c->g, name), s, e, device, stream, NULL);
+	struct strobe_activity *a =
+	    emit(c, type, strb_gpu_keep(&c->g, name), s, e, f->device, f->stream, NULL);
 	if (!a)
-		return NULL;
+		return;
+	struct strb_cupti_xfer *rec = strb_arena_alloc(&c->g.t->arena, sizeof(*rec));
+	if (rec)
+		*rec = *f;
 	render_from(c, rec);
-	strb_gpu_link(&c->g, a, corr, s, true);
-	strb_gpu_note_row(&c->g, device, stream, s, e);
-	return a;
+	strb_gpu_link(&c->g, a, f->corr, s, true);
+	strb_gpu_note_row(&c->g, f->device, f->stream, s, e);
 }
 
 static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
@@ -268,7 +320,17 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, m);
+	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMCPY,
+	                            .device = m->deviceId,
+	                            .context = m->contextId,
+	                            .stream = m->streamId,
+	                            .corr = m->correlationId,
+	                            .graph_id = m->graphId,
+	                            .channel = m->channelID,
+	                            .channel_type = (uint32_t)m->channelType,
+	                            .bytes = m->bytes,
+	                            .graph_node = m->graphNodeId};
+	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, &f);
 }
 
 static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
@@ -279,7 +341,21 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, m->deviceId, m->streamId, m->correlationId, m);
+	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMCPY2,
+	                            .device = m->deviceId,
+	                            .context = m->contextId,
+	                            .stream = m->streamId,
+	                            .corr = m->correlationId,
+	                            .src_device = m->srcDeviceId,
+	                            .dst_device = m->dstDeviceId,
+	                            .src_context = m->srcContextId,
+	                            .dst_context = m->dstContextId,
+	                            .graph_id = m->graphId,
+	                            .channel = m->channelID,
+	                            .channel_type = (uint32_t)m->channelType,
+	                            .bytes = m->bytes,
+	                            .graph_node = m->graphNodeId};
+	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, &f);
 }
 
 static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
@@ -290,12 +366,33 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 		return;
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
-	emit_gpu(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, m->deviceId, m->streamId, m->correlationId, m);
+	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMSET,
+	                            .device = m->deviceId,
+	                            .context = m->contextId,
+	                            .stream = m->streamId,
+	                            .corr = m->correlationId,
+	                            .graph_id = m->graphId,
+	                            .channel = m->channelID,
+	                            .channel_type = (uint32_t)m->channelType,
+	                            .bytes = m->bytes,
+	                            .graph_node = m->graphNodeId};
+	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, &f);
+}
+
+/* The shared record of a call's args: its cbid (the correlation id is the
+ * activity's id). */
+static const struct strb_cupti_api *api_record(struct conv *c, bool runtime, uint32_t cbid)
+{
+	struct strb_cupti_api *r = cbid < STRB_CUPTI_API_CBIDS ? &c->x->api[runtime][cbid]
+	                                                       : strb_arena_alloc(&c->g.t->arena, sizeof(*r));
+	if (r)
+		*r = (struct strb_cupti_api){STRB_CUPTI_REC_API, cbid};
+	return r;
 }
 
 static const char *api_name(struct conv *c, bool runtime, uint32_t cbid)
 {
-	const char **slot_name = cbid < 1024 ? &c->api_names[runtime][cbid] : NULL;
+	const char **slot_name = cbid < STRB_CUPTI_API_CBIDS ? &c->api_names[runtime][cbid] : NULL;
 	if (slot_name && *slot_name)
 		return *slot_name;
 	char nb[128];
@@ -332,7 +429,7 @@ static void api(struct conv *c, const CUpti_ActivityAPI *r)
 	    name ? emit(c, type, name, call->start, call->end, c->g.t->pid, r->threadId, NULL) : NULL;
 	if (!a)
 		return;
-	render_from(c, r);
+	render_from(c, api_record(c, runtime, r->cbid));
 	a->id = r->correlationId;
 	a->linked_id = s.ext0 ? s.ext0 : call->op_id;
 	if (strb_cupti_flow_start(r->kind, r->cbid)) {
@@ -700,7 +797,7 @@ static void add_versions(struct conv *c)
 
 int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *buffers)
 {
-	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers};
+	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers, .last_index = UINT32_MAX};
 	strb_gpu_init(&c.g, t, w);
 	c.g.pauses = &strb_cupti.pauses;
 	c.g.count_unmatched = strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_RUNTIME) ||
@@ -726,11 +823,6 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	strb_gpu_link_calls(&c.g);
 	if (!c.g.rc)
 		mark_emitted(&c);
-	size_t nbuffers = 0;
-	for (struct strb_gpu_buffer *b = buffers; b; b = b->next)
-		nbuffers++;
-	if (!c.g.rc && strb_cupti_args_reserve(c.x, nbuffers))
-		c.g.rc = -ENOMEM;
 	size_t first = t->count;
 	if (!c.g.rc)
 		walk(&c, pass2, true);
@@ -740,8 +832,8 @@ int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, stru
 	}
 	if (!c.g.rc)
 		finish(&c);
-	/* Buffers the args did not need would stay with the trace until it is
-	 * destroyed: a trace of mostly filtered records would keep them all. */
+	/* Buffers the trace's memory did not need would stay with it until it
+	 * is destroyed: a trace of mostly filtered records would keep them all. */
 	strb_arena_drop_spare(&t->arena);
 	if (t->stats.gpu_rejected_buffers || t->stats.gpu_dropped_records)
 		LOGW("GPU records lost: %llu buffer requests refused, %llu records dropped by CUPTI",
