@@ -9,6 +9,7 @@
  */
 #include "test_cupti_common.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -1292,11 +1293,71 @@ static void test_fork_child_has_no_gpu(void **state)
 	yajl_tree_free(root);
 }
 
+/* Many launches of a few kernel shapes: each kernel's args come out as its
+ * own record had them (shapes are shared, the queued time and correlation
+ * are each kernel's), and the trace holds far less than the CUPTI records
+ * (a 208-byte kernel and a 40-byte call per pair) and its own activities
+ * would with them. */
+#define MANY_PAIRS 40000
+static void test_many_kernels_few_shapes(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CONCURRENT_KERNEL) |
+	          STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME),
+	      "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB=64");
+	static uint32_t first_corr;
+	for (uint32_t i = 0; i < MANY_PAIRS; i++) {
+		uint32_t corr = api_call(RUNTIME, LAUNCH);
+		if (!i)
+			first_corr = corr;
+		assert_int_equal(corr, first_corr + i);
+		CUpti_ActivityKernel10 k = kernel_now(corr, 0, 1 + i % 3, KERNEL_MANGLED);
+		k.gridX = (int32_t)(1 + i % 5);
+		k.blockX = 128;
+		k.queued = 1000 + i;
+		CT_QUEUE(k);
+	}
+	strobe_trace *t = end_trace();
+	yajl_val root = save_load(t, "many_kernels");
+	yajl_val evs = tu_events(root);
+	size_t kernels = 0;
+	for (size_t j = 0; j < YAJL_GET_ARRAY(evs)->len; j++) {
+		yajl_val ev = YAJL_GET_ARRAY(evs)->values[j];
+		const char *cat = tu_get_str(ev, "cat");
+		if (!cat || strcmp(cat, "kernel"))
+			continue;
+		uint32_t i = (uint32_t)arg_num(ev, "correlation") - first_corr;
+		assert_true(i < MANY_PAIRS);
+		assert_true(arg_num(ev, "stream") == 1 + i % 3);
+		assert_true(arg_num(ev, "queued") == 1000 + i);
+		assert_triple(ev, "grid", 1 + i % 5, 1, 1);
+		assert_triple(ev, "block", 128, 1, 1);
+		kernels++;
+	}
+	assert_int_equal(kernels, MANY_PAIRS);
+	yajl_tree_free(root);
+
+	struct mallinfo2 m = mallinfo2();
+	size_t before = m.uordblks + m.hblkhd;
+	strobe_trace_destroy(t);
+	m = mallinfo2();
+	size_t after = m.uordblks + m.hblkhd;
+	if (!before) {
+		/* Sanitizers' allocators do not report to mallinfo2. */
+		print_message("heap use not reported by this allocator: memory not checked\n");
+		return;
+	}
+	double per_pair = (double)(before - after) / MANY_PAIRS;
+	print_message("the trace held %.1f bytes per launch + kernel pair\n", per_pair);
+	assert_true(per_pair <= 300);
+}
+
 int main(void)
 {
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_kernel_and_runtime_records, setup),
+	    cmocka_unit_test_setup(test_many_kernels_few_shapes, setup),
 	    cmocka_unit_test_setup(test_device_and_occupancy, setup),
 	    cmocka_unit_test_setup(test_foreach_shows_gpu_args, setup),
 	    cmocka_unit_test_setup(test_memcpy_memset_records, setup),
