@@ -195,9 +195,11 @@ static void flow(struct writer *w, const struct strobe_activity *a)
 static void activity(struct writer *w, size_t idx)
 {
 	struct strb_jbuf *b = w->b;
-	const struct strobe_activity *a = &w->t->acts[idx];
+	struct strb_act_ref r;
+	strb_trace_get(w->t, idx, &r);
+	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
-	size_t an = strb_trace_args(w->t, idx, &w->scratch, &av);
+	size_t an = strb_trace_args(w->t, &r, &w->scratch, &av);
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		head(w, "i", a, a->start_ns);
 		args(w, a, av, an, false);
@@ -415,9 +417,7 @@ static void span(struct writer *w)
 {
 	struct strb_jbuf *b = w->b;
 	const struct strobe_trace *t = w->t;
-	size_t ops = 0;
-	for (size_t i = 0; i < t->count; i++)
-		ops += t->acts[i].type == STROBE_ACTIVITY_CPU_OP;
+	size_t ops = strb_trace_count_type(t, STROBE_ACTIVITY_CPU_OP);
 	strb_jbuf_lit(b, "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"" SPAN_NAME
 	                 " (0)\", \"pid\": \"Spans\", "
 	                 "\"tid\": \"" SPAN_NAME "\", \"ts\": ");

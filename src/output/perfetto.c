@@ -165,9 +165,11 @@ static void counter(struct pwriter *w, const struct strobe_activity *a, const st
 
 static void activity(struct pwriter *w, size_t idx)
 {
-	const struct strobe_activity *a = &w->t->acts[idx];
+	struct strb_act_ref r;
+	strb_trace_get(w->t, idx, &r);
+	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
-	size_t an = strb_trace_args(w->t, idx, &w->rendered, &av);
+	size_t an = strb_trace_args(w->t, &r, &w->rendered, &av);
 	if (strb_output_is_counter(a->type)) {
 		counter(w, a, av, an);
 		return;
@@ -258,9 +260,7 @@ static void metadata(struct pwriter *w)
 	    .type = STRB_PF_INSTANT, .track = track, .ts_ns = t->end_ns, .name = "Record Window End"};
 	strb_pfenc_event(w->e, &ev);
 
-	size_t ops = 0;
-	for (size_t i = 0; i < t->count; i++)
-		ops += t->acts[i].type == STROBE_ACTIVITY_CPU_OP;
+	size_t ops = strb_trace_count_type(t, STROBE_ACTIVITY_CPU_OP);
 	uint64_t spans = strb_pfenc_uuid(w->e);
 	strb_pfenc_track(w->e, spans, 0, "Spans");
 	struct strobe_arg op_count = {.key = "Op count", .kind = STROBE_ARG_U64, .value.u64 = ops};

@@ -177,5 +177,11 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 		     "was exhausted",
 		     s->dropped_events);
 	(void)w;
-	return rc ? -ENOMEM : 0;
+	if (rc)
+		return -ENOMEM;
+	/* Done changing it: the compact form from here on. Without the memory
+	 * to encode it the trace stays in its working form, whole. */
+	if (strb_trace_seal(t))
+		LOGW("out of memory compacting the trace: it keeps its larger working form");
+	return 0;
 }

@@ -149,10 +149,12 @@ static void pack_arg(struct packer *k, struct strb_pack_arg *out, const struct s
 /* Activity i and its args, appended; the bytes they add. */
 static size_t pack_act(struct packer *k, const struct strobe_trace *t, size_t i)
 {
-	const struct strobe_activity *a = &t->acts[i];
+	struct strb_act_ref r;
+	strb_trace_get(t, i, &r);
+	const struct strobe_activity *a = r.a;
 	struct strb_arg_scratch scratch;
 	const struct strobe_arg *args;
-	size_t n = strb_trace_args(t, i, &scratch, &args);
+	size_t n = strb_trace_args(t, &r, &scratch, &args);
 	size_t added = sizeof(struct strb_pack_act) + n * sizeof(struct strb_pack_arg);
 	if (!grow((void **)&k->acts, &k->acts_cap, k->nacts + 1, sizeof(*k->acts)) ||
 	    !grow((void **)&k->args, &k->args_cap, k->nargs + n, sizeof(*k->args))) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "process/store.h"
 
 struct strb_arena_chunk {
 	struct strb_arena_chunk *next;
@@ -175,6 +176,8 @@ int strb_trace_reserve(struct strobe_trace *t, size_t more)
 
 struct strobe_activity *strb_trace_push(struct strobe_trace *t)
 {
+	if (t->store) /* sealed: read-only */
+		return NULL;
 	if (t->count == t->cap && resize(t, t->cap ? t->cap * 2 : 4096))
 		return NULL;
 	struct strobe_activity *a = &t->acts[t->count++];
@@ -243,32 +246,93 @@ int strb_trace_render_args(struct strobe_trace *t, const void *rec)
 	return 0;
 }
 
-size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
+int strb_trace_seal(struct strobe_trace *t)
+{
+	if (t->store)
+		return 0;
+	struct strb_store *s;
+	int rc = strb_store_build(&s, t->acts, t->recs, t->count);
+	if (rc)
+		return rc;
+	t->store = s;
+	free(t->acts);
+	free(t->recs);
+	t->acts = NULL;
+	t->recs = NULL;
+	t->cap = 0;
+	return 0;
+}
+
+void strb_trace_get_stored(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
+{
+	strb_store_get(t->store, i, &r->tmp, &r->rec);
+	r->a = &r->tmp;
+}
+
+size_t strb_trace_args(const struct strobe_trace *t, const struct strb_act_ref *r, struct strb_arg_scratch *s,
                        const struct strobe_arg **out)
 {
-	if (t->recs && t->recs[i]) {
+	if (r->rec) {
 		*out = s->args;
-		return t->src.render(t->src.ctx, t->recs[i], &t->acts[i], s);
+		return t->src.render(t->src.ctx, r->rec, r->a, s);
 	}
-	*out = t->acts[i].args;
-	return t->acts[i].arg_count;
+	*out = r->a->args;
+	return r->a->arg_count;
+}
+
+size_t strb_trace_count_type(const struct strobe_trace *t, enum strobe_activity_type type)
+{
+	size_t n = 0;
+	struct strb_act_ref r;
+	for (size_t i = 0; i < t->count; i++) {
+		strb_trace_get(t, i, &r);
+		n += r.a->type == type;
+	}
+	return n;
+}
+
+size_t strb_trace_activity_bytes(const struct strobe_trace *t)
+{
+	size_t n = strb_store_bytes(t->store) + t->cap * sizeof(*t->acts);
+	if (t->recs)
+		n += t->cap * sizeof(*t->recs);
+	if (t->pub)
+		n += t->count * sizeof(*t->pub);
+	return n;
 }
 
 /* Rendered args become ordinary ones, for callers of strobe_trace_foreach,
  * who may keep the activities until the trace is destroyed. Writers go on
  * rendering (they never read these fields of such activities), so a save
- * running meanwhile is not disturbed. */
+ * running meanwhile is not disturbed. A sealed trace's activities are
+ * decoded into a public array first, once. */
 static int publish_args(struct strobe_trace *t)
 {
-	if (!t->recs)
+	if (!t->recs && !t->store)
 		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&t->publish_lock);
-	for (size_t i = 0; i < t->count && !t->published && !rc; i++) {
+	if (t->store && !t->pub) {
+		struct strobe_activity *pub = malloc((t->count ? t->count : 1) * sizeof(*pub));
+		const void **recs = malloc((t->count ? t->count : 1) * sizeof(*recs));
+		if (!pub || !recs) {
+			free(pub);
+			free(recs);
+			pthread_mutex_unlock(&t->publish_lock);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < t->count; i++)
+			strb_store_get(t->store, i, &pub[i], &recs[i]);
+		t->pub = pub;
+		t->recs = recs;
+		t->published = false;
+	}
+	struct strobe_activity *acts = t->store ? t->pub : t->acts;
+	for (size_t i = 0; i < t->count && t->recs && !t->published && !rc; i++) {
 		if (!t->recs[i])
 			continue;
 		struct strb_arg_scratch s;
-		size_t n = t->src.render(t->src.ctx, t->recs[i], &t->acts[i], &s);
+		size_t n = t->src.render(t->src.ctx, t->recs[i], &acts[i], &s);
 		struct strobe_arg *args = n ? strb_arena_alloc(&t->arena, n * sizeof(*args)) : NULL;
 		if (n && !args) {
 			rc = -ENOMEM;
@@ -285,8 +349,8 @@ static int publish_args(struct strobe_trace *t)
 				break;
 			}
 		}
-		t->acts[i].args = args;
-		t->acts[i].arg_count = rc ? 0 : n;
+		acts[i].args = args;
+		acts[i].arg_count = rc ? 0 : n;
 	}
 	if (!rc)
 		t->published = true;
@@ -344,6 +408,8 @@ void strobe_trace_destroy(strobe_trace *t)
 	if (t->src.release)
 		t->src.release(t->src.ctx);
 	free(t->recs);
+	free(t->pub);
+	strb_store_free(t->store);
 	pthread_mutex_destroy(&t->publish_lock);
 	strb_arena_free(&t->arena);
 	free(t->acts);
@@ -366,8 +432,9 @@ int strobe_trace_foreach(const strobe_trace *t, strobe_activity_cb cb, void *use
 	int prc = publish_args((struct strobe_trace *)t);
 	if (prc)
 		return strb_error(prc, "strobe_trace_foreach: out of memory for the activities' args");
+	const struct strobe_activity *acts = t->store ? t->pub : t->acts;
 	for (size_t i = 0; i < t->count; i++) {
-		int rc = cb(&t->acts[i], user_arg);
+		int rc = cb(&acts[i], user_arg);
 		if (rc)
 			return rc;
 	}

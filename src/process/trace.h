@@ -84,10 +84,19 @@ struct strb_arg_source {
 	void (*release)(void *ctx); /* frees ctx and the records, with the trace */
 };
 
+struct strb_store;
+
 struct strobe_trace {
 	struct strb_arena arena;
+	/* While processing builds the trace: the activities, changed in place.
+	 * Once sealed (strb_trace_seal), acts is NULL and they live in store,
+	 * read through strb_trace_get. */
 	struct strobe_activity *acts;
 	size_t count, cap;
+	struct strb_store *store;
+	/* The public form of a sealed trace's activities, built by the first
+	 * strobe_trace_foreach (under publish_lock). */
+	struct strobe_activity *pub;
 	struct strobe_resource *res;
 	size_t res_count, res_cap;
 	struct strobe_arg *meta;
@@ -133,9 +142,41 @@ int strb_trace_set_arg_source(struct strobe_trace *t, const struct strb_arg_sour
 /* Marks the activity just pushed (the last one) to have its args rendered
  * from rec; its own args must be empty. */
 int strb_trace_render_args(struct strobe_trace *t, const void *rec);
-/* The args of t->acts[i]: its own, or rendered into s. */
-size_t strb_trace_args(const struct strobe_trace *t, size_t i, struct strb_arg_scratch *s,
+/* Encodes the activities into the compact store and frees the array they
+ * were built in; the trace is read-only from then on. On -ENOMEM the trace
+ * is left as it was (still whole, only larger). */
+int strb_trace_seal(struct strobe_trace *t);
+
+/* One activity as a reader sees it: a points at it (into the trace, or at
+ * tmp when it was decoded from the store); rec is the record its args
+ * render from, or NULL. */
+struct strb_act_ref {
+	const struct strobe_activity *a;
+	const void *rec;
+	struct strobe_activity tmp;
+};
+
+void strb_trace_get_stored(const struct strobe_trace *t, size_t i, struct strb_act_ref *r);
+/* Activity i of t (sealed or not) into r; r->a stays valid until r is
+ * reused. Any number of threads may read a trace at once. */
+static inline void strb_trace_get(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
+{
+	if (!t->store) {
+		r->a = &t->acts[i];
+		r->rec = t->recs ? t->recs[i] : NULL;
+		return;
+	}
+	strb_trace_get_stored(t, i, r);
+}
+
+/* The args of r's activity: its own, or rendered into s. */
+size_t strb_trace_args(const struct strobe_trace *t, const struct strb_act_ref *r, struct strb_arg_scratch *s,
                        const struct strobe_arg **out);
+/* How many activities of this type the trace holds. */
+size_t strb_trace_count_type(const struct strobe_trace *t, enum strobe_activity_type type);
+/* Heap bytes the trace's activities take (array or store, record pointers,
+ * public copies). */
+size_t strb_trace_activity_bytes(const struct strobe_trace *t);
 /* Deep copy of a caller's activity (name interned, args copied). */
 int strb_trace_add_copy(struct strobe_trace *t, const struct strobe_activity *a);
 /* Deep copy of args into the arena. */

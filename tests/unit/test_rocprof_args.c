@@ -148,7 +148,10 @@ static void test_rendered_and_built_args_agree(void **state)
 	for (size_t i = 0; i < lazy->count; i++) {
 		struct strb_arg_scratch sl, sb;
 		const struct strobe_arg *al, *ab;
-		size_t nl = strb_trace_args(lazy, i, &sl, &al), nb = strb_trace_args(built, i, &sb, &ab);
+		struct strb_act_ref rl, rb;
+		strb_trace_get(lazy, i, &rl);
+		strb_trace_get(built, i, &rb);
+		size_t nl = strb_trace_args(lazy, &rl, &sl, &al), nb = strb_trace_args(built, &rb, &sb, &ab);
 		/* Rendered in one, the activity's own in the other. */
 		assert_true(lazy->recs && lazy->recs[i]);
 		assert_int_equal(lazy->acts[i].arg_count, 0);

@@ -1,0 +1,393 @@
+/* The compact store of a finished trace's activities (store.h). */
+#include "process/store.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A record: a 16-bit head (the type, and which fields follow), then the
+ * fields in this order, each only when its bit says so:
+ *   type            varint, when the head's type is TYPE_WIDE
+ *   flags           varint                              (H_FLAGS)
+ *   name            varint index into names
+ *   row             varint index into rows
+ *   start           zigzag varint, from the block's start
+ *   end             zigzag varint, from start           (H_END)
+ *   id              zigzag varint, from the block's id  (H_ID)
+ *   linked_id       zigzag varint, from the block's     (H_LINKED)
+ *   flow_id         varint, unless it equals id         (H_FLOW, H_FLOW_ID)
+ *   flow_kind       zigzag varint                       (H_FLOW)
+ *   category        varint index into names             (H_CAT)
+ *   arg_count, args varint, 8 bytes                     (H_ARGS)
+ *   record          zigzag varint, from the block's first or second
+ *                   record base                         (H_REC, H_REC2)
+ * Differences are taken modulo 2^64, so every value comes back exactly. */
+#define TYPE_BITS 6
+#define TYPE_WIDE ((1u << TYPE_BITS) - 1)
+enum {
+	H_FLAGS = 1u << 6,
+	H_END = 1u << 7,
+	H_ID = 1u << 8,
+	H_LINKED = 1u << 9,
+	H_FLOW = 1u << 10,
+	H_FLOW_ID = 1u << 11,
+	H_CAT = 1u << 12,
+	H_ARGS = 1u << 13,
+	H_REC = 1u << 14,
+	H_REC2 = 1u << 15,
+};
+
+#define MAX_RECORD 128        /* bytes one record can take, at most */
+#define REC_NEAR   (1u << 20) /* a record this close to the first base uses it */
+
+/* ---- encoding --------------------------------------------------------------------- */
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t zigzag(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+}
+
+/* Open addressing from a key to an index (slot = index + 1, 0 = empty). */
+struct map {
+	uint32_t *slots;
+	size_t cap;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+struct enc {
+	struct strb_store *s;
+	size_t cap; /* of s->bytes */
+	size_t names_cap, rows_cap;
+	struct map names, rows;
+	const char *last_name;
+	uint32_t last_name_at;
+	int64_t last_row[2];
+	uint32_t last_row_at;
+	bool have_last_row;
+};
+
+static bool map_grow(struct map *m, size_t used, uint64_t (*key)(const struct enc *, uint32_t),
+                     const struct enc *e)
+{
+	if ((used + 1) * 2 <= m->cap)
+		return true;
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	uint32_t *n = calloc(cap, sizeof(*n));
+	if (!n)
+		return false;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->slots[i])
+			continue;
+		size_t j = mix(key(e, m->slots[i] - 1)) & (cap - 1);
+		while (n[j])
+			j = (j + 1) & (cap - 1);
+		n[j] = m->slots[i];
+	}
+	free(m->slots);
+	m->slots = n;
+	m->cap = cap;
+	return true;
+}
+
+static bool grow_array(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 256;
+	while (c < need)
+		c *= 2;
+	void *n = realloc(*p, c * elem);
+	if (!n)
+		return false;
+	*p = n;
+	*cap = c;
+	return true;
+}
+
+static uint64_t name_key(const struct enc *e, uint32_t i)
+{
+	return (uint64_t)(uintptr_t)e->s->names[i];
+}
+
+static uint64_t row_key(const struct enc *e, uint32_t i)
+{
+	return (uint64_t)e->s->rows[i][0] * 0x9e3779b97f4a7c15ull ^ (uint64_t)e->s->rows[i][1];
+}
+
+/* The index of name n (NULL included), added when new; UINT32_MAX when out
+ * of memory. Names are compared as pointers: each keeps its own. */
+static uint32_t name_index(struct enc *e, const char *n)
+{
+	if (n == e->last_name && e->last_name_at != UINT32_MAX)
+		return e->last_name_at;
+	struct strb_store *s = e->s;
+	if (!map_grow(&e->names, s->nnames, name_key, e))
+		return UINT32_MAX;
+	size_t j = mix((uint64_t)(uintptr_t)n) & (e->names.cap - 1);
+	for (uint32_t at; (at = e->names.slots[j]); j = (j + 1) & (e->names.cap - 1)) {
+		if (s->names[at - 1] == n) {
+			e->last_name = n;
+			return e->last_name_at = at - 1;
+		}
+	}
+	if (s->nnames >= UINT32_MAX - 1 ||
+	    !grow_array((void **)&s->names, &e->names_cap, s->nnames + 1, sizeof(*s->names)))
+		return UINT32_MAX;
+	s->names[s->nnames] = n;
+	e->names.slots[j] = (uint32_t)++s->nnames;
+	e->last_name = n;
+	return e->last_name_at = (uint32_t)s->nnames - 1;
+}
+
+static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
+{
+	if (e->have_last_row && e->last_row[0] == device && e->last_row[1] == resource)
+		return e->last_row_at;
+	struct strb_store *s = e->s;
+	if (!map_grow(&e->rows, s->nrows, row_key, e))
+		return UINT32_MAX;
+	uint64_t k = (uint64_t)device * 0x9e3779b97f4a7c15ull ^ (uint64_t)resource;
+	size_t j = mix(k) & (e->rows.cap - 1);
+	uint32_t at;
+	for (; (at = e->rows.slots[j]); j = (j + 1) & (e->rows.cap - 1))
+		if (s->rows[at - 1][0] == device && s->rows[at - 1][1] == resource)
+			break;
+	if (!at) {
+		if (s->nrows >= UINT32_MAX - 1 ||
+		    !grow_array((void **)&s->rows, &e->rows_cap, s->nrows + 1, sizeof(*s->rows)))
+			return UINT32_MAX;
+		s->rows[s->nrows][0] = device;
+		s->rows[s->nrows][1] = resource;
+		e->rows.slots[j] = at = (uint32_t)++s->nrows;
+	}
+	e->have_last_row = true;
+	e->last_row[0] = device;
+	e->last_row[1] = resource;
+	return e->last_row_at = at - 1;
+}
+
+/* The bases of the block of activities [from, to). */
+static void block_bases(struct strb_store_block *b, const struct strobe_activity *acts,
+                        const void *const *recs, size_t from, size_t to)
+{
+	b->start = acts[from].start_ns;
+	b->id = b->linked = 0;
+	b->rec[0] = b->rec[1] = 0;
+	for (size_t i = from; i < to; i++) {
+		if (!b->id)
+			b->id = acts[i].id;
+		if (!b->linked)
+			b->linked = acts[i].linked_id;
+		uintptr_t r = recs ? (uintptr_t)recs[i] : 0;
+		if (!r)
+			continue;
+		if (!b->rec[0])
+			b->rec[0] = r;
+		else if (!b->rec[1] && r - b->rec[0] + REC_NEAR > 2 * (uintptr_t)REC_NEAR)
+			b->rec[1] = r;
+	}
+}
+
+static bool encode(struct enc *e, const struct strb_store_block *b, const struct strobe_activity *a,
+                   const void *rec)
+{
+	struct strb_store *s = e->s;
+	if (!grow_array((void **)&s->bytes, &e->cap, s->len + MAX_RECORD, 1))
+		return false;
+	uint32_t name = name_index(e, a->name), row = row_index(e, a->device, a->resource);
+	uint32_t cat = a->category ? name_index(e, a->category) : 0;
+	if (name == UINT32_MAX || row == UINT32_MAX || cat == UINT32_MAX)
+		return false;
+	uint32_t type = (uint32_t)a->type;
+	unsigned head = type < TYPE_WIDE ? type : TYPE_WIDE;
+	head |= a->flags ? H_FLAGS : 0;
+	head |= a->end_ns != a->start_ns ? H_END : 0;
+	head |= a->id ? H_ID : 0;
+	head |= a->linked_id ? H_LINKED : 0;
+	if (a->flow_id || a->flow_kind)
+		head |= H_FLOW | (a->flow_id && a->flow_id == a->id ? H_FLOW_ID : 0);
+	head |= a->category ? H_CAT : 0;
+	head |= a->args || a->arg_count ? H_ARGS : 0;
+	uintptr_t r = (uintptr_t)rec, base = b->rec[0];
+	if (r) {
+		head |= H_REC;
+		if (b->rec[1] && r - b->rec[0] + REC_NEAR > 2 * (uintptr_t)REC_NEAR) {
+			head |= H_REC2;
+			base = b->rec[1];
+		}
+	}
+	uint8_t *p = s->bytes + s->len;
+	*p++ = (uint8_t)head;
+	*p++ = (uint8_t)(head >> 8);
+	if ((head & TYPE_WIDE) == TYPE_WIDE)
+		p = put_varint(p, type);
+	if (head & H_FLAGS)
+		p = put_varint(p, a->flags);
+	p = put_varint(p, name);
+	p = put_varint(p, row);
+	p = put_varint(p, zigzag((uint64_t)a->start_ns - (uint64_t)b->start));
+	if (head & H_END)
+		p = put_varint(p, zigzag((uint64_t)a->end_ns - (uint64_t)a->start_ns));
+	if (head & H_ID)
+		p = put_varint(p, zigzag(a->id - b->id));
+	if (head & H_LINKED)
+		p = put_varint(p, zigzag(a->linked_id - b->linked));
+	if (head & H_FLOW) {
+		if (!(head & H_FLOW_ID))
+			p = put_varint(p, a->flow_id);
+		p = put_varint(p, zigzag((uint64_t)(int64_t)a->flow_kind));
+	}
+	if (head & H_CAT)
+		p = put_varint(p, cat);
+	if (head & H_ARGS) {
+		p = put_varint(p, a->arg_count);
+		memcpy(p, &a->args, sizeof(a->args));
+		p += sizeof(a->args);
+	}
+	if (head & H_REC)
+		p = put_varint(p, zigzag(r - base));
+	s->len = (size_t)(p - s->bytes);
+	return true;
+}
+
+int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
+                     size_t count)
+{
+	struct strb_store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	struct enc e = {.s = s, .last_name_at = UINT32_MAX};
+	size_t nblocks = (count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	s->count = count;
+	s->blocks = calloc(nblocks ? nblocks : 1, sizeof(*s->blocks));
+	s->offs = malloc((count ? count : 1) * sizeof(*s->offs));
+	bool ok = s->blocks && s->offs && grow_array((void **)&s->bytes, &e.cap, count * 16 + MAX_RECORD, 1);
+	for (size_t k = 0; ok && k < nblocks; k++) {
+		size_t from = k * STRB_STORE_BLOCK,
+		       to = from + STRB_STORE_BLOCK < count ? from + STRB_STORE_BLOCK : count;
+		struct strb_store_block *b = &s->blocks[k];
+		block_bases(b, acts, recs, from, to);
+		b->at = s->len;
+		for (size_t i = from; ok && i < to; i++) {
+			/* A block is at most STRB_STORE_BLOCK * MAX_RECORD bytes: offsets fit. */
+			s->offs[i] = (uint16_t)(s->len - b->at);
+			ok = encode(&e, b, &acts[i], recs ? recs[i] : NULL);
+		}
+	}
+	free(e.names.slots);
+	free(e.rows.slots);
+	if (!ok) {
+		strb_store_free(s);
+		return -ENOMEM;
+	}
+	/* Give back what the estimates left over. */
+	uint8_t *b = realloc(s->bytes, s->len ? s->len : 1);
+	if (b)
+		s->bytes = b;
+	const char **n = realloc(s->names, (s->nnames ? s->nnames : 1) * sizeof(*n));
+	if (n)
+		s->names = n;
+	*out = s;
+	return 0;
+}
+
+/* ---- decoding --------------------------------------------------------------------- */
+
+static inline uint64_t get_varint(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = *p & 0x7f;
+	unsigned shift = 7;
+	while (*p++ & 0x80) {
+		v |= (uint64_t)(*p & 0x7f) << shift;
+		shift += 7;
+	}
+	*pp = p;
+	return v;
+}
+
+static inline uint64_t unzigzag(uint64_t v)
+{
+	return (v >> 1) ^ (0 - (v & 1));
+}
+
+void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec)
+{
+	const struct strb_store_block *b = &s->blocks[i / STRB_STORE_BLOCK];
+	const uint8_t *p = s->bytes + b->at + s->offs[i];
+	unsigned head = p[0] | (unsigned)p[1] << 8;
+	p += 2;
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	uint32_t type = head & TYPE_WIDE;
+	if (type == TYPE_WIDE)
+		type = (uint32_t)get_varint(&p);
+	a->type = (enum strobe_activity_type)type;
+	if (head & H_FLAGS)
+		a->flags = (uint32_t)get_varint(&p);
+	a->name = s->names[get_varint(&p)];
+	const int64_t *row = s->rows[get_varint(&p)];
+	a->device = row[0];
+	a->resource = row[1];
+	a->start_ns = (int64_t)((uint64_t)b->start + unzigzag(get_varint(&p)));
+	a->end_ns = a->start_ns;
+	if (head & H_END)
+		a->end_ns = (int64_t)((uint64_t)a->start_ns + unzigzag(get_varint(&p)));
+	if (head & H_ID)
+		a->id = b->id + unzigzag(get_varint(&p));
+	if (head & H_LINKED)
+		a->linked_id = b->linked + unzigzag(get_varint(&p));
+	if (head & H_FLOW) {
+		a->flow_id = head & H_FLOW_ID ? a->id : get_varint(&p);
+		a->flow_kind = (enum strobe_flow_kind)(int64_t)unzigzag(get_varint(&p));
+	}
+	if (head & H_CAT)
+		a->category = s->names[get_varint(&p)];
+	if (head & H_ARGS) {
+		a->arg_count = (size_t)get_varint(&p);
+		memcpy(&a->args, p, sizeof(a->args));
+		p += sizeof(a->args);
+	}
+	*rec = NULL;
+	if (head & H_REC)
+		*rec = (const void *)(b->rec[head & H_REC2 ? 1 : 0] + (uintptr_t)unzigzag(get_varint(&p)));
+}
+
+size_t strb_store_bytes(const struct strb_store *s)
+{
+	if (!s)
+		return 0;
+	size_t nblocks = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	return sizeof(*s) + s->len + nblocks * sizeof(*s->blocks) + s->count * sizeof(*s->offs) +
+	       s->nnames * sizeof(*s->names) + s->nrows * sizeof(*s->rows);
+}
+
+void strb_store_free(struct strb_store *s)
+{
+	if (!s)
+		return;
+	free(s->bytes);
+	free(s->blocks);
+	free(s->offs);
+	free(s->names);
+	free(s->rows);
+	free(s);
+}

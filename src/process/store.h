@@ -1,0 +1,57 @@
+/* The compact store of a finished trace's activities.
+ *
+ * Processing builds activities as an array of the public struct strobe_activity
+ * (112 bytes each, plus 8 for the record its args render from), which it
+ * changes as it links, closes and moves them. When processing ends the trace
+ * is sealed: each activity is encoded into a few bytes and the array is
+ * freed. Names, categories and (device, resource) rows become indices into
+ * tables; times, ids and record pointers become varints relative to the
+ * first activity of their block of STRB_STORE_BLOCK; what is zero or equal to
+ * another field takes no byte at all. A launch and its kernel take about 40
+ * bytes instead of 240.
+ *
+ * Activities stay addressable by index: each has a 16-bit offset into its
+ * block, so writers that visit them out of order (Perfetto's time-sorted
+ * packets, JSON's chunks formatted in parallel) decode any one on its own.
+ * Decoding gives back every field exactly as it was, pointers included. A
+ * sealed trace is read-only; any number of threads may decode at once. */
+#ifndef STROBE_PROCESS_STORE_H
+#define STROBE_PROCESS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strobe/strobe.h"
+
+#define STRB_STORE_BLOCK 256
+
+struct strb_store_block {
+	uint64_t at;         /* offset of the block's bytes */
+	int64_t start;       /* bases of the block's activities' fields */
+	uint64_t id, linked; /* (the first nonzero value in the block) */
+	uintptr_t rec[2];    /* two record bases: GPU work and calls live apart */
+};
+
+struct strb_store {
+	size_t count;
+	uint8_t *bytes;
+	size_t len;
+	struct strb_store_block *blocks;
+	uint16_t *offs; /* per activity, from its block's start */
+	const char **names;
+	size_t nnames;
+	int64_t (*rows)[2]; /* (device, resource) */
+	size_t nrows;
+};
+
+/* Encodes count activities (and the record each one's args render from,
+ * recs[i], or NULL; recs may be NULL). 0 or -ENOMEM (nothing changed). */
+int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
+                     size_t count);
+/* Activity i, every field as it was encoded; *rec its record (or NULL). */
+void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec);
+/* Heap bytes the store holds. */
+size_t strb_store_bytes(const struct strb_store *s);
+void strb_store_free(struct strb_store *s);
+
+#endif
