@@ -72,16 +72,25 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
+/* Names and rows recently looked up, by a few bits of their key: a
+ * kernel's name, its stream and its launch's row repeat in turn. */
+#define CACHE 64
+struct name_hit {
+	const char *name;
+	uint32_t at; /* index + 1; 0 = empty */
+};
+struct row_hit {
+	int64_t device, resource;
+	uint32_t at;
+};
+
 struct enc {
 	struct strb_store *s;
 	size_t cap; /* of s->bytes */
 	size_t names_cap, rows_cap;
 	struct map names, rows;
-	const char *last_name;
-	uint32_t last_name_at;
-	int64_t last_row[2];
-	uint32_t last_row_at;
-	bool have_last_row;
+	struct name_hit name_hits[CACHE];
+	struct row_hit row_hits[CACHE];
 };
 
 static bool map_grow(struct map *m, size_t used, uint64_t (*key)(const struct enc *, uint32_t),
@@ -136,16 +145,17 @@ static uint64_t row_key(const struct enc *e, uint32_t i)
  * of memory. Names are compared as pointers: each keeps its own. */
 static uint32_t name_index(struct enc *e, const char *n)
 {
-	if (n == e->last_name && e->last_name_at != UINT32_MAX)
-		return e->last_name_at;
+	struct name_hit *hit = &e->name_hits[((uintptr_t)n >> 4) & (CACHE - 1)];
+	if (hit->at && hit->name == n)
+		return hit->at - 1;
 	struct strb_store *s = e->s;
 	if (!map_grow(&e->names, s->nnames, name_key, e))
 		return UINT32_MAX;
 	size_t j = mix((uint64_t)(uintptr_t)n) & (e->names.cap - 1);
 	for (uint32_t at; (at = e->names.slots[j]); j = (j + 1) & (e->names.cap - 1)) {
 		if (s->names[at - 1] == n) {
-			e->last_name = n;
-			return e->last_name_at = at - 1;
+			*hit = (struct name_hit){n, at};
+			return at - 1;
 		}
 	}
 	if (s->nnames >= UINT32_MAX - 1 ||
@@ -153,14 +163,15 @@ static uint32_t name_index(struct enc *e, const char *n)
 		return UINT32_MAX;
 	s->names[s->nnames] = n;
 	e->names.slots[j] = (uint32_t)++s->nnames;
-	e->last_name = n;
-	return e->last_name_at = (uint32_t)s->nnames - 1;
+	*hit = (struct name_hit){n, (uint32_t)s->nnames};
+	return (uint32_t)s->nnames - 1;
 }
 
 static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
 {
-	if (e->have_last_row && e->last_row[0] == device && e->last_row[1] == resource)
-		return e->last_row_at;
+	struct row_hit *hit = &e->row_hits[((uint64_t)device * 31 + (uint64_t)resource) & (CACHE - 1)];
+	if (hit->at && hit->device == device && hit->resource == resource)
+		return hit->at - 1;
 	struct strb_store *s = e->s;
 	if (!map_grow(&e->rows, s->nrows, row_key, e))
 		return UINT32_MAX;
@@ -178,10 +189,8 @@ static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
 		s->rows[s->nrows][1] = resource;
 		e->rows.slots[j] = at = (uint32_t)++s->nrows;
 	}
-	e->have_last_row = true;
-	e->last_row[0] = device;
-	e->last_row[1] = resource;
-	return e->last_row_at = at - 1;
+	*hit = (struct row_hit){device, resource, at};
+	return at - 1;
 }
 
 /* The bases of the block of activities [from, to). */
@@ -274,7 +283,7 @@ int strb_store_build(struct strb_store **out, const struct strobe_activity *acts
 	struct strb_store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	struct enc e = {.s = s, .last_name_at = UINT32_MAX};
+	struct enc e = {.s = s};
 	size_t nblocks = (count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
 	s->count = count;
 	s->blocks = calloc(nblocks ? nblocks : 1, sizeof(*s->blocks));

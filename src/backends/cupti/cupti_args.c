@@ -22,14 +22,45 @@ void strb_cupti_args_release(void *p)
 	free(x->occ);
 	free(x->shapes);
 	free(x->shape_slots);
+	for (size_t i = 0; i < x->nkblocks; i++)
+		free(x->kblocks[i]);
+	free(x->kblocks);
 	free(x);
+}
+
+/* Blocks of their own rather than the trace's arena: the last block's
+ * unused room is at most 32 KiB. */
+struct strb_cupti_kernel *strb_cupti_kernel_slot(struct strb_cupti_args *x)
+{
+	if (!x->kleft) {
+		if (x->nkblocks == x->kblocks_cap) {
+			size_t cap = x->kblocks_cap ? x->kblocks_cap * 2 : 64;
+			struct strb_cupti_kernel **n = realloc(x->kblocks, cap * sizeof(*n));
+			if (!n)
+				return NULL;
+			x->kblocks = n;
+			x->kblocks_cap = cap;
+		}
+		struct strb_cupti_kernel *b = malloc(STRB_CUPTI_KERNEL_BLOCK * sizeof(*b));
+		if (!b)
+			return NULL;
+		x->kblocks[x->nkblocks++] = b;
+		x->kleft = STRB_CUPTI_KERNEL_BLOCK;
+	}
+	return &x->kblocks[x->nkblocks - 1][STRB_CUPTI_KERNEL_BLOCK - x->kleft--];
 }
 
 /* ---- kernel shapes ------------------------------------------------------------ */
 
 static size_t shape_hash(const struct strb_cupti_shape *s)
 {
-	return (size_t)strb_hash_bytes((const char *)s, sizeof(*s));
+	uint64_t w[sizeof(*s) / sizeof(uint64_t)], h = 0x9e3779b97f4a7c15ull;
+	memcpy(w, s, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return (size_t)h;
 }
 
 static bool shapes_grow(struct strb_cupti_args *x)
@@ -271,12 +302,12 @@ static void bandwidth(struct strb_cupti_argv *g, uint64_t bytes, int64_t dur)
 		strb_cupti_arg_f(g, "memory bandwidth (GB/s)", (double)bytes / (double)dur);
 }
 
-static void kernel(const struct strb_cupti_args *x, const struct strb_cupti_kernel *r,
+static void kernel(const struct strb_cupti_args *x, const struct strb_cupti_kernel *r, uint64_t corr,
                    struct strb_cupti_argv *g)
 {
 	const struct strb_cupti_shape *k = &x->shapes[r->shape];
 	strb_cupti_arg_u(g, "queued", r->queued);
-	strb_cupti_placement(g, k->device, k->context, k->stream, r->corr);
+	strb_cupti_placement(g, k->device, k->context, k->stream, (uint32_t)corr);
 	strb_cupti_arg_i(g, "registers per thread", k->regs);
 	strb_cupti_arg_i(g, "shared memory", (int64_t)k->static_smem + k->dynamic_smem);
 	uint32_t dev = k->device, sms = dev < STRB_CUPTI_MAX_DEVICES ? x->sm_count[dev] : 0;
@@ -323,7 +354,7 @@ size_t strb_cupti_render_args(const void *ctx, const void *rec, const struct str
 	int64_t dur = a->end_ns - a->start_ns;
 	switch (*(const uint32_t *)rec) {
 	case STRB_CUPTI_REC_KERNEL:
-		kernel(x, rec, &g);
+		kernel(x, rec, a->id, &g);
 		break;
 	case STRB_CUPTI_REC_MEMCPY:
 	case STRB_CUPTI_REC_MEMSET: {

@@ -83,13 +83,13 @@ struct strb_cupti_shape {
 	uint32_t regs, channel, channel_type;
 	uint64_t graph_node;
 };
+_Static_assert(sizeof(struct strb_cupti_shape) % sizeof(uint64_t) == 0, "shapes hash as whole words");
 
-/* A kernel: 24 bytes, against CUPTI's 208-byte record. */
+/* A kernel: 16 bytes, against CUPTI's 208-byte record (its correlation id
+ * is the activity's id). */
 struct strb_cupti_kernel {
 	uint32_t tag;
 	uint32_t shape; /* index into strb_cupti_args.shapes */
-	uint32_t corr;
-	uint32_t pad;
 	uint64_t queued;
 };
 
@@ -126,11 +126,18 @@ struct strb_cupti_args {
 	size_t slots_cap;
 	/* The shared records of runtime and driver calls, by cbid. */
 	struct strb_cupti_api api[2][STRB_CUPTI_API_CBIDS];
+	/* Kernel records, in blocks of STRB_CUPTI_KERNEL_BLOCK. */
+	struct strb_cupti_kernel **kblocks;
+	size_t nkblocks, kblocks_cap, kleft;
 };
+
+#define STRB_CUPTI_KERNEL_BLOCK 2048
 
 struct strb_cupti_args *strb_cupti_args_new(bool has_priority);
 /* Frees x and its tables (an arg source's release). */
 void strb_cupti_args_release(void *x);
+/* Room for one more kernel record; NULL when out of memory. */
+struct strb_cupti_kernel *strb_cupti_kernel_slot(struct strb_cupti_args *x);
 /* The index of shape s in x's table, added when new; UINT32_MAX when out of
  * memory. */
 uint32_t strb_cupti_shape_index(struct strb_cupti_args *x, const struct strb_cupti_shape *s);

@@ -58,10 +58,7 @@ struct conv {
 	/* Device limits and launch shapes, kept for rendering args. */
 	struct strb_cupti_args *x;
 	struct strb_cuda_device dev[MAX_DEVICES]; /* from DEVICE records, then the driver */
-	/* Compact kernel records are taken from the trace's arena a block at
-	 * a time; the last shape looked up, as kernels repeat. */
-	struct strb_cupti_kernel *kfree;
-	size_t kleft;
+	/* The last kernel shape looked up, as kernels repeat. */
 	struct strb_cupti_shape last_shape;
 	uint32_t last_index;
 
@@ -221,8 +218,6 @@ static void render_from(struct conv *c, const void *rec)
 		c->g.rc = -ENOMEM;
 }
 
-#define KERNEL_BLOCK 2048 /* compact kernel records taken from the arena at once */
-
 static const struct strb_cupti_kernel *kernel_record(struct conv *c, const CUpti_ActivityKernel9 *k)
 {
 	struct strb_cupti_shape s;
@@ -256,15 +251,10 @@ static const struct strb_cupti_kernel *kernel_record(struct conv *c, const CUpti
 		if (s.device < MAX_DEVICES && c->x->sm_count[s.device])
 			strb_cupti_occupancy(c->x, c->g.t, &s);
 	}
-	if (!c->kleft) {
-		c->kfree = strb_arena_alloc(&c->g.t->arena, KERNEL_BLOCK * sizeof(*c->kfree));
-		if (!c->kfree)
-			return NULL;
-		c->kleft = KERNEL_BLOCK;
-	}
-	struct strb_cupti_kernel *r = c->kfree++;
-	c->kleft--;
-	*r = (struct strb_cupti_kernel){STRB_CUPTI_REC_KERNEL, shape, k->correlationId, 0, k->queued};
+	struct strb_cupti_kernel *r = strb_cupti_kernel_slot(c->x);
+	if (!r)
+		return NULL;
+	*r = (struct strb_cupti_kernel){STRB_CUPTI_REC_KERNEL, shape, k->queued};
 	return r;
 }
 

@@ -1,0 +1,250 @@
+/* The compact store of a sealed trace: every field of every activity comes
+ * back exactly (extreme values, wide types, flows, categories, own args,
+ * records far apart), in any order of access, and a sealed trace writes the
+ * same JSON as the array it was built from while holding a fraction of its
+ * memory. */
+#include "testutil.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process/store.h"
+#include "process/trace.h"
+#include "strobe/strobe.h"
+
+static void assert_same(const struct strobe_activity *x, const struct strobe_activity *y)
+{
+	assert_int_equal(y->size, sizeof(*y));
+	assert_int_equal(x->type, y->type);
+	assert_int_equal(x->flags, y->flags);
+	assert_ptr_equal(x->name, y->name);
+	assert_int_equal(x->start_ns, y->start_ns);
+	assert_int_equal(x->end_ns, y->end_ns);
+	assert_int_equal(x->device, y->device);
+	assert_int_equal(x->resource, y->resource);
+	assert_int_equal(x->id, y->id);
+	assert_int_equal(x->linked_id, y->linked_id);
+	assert_int_equal(x->flow_id, y->flow_id);
+	assert_int_equal(x->flow_kind, y->flow_kind);
+	assert_ptr_equal(x->args, y->args);
+	assert_int_equal(x->arg_count, y->arg_count);
+	assert_ptr_equal(x->category, y->category);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A value that is often small, sometimes extreme. */
+static int64_t any(void)
+{
+	static const int64_t edge[] = {0,        1, -1, INT64_MIN, INT64_MAX, INT32_MAX, -(int64_t)INT32_MAX,
+	                               1ll << 40};
+	uint64_t r = next();
+	if (r % 4 == 0)
+		return edge[(r >> 8) % (sizeof(edge) / sizeof(edge[0]))];
+	return (int64_t)(next() % 100000) - 50000;
+}
+
+static void test_every_field_round_trips(void **state)
+{
+	(void)state;
+	enum { N = 3 * STRB_STORE_BLOCK + 17 };
+	static struct strobe_activity acts[N];
+	static const void *recs[N];
+	static const char *names[] = {"aten::mm", "cudaLaunchKernel", "", NULL, "k"};
+	static char near_recs[64], far_recs[64];
+	static const struct strobe_arg arg = {.key = "x", .kind = STROBE_ARG_I64, .value.i64 = 3};
+	for (size_t i = 0; i < N; i++) {
+		struct strobe_activity *a = &acts[i];
+		*a = (struct strobe_activity){.size = sizeof(*a)};
+		uint64_t r = next();
+		/* Types past the 6 bits the head holds, and every flow kind. */
+		a->type = (enum strobe_activity_type)(r % 5 == 0 ? 48 + r % 3 : r % 70);
+		a->flags = r % 3 == 0 ? (uint32_t)(next() >> 20) : 0;
+		a->name = names[next() % 5];
+		a->start_ns = i % 7 == 0 ? any() : 1700000000000000000ll + (int64_t)(next() % 1000000000);
+		a->end_ns = next() % 4 == 0 ? a->start_ns : a->start_ns + any();
+		a->device = any();
+		a->resource = any();
+		a->id = next() % 3 ? (uint64_t)any() : 0;
+		a->linked_id = next() % 3 ? (uint64_t)any() : 0;
+		switch (next() % 4) {
+		case 0:
+			break;
+		case 1:
+			a->flow_id = a->id;
+			a->flow_kind = STROBE_FLOW_ASYNC_CPU_GPU;
+			break;
+		case 2:
+			a->flow_id = (uint64_t)any();
+			a->flow_kind = STROBE_FLOW_FWDBWD;
+			break;
+		default:
+			a->flow_kind = (enum strobe_flow_kind)7; /* kind without id */
+			break;
+		}
+		a->category = next() % 5 == 0 ? "nvtx domain" : NULL;
+		if (next() % 6 == 0) {
+			a->args = &arg;
+			a->arg_count = 1;
+		}
+		/* Records close together and far apart in one block. */
+		uint64_t k = next() % 4;
+		recs[i] = k == 0   ? NULL
+		          : k == 1 ? &near_recs[i % 64]
+		          : k == 2 ? &far_recs[i % 64]
+		                   : (const void *)&arg;
+	}
+	struct strb_store *s = NULL;
+	assert_int_equal(strb_store_build(&s, acts, recs, N), 0);
+	assert_int_equal(s->count, N);
+	/* Backwards, so nothing depends on the activity before. */
+	for (size_t i = N; i-- > 0;) {
+		struct strobe_activity got;
+		const void *rec = (const void *)1;
+		strb_store_get(s, i, &got, &rec);
+		assert_same(&acts[i], &got);
+		assert_ptr_equal(rec, recs[i]);
+	}
+	assert_true(strb_store_bytes(s) < N * sizeof(struct strobe_activity) / 2);
+	strb_store_free(s);
+
+	/* Without records, and empty. */
+	assert_int_equal(strb_store_build(&s, acts, NULL, 5), 0);
+	struct strobe_activity got;
+	const void *rec;
+	strb_store_get(s, 4, &got, &rec);
+	assert_same(&acts[4], &got);
+	assert_null(rec);
+	strb_store_free(s);
+	assert_int_equal(strb_store_build(&s, acts, NULL, 0), 0);
+	assert_int_equal(s->count, 0);
+	strb_store_free(s);
+}
+
+struct walk {
+	size_t n;
+	const struct strobe_activity *first;
+};
+
+static int walk_cb(const struct strobe_activity *a, void *arg)
+{
+	struct walk *w = arg;
+	if (!w->n)
+		w->first = a;
+	/* In order: launch, kernel, launch, ... with ids 1, 1, 2, 2, ... */
+	assert_int_equal(a->type,
+	                 w->n % 2 ? STROBE_ACTIVITY_CONCURRENT_KERNEL : STROBE_ACTIVITY_CUDA_RUNTIME);
+	assert_int_equal(a->id, w->n / 2 + 1);
+	assert_int_equal(a->size, sizeof(*a));
+	w->n++;
+	return 0;
+}
+
+/* A trace of GPU-like pairs: sealed, it writes byte-identical JSON and its
+ * activities take a few bytes each. */
+static void test_sealed_trace_writes_the_same(void **state)
+{
+	(void)state;
+	enum { PAIRS = 20000 };
+	struct strobe_trace *t = strb_trace_new();
+	assert_non_null(t);
+	t->pid = 4242;
+	t->start_ns = 1700000000000000000ll;
+	t->end_ns = t->start_ns + 10 * PAIRS * 1000ll;
+	const char *launch = strb_trace_intern(t, "cudaLaunchKernel", 16);
+	const char *kernel = strb_trace_intern(t, "gemm", 4);
+	for (int i = 0; i < PAIRS; i++) {
+		int64_t at = t->start_ns + i * 5000ll;
+		struct strobe_activity *a = strb_trace_push(t);
+		*a = (struct strobe_activity){.size = sizeof(*a),
+		                              .type = STROBE_ACTIVITY_CUDA_RUNTIME,
+		                              .name = launch,
+		                              .start_ns = at,
+		                              .end_ns = at + 1200,
+		                              .device = t->pid,
+		                              .resource = 77,
+		                              .id = (uint64_t)i + 1,
+		                              .linked_id = (uint64_t)i / 4 + 1,
+		                              .flow_id = (uint64_t)i + 1,
+		                              .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU,
+		                              .flags = STROBE_ACTIVITY_FLOW_START};
+		a = strb_trace_push(t);
+		*a = (struct strobe_activity){.size = sizeof(*a),
+		                              .type = STROBE_ACTIVITY_CONCURRENT_KERNEL,
+		                              .name = kernel,
+		                              .start_ns = at + 3000,
+		                              .end_ns = at + 4500,
+		                              .device = 0,
+		                              .resource = 7 + i % 4,
+		                              .id = (uint64_t)i + 1,
+		                              .linked_id = (uint64_t)i / 4 + 1,
+		                              .flow_id = (uint64_t)i + 1,
+		                              .flow_kind = STROBE_FLOW_ASYNC_CPU_GPU};
+	}
+	/* One file name: the trace names its file in its metadata. */
+	char path[1200], pf[1200];
+	snprintf(path, sizeof(path), "%s/store.json", tu_dir);
+	snprintf(pf, sizeof(pf), "%s/store.pftrace", tu_dir);
+	assert_int_equal(strobe_trace_save(t, path), 0);
+	assert_int_equal(strobe_trace_save(t, pf), 0);
+	size_t nb, na, npb, npa;
+	char *b = tu_read_file(path, &nb), *pb = tu_read_file(pf, &npb);
+	assert_non_null(b);
+	assert_non_null(pb);
+	size_t array_bytes = strb_trace_activity_bytes(t);
+	assert_int_equal(strb_trace_seal(t), 0);
+	assert_null(t->acts);
+	assert_null(strb_trace_push(t)); /* sealed: read-only */
+	size_t sealed_bytes = strb_trace_activity_bytes(t);
+	print_message("activities: %zu bytes as an array, %zu sealed (%.1f per pair)\n", array_bytes,
+	              sealed_bytes, (double)sealed_bytes / PAIRS);
+	assert_true(sealed_bytes * 10 < array_bytes);
+	assert_int_equal(strobe_trace_save(t, path), 0);
+	char *a = tu_read_file(path, &na);
+	assert_non_null(a);
+	size_t at = 0;
+	while (at < nb && at < na && a[at] == b[at])
+		at++;
+	if (at < nb || at < na)
+		fail_msg("sealed JSON differs at byte %zu: before \"%.80s\", after \"%.80s\"", at,
+		         b + (at > 40 ? at - 40 : 0), a + (at > 40 ? at - 40 : 0));
+	free(b);
+	free(a);
+	assert_int_equal(strobe_trace_save(t, pf), 0);
+	char *pa = tu_read_file(pf, &npa);
+	assert_non_null(pa);
+	assert_int_equal(npa, npb);
+	assert_memory_equal(pa, pb, npb);
+	free(pa);
+	free(pb);
+
+	/* strobe_trace_foreach sees every activity, in order, and a second
+	 * walk the same activities at the same addresses (valid until the
+	 * trace is destroyed). */
+	assert_int_equal(strobe_trace_activity_count(t), 2 * PAIRS);
+	struct walk w1 = {0}, w2 = {0};
+	assert_int_equal(strobe_trace_foreach(t, walk_cb, &w1), 0);
+	assert_int_equal(strobe_trace_foreach(t, walk_cb, &w2), 0);
+	assert_int_equal(w1.n, 2 * PAIRS);
+	assert_ptr_equal(w1.first, w2.first);
+	assert_string_equal(w1.first->name, "cudaLaunchKernel");
+	strobe_trace_destroy(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_field_round_trips),
+	    cmocka_unit_test(test_sealed_trace_writes_the_same),
+	};
+	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
+}
