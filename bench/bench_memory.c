@@ -1,6 +1,7 @@
 /* Process memory of a trace that fills the CPU budget: the peak resident
  * set (getrusage's maxrss) after recording, after strobe_stop and after
- * saving, and the activity count. The default budget is 256 MiB.
+ * saving, the heap the stopped trace holds, and the activity count. The
+ * default budget is 256 MiB.
  * Usage: bench_memory [budget-MiB] [out-file] [short|long]
  * (short: 8-byte names, the most events per MiB; long: 40-byte names). */
 #include <string.h>
@@ -53,7 +54,9 @@ int main(int argc, char **argv)
 	long save = maxrss_mib();
 	int64_t t3 = bench_now_ns();
 	size_t n = strobe_trace_activity_count(t);
+	long long heap = bench_heap_bytes();
 	strobe_trace_destroy(t);
+	long long held = heap - bench_heap_bytes();
 	strobe_shutdown();
 	if (rc)
 		fprintf(stderr, "bench_memory: save: %s\n", strobe_last_error());
@@ -62,5 +65,7 @@ int main(int argc, char **argv)
 	    "(%.2f s), after save %ld MiB (%.2f s); recording took %.2f s\n",
 	    budget, n, long_names ? "40-byte" : "7-byte", rec, stop, (double)(t2 - t1) / 1e9, save,
 	    (double)(t3 - t2) / 1e9, (double)(t1 - t0) / 1e9);
+	printf("the stopped trace held %.1f MiB: %.1f bytes per activity\n", (double)held / (1 << 20),
+	       n ? (double)held / (double)n : 0.0);
 	return rc ? 1 : 0;
 }
