@@ -71,7 +71,8 @@ static void test_every_field_round_trips(void **state)
 		a->flags = r % 3 == 0 ? (uint32_t)(next() >> 20) : 0;
 		a->name = names[next() % 5];
 		a->start_ns = i % 7 == 0 ? any() : 1700000000000000000ll + (int64_t)(next() % 1000000000);
-		a->end_ns = next() % 4 == 0 ? a->start_ns : a->start_ns + any();
+		a->end_ns =
+		    next() % 4 == 0 ? a->start_ns : (int64_t)((uint64_t)a->start_ns + (uint64_t)any());
 		a->device = any();
 		a->resource = any();
 		a->id = next() % 3 ? (uint64_t)any() : 0;
