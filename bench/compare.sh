@@ -39,9 +39,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 if [ $quick = 1 ]; then
-	capture=(20000 3) export_=(100000 1) cupti=(100000 1) nvtx=(100000 3)
+	capture=(20000 3) export_=(100000 1) cupti=(100000 1) nvtx=(100000 3) memory=(16)
 else
-	capture=(200000 11) export_=(1000000 3) cupti=(2000000 3) nvtx=(1000000 7)
+	capture=(200000 11) export_=(1000000 3) cupti=(2000000 3) nvtx=(1000000 7) memory=(256)
 fi
 
 names=()
@@ -61,7 +61,7 @@ for i in 0 1; do
 	# The benches and what they run (bench_cupti needs the fake libcupti of
 	# the tests' tree); a bench an older commit lacks is left out.
 	: >"$work/build-$short.log"
-	for target in strobe strobe_cli strobe_inject bench_capture bench_export bench_cupti bench_nvtx; do
+	for target in strobe strobe_cli strobe_inject bench_capture bench_export bench_cupti bench_nvtx bench_memory; do
 		cmake --build "$build" -j"$(nproc)" --target "$target" >>"$work/build-$short.log" 2>&1 ||
 			echo "compare.sh: $target did not build at $short (see $work/build-$short.log)" >&2
 	done
@@ -84,11 +84,14 @@ for round in $(seq 1 "$rounds"); do
 		run export "$rev" "$round" "$b/bench/bench_export" "${export_[@]}" "$shm" "$work"
 		[ -x "$b/bench/bench_cupti" ] && run cupti "$rev" "$round" "$b/bench/bench_cupti" "${cupti[@]}" "$shm"
 		[ -x "$b/bench/bench_nvtx" ] && run nvtx "$rev" "$round" sh "$work/src-$rev/bench/bench_nvtx.sh" "$b" "${nvtx[@]}"
+		[ -x "$b/bench/bench_memory" ] && run memory "$rev" "$round" "$b/bench/bench_memory" "${memory[@]}" "$shm/compare-memory.json"
 	done
 done
 
+rm -f "$shm/compare-memory.json"
+
 # Side by side: each bench's lines for BEFORE then AFTER, per round.
-for bench in capture export cupti nvtx; do
+for bench in capture export cupti nvtx memory; do
 	for round in $(seq 1 "$rounds"); do
 		a=$out/$round-${names[0]}-$bench.txt b=$out/$round-${names[1]}-$bench.txt
 		[ -f "$a" ] && [ -f "$b" ] || continue
