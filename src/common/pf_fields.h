@@ -5,9 +5,10 @@
  * types they use. One list, so the writer and the reader cannot disagree.
  * The prefix names the message: PKT_ TracePacket, DEFAULTS_
  * TracePacketDefaults, SNAP_ ClockSnapshot, CLOCK_ ClockSnapshot.Clock, TD_
- * TrackDescriptor, PD_ ProcessDescriptor, THD_ ThreadDescriptor, CD_
+ * TrackDescriptor, TED_ TrackEventDefaults, PD_ ProcessDescriptor, THD_ ThreadDescriptor, CD_
  * CounterDescriptor, TE_ TrackEvent, DA_ DebugAnnotation, ID_ InternedData,
- * INTERNED_ EventCategory, EventName and DebugAnnotationName. */
+ * INTERNED_ EventCategory, EventName, DebugAnnotationName and
+ * InternedString. */
 #ifndef STROBE_COMMON_PF_FIELDS_H
 #define STROBE_COMMON_PF_FIELDS_H
 
@@ -26,11 +27,14 @@ enum {
 	PF_PKT_FIRST_ON_SEQ = 87,
 
 	PF_DEFAULTS_CLOCK_ID = 58,
+	PF_DEFAULTS_TRACK_EVENT = 11, /* track_event_defaults */
+	PF_TED_TRACK = 11,            /* TrackEventDefaults.track_uuid */
 
 	PF_SNAP_CLOCKS = 1,
 	PF_SNAP_PRIMARY = 2,
 	PF_CLOCK_ID = 1,
 	PF_CLOCK_TS = 2,
+	PF_CLOCK_INCREMENTAL = 3, /* is_incremental */
 
 	PF_TD_UUID = 1,
 	PF_TD_PARENT = 5,
@@ -74,14 +78,16 @@ enum {
 	PF_DA_INT = 4,
 	PF_DA_DOUBLE = 5,
 	PF_DA_STRING = 6,
-	PF_DA_POINTER = 7, /* read only */
-	PF_DA_JSON = 9,    /* legacy_json_value */
+	PF_DA_POINTER = 7,     /* read only */
+	PF_DA_JSON = 9,        /* legacy_json_value */
+	PF_DA_STRING_IID = 17, /* string_value_iid */
 
 	PF_ID_CATEGORIES = 1,
 	PF_ID_NAMES = 2,
 	PF_ID_ANNOTATION_NAMES = 3,
+	PF_ID_ANNOTATION_VALUES = 29, /* debug_annotation_string_values */
 	PF_INTERNED_IID = 1,
-	PF_INTERNED_NAME = 2,
+	PF_INTERNED_NAME = 2, /* name; InternedString's str */
 };
 
 /* TrackEvent.Type */

@@ -11,12 +11,13 @@
 #include "common/sink.h"
 
 #define BUF_SIZE         (1u << 20)
-#define LEN_RESERVE      5 /* room for a message length below 2^35 */
-#define SEQ_ID           1
+#define LEN_RESERVE      5           /* room for a message length below 2^35 */
+#define SEQ_ID           1           /* every packet but the default counter track's samples */
+#define SEQ_COUNTERS     2           /* those samples: their own default track and clock */
 #define SEQ_CLOCK        64          /* the sequence's own clock: ns since the origin */
 #define INTERN_MAX_LEN   8192        /* longer strings are written inline */
 #define INTERN_MAX_BYTES (16u << 20) /* then incremental state starts over */
-#define PTR_CACHE        4096
+#define PTR_CACHE        16384       /* 10 000 distinct names still mostly hit */
 
 enum { T_CATEGORY, T_NAME, T_KEY, TABLES };
 
@@ -53,7 +54,11 @@ struct strb_pfenc {
 	int err;
 	uint64_t bytes;
 	int64_t origin;
-	bool stable;
+	bool stable, incremental;
+	/* Per sequence (SEQ_ID, SEQ_COUNTERS): incremental, the previous
+	 * event's time since the origin; TrackEventDefaults.track_uuid (0 for
+	 * none, and no SEQ_COUNTERS sequence). */
+	uint64_t last[2], default_track[2];
 	uint64_t next_uuid;
 	uint32_t gen;
 	struct table tables[TABLES];
@@ -165,11 +170,24 @@ static inline void end(struct strb_pfenc *e, size_t at)
 	}
 }
 
-/* Every packet but the first says it needs the sequence's state. */
+/* Every packet is on the sequence; only the ones that clear its state
+ * say so. The others do not set SEQ_NEEDS_INCREMENTAL_STATE: Perfetto's
+ * trace_processor reads a packet without sequence_flags with the
+ * sequence's interned data, defaults and clocks as one with them (the flag
+ * only makes it skip packets while the state is invalid, after data loss;
+ * src/trace_processor/importers/proto/proto_trace_reader.cc, ParsePacket),
+ * and its track event tokenizer asks for trusted_packet_sequence_id alone
+ * (track_event_tokenizer.cc, TokenizeTrackEventPacket). 2 bytes a packet. */
+static void seq_tail(struct strb_pfenc *e, unsigned seq, unsigned flags)
+{
+	put_varint(e, PF_PKT_SEQ_ID, seq + 1);
+	if (flags)
+		put_varint(e, PF_PKT_SEQ_FLAGS, flags);
+}
+
 static void packet_tail(struct strb_pfenc *e, unsigned flags)
 {
-	put_varint(e, PF_PKT_SEQ_ID, SEQ_ID);
-	put_varint(e, PF_PKT_SEQ_FLAGS, flags);
+	seq_tail(e, SEQ_ID - 1, flags);
 }
 
 /* ---- interning ------------------------------------------------------- */
@@ -215,7 +233,7 @@ static bool grow_table(struct table *tb)
 	return true;
 }
 
-static void clock_packet(struct strb_pfenc *e, bool first);
+static void clock_packet(struct strb_pfenc *e, unsigned seq, bool first);
 
 /* The iid of s in table t, interning it (and noting it for this packet's
  * InternedData) if it is new; 0 when it is written inline instead. */
@@ -298,39 +316,57 @@ static void interned_data(struct strb_pfenc *e)
 /* ---- packets ----------------------------------------------------------- */
 
 /* The clock snapshot that anchors the sequence's clock to CLOCK_REALTIME,
- * and the default clock of later packets. The first packet of the file,
- * and again whenever incremental state starts over. */
-#define CLOCK_PACKET_BOUND 128
+ * and the default clock (and track) of later packets. The first packet of
+ * the file, and again whenever incremental state starts over: then the
+ * sequence's clock goes on from the previous event's time (an incremental
+ * clock's next delta counts from the snapshot's value: trace_processor's
+ * ClockSynchronizer::AddSnapshot sets last_timestamp_ns to it). */
+#define CLOCK_PACKET_BOUND 160
 
-/* The caller has made room for CLOCK_PACKET_BOUND bytes. */
-static void clock_packet(struct strb_pfenc *e, bool first)
+static void defaults(struct strb_pfenc *e, unsigned seq)
+{
+	size_t d = begin(e, PF_PKT_DEFAULTS);
+	put_varint(e, PF_DEFAULTS_CLOCK_ID, SEQ_CLOCK);
+	if (e->default_track[seq]) {
+		size_t ted = begin(e, PF_DEFAULTS_TRACK_EVENT);
+		put_varint(e, PF_TED_TRACK, e->default_track[seq]);
+		end(e, ted);
+	}
+	end(e, d);
+}
+
+/* The caller has made room for CLOCK_PACKET_BOUND bytes. seq: 0 for
+ * SEQ_ID, 1 for SEQ_COUNTERS (whose clock is the same: ns since the
+ * origin). first: the sequence's first packet; the trace's is SEQ_ID's. */
+static void clock_packet(struct strb_pfenc *e, unsigned seq, bool first)
 {
 	size_t pkt = begin(e, PF_TRACE_PACKET);
 	size_t snap = begin(e, PF_PKT_CLOCK_SNAPSHOT);
 	size_t c = begin(e, PF_SNAP_CLOCKS);
 	put_varint(e, PF_CLOCK_ID, SEQ_CLOCK);
-	put_varint(e, PF_CLOCK_TS, 0);
+	put_varint(e, PF_CLOCK_TS, e->last[seq]);
+	if (e->incremental)
+		put_varint(e, PF_CLOCK_INCREMENTAL, 1);
 	end(e, c);
 	c = begin(e, PF_SNAP_CLOCKS);
 	put_varint(e, PF_CLOCK_ID, PF_CLOCK_REALTIME);
-	put_varint(e, PF_CLOCK_TS, (uint64_t)e->origin);
+	put_varint(e, PF_CLOCK_TS, (uint64_t)e->origin + e->last[seq]);
 	end(e, c);
 	/* Readers refuse a change of trace clock once they have converted
 	 * timestamps: say it once, before any. */
-	if (first)
+	if (first && !seq)
 		put_varint(e, PF_SNAP_PRIMARY, PF_CLOCK_REALTIME);
 	end(e, snap);
-	size_t d = begin(e, PF_PKT_DEFAULTS);
-	put_varint(e, PF_DEFAULTS_CLOCK_ID, SEQ_CLOCK);
-	end(e, d);
+	defaults(e, seq);
 	if (first)
 		put_varint(e, PF_PKT_FIRST_ON_SEQ, 1);
-	packet_tail(e, PF_SEQ_CLEARED);
+	seq_tail(e, seq, PF_SEQ_CLEARED);
 	end(e, pkt);
 }
 
-int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t origin_ns, bool strings_stable)
+int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t origin_ns, unsigned flags)
 {
+	bool strings_stable = flags & STRB_PFENC_STABLE_STRINGS;
 	*out = NULL;
 	struct strb_pfenc *e = calloc(1, sizeof(*e));
 	if (e) {
@@ -356,12 +392,39 @@ int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t ori
 	e->cap = BUF_SIZE;
 	e->origin = origin_ns > 0 ? origin_ns : 0;
 	e->stable = strings_stable;
+	e->incremental = flags & STRB_PFENC_INCREMENTAL;
 	e->gen = 1;
 	/* The buffer is empty and larger than the packet: no room() needed. */
 	_Static_assert(BUF_SIZE >= CLOCK_PACKET_BOUND, "the first packet fits the buffer");
-	clock_packet(e, true);
+	clock_packet(e, 0, true);
 	*out = e;
 	return 0;
+}
+
+/* A packet of new defaults: trace_processor starts a new generation of
+ * the sequence's state with them, its interned data kept
+ * (PacketSequenceStateBuilder::UpdateTracePacketDefaults). */
+void strb_pfenc_default_track(struct strb_pfenc *e, uint64_t uuid)
+{
+	if (!room(e, 64))
+		return;
+	e->default_track[0] = uuid;
+	size_t pkt = begin(e, PF_TRACE_PACKET);
+	defaults(e, 0);
+	packet_tail(e, 0);
+	end(e, pkt);
+}
+
+/* The sequence starts at the time of the last event so far, as a new
+ * sequence's clock may (its snapshot's CLOCK_REALTIME is then no earlier
+ * than any before it, which trace_processor asks of the trace's clock). */
+void strb_pfenc_counter_sequence(struct strb_pfenc *e, uint64_t uuid)
+{
+	if (!e->incremental || e->default_track[1] || !uuid || !room(e, CLOCK_PACKET_BOUND))
+		return;
+	e->default_track[1] = uuid;
+	e->last[1] = e->last[0];
+	clock_packet(e, 1, true);
 }
 
 uint64_t strb_pfenc_uuid(struct strb_pfenc *e)
@@ -393,7 +456,7 @@ static size_t descriptor_begin(struct strb_pfenc *e, size_t bound, uint64_t uuid
 static void descriptor_end(struct strb_pfenc *e, size_t pkt, size_t td)
 {
 	end(e, td);
-	packet_tail(e, PF_SEQ_NEEDS_STATE);
+	packet_tail(e, 0);
 	end(e, pkt);
 }
 
@@ -508,7 +571,7 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 		/* Bounded memory: forget every interned string and say so. */
 		reset_tables(e);
 		if (room(e, CLOCK_PACKET_BOUND))
-			clock_packet(e, false);
+			clock_packet(e, 0, false);
 	}
 	size_t bound = 96;
 	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT)
@@ -518,15 +581,23 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 	if (!room(e, bound))
 		return;
 	size_t pkt = begin(e, PF_TRACE_PACKET);
-	if (ev->ts_ns >= e->origin) {
-		put_varint(e, PF_PKT_TIMESTAMP, (uint64_t)(ev->ts_ns - e->origin));
+	/* The default counter track's samples go on their own sequence. */
+	unsigned seq = ev->type == STRB_PF_COUNTER && !ev->nargs && e->default_track[1] &&
+	               ev->track == e->default_track[1];
+	uint64_t rel = (uint64_t)ev->ts_ns - (uint64_t)e->origin;
+	if (ev->ts_ns >= e->origin && !e->incremental) {
+		put_varint(e, PF_PKT_TIMESTAMP, rel);
+	} else if (ev->ts_ns >= e->origin && rel >= e->last[seq]) {
+		put_varint(e, PF_PKT_TIMESTAMP, rel - e->last[seq]);
+		e->last[seq] = rel;
 	} else {
 		put_varint(e, PF_PKT_CLOCK_ID, PF_CLOCK_REALTIME);
 		put_varint(e, PF_PKT_TIMESTAMP, ev->ts_ns > 0 ? (uint64_t)ev->ts_ns : 0);
 	}
 	size_t te = begin(e, PF_PKT_TRACK_EVENT);
 	put_varint(e, PF_TE_TYPE, ev->type);
-	put_varint(e, PF_TE_TRACK, ev->track);
+	if (!e->default_track[seq] || ev->track != e->default_track[seq])
+		put_varint(e, PF_TE_TRACK, ev->track);
 	if (ev->type == STRB_PF_BEGIN || ev->type == STRB_PF_INSTANT) {
 		name_field(e, T_NAME, PF_TE_NAME_IID, PF_TE_NAME, ev->name ? ev->name : "");
 		if (ev->category && *ev->category)
@@ -549,7 +620,7 @@ void strb_pfenc_event(struct strb_pfenc *e, const struct strb_pf_event *ev)
 		put_fixed64(e, PF_TE_TERMINATING_FLOW_IDS, ev->flow_in);
 	end(e, te);
 	interned_data(e);
-	packet_tail(e, PF_SEQ_NEEDS_STATE);
+	seq_tail(e, seq, 0);
 	end(e, pkt);
 }
 

@@ -3,10 +3,12 @@
  * interned names, categories and annotation keys, flows and counters, all
  * on one packet sequence, written through a sink in large chunks.
  *
- * Timestamps are epoch ns. They are written as ns since an origin chosen at
- * open (a clock of the sequence, anchored to CLOCK_REALTIME by the first
- * packet's clock snapshot), which keeps them short; one earlier than the
- * origin is written in CLOCK_REALTIME itself.
+ * Timestamps are epoch ns. They are written on a clock of the sequence,
+ * anchored to CLOCK_REALTIME at an origin chosen at open by the first
+ * packet's clock snapshot: as ns since the origin, or, with
+ * STRB_PFENC_INCREMENTAL, as the delta from the previous event (the clock
+ * is declared incremental). One earlier than the origin (or, incremental,
+ * than the previous event) is written in CLOCK_REALTIME itself.
  *
  * Memory is bounded: when the interning tables grow past their limit the
  * encoder clears the sequence's incremental state and starts over. Not
@@ -30,14 +32,36 @@ static inline uint64_t strb_output_flow_uuid(uint64_t id, unsigned kind)
 struct strb_sink;
 struct strb_pfenc;
 
+/* What strb_pfenc_open is told about the caller. */
+enum {
+	/* The caller's name, category and key pointers keep their content for
+	 * the encoder's life, so equal pointers mean equal strings (lets it
+	 * skip hashing). */
+	STRB_PFENC_STABLE_STRINGS = 1,
+	/* Events come in non-decreasing time: each timestamp is written as the
+	 * delta from the previous one on an incremental clock of the sequence
+	 * (1-2 bytes instead of 4-5). An event earlier than the one before it
+	 * is still written right, in CLOCK_REALTIME, at full width. */
+	STRB_PFENC_INCREMENTAL = 2,
+};
+
 /* Starts a trace into sink (which the encoder then owns: finish commits it,
- * abort removes it). strings_stable: the caller's name, category and key
- * pointers keep their content for the encoder's life, so equal pointers
- * mean equal strings (lets it skip hashing). Returns 0 or -ENOMEM. */
-int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t origin_ns, bool strings_stable);
+ * abort removes it); flags: STRB_PFENC_*. Returns 0 or -ENOMEM. */
+int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t origin_ns, unsigned flags);
+
+/* The track of events that name none (TrackEventDefaults.track_uuid):
+ * events on it are written without their track. Call it once, before the
+ * events; 0 = none. */
+void strb_pfenc_default_track(struct strb_pfenc *e, uint64_t uuid);
 
 /* A fresh track uuid (1, 2, 3, ...). */
 uint64_t strb_pfenc_uuid(struct strb_pfenc *e);
+
+/* With STRB_PFENC_INCREMENTAL: the samples of this counter track (the one
+ * with most, say) go on a second packet sequence whose default track it
+ * is, so they are written without their track. Call it once, before the
+ * track's samples. */
+void strb_pfenc_counter_sequence(struct strb_pfenc *e, uint64_t uuid);
 
 /* Track descriptors. A descriptor may be written again for the same uuid
  * (e.g. when a name becomes known later); readers take the last one.

@@ -35,12 +35,15 @@ static const struct name header[] = {
     {"TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED", PF_SEQ_CLEARED},
     {"TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE", PF_SEQ_NEEDS_STATE},
     {"TracePacketDefaults.timestamp_clock_id", PF_DEFAULTS_CLOCK_ID},
+    {"TracePacketDefaults.track_event_defaults", PF_DEFAULTS_TRACK_EVENT},
+    {"TrackEventDefaults.track_uuid", PF_TED_TRACK},
     {"BuiltinClock.BUILTIN_CLOCK_REALTIME", PF_CLOCK_REALTIME},
     {"BuiltinClock.BUILTIN_CLOCK_BOOTTIME", PF_CLOCK_BOOTTIME},
     {"ClockSnapshot.clocks", PF_SNAP_CLOCKS},
     {"ClockSnapshot.primary_trace_clock", PF_SNAP_PRIMARY},
     {"ClockSnapshot.Clock.clock_id", PF_CLOCK_ID},
     {"ClockSnapshot.Clock.timestamp", PF_CLOCK_TS},
+    {"ClockSnapshot.Clock.is_incremental", PF_CLOCK_INCREMENTAL},
     {"TrackDescriptor.uuid", PF_TD_UUID},
     {"TrackDescriptor.parent_uuid", PF_TD_PARENT},
     {"TrackDescriptor.name", PF_TD_NAME},
@@ -78,10 +81,14 @@ static const struct name header[] = {
     {"DebugAnnotation.int_value", PF_DA_INT},
     {"DebugAnnotation.double_value", PF_DA_DOUBLE},
     {"DebugAnnotation.string_value", PF_DA_STRING},
+    {"DebugAnnotation.string_value_iid", PF_DA_STRING_IID},
     {"DebugAnnotation.legacy_json_value", PF_DA_JSON},
     {"InternedData.event_categories", PF_ID_CATEGORIES},
     {"InternedData.event_names", PF_ID_NAMES},
     {"InternedData.debug_annotation_names", PF_ID_ANNOTATION_NAMES},
+    {"InternedData.debug_annotation_string_values", PF_ID_ANNOTATION_VALUES},
+    {"InternedString.iid", PF_INTERNED_IID},
+    {"InternedString.str", PF_INTERNED_NAME},
     {"EventCategory.iid", PF_INTERNED_IID},
     {"EventCategory.name", PF_INTERNED_NAME},
     {"EventName.iid", PF_INTERNED_IID},
@@ -93,7 +100,6 @@ static const struct name header[] = {
 
 /* Fields the schema declares that neither side uses (no name needed). */
 static const char *const unused[] = {
-    "ClockSnapshot.Clock.is_incremental",
     "ClockSnapshot.Clock.unit_multiplier_ns",
     "CounterDescriptor.unit",
 };

@@ -302,6 +302,157 @@ static void test_time_overflow_counted(void **state)
 	free(p.b);
 }
 
+/* The first packet of an incremental sequence: sequence clock 64 at
+ * seq_ts is realtime, incremental, and the default clock; track (0: none)
+ * the default track. */
+static void incremental_start(struct pbuf *out, uint64_t realtime, uint64_t seq_ts, uint64_t track)
+{
+	struct pbuf pkt = {0}, snap = {0}, clock = {0}, defaults = {0}, ted = {0};
+	field_varint(&clock, PF_CLOCK_ID, 64);
+	field_varint(&clock, PF_CLOCK_TS, seq_ts);
+	field_varint(&clock, PF_CLOCK_INCREMENTAL, 1);
+	field_msg(&snap, PF_SNAP_CLOCKS, &clock);
+	field_varint(&clock, PF_CLOCK_ID, PF_CLOCK_REALTIME);
+	field_varint(&clock, PF_CLOCK_TS, realtime);
+	field_msg(&snap, PF_SNAP_CLOCKS, &clock);
+	field_msg(&pkt, PF_PKT_CLOCK_SNAPSHOT, &snap);
+	field_varint(&defaults, PF_DEFAULTS_CLOCK_ID, 64);
+	if (track) {
+		field_varint(&ted, PF_TED_TRACK, track);
+		field_msg(&defaults, PF_DEFAULTS_TRACK_EVENT, &ted);
+	}
+	field_msg(&pkt, PF_PKT_DEFAULTS, &defaults);
+	field_varint(&pkt, PF_PKT_SEQ_ID, 1);
+	field_varint(&pkt, PF_PKT_SEQ_FLAGS, PF_SEQ_CLEARED);
+	field_msg(out, PF_TRACE_PACKET, &pkt);
+}
+
+/* A slice begin (name given) or end on the default clock and track, with
+ * the timestamp a delta; the begin has a string annotation "k" whose
+ * value is interned as iid 1 with value (when not NULL). */
+static void delta_slice(struct pbuf *out, uint64_t delta, const char *name, const char *value)
+{
+	struct pbuf pkt = {0}, te = {0}, da = {0}, id = {0}, str = {0};
+	field_varint(&te, PF_TE_TYPE, name ? PF_TYPE_SLICE_BEGIN : PF_TYPE_SLICE_END);
+	if (name)
+		field_bytes(&te, PF_TE_NAME, name, strlen(name));
+	if (value) {
+		field_bytes(&da, PF_DA_NAME, "k", 1);
+		field_varint(&da, PF_DA_STRING_IID, 1);
+		field_msg(&te, PF_TE_ANNOTATIONS, &da);
+		field_varint(&str, PF_INTERNED_IID, 1);
+		field_bytes(&str, PF_INTERNED_NAME, value, strlen(value));
+		field_msg(&id, PF_ID_ANNOTATION_VALUES, &str);
+		field_msg(&pkt, PF_PKT_INTERNED, &id);
+	}
+	field_varint(&pkt, PF_PKT_TIMESTAMP, delta);
+	field_varint(&pkt, PF_PKT_SEQ_ID, 1);
+	field_msg(&pkt, PF_PKT_TRACK_EVENT, &te);
+	field_msg(out, PF_TRACE_PACKET, &pkt);
+}
+
+static int on_arg_event(const struct tr_event *ev, void *arg)
+{
+	char *out = arg;
+	if (!strcmp(ev->ph, "X") && ev->nargs && strlen(ev->args[0].key) + strlen(ev->args[0].value) < 62)
+		sprintf(out, "%s=%s", ev->args[0].key, ev->args[0].value);
+	return 0;
+}
+
+/* Deltas on an incremental sequence clock add up from the snapshot's
+ * time (a zero delta is an equal time); events without a track are on the
+ * default one; an interned string value reads as its string. */
+static void test_incremental_clock(void **state)
+{
+	(void)state;
+	const uint64_t origin = UINT64_C(1700000000000000000);
+	struct pbuf p = {0};
+	thread_track(&p, 3, 7, 8);
+	incremental_start(&p, origin, 100, 3);
+	delta_slice(&p, 5, "outer", NULL); /* 105 */
+	delta_slice(&p, 0, "inner", NULL); /* 105 */
+	delta_slice(&p, 20, NULL, NULL);   /* 125 */
+	delta_slice(&p, 0, "zero", NULL);  /* 125 */
+	delta_slice(&p, 0, NULL, NULL);    /* 125 */
+	delta_slice(&p, 1000, NULL, NULL); /* 1125 */
+	struct slices s;
+	struct tr_stats st;
+	assert_int_equal(read_pf(&p, &s, &st), 0);
+	assert_int_equal(s.n, 3);
+	const int64_t base = (int64_t)origin - 100;
+	assert_string_equal(s.name[0], "inner");
+	assert_int_equal(s.ts[0], base + 105);
+	assert_int_equal(s.dur[0], 20);
+	assert_string_equal(s.name[1], "zero");
+	assert_int_equal(s.ts[1], base + 125);
+	assert_int_equal(s.dur[1], 0);
+	assert_string_equal(s.name[2], "outer");
+	assert_int_equal(s.ts[2], base + 105);
+	assert_int_equal(s.dur[2], 1020);
+	assert_int_equal(st.bad_times, 0);
+	free(p.b);
+
+	p = (struct pbuf){0};
+	thread_track(&p, 3, 7, 8);
+	incremental_start(&p, origin, 0, 3);
+	delta_slice(&p, 5, "kernel", "stream 7");
+	delta_slice(&p, 5, NULL, NULL);
+	char arg[64] = "";
+	struct tr_handler h = {on_arg_event, NULL, arg};
+	char err[256];
+	assert_int_equal(tr_read_memory(p.b, p.n, "t.pftrace", &h, &st, err, sizeof(err)), 0);
+	assert_string_equal(arg, "k=\"stream 7\"");
+	free(p.b);
+}
+
+/* Reads p, which must fail with an error that says want. */
+static void read_fails(const struct pbuf *p, const char *want)
+{
+	struct slices s = {0};
+	struct tr_handler h = {on_event, NULL, &s};
+	struct tr_stats st;
+	char err[256] = "";
+	assert_int_equal(tr_read_memory(p->b, p->n, "t.pftrace", &h, &st, err, sizeof(err)), -EBADMSG);
+	tu_assert_contains(err, want);
+}
+
+/* A delta that is negative, one that takes the clock past int64, and a
+ * time on a sequence clock no snapshot defined are errors: every later
+ * time of the sequence would be wrong. */
+static void test_bad_deltas_refused(void **state)
+{
+	(void)state;
+	struct pbuf p = {0};
+	thread_track(&p, 3, 7, 8);
+	incremental_start(&p, 1000, 0, 3);
+	delta_slice(&p, 5, "a", NULL);
+	delta_slice(&p, (uint64_t)-3, NULL, NULL);
+	read_fails(&p, "negative timestamp delta (-3 ns)");
+	free(p.b);
+
+	p = (struct pbuf){0};
+	thread_track(&p, 3, 7, 8);
+	incremental_start(&p, 1000, (uint64_t)INT64_MAX - 10, 3);
+	delta_slice(&p, 5, "a", NULL);
+	delta_slice(&p, 6, NULL, NULL);
+	read_fails(&p, "past 2^63 ns");
+	free(p.b);
+
+	/* Defaults name clock 64, but no snapshot defined it. */
+	p = (struct pbuf){0};
+	thread_track(&p, 3, 7, 8);
+	struct pbuf pkt = {0}, defaults = {0};
+	field_varint(&defaults, PF_DEFAULTS_CLOCK_ID, 64);
+	field_msg(&pkt, PF_PKT_DEFAULTS, &defaults);
+	field_varint(&pkt, PF_PKT_SEQ_ID, 1);
+	field_msg(&p, PF_TRACE_PACKET, &pkt);
+	free(pkt.b);
+	free(defaults.b);
+	delta_slice(&p, 5, "a", NULL);
+	read_fails(&p, "on clock 64 of sequence 1, which no clock snapshot defines");
+	free(p.b);
+}
+
 /* What strobe summary says of a file with both kinds of cut slices. */
 static void test_summary_says_so(void **state)
 {
@@ -328,6 +479,8 @@ int main(void)
 	    cmocka_unit_test(test_end_before_begin_counted),
 	    cmocka_unit_test(test_time_overflow_counted),
 	    cmocka_unit_test(test_summary_says_so),
+	    cmocka_unit_test(test_incremental_clock),
+	    cmocka_unit_test(test_bad_deltas_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

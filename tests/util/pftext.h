@@ -19,27 +19,30 @@
 
 struct pf_ann {
 	char key[PF_STR];
-	uint64_t key_iid;
+	uint64_t key_iid, value_iid;
 	char kind[32]; /* "int_value", "string_value", ... */
 	char value[PF_STR];
 };
 
 struct pf_packet {
 	bool has_ts;
-	uint64_t ts;
+	uint64_t ts;     /* on the sequence's clock (deltas summed), or in clock_id */
+	uint64_t raw_ts; /* as written: a delta on an incremental clock */
 	unsigned clock_id;
 	unsigned seq_id, flags;
 	bool first_on_seq, has_defaults;
 	unsigned default_clock;
+	uint64_t default_track; /* track_event_defaults */
 	/* clock snapshot */
 	bool has_clock;
 	uint64_t realtime, seq_clock;
-	bool has_seq_clock;
+	bool has_seq_clock, seq_incremental;
 	unsigned primary_clock;
 	/* track event */
 	bool has_te;
 	char type[32];
-	uint64_t track;
+	uint64_t track; /* the default track's when the event names none */
+	bool has_track;
 	uint64_t name_iid, cat_iid;
 	char name[PF_STR], cat[PF_STR];
 	uint64_t flow_out, flow_in;
@@ -57,7 +60,7 @@ struct pf_packet {
 };
 
 struct pf_intern {
-	int table; /* 0 categories, 1 names, 2 annotation names */
+	int table; /* 0 categories, 1 names, 2 annotation names, 3 string values */
 	uint64_t iid;
 	char name[PF_STR];
 };
@@ -68,6 +71,9 @@ struct pf_trace {
 	struct pf_intern *in;
 	size_t nin, capin;
 	unsigned unresolved; /* iids used but never defined before use */
+	/* Each sequence's state while loading (by id, 1 to 3). */
+	uint64_t default_track[4], seq_now[4];
+	bool seq_incremental[4];
 };
 
 static void pf_unescape(char *dst, const char *src)
@@ -116,10 +122,26 @@ static void pf_resolve(struct pf_trace *t, struct pf_packet *p)
 			snprintf(p->name, sizeof(p->name), "%s", pf_lookup(t, 1, p->name_iid));
 		if (p->cat_iid)
 			snprintf(p->cat, sizeof(p->cat), "%s", pf_lookup(t, 0, p->cat_iid));
-		for (unsigned i = 0; i < p->nann; i++)
+		for (unsigned i = 0; i < p->nann; i++) {
 			if (p->ann[i].key_iid)
 				snprintf(p->ann[i].key, sizeof(p->ann[i].key), "%s",
 				         pf_lookup(t, 2, p->ann[i].key_iid));
+			if (p->ann[i].value_iid)
+				snprintf(p->ann[i].value, sizeof(p->ann[i].value), "%s",
+				         pf_lookup(t, 3, p->ann[i].value_iid));
+		}
+		if (!p->has_track)
+			p->track = t->default_track[p->seq_id & 3];
+	}
+	/* Time: a snapshot sets the sequence's clock; an incremental clock's
+	 * packets add their delta to it. */
+	unsigned q = p->seq_id & 3;
+	if (p->has_clock) {
+		t->seq_now[q] = p->seq_clock;
+		t->seq_incremental[q] = p->seq_incremental;
+	} else if (p->has_ts && !p->clock_id) {
+		t->seq_now[q] = t->seq_incremental[q] ? t->seq_now[q] + p->raw_ts : p->raw_ts;
+		p->ts = t->seq_now[q];
 	}
 }
 
@@ -160,9 +182,10 @@ static void pf_load(struct pf_trace *t, const char *path)
 				p->has_clock = true;
 			} else if (p && depth == 3 && !strcmp(stack[1], "interned_data")) {
 				memset(&pending, 0, sizeof(pending));
-				pending.table = !strcmp(line, "event_categories") ? 0
-				                : !strcmp(line, "event_names")    ? 1
-				                                                  : 2;
+				pending.table = !strcmp(line, "event_categories")         ? 0
+				                : !strcmp(line, "event_names")            ? 1
+				                : !strcmp(line, "debug_annotation_names") ? 2
+				                                                          : 3;
 			} else if (p && depth == 3 && !strcmp(stack[1], "track_event") &&
 			           !strcmp(line, "debug_annotations")) {
 				if (p->nann < PF_ANN)
@@ -182,8 +205,11 @@ static void pf_load(struct pf_trace *t, const char *path)
 				}
 				t->in[t->nin++] = pending;
 			}
-			if (depth == 1 && p)
+			if (depth == 1 && p) {
+				if (p->has_defaults)
+					t->default_track[p->seq_id & 3] = p->default_track;
 				pf_resolve(t, p);
+			}
 			depth--;
 			continue;
 		}
@@ -198,7 +224,7 @@ static void pf_load(struct pf_trace *t, const char *path)
 		unsigned long long u = strtoull(v, NULL, 0);
 		if (depth == 1) {
 			if (!strcmp(k, "timestamp"))
-				p->has_ts = true, p->ts = u;
+				p->has_ts = true, p->ts = p->raw_ts = u;
 			else if (!strcmp(k, "timestamp_clock_id"))
 				p->clock_id = (unsigned)u;
 			else if (!strcmp(k, "trusted_packet_sequence_id"))
@@ -209,7 +235,11 @@ static void pf_load(struct pf_trace *t, const char *path)
 				p->first_on_seq = !strcmp(v, "true");
 		} else if (depth == 2 && !strcmp(stack[1], "trace_packet_defaults")) {
 			p->has_defaults = true;
-			p->default_clock = (unsigned)u;
+			if (!strcmp(k, "timestamp_clock_id"))
+				p->default_clock = (unsigned)u;
+		} else if (depth == 3 && !strcmp(stack[1], "trace_packet_defaults")) {
+			if (!strcmp(k, "track_uuid"))
+				p->default_track = u;
 		} else if (depth == 2 && !strcmp(stack[1], "clock_snapshot")) {
 			if (!strcmp(k, "primary_trace_clock"))
 				p->primary_clock = !strcmp(v, "BUILTIN_CLOCK_REALTIME") ? 1 : 99;
@@ -221,12 +251,14 @@ static void pf_load(struct pf_trace *t, const char *path)
 				p->realtime = u;
 			else if (!strcmp(k, "timestamp") && last_id == 64)
 				p->has_seq_clock = true, p->seq_clock = u;
+			else if (!strcmp(k, "is_incremental") && last_id == 64)
+				p->seq_incremental = !strcmp(v, "true");
 		} else if (depth == 2 && !strcmp(stack[1], "track_event")) {
 			p->has_te = true;
 			if (!strcmp(k, "type"))
 				snprintf(p->type, sizeof(p->type), "%s", v);
 			else if (!strcmp(k, "track_uuid"))
-				p->track = u;
+				p->track = u, p->has_track = true;
 			else if (!strcmp(k, "name_iid"))
 				p->name_iid = u;
 			else if (!strcmp(k, "name"))
@@ -243,18 +275,21 @@ static void pf_load(struct pf_trace *t, const char *path)
 				p->has_counter = true, p->counter = strtod(v, NULL);
 		} else if (depth == 3 && !strcmp(stack[1], "track_event") && p->nann) {
 			struct pf_ann *a = &p->ann[p->nann - 1];
-			if (!strcmp(k, "name_iid"))
+			if (!strcmp(k, "name_iid")) {
 				a->key_iid = u;
-			else if (!strcmp(k, "name"))
+			} else if (!strcmp(k, "name")) {
 				snprintf(a->key, sizeof(a->key), "%s", str);
-			else {
+			} else if (!strcmp(k, "string_value_iid")) {
+				a->value_iid = u;
+				snprintf(a->kind, sizeof(a->kind), "string_value");
+			} else {
 				snprintf(a->kind, sizeof(a->kind), "%s", k);
 				snprintf(a->value, sizeof(a->value), "%s", *v == '"' ? str : v);
 			}
 		} else if (depth == 3 && !strcmp(stack[1], "interned_data")) {
 			if (!strcmp(k, "iid"))
 				pending.iid = u;
-			else if (!strcmp(k, "name"))
+			else if (!strcmp(k, "name") || !strcmp(k, "str"))
 				snprintf(pending.name, sizeof(pending.name), "%s", str);
 		} else if (depth == 2 && !strcmp(stack[1], "track_descriptor")) {
 			p->has_td = true;
@@ -339,7 +374,9 @@ static void pf_check_described_once(const struct pf_trace *t)
 }
 
 /* Checks what every strobe Perfetto file must have: the clock snapshot
- * first, one sequence with the right flags, each track described once
+ * first, a sequence (and one more for a counter track) whose flags only
+ * clear its state (with a clock
+ * snapshot; no packet needs to say it needs the state), each track described once
  * before its events, slices paired per track, every interned id defined
  * and, with flows_paired, every flow started once and ended once. */
 static void pf_check_structure(const struct pf_trace *t, bool flows_paired)
@@ -357,9 +394,9 @@ static void pf_check_structure(const struct pf_trace *t, bool flows_paired)
 	size_t begins = 0, ends = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pf_packet *p = &t->p[i];
-		assert_int_equal(p->seq_id, 1);
+		assert_true(p->seq_id == 1 || p->seq_id == 2); /* 2: a counter track's samples */
 		if (i)
-			assert_true(p->flags == 2 || (p->has_clock && p->flags == 1));
+			assert_true(p->flags == 0 || (p->has_clock && p->flags == 1));
 		if (!p->has_te)
 			continue;
 		assert_non_null(pf_track(t, p->track));

@@ -117,11 +117,14 @@ struct table {
 struct seq {
 	uint32_t id;
 	bool used;
-	struct table names, cats, keys;
+	struct table names, cats, keys, values;
 	uint64_t default_clock; /* 0: none given */
-	/* The sequence's own clocks (ids 64-127): CLOCK_REALTIME - clock. */
+	uint64_t default_track; /* TrackEventDefaults.track_uuid, 0: none */
+	/* The sequence's own clocks (ids 64-127): CLOCK_REALTIME - clock; an
+	 * incremental one's packets give deltas from its last time. */
 	int64_t seq_offset[64];
-	bool seq_known[64];
+	bool seq_known[64], seq_incremental[64];
+	uint64_t seq_last[64];
 };
 
 /* A slice begun and not yet ended. */
@@ -408,7 +411,8 @@ static struct seq *seq_for(struct tr_pf *p, uint32_t id)
 /* Returns the bytes the sequence's tables held. */
 static size_t seq_clear(struct seq *s)
 {
-	return table_clear(&s->names) + table_clear(&s->cats) + table_clear(&s->keys);
+	return table_clear(&s->names) + table_clear(&s->cats) + table_clear(&s->keys) +
+	       table_clear(&s->values);
 }
 
 static size_t track_home(uint64_t uuid, size_t cap)
@@ -603,6 +607,14 @@ static bool annotation(const struct seq *sq, const struct field *f, struct sbuf 
 				sb_json(&v, x.at, x.len);
 			}
 			break;
+		case PF_DA_STRING_IID: {
+			const char *str = table_get(&sq->values, x.v);
+			if (str) {
+				v.len = 0;
+				sb_json(&v, (const unsigned char *)str, strlen(str));
+			}
+			break;
+		}
 		case PF_DA_POINTER:
 			v.len = 0;
 			snprintf(num, sizeof(num), "\"0x%" PRIx64 "\"", x.v);
@@ -655,9 +667,40 @@ static int64_t to_realtime(struct tr_pf *p, const struct seq *sq, uint64_t clock
 	return t;
 }
 
+/* A timestamp on a clock of the sequence (ids 64-127) as that clock's
+ * time: an incremental clock's is a delta from its last time (as Perfetto's
+ * trace_processor reads it: ClockSynchronizer's ClockDomain::ToNs). A clock
+ * no snapshot defined, a negative delta or one past the clock's range is
+ * an error: every later time of the sequence would be wrong. */
+static int sequence_time(struct tr_pf *p, struct seq *sq, uint64_t clock, uint64_t *ts)
+{
+	if (clock < 64 || clock >= 128)
+		return 0;
+	unsigned i = (unsigned)clock - 64;
+	if (!sq->seq_known[i])
+		return fail(p, -EBADMSG,
+		            "timestamp at byte %" PRIu64
+		            " on clock %u of sequence %u, which no clock snapshot defines",
+		            p->pkt_offset, (unsigned)clock, (unsigned)sq->id);
+	if (!sq->seq_incremental[i])
+		return 0;
+	if (*ts > INT64_MAX)
+		return fail(p, -EBADMSG, "negative timestamp delta (%" PRId64 " ns) at byte %" PRIu64,
+		            (int64_t)*ts, p->pkt_offset);
+	if (sq->seq_last[i] > INT64_MAX || *ts > INT64_MAX - sq->seq_last[i])
+		return fail(p, -EBADMSG,
+		            "timestamp delta at byte %" PRIu64 " takes clock %u past 2^63 ns (%" PRIu64
+		            " + %" PRIu64 ")",
+		            p->pkt_offset, (unsigned)clock, sq->seq_last[i], *ts);
+	sq->seq_last[i] += *ts;
+	*ts = sq->seq_last[i];
+	return 0;
+}
+
 static void clock_snapshot(struct tr_pf *p, struct seq *sq, const struct field *f, bool *bad)
 {
 	uint64_t ids[32], tss[32];
+	bool incremental[32];
 	int n = 0;
 	bool realtime = false;
 	uint64_t rt = 0;
@@ -669,12 +712,16 @@ static void clock_snapshot(struct tr_pf *p, struct seq *sq, const struct field *
 		struct pb c = sub(&x);
 		struct field y;
 		uint64_t id = 0, ts = 0;
+		bool inc = false;
 		while (next_field(&c, &y, bad)) {
 			if (y.num == PF_CLOCK_ID)
 				id = y.v;
 			else if (y.num == PF_CLOCK_TS)
 				ts = y.v;
+			else if (y.num == PF_CLOCK_INCREMENTAL)
+				inc = y.v != 0;
 		}
+		incremental[n] = inc;
 		ids[n] = id;
 		tss[n++] = ts;
 		if (id == PF_CLOCK_REALTIME)
@@ -685,8 +732,11 @@ static void clock_snapshot(struct tr_pf *p, struct seq *sq, const struct field *
 	for (int i = 0; i < n; i++) {
 		int64_t off = (int64_t)(rt - tss[i]);
 		if (ids[i] >= 64 && ids[i] < 128) {
+			/* An incremental clock's next delta counts from here. */
 			sq->seq_offset[ids[i] - 64] = off;
 			sq->seq_known[ids[i] - 64] = true;
+			sq->seq_incremental[ids[i] - 64] = incremental[i];
+			sq->seq_last[ids[i] - 64] = tss[i];
 		} else if (ids[i] < 16) {
 			p->global_offset[ids[i]] = off;
 			p->global_known[ids[i]] = true;
@@ -699,10 +749,11 @@ static int interned(struct tr_pf *p, struct seq *sq, const struct field *f, bool
 	struct pb b = sub(f);
 	struct field x;
 	while (next_field(&b, &x, bad)) {
-		struct table *t = x.num == PF_ID_CATEGORIES         ? &sq->cats
-		                  : x.num == PF_ID_NAMES            ? &sq->names
-		                  : x.num == PF_ID_ANNOTATION_NAMES ? &sq->keys
-		                                                    : NULL;
+		struct table *t = x.num == PF_ID_CATEGORIES          ? &sq->cats
+		                  : x.num == PF_ID_NAMES             ? &sq->names
+		                  : x.num == PF_ID_ANNOTATION_NAMES  ? &sq->keys
+		                  : x.num == PF_ID_ANNOTATION_VALUES ? &sq->values
+		                                                     : NULL;
 		if (!t || x.wt != PF_WT_LEN)
 			continue;
 		struct pb e = sub(&x);
@@ -1027,6 +1078,8 @@ static int track_event(struct tr_pf *p, struct seq *sq, const struct field *f, b
 		}
 	}
 	int rc = 0;
+	if (!track_uuid)
+		track_uuid = sq->default_track;
 	struct track *t = track_uuid ? track_find(p, track_uuid) : NULL;
 	if (*bad || cats.oom || kv.oom || !t || !has_ts) {
 		if (cats.oom || kv.oom)
@@ -1144,7 +1197,7 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 {
 	struct pb b = {d, d + n};
 	struct field x, te = {0}, defaults = {0};
-	bool bad = false, has_te = false, has_defaults = false, has_ts = false;
+	bool bad = false, has_te = false, has_defaults = false, has_ts = false, has_snapshot = false;
 	uint64_t seq_id = 0, flags = 0, ts = 0, clock = 0;
 	/* First the packet's scalars, so its other parts read with them. */
 	while (next_field(&b, &x, &bad)) {
@@ -1158,6 +1211,8 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 			clock = x.v;
 		else if (x.num == PF_PKT_TRACK_EVENT && x.wt == PF_WT_LEN)
 			te = x, has_te = true;
+		else if (x.num == PF_PKT_CLOCK_SNAPSHOT)
+			has_snapshot = true;
 		else if (x.num == PF_PKT_DEFAULTS && x.wt == PF_WT_LEN)
 			defaults = x, has_defaults = true;
 	}
@@ -1170,13 +1225,25 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 	if (flags & PF_SEQ_CLEARED) {
 		p->interned -= seq_clear(sq);
 		sq->default_clock = 0;
+		sq->default_track = 0;
 	}
 	if (has_defaults) {
+		/* New defaults replace the old ones whole. */
+		sq->default_clock = 0;
+		sq->default_track = 0;
 		struct pb q = sub(&defaults);
 		struct field y;
-		while (next_field(&q, &y, &bad))
-			if (y.num == PF_DEFAULTS_CLOCK_ID)
+		while (next_field(&q, &y, &bad)) {
+			if (y.num == PF_DEFAULTS_CLOCK_ID) {
 				sq->default_clock = y.v;
+			} else if (y.num == PF_DEFAULTS_TRACK_EVENT && y.wt == PF_WT_LEN) {
+				struct pb r = sub(&y);
+				struct field z;
+				while (next_field(&r, &z, &bad))
+					if (z.num == PF_TED_TRACK)
+						sq->default_track = z.v;
+			}
+		}
 	}
 	b = (struct pb){d, d + n};
 	while (!rc && next_field(&b, &x, &bad)) {
@@ -1189,10 +1256,11 @@ static int packet(struct tr_pf *p, const unsigned char *d, size_t n)
 		else if (x.num == PF_PKT_TRACK_DESCRIPTOR)
 			rc = descriptor(p, &x, &bad);
 	}
-	if (!rc && has_te && !bad) {
-		uint64_t c = clock ? clock : sq->default_clock ? sq->default_clock : PF_CLOCK_BOOTTIME;
+	uint64_t c = clock ? clock : sq->default_clock ? sq->default_clock : PF_CLOCK_BOOTTIME;
+	if (!rc && has_ts && !has_snapshot && !bad)
+		rc = sequence_time(p, sq, c, &ts);
+	if (!rc && has_te && !bad)
 		rc = track_event(p, sq, &te, has_ts, to_realtime(p, sq, c, ts), &bad);
-	}
 	if (!rc && bad)
 		rc = fail(p, -EBADMSG, "malformed packet at byte %" PRIu64, p->pkt_offset);
 	return rc;

@@ -358,7 +358,7 @@ static void open_pf(struct pfo *c, int64_t first_ts)
 	if (c->pf || c->err)
 		return;
 	int64_t origin = add_sat(c->base, first_ts);
-	if (strb_pfenc_open(&c->pf, c->sink, origin, false)) {
+	if (strb_pfenc_open(&c->pf, c->sink, origin, 0)) {
 		c->sink = NULL;
 		oom(c);
 		return;
