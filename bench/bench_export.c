@@ -2,8 +2,11 @@
  * Perfetto protobuf, to a memory-backed directory (tmpfs) and to disk, each
  * the median of repeated saves. Reports events/s, MB/s of plain JSON
  * equivalent, file size, bytes per event and size against plain JSON;
- * then plain and zstd JSON with one thread against every CPU.
- * Usage: bench_export [events] [runs] [tmpfs-dir] [disk-dir]
+ * then the same mix with N distinct op names (10 000 by default) as plain
+ * JSON and Perfetto into tmpfs (sizes against each other: names that do not
+ * repeat often make interning pay less); then plain and zstd JSON with one
+ * thread against every CPU.
+ * Usage: bench_export [events] [runs] [tmpfs-dir] [disk-dir] [distinct-names]
  */
 #include <sched.h>
 #include <string.h>
@@ -94,25 +97,19 @@ static void threads_table(strobe_trace *t, size_t n, const char *dir, int runs)
 	}
 }
 
-int main(int argc, char **argv)
+/* Records the mix: ops with nested annotations, instants and counters;
+ * with names > 0, the ops cycle through that many distinct names. */
+static strobe_trace *record(long events, long names)
 {
-	long events = argc > 1 ? atol(argv[1]) : 1000000;
-	int runs = argc > 2 ? atoi(argv[2]) : 5;
-	const char *mem_dir = argc > 3 ? argv[3] : "/dev/shm";
-	const char *disk_dir = argc > 4 ? argv[4] : ".";
-	if (events < 10 || runs < 1) {
-		fprintf(stderr, "usage: bench_export [events >= 10] [runs >= 1] [tmpfs-dir] [disk-dir]\n");
-		return 2;
-	}
-	bench_pin(0);
-	strobe_init(NULL);
 	char cfg[128];
 	snprintf(cfg, sizeof(cfg), "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=%ld", events * 64 / (1 << 20) + 64);
 	strobe_prepare(0, cfg);
 	strobe_start();
-	/* A realistic mix: ops with nested annotations, instants and counters. */
+	char name[64] = "aten::linear";
 	for (long i = 0; i < events; i += 4) {
-		strobe_op_push("aten::linear");
+		if (names > 0)
+			snprintf(name, sizeof(name), "aten::op_%ld", (i / 4) % names);
+		strobe_op_push(name);
 		strobe_range_push("encoder.layer.attention");
 		strobe_range_pop();
 		strobe_op_pop();
@@ -121,33 +118,79 @@ int main(int argc, char **argv)
 	}
 	strobe_trace *t = NULL;
 	strobe_stop(&t);
-	size_t n = strobe_trace_activity_count(t);
-	printf("%zu events; median of %d saves\n", n, runs);
+	return t;
+}
+
+static void table_head(void)
+{
 	printf("%-8s %-10s %12s %10s %12s %10s %8s\n", "where", "format", "events/s", "MB/s", "file MB",
 	       "B/event", "vs json");
+}
+
+/* One row: the median of runs saves of t as dir/stem + kinds[k]; the
+ * plain JSON's size (kinds[0], the first row) goes into *json_bytes. */
+static void size_row(strobe_trace *t, const char *dir, const char *stem, const char *where, size_t k,
+                     int runs, double *json_bytes)
+{
+	size_t n = strobe_trace_activity_count(t);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s%s", dir, stem, kinds[k]);
+	double *secs = calloc((size_t)runs, sizeof(double));
+	struct stat st = {0};
+	for (int r = 0; r < runs; r++) {
+		secs[r] = save_secs(t, path, NULL);
+		stat(path, &st);
+	}
+	if (k == 0)
+		*json_bytes = (double)st.st_size;
+	double s = bench_median(secs, runs);
+	printf("%-8s %-10s %12.0f %10.1f %12.1f %10.1f %8.3f\n", where, kinds[k], (double)n / s,
+	       *json_bytes / s / 1e6, (double)st.st_size / 1e6, (double)st.st_size / (double)n,
+	       (double)st.st_size / *json_bytes);
+	unlink(path);
+	free(secs);
+}
+
+/* Plain JSON and Perfetto of a trace with many distinct names, into dir. */
+static void names_table(long events, long names, const char *dir, int runs)
+{
+	strobe_trace *t = record(events, names);
+	printf("\n%zu events, %ld distinct op names, into tmpfs\n", strobe_trace_activity_count(t), names);
+	table_head();
+	double json_bytes = 0;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k += 3)
+		size_row(t, dir, "strobe-bench-names", "tmpfs", k, runs, &json_bytes);
+	strobe_trace_destroy(t);
+}
+
+int main(int argc, char **argv)
+{
+	long events = argc > 1 ? atol(argv[1]) : 1000000;
+	int runs = argc > 2 ? atoi(argv[2]) : 5;
+	const char *mem_dir = argc > 3 ? argv[3] : "/dev/shm";
+	const char *disk_dir = argc > 4 ? argv[4] : ".";
+	long names = argc > 5 ? atol(argv[5]) : 10000;
+	if (events < 10 || runs < 1 || names < 1) {
+		fprintf(stderr, "usage: bench_export [events >= 10] [runs >= 1] [tmpfs-dir] [disk-dir] "
+		                "[distinct-names >= 1]\n");
+		return 2;
+	}
+	bench_pin(0);
+	strobe_init(NULL);
+	/* A realistic mix: ops with nested annotations, instants and counters. */
+	strobe_trace *t = record(events, 0);
+	size_t n = strobe_trace_activity_count(t);
+	printf("%zu events; median of %d saves\n", n, runs);
+	table_head();
 	const char *dirs[] = {mem_dir, disk_dir};
 	const char *where[] = {"tmpfs", "disk"};
 	double json_bytes = 0;
-	for (int d = 0; d < 2; d++) {
-		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-			char path[4096];
-			snprintf(path, sizeof(path), "%s/strobe-bench-export%s", dirs[d], kinds[k]);
-			double *secs = calloc((size_t)runs, sizeof(double));
-			struct stat st = {0};
-			for (int r = 0; r < runs; r++) {
-				secs[r] = save_secs(t, path, NULL);
-				stat(path, &st);
-			}
-			if (k == 0)
-				json_bytes = (double)st.st_size;
-			double s = bench_median(secs, runs);
-			printf("%-8s %-10s %12.0f %10.1f %12.1f %10.1f %8.3f\n", where[d], kinds[k],
-			       (double)n / s, json_bytes / s / 1e6, (double)st.st_size / 1e6,
-			       (double)st.st_size / (double)n, (double)st.st_size / json_bytes);
-			unlink(path);
-			free(secs);
-		}
-	}
+	for (int d = 0; d < 2; d++)
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+			size_row(t, dirs[d], "strobe-bench-export", where[d], k, runs, &json_bytes);
+	strobe_trace_destroy(t);
+	names_table(events, names, mem_dir, runs);
+	t = record(events, 0);
 	threads_table(t, n, mem_dir, runs);
 	strobe_trace_destroy(t);
 	return 0;
