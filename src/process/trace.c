@@ -308,7 +308,9 @@ size_t strb_trace_activity_bytes(const struct strobe_trace *t)
  * decoded into a public array first, once. */
 static int publish_args(struct strobe_trace *t)
 {
-	if (!t->recs && !t->store)
+	/* t->store first: it never changes once the trace is sealed, while
+	 * t->recs of a sealed trace is set by the walk publishing it. */
+	if (!t->store && !t->recs)
 		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&t->publish_lock);
