@@ -294,8 +294,8 @@ size_t strb_trace_count_type(const struct strobe_trace *t, enum strobe_activity_
 size_t strb_trace_activity_bytes(const struct strobe_trace *t)
 {
 	size_t n = strb_store_bytes(t->store) + t->cap * sizeof(*t->acts);
-	if (t->recs)
-		n += t->cap * sizeof(*t->recs);
+	if (t->recs) /* a sealed trace's, while a walk has not published it all */
+		n += (t->store ? t->count : t->cap) * sizeof(*t->recs);
 	if (t->pub)
 		n += t->count * sizeof(*t->pub);
 	return n;
@@ -354,8 +354,15 @@ static int publish_args(struct strobe_trace *t)
 		acts[i].args = args;
 		acts[i].arg_count = rc ? 0 : n;
 	}
-	if (!rc)
+	if (!rc) {
 		t->published = true;
+		/* A sealed trace's writers decode the records from the store:
+		 * the pointers were only needed to publish. */
+		if (t->store) {
+			free(t->recs);
+			t->recs = NULL;
+		}
+	}
 	pthread_mutex_unlock(&t->publish_lock);
 	return rc;
 }
