@@ -399,6 +399,44 @@ static const struct strobe_arg *find_arg(const struct strobe_activity *a, const 
 	return NULL;
 }
 
+/* Runtime calls, in trace order: their cbid and correlation args. */
+struct call_args {
+	uint64_t cbid[8], corr[8];
+	size_t n;
+};
+
+static int call_args_cb(const struct strobe_activity *a, void *arg)
+{
+	struct call_args *c = arg;
+	if (a->type == STROBE_ACTIVITY_CUDA_RUNTIME && c->n < 8) {
+		c->cbid[c->n] = find_arg(a, "cbid")->value.u64;
+		c->corr[c->n++] = find_arg(a, "correlation")->value.u64;
+	}
+	return 0;
+}
+
+/* Calls share one record per cbid below the table's 1024; those past it
+ * (none in CUDA 13) get one each: every call shows its own cbid and
+ * correlation either way. */
+static void test_calls_past_the_cbid_table(void **state)
+{
+	(void)state;
+	begin(STROBE_ACTIVITY_BIT(STROBE_ACTIVITY_CUDA_RUNTIME), NULL);
+	const uint32_t cbids[4] = {LAUNCH, 1500, 1500, 40000};
+	uint32_t corr[4];
+	for (int i = 0; i < 4; i++)
+		corr[i] = api_call(RUNTIME, cbids[i]);
+	strobe_trace *t = end_trace();
+	struct call_args c = {0};
+	assert_int_equal(strobe_trace_foreach(t, call_args_cb, &c), 0);
+	assert_int_equal(c.n, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(c.cbid[i], cbids[i]);
+		assert_int_equal(c.corr[i], corr[i]);
+	}
+	strobe_trace_destroy(t);
+}
+
 /* GPU args are rendered from the kept CUPTI records when written; the
  * in-memory walk still shows them as ordinary args, equal to the file's,
  * that stay put until the trace is destroyed. */
@@ -1378,6 +1416,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_many_kernels_few_shapes, setup),
 	    cmocka_unit_test_setup(test_device_and_occupancy, setup),
 	    cmocka_unit_test_setup(test_foreach_shows_gpu_args, setup),
+	    cmocka_unit_test_setup(test_calls_past_the_cbid_table, setup),
 	    cmocka_unit_test_setup(test_memcpy_memset_records, setup),
 	    cmocka_unit_test_setup(test_driver_api_filtering, setup),
 	    cmocka_unit_test_setup(test_sync_and_event_records, setup),
