@@ -7,15 +7,19 @@
  *   - push+pop pair with the flight recorder's rings full (each new chunk
  *     recycles the thread's oldest), against tracing in the same rounds
  *     (the median of the rounds' ratios);
- *   - resident bytes per captured event.
+ *   - resident bytes per captured event: over the first run of pairs,
+ *     and over ten times as many next with the pager's lead (the 1 MiB
+ *     it keeps resident ahead of what the thread has written) aside.
  * Usage: bench_capture [pairs-per-run] [runs]
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "core/clock.h"
+#include "core/tbuf.h"
 #include "strobe/strobe.h"
 
 static long pairs = 1000000;
@@ -179,6 +183,25 @@ static double median_of(double (*fn)(void))
 	return m;
 }
 
+static void range_pairs(long n)
+{
+	for (long i = 0; i < n; i++) {
+		strobe_range_push("bench::range");
+		strobe_range_pop();
+	}
+}
+
+/* RSS once the pager has caught up with the thread's last claim, less
+ * what it made resident past what the thread has written. */
+static long settled_rss(void)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	const struct strb_tbuf *b = strb_tls_buf;
+	size_t ahead = atomic_load(&b->ahead_done);
+	return bench_rss_bytes() - (ahead > b->head ? (long)(ahead - b->head) : 0);
+}
+
 static void rss_per_event(void)
 {
 	strobe_prepare(0, "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=1024");
@@ -186,16 +209,19 @@ static void rss_per_event(void)
 	strobe_range_push("warm");
 	strobe_range_pop();
 	long before = bench_rss_bytes();
-	for (long i = 0; i < pairs; i++) {
-		strobe_range_push("bench::range");
-		strobe_range_pop();
-	}
+	range_pairs(pairs);
 	long after = bench_rss_bytes();
+	/* The pager's lead taken off both ends. */
+	long from = settled_rss();
+	range_pairs(10 * pairs);
+	long to = settled_rss();
 	strobe_trace *t = NULL;
 	strobe_stop(&t);
 	strobe_trace_destroy(t);
 	printf("resident bytes per captured event (a push+pop range): %.1f\n",
 	       (double)(after - before) / (double)pairs);
+	printf("  over the next %ld, the pager's lead aside:        %.1f\n", 10 * pairs,
+	       (double)(to - from) / (double)(10 * pairs));
 }
 
 int main(int argc, char **argv)
