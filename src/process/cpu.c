@@ -326,7 +326,7 @@ static void instant(struct walk *k, const struct strb_rec *r, pid_t tid)
 	uint32_t d = STRB_AUX_DOMAIN(r->aux);
 	a->resource = domain_row(tid, d);
 	attr_args(k, a, d, at ? (const void *)(r + 1) : NULL);
-	if (d)
+	if (d && d < STRB_DOMAINS_MAX) /* a damaged raw dump may say any */
 		k->domains_used[d / 64] |= 1ull << (d % 64);
 }
 
