@@ -17,14 +17,16 @@
 #include "strobe/strobe.h"
 
 /* The raw dump: this header, a block per thread (core/tbuf.h:
- * struct strb_raw_thread, its bytes, struct strb_raw_thread_end), from
- * version 2 the annotation domains' names (core/names.h: struct
- * strb_raw_domains and the names), from version 3 the GPU records decoded
- * last (struct strb_raw_gpu, a packed trace of process/packed.h padded to
- * 8 bytes, struct strb_raw_gpu_end), then struct strb_crash_end. Native
- * byte order (byte_order tells). Readers read versions 1 to 3. */
+ * struct strb_raw_thread, its bytes, struct strb_raw_thread_end), the
+ * annotation domains' names (core/names.h: struct strb_raw_domains and the
+ * names), the GPU records decoded last (struct strb_raw_gpu, a packed trace
+ * of process/packed.h padded to 8 bytes, struct strb_raw_gpu_end), then
+ * struct strb_crash_end. Native byte order (byte_order tells). Version 4
+ * records rings in the layout of core/tbuf.h (8-byte pops, 12-byte range
+ * push headers); versions 1 to 3 (16-byte headers throughout) are refused
+ * with their version named. */
 #define STRB_CRASH_MAGIC      "STRBCRSH"
-#define STRB_CRASH_VERSION    3
+#define STRB_CRASH_VERSION    4
 #define STRB_CRASH_BYTE_ORDER 0x01020304u
 #define STRB_CRASH_POINTS     8
 #define STRB_CRASH_END_MAGIC  0x454e4f44u /* "DONE" */

@@ -93,8 +93,13 @@ static int check_header(struct reader *r, struct strb_crash_header *h)
 	memcpy(h, r->buf, offsetof(struct strb_crash_header, byte_order) + sizeof(h->byte_order));
 	if (h->byte_order != STRB_CRASH_BYTE_ORDER)
 		return fail(r, -EINVAL, "written on a machine of another byte order");
-	if (h->version < 1 || h->version > STRB_CRASH_VERSION)
-		return fail(r, -EINVAL, "format version %" PRIu32 "; this strobe reads versions 1 to %d",
+	if (h->version >= 1 && h->version < STRB_CRASH_VERSION)
+		return fail(r, -EINVAL,
+		            "format version %" PRIu32 ", whose ranges are recorded in an older layout; this "
+		            "strobe reads version %d only: convert it with the strobe that wrote it",
+		            h->version, STRB_CRASH_VERSION);
+	if (h->version != STRB_CRASH_VERSION)
+		return fail(r, -EINVAL, "format version %" PRIu32 "; this strobe reads version %d only",
 		            h->version, STRB_CRASH_VERSION);
 	if (h->size != sizeof(*h))
 		return fail(r, -EINVAL, "the header says it has %" PRIu32 " bytes, version %d's has %zu",
@@ -123,56 +128,57 @@ static int check_header(struct reader *r, struct strb_crash_header *h)
 	return 0;
 }
 
-/* What is wrong with record rec, which has `room` bytes up to the end of
- * its chunk or region; NULL when nothing. */
-static const char *bad_record(const struct strb_rec *rec, size_t room, bool kept, char *why, size_t len)
+/* What is wrong with the record at p, which has `room` bytes up to the
+ * end of its chunk or region; NULL when nothing (*size: its bytes). */
+static const char *bad_record(const uint8_t *p, size_t room, bool kept, char *why, size_t len, size_t *size)
 {
-	if (kept ? rec->kind != STRB_REC_RANGE_PUSH && rec->kind != STRB_REC_OP_PUSH
-	         : (rec->kind < STRB_REC_RANGE_PUSH || rec->kind > STRB_REC_ASYNC_END) &&
-	               rec->kind != STRB_REC_STEP) {
-		snprintf(why, len, "kind %u is %s", rec->kind, kept ? "not a push" : "unknown");
+	struct strb_rec_view rec;
+	bool whole = strb_rec_decode(p, room, 0, sizeof(struct strb_rec_attrs), &rec);
+	if (kept ? rec.kind != STRB_REC_RANGE_PUSH && rec.kind != STRB_REC_OP_PUSH
+	         : !rec.kind || rec.kind == STRB_REC_PAD || rec.kind >= STRB_REC_KINDS) {
+		snprintf(why, len, "kind %u is %s", strb_rec_kind(p), kept ? "not a push" : "unknown");
 		return why;
 	}
-	size_t size = strb_rec_size(rec, sizeof(struct strb_rec_attrs));
-	if (size > room) {
-		snprintf(why, len, "its %zu bytes run past its %s (%zu bytes left)", size,
-		         kept ? "region" : "chunk", room);
+	if (!whole || rec.size > room) {
+		snprintf(why, len, "its %zu bytes run past its %s (%zu bytes left)",
+		         whole ? rec.size : sizeof(struct strb_rec), kept ? "region" : "chunk", room);
 		return why;
 	}
-	if (rec->kind != STRB_REC_ACTIVITY)
+	*size = rec.size;
+	if (rec.kind != STRB_REC_ACTIVITY)
 		return NULL;
 	/* A serialised activity: its args and category inside its payload. */
-	const uint8_t *p = (const uint8_t *)(rec + 1), *end = p + rec->aux;
-	const struct strb_rec_activity *ra = (const void *)p;
-	if (rec->aux < sizeof(*ra))
+	const uint8_t *q = rec.payload, *end = q + rec.aux;
+	const struct strb_rec_activity *ra = (const void *)q;
+	if (rec.aux < sizeof(*ra))
 		return "an activity shorter than its header";
 	if (ra->flow_kind > STROBE_FLOW_ASYNC_CPU_GPU)
 		return "an activity's flow kind is unknown";
-	p += sizeof(*ra);
+	q += sizeof(*ra);
 	for (uint32_t i = 0; i < ra->arg_count; i++) {
-		const struct strb_rec_arg *a = (const void *)p;
-		if ((size_t)(end - p) < sizeof(*a))
+		const struct strb_rec_arg *a = (const void *)q;
+		if ((size_t)(end - q) < sizeof(*a))
 			return "an activity's args run past it";
-		p += sizeof(*a);
+		q += sizeof(*a);
 		size_t key = (a->key_len + 7u) & ~7u;
-		if (a->kind > STROBE_ARG_JSON || key > (size_t)(end - p))
+		if (a->kind > STROBE_ARG_JSON || key > (size_t)(end - q))
 			return "an activity's arg is damaged";
-		p += key;
+		q += key;
 		if (a->kind != STROBE_ARG_STRING && a->kind != STROBE_ARG_JSON)
 			continue;
 		size_t str = ((size_t)a->str_len + 7u) & ~(size_t)7;
-		if (str > (size_t)(end - p))
+		if (str > (size_t)(end - q))
 			return "an activity's arg is damaged";
 		if (a->kind == STROBE_ARG_JSON) {
-			char *text = strndup((const char *)p, a->str_len);
+			char *text = strndup((const char *)q, a->str_len);
 			bool ok = text && strb_json_valid(text);
 			free(text);
 			if (!ok)
 				return "an activity's JSON arg is not JSON";
 		}
-		p += str;
+		q += str;
 	}
-	if (((ra->category_len + 7u) & ~7u) > (size_t)(end - p))
+	if (((ra->category_len + 7u) & ~7u) > (size_t)(end - q))
 		return "an activity's category runs past it";
 	return NULL;
 }
@@ -184,19 +190,19 @@ static int check_records(struct reader *r, uint8_t *base, size_t *len, bool kept
                          const char *name, uint64_t *left_out)
 {
 	size_t off = 0;
-	while (off + sizeof(struct strb_rec) <= *len) {
+	while (off + STRB_REC_WORD_BYTES <= *len) {
 		size_t in = kept ? off : off % STRB_TBUF_CHUNK, next = off - in + STRB_TBUF_CHUNK;
-		struct strb_rec *rec = (void *)(base + off);
-		if (!kept &&
-		    (in + sizeof(*rec) > STRB_TBUF_CHUNK || rec->kind == STRB_REC_PAD || !rec->kind)) {
+		unsigned kind = strb_rec_kind(base + off);
+		if (!kept && (kind == STRB_REC_PAD || !kind)) {
 			off = next;
 			continue;
 		}
 		size_t room = kept ? *len - off : (next < *len ? next : *len) - off;
 		char buf[128];
-		const char *why = bad_record(rec, room, kept, buf, sizeof(buf));
+		size_t size = 0;
+		const char *why = bad_record(base + off, room, kept, buf, sizeof(buf), &size);
 		if (!why) {
-			off += strb_rec_size(rec, sizeof(struct strb_rec_attrs));
+			off += size;
 			continue;
 		}
 		if (!torn)
@@ -208,25 +214,27 @@ static int check_records(struct reader *r, uint8_t *base, size_t *len, bool kept
 			*len = off;
 			break;
 		}
-		rec->kind = STRB_REC_PAD; /* the rest of this chunk was being rewritten */
+		strb_rec_set_pad(base + off); /* the rest of this chunk was being rewritten */
 		off = next;
 	}
 	return 0;
 }
 
-/* The first and last ticks of the records in the chunk at base. */
-static bool chunk_span(const uint8_t *base, size_t len, uint64_t *first, uint64_t *last)
+/* The first and last ticks of the records in the chunk at base (checked),
+ * widened from ref. */
+static bool chunk_span(const uint8_t *base, size_t len, uint64_t ref, uint64_t *first, uint64_t *last)
 {
 	bool any = false;
-	for (size_t off = 0; off + sizeof(struct strb_rec) <= len;) {
-		const struct strb_rec *rec = (const void *)(base + off);
-		if (rec->kind == STRB_REC_PAD || !rec->kind)
+	for (size_t off = 0; off + STRB_REC_WORD_BYTES <= len;) {
+		struct strb_rec_view rec;
+		if (!strb_rec_decode(base + off, len - off, ref, sizeof(struct strb_rec_attrs), &rec) ||
+		    rec.kind == STRB_REC_PAD || !rec.kind || rec.size > len - off)
 			break;
 		if (!any)
-			*first = rec->ticks;
-		*last = rec->ticks;
+			*first = rec.ticks;
+		*last = rec.ticks;
 		any = true;
-		off += strb_rec_size(rec, sizeof(struct strb_rec_attrs));
+		off += rec.size;
 	}
 	return any;
 }
@@ -235,17 +243,17 @@ static bool chunk_span(const uint8_t *base, size_t len, uint64_t *first, uint64_
  * copied, so a chunk may hold records newer than the chunks after it. The
  * chunks run oldest first; one whose records end after the next chunk's
  * begin is left out. */
-static void drop_rewritten(uint8_t *ring, size_t len, uint64_t *left_out)
+static void drop_rewritten(uint8_t *ring, size_t len, uint64_t ref, uint64_t *left_out)
 {
 	size_t chunks = (len + STRB_TBUF_CHUNK - 1) / STRB_TBUF_CHUNK;
 	uint64_t later = UINT64_MAX; /* the earliest first record of the chunks after */
 	for (size_t c = chunks; c-- > 0;) {
 		size_t at = c * STRB_TBUF_CHUNK, n = len - at < STRB_TBUF_CHUNK ? len - at : STRB_TBUF_CHUNK;
 		uint64_t first, last;
-		if (!chunk_span(ring + at, n, &first, &last))
+		if (!chunk_span(ring + at, n, ref, &first, &last))
 			continue;
 		if (last > later) {
-			((struct strb_rec *)(ring + at))->kind = STRB_REC_PAD;
+			strb_rec_set_pad(ring + at);
 			(*left_out)++;
 			continue;
 		}
@@ -256,12 +264,12 @@ static void drop_rewritten(uint8_t *ring, size_t len, uint64_t *left_out)
 struct threads {
 	struct strb_tbuf_view *v;
 	size_t n, cap;
-	uint64_t left_out; /* chunks of torn copies left out */
-	uint32_t version;  /* the file's */
-	/* The domains' names, from version 2 (NULL: none in the file). */
+	uint64_t left_out;  /* chunks of torn copies left out */
+	uint64_t ref_ticks; /* near every record's ticks: the flight recorder's start */
+	/* The domains' names (NULL: none in the file). */
 	const char *domains[STRB_DOMAINS_MAX];
 	bool have_domains;
-	/* The GPU records, from version 3: a packed trace (NULL: none). */
+	/* The GPU records: a packed trace (NULL: none). */
 	const uint8_t *gpu;
 	size_t gpu_len;
 	uint64_t gpu_ticks;
@@ -274,10 +282,6 @@ struct threads {
 static int read_domains(struct reader *r, struct threads *ts)
 {
 	size_t at = r->off;
-	if (ts->version < 2)
-		return fail(r, -EINVAL,
-		            "byte %zu holds a domain table, which version %" PRIu32 " files have not", at,
-		            ts->version);
 	if (ts->have_domains)
 		return fail(r, -EINVAL, "byte %zu holds a second domain table", at);
 	const struct strb_raw_domains *d = take(r, sizeof(*d), "the domain table");
@@ -305,10 +309,6 @@ static int read_domains(struct reader *r, struct threads *ts)
 static int read_gpu(struct reader *r, struct threads *ts)
 {
 	size_t at = r->off;
-	if (ts->version < 3)
-		return fail(r, -EINVAL,
-		            "byte %zu holds GPU records, which version %" PRIu32 " files have not", at,
-		            ts->version);
 	if (ts->have_gpu)
 		return fail(r, -EINVAL, "byte %zu holds a second block of GPU records", at);
 	const struct strb_raw_gpu *g = take(r, sizeof(*g), "the GPU records' header");
@@ -373,7 +373,7 @@ static int read_thread(struct reader *r, struct threads *ts)
 	    check_records(r, ring, &ring_len, false, torn, th->tid, th->name, &ts->left_out))
 		return r->rc;
 	if (torn)
-		drop_rewritten(ring, ring_len, &ts->left_out);
+		drop_rewritten(ring, ring_len, ts->ref_ticks, &ts->left_out);
 	if (ts->n == ts->cap) {
 		size_t cap = ts->cap ? ts->cap * 2 : 16;
 		void *p = realloc(ts->v, cap * sizeof(*ts->v));
@@ -648,7 +648,7 @@ int strb_flight_raw_convert(const char *raw, const char *out, char *err, size_t 
 	if (!r.rc && r.len == 0)
 		fail(&r, -EINVAL, "empty: no fatal signal was written into it");
 	if (!r.rc && !check_header(&r, &h)) {
-		ts.version = h.version;
+		ts.ref_ticks = h.start_ticks;
 		if (!read_threads(&r, &ts))
 			decode(&r, &h, &ts, out);
 	}

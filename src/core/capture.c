@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -30,30 +31,59 @@ static inline __attribute__((always_inline)) void copy_name(uint8_t *dst, const 
 /* Pushes go on stack k (STRB_STACKS: not a push). */
 #define NOT_A_PUSH STRB_STACKS
 
+/* The length of name as recorded (truncated and counted past STRB_NAME_MAX). */
+static inline __attribute__((always_inline)) size_t name_length(struct strb_tbuf *b, const char *name)
+{
+	if (!name)
+		return 0;
+	size_t len = strnlen(name, STRB_NAME_MAX + 1);
+	if (__builtin_expect(len > STRB_NAME_MAX, 0)) {
+		len = STRB_NAME_MAX;
+		strb_tbuf_count(&b->truncated);
+	}
+	return len;
+}
+
+/* A record with the 16-byte header; returns its payload. */
 static inline __attribute__((always_inline)) void *put(struct strb_tbuf *b, uint8_t kind, uint32_t aux,
                                                        const char *name, size_t payload, unsigned k)
 {
 	uint64_t now = strb_clock_ticks();
-	size_t len = 0;
-	if (name) {
-		len = strnlen(name, STRB_NAME_MAX + 1);
-		if (__builtin_expect(len > STRB_NAME_MAX, 0)) {
-			len = STRB_NAME_MAX;
-			strb_tbuf_count(&b->truncated);
-		}
-	}
+	size_t len = name_length(b, name);
 	size_t total = sizeof(struct strb_rec) + payload + ((len + 7) & ~(size_t)7);
 	struct strb_rec *r =
 	    k == NOT_A_PUSH ? strb_tbuf_reserve(b, total) : strb_tbuf_reserve_push(b, total, k);
 	if (__builtin_expect(!r, 0))
 		return NULL;
-	r->ticks = now;
-	r->kind = kind;
-	r->reserved = 0;
+	r->word = strb_rec_word(kind, now);
 	r->name_len = (uint16_t)len;
+	r->reserved = 0;
 	r->aux = aux;
 	copy_name((uint8_t *)(r + 1) + payload, name, len);
 	return r + 1;
+}
+
+/* A range push (struct strb_rec_push) on stack k; returns where its
+ * attributes go, or NULL when dropped. */
+static inline __attribute__((always_inline)) void *put_push(struct strb_tbuf *b, uint32_t domain,
+                                                            const char *name, bool attrs, unsigned k)
+{
+	uint64_t now = strb_clock_ticks();
+	size_t len = name_length(b, name);
+	size_t head = (STRB_PUSH_HEAD + len + 7) & ~(size_t)7;
+	uint8_t *r = strb_tbuf_reserve_push(b, head + (attrs ? sizeof(struct strb_rec_attrs) : 0), k);
+	if (__builtin_expect(!r, 0))
+		return NULL;
+	/* Field by field: a struct built on the stack and copied would read
+	 * back its halves as one word (a store-forwarding stall). */
+	uint64_t w = strb_rec_word(STRB_REC_RANGE_PUSH, now);
+	uint16_t nl = (uint16_t)(len | (attrs ? STRB_PUSH_ATTRS : 0)),
+	         dom = (uint16_t)STRB_AUX_DOMAIN(domain);
+	memcpy(r, &w, sizeof(w));
+	memcpy(r + offsetof(struct strb_rec_push, name_len), &nl, sizeof(nl));
+	memcpy(r + offsetof(struct strb_rec_push, domain), &dom, sizeof(dom));
+	copy_name(r + STRB_PUSH_HEAD, name, len);
+	return r + head;
 }
 
 static inline __attribute__((always_inline)) void put_simple(uint8_t kind, const char *name, unsigned k)
@@ -65,27 +95,34 @@ static inline __attribute__((always_inline)) void put_simple(uint8_t kind, const
 		strb_tbuf_publish(b);
 }
 
-/* The pop of stack k: dropped with its push, so it never closes another. */
-static inline __attribute__((always_inline)) void put_pop(uint8_t kind, uint32_t aux, unsigned k)
+/* The pop of stack k: dropped with its push, so it never closes another.
+ * The word alone for the first stack and ops; a domain's names it. */
+static inline __attribute__((always_inline)) void put_pop(uint8_t kind, uint32_t domain, unsigned k)
 {
 	struct strb_tbuf *b = strb_tbuf_current();
 	if (!b)
 		return;
 	uint64_t now = strb_clock_ticks();
-	struct strb_rec *r = strb_tbuf_reserve_pop(b, k);
+	void *r = strb_tbuf_reserve_pop(b, k);
 	if (!r)
 		return;
-	r->ticks = now;
-	r->kind = kind;
-	r->reserved = 0;
-	r->name_len = 0;
-	r->aux = aux;
+	if (STRB_POP_BYTES(k) == STRB_REC_WORD_BYTES) {
+		uint64_t w = strb_rec_word(kind, now);
+		memcpy(r, &w, sizeof(w));
+	} else {
+		struct strb_rec h = {.word = strb_rec_word(STRB_REC_DOMAIN_POP, now), .aux = domain};
+		memcpy(r, &h, sizeof(h));
+	}
 	strb_tbuf_publish(b);
 }
 
 void strobe_range_push(const char *name)
 {
-	put_simple(STRB_REC_RANGE_PUSH, name, 0);
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	if (put_push(b, 0, name, false, 0))
+		strb_tbuf_publish(b);
 }
 
 void strobe_range_pop(void)
@@ -164,7 +201,15 @@ static inline void put_attrs(uint8_t kind, uint32_t domain, const char *name,
 
 void strb_capture_push(uint32_t domain, const char *name, const struct strb_rec_attrs *attrs)
 {
-	put_attrs(STRB_REC_RANGE_PUSH, domain, name, attrs, STRB_RANGE_STACK(domain));
+	struct strb_tbuf *b = strb_tbuf_current();
+	if (!b)
+		return;
+	struct strb_rec_attrs *p = put_push(b, domain, name, attrs != NULL, STRB_RANGE_STACK(domain));
+	if (!p)
+		return;
+	if (attrs)
+		memcpy(p, attrs, sizeof(*attrs));
+	strb_tbuf_publish(b);
 }
 
 void strb_capture_pop(uint32_t domain)

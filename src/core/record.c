@@ -94,8 +94,7 @@ int strobe_record(const struct strobe_activity *a)
 	struct strb_rec *r = strb_tbuf_reserve(b, total);
 	if (!r)
 		return strb_error(-ENOSPC, "strobe_record: capture buffer budget exhausted (event dropped)");
-	r->ticks = 0;
-	r->kind = STRB_REC_ACTIVITY;
+	r->word = strb_rec_word(STRB_REC_ACTIVITY, 0);
 	r->reserved = 0;
 	r->name_len = (uint16_t)name_len;
 	r->aux = (uint32_t)payload;

@@ -72,7 +72,7 @@ struct strb_kept {
 	size_t nrec_slots;
 	uint64_t shadow[STRB_SHADOW_MAX];
 };
-_Static_assert(STRB_TBUF_CHUNK / sizeof(struct strb_rec) <= UINT16_MAX, "a chunk's record count is 16 bits");
+_Static_assert(STRB_TBUF_CHUNK / STRB_REC_WORD_BYTES <= UINT16_MAX, "a chunk's record count is 16 bits");
 _Static_assert(STRB_STACKS <= 0xffff, "a stack fits the shadow entry's low bits");
 
 static void kept_free(struct strb_kept *kp)
@@ -394,34 +394,40 @@ struct strb_tbuf *strb_tbuf_attach(uint32_t session)
 
 /* ---- flight rings ---------------------------------------------------- */
 
-/* Keeps the push at r (monotonic position pos, its pop at pop_pos or 0):
+/* Keeps the push at p (monotonic position pos, its pop at pop_pos or 0):
  * the whole record when it fits, else without its attributes and with as
- * much of its name as fits; counted as lost when nothing does. */
-static void kept_push(struct strb_kept *kp, const struct strb_rec *r, uint64_t pos, uint64_t pop_pos)
+ * much of its name as fits; counted as lost when nothing does. An op's
+ * push: struct strb_rec, its id, the name; a range's: struct
+ * strb_rec_push, the name, the attributes. */
+static void kept_push(struct strb_kept *kp, const uint8_t *p, uint64_t pos, uint64_t pop_pos)
 {
-	size_t payload = r->kind == STRB_REC_OP_PUSH ? 8 : 0; /* an op's id */
-	size_t src_attrs =
-	    r->kind == STRB_REC_RANGE_PUSH && (r->aux & STRB_AUX_ATTRS) ? sizeof(struct strb_rec_attrs) : 0;
-	size_t room = KEPT_BYTES - kp->used, attrs = src_attrs, name = r->name_len;
-	if (kp->n == KEPT_MAX || room < sizeof(*r) + payload) {
+	struct strb_rec_view r;
+	strb_rec_decode(p, STRB_TBUF_CHUNK, 0, sizeof(struct strb_rec_attrs), &r);
+	bool op = r.kind == STRB_REC_OP_PUSH;
+	size_t head = op ? sizeof(struct strb_rec) + 8 : STRB_PUSH_HEAD; /* an op's id */
+	size_t src_attrs = !op && (r.aux & STRB_AUX_ATTRS) ? sizeof(struct strb_rec_attrs) : 0;
+	size_t room = KEPT_BYTES - kp->used, attrs = src_attrs, name = r.name_len;
+	if (kp->n == KEPT_MAX || room < ((head + 7) & ~(size_t)7)) {
 		kp->lost_total++;
 		return;
 	}
-	if (sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7) > room) {
+	if (((head + name + 7) & ~(size_t)7) + attrs > room) {
 		attrs = 0;
-		size_t fit = (room - sizeof(*r) - payload) & ~(size_t)7;
+		size_t fit = (room - head) & ~(size_t)7;
 		name = name < fit ? name : fit;
 	}
-	struct strb_rec *c = (void *)(kp->data + kp->used);
-	const uint8_t *src = (const uint8_t *)(r + 1);
-	uint8_t *dst = (uint8_t *)(c + 1);
-	*c = *r;
-	c->name_len = (uint16_t)name;
-	if (!attrs)
-		c->aux &= ~STRB_AUX_ATTRS;
-	memcpy(dst, src, payload + attrs);
-	memcpy(dst + payload + attrs, src + payload + src_attrs, name);
-	size_t len = sizeof(*r) + payload + attrs + ((name + 7) & ~(size_t)7);
+	uint8_t *c = kp->data + kp->used;
+	size_t named = (head + name + 7) & ~(size_t)7;
+	memcpy(c, p, head);
+	memcpy(c + head, r.name, name);
+	if (op) {
+		((struct strb_rec *)c)->name_len = (uint16_t)name;
+	} else {
+		uint16_t len = (uint16_t)(name | (attrs ? STRB_PUSH_ATTRS : 0));
+		memcpy(c + offsetof(struct strb_rec_push, name_len), &len, sizeof(len));
+		memcpy(c + named, r.payload, attrs);
+	}
+	size_t len = named + attrs;
 	kp->ent[kp->n].off = (uint32_t)kp->used;
 	kp->ent[kp->n].len = (uint32_t)len;
 	kp->ent[kp->n].pos = pos;
@@ -553,7 +559,7 @@ static void recycle(struct strb_tbuf *b, size_t at)
 		kept_forget(kp, from, to);
 	for (; kp->bnd_n && kp->bnd[kp->bnd_head].pos < to; kp->bnd_head++, kp->bnd_n--) {
 		const struct strb_bnd *e = &kp->bnd[kp->bnd_head];
-		kept_push(kp, (const void *)(b->base + at + (e->pos - from)), e->pos, e->pop_pos);
+		kept_push(kp, b->base + at + (e->pos - from), e->pos, e->pop_pos);
 	}
 	kp->lost_total += kp->lost_next;
 	kp->lost_next = 0;
@@ -573,11 +579,8 @@ static void *ring_grow(struct strb_tbuf *b, size_t n, size_t keep)
 {
 	if (!b->base || n + keep + b->pop_room > CLAIM_BYTES)
 		goto drop;
-	if (b->limit - b->head >= sizeof(struct strb_rec)) {
-		struct strb_rec *pad = (void *)(b->base + b->head);
-		memset(pad, 0, sizeof(*pad));
-		pad->kind = STRB_REC_PAD;
-	}
+	if (b->limit - b->head >= STRB_REC_WORD_BYTES)
+		strb_rec_set_pad(b->base + b->head);
 	if (b->limit)
 		chunk_end(b);
 	size_t next = b->limit, cap = atomic_load_explicit(&b->cap, memory_order_relaxed);

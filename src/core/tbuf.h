@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "core/names.h"
@@ -28,10 +29,10 @@
 #define STRB_THREAD_NAME_MAX 1024 /* with the NUL */
 
 enum strb_rec_kind {
-	STRB_REC_RANGE_PUSH = 1, /* user_annotation */
+	STRB_REC_RANGE_PUSH = 1, /* user_annotation: struct strb_rec_push */
 	STRB_REC_OP_PUSH,        /* cpu_op; u64 id follows the header */
-	STRB_REC_RANGE_POP,
-	STRB_REC_OP_POP,
+	STRB_REC_RANGE_POP,      /* stack 0 (domain 0 and past STRB_DOMAINS_MAX): the word alone */
+	STRB_REC_OP_POP,         /* the word alone */
 	STRB_REC_INSTANT,
 	STRB_REC_COUNTER,     /* double follows the header */
 	STRB_REC_CORR_PUSH,   /* aux = 0 plain / 1 user; u64 id follows */
@@ -39,8 +40,10 @@ enum strb_rec_kind {
 	STRB_REC_ACTIVITY,    /* a serialised strobe_activity; aux = total size */
 	STRB_REC_ASYNC_START, /* a range that may end on another thread; u64 id follows */
 	STRB_REC_ASYNC_END,   /* its end; u64 id follows */
-	STRB_REC_PAD,         /* flight rings: the rest of the chunk is unused */
+	STRB_REC_PAD,         /* flight rings: the rest of the chunk is unused (the word alone) */
 	STRB_REC_STEP,        /* strobe_step(): u64 count of the calls so far follows */
+	STRB_REC_DOMAIN_POP,  /* the pop of a domain's own stack: aux = the domain */
+	STRB_REC_KINDS,       /* one past the last */
 };
 
 /* aux of RANGE_PUSH, RANGE_POP, INSTANT and the ASYNC kinds: the domain
@@ -49,22 +52,168 @@ enum strb_rec_kind {
 #define STRB_AUX_DOMAIN(aux) ((aux)&0xffffu)
 #define STRB_AUX_ATTRS       0x80000000u
 
-/* 16 bytes, then the fixed payload, then the name (not NUL-terminated),
- * padded to 8 bytes. */
+/* Every record begins with one 64-bit word: its kind in the low 4 bits,
+ * the clock's ticks above them, their top 4 bits dropped (processing
+ * widens them again from a reference near them: 2^59 ticks either way is
+ * years at any TSC rate). A shift and an OR of a small constant make it.
+ * A word of 0 or of kind PAD ends a flight ring's chunk. Records are
+ * multiples of 8 bytes:
+ * - RANGE_POP, OP_POP, PAD: the word alone (8 bytes);
+ * - RANGE_PUSH: struct strb_rec_push, the name, padding to 8, then a
+ *   struct strb_rec_attrs when STRB_PUSH_ATTRS is set (12 + 12 bytes of
+ *   name: 24 bytes, so a range of such a name takes 32 in all);
+ * - the others: struct strb_rec (16 bytes), the fixed payload, the name
+ *   (not NUL-terminated), padded to 8 bytes. */
+#define STRB_REC_KIND_BITS 4
+_Static_assert(STRB_REC_KINDS <= 1 << STRB_REC_KIND_BITS, "a kind fits the word's low bits");
+#define STRB_TICKS_BITS     (64 - STRB_REC_KIND_BITS)
+#define STRB_TICKS_MASK     ((UINT64_C(1) << STRB_TICKS_BITS) - 1)
+#define STRB_REC_WORD_BYTES 8u
+
 struct strb_rec {
-	uint64_t ticks;
-	uint8_t kind;
-	uint8_t reserved;
+	uint64_t word;
 	uint16_t name_len;
+	uint16_t reserved;
 	uint32_t aux;
 };
 
+#define STRB_PUSH_ATTRS    0x8000u /* in strb_rec_push.name_len: attributes follow */
+#define STRB_PUSH_LEN_MASK 0x7fffu
+struct strb_rec_push {
+	uint64_t word;
+	uint16_t name_len; /* | STRB_PUSH_ATTRS */
+	uint16_t domain;
+	/* the name starts here, at byte 12 */
+};
+#define STRB_PUSH_HEAD 12u
+
+static inline uint64_t strb_rec_word(unsigned kind, uint64_t ticks)
+{
+	return ticks << STRB_REC_KIND_BITS | kind;
+}
+
+/* The kind of the record at p (8 bytes readable). */
+static inline unsigned strb_rec_kind(const void *p)
+{
+	uint64_t w;
+	memcpy(&w, p, sizeof(w));
+	return (unsigned)(w & ((1u << STRB_REC_KIND_BITS) - 1));
+}
+
+/* Marks the record at p (8 bytes writable) as the end of its chunk. */
+static inline void strb_rec_set_pad(void *p)
+{
+	uint64_t w = strb_rec_word(STRB_REC_PAD, 0);
+	memcpy(p, &w, sizeof(w));
+}
+
+/* The full ticks of the low 60 bits `low`: the value nearest ref. */
+static inline uint64_t strb_ticks_widen(uint64_t low, uint64_t ref)
+{
+	uint64_t d = (low - ref) & STRB_TICKS_MASK;
+	if (d & (UINT64_C(1) << (STRB_TICKS_BITS - 1)))
+		return ref - ((STRB_TICKS_MASK + 1) - d);
+	return ref + d;
+}
+
+/* One record as its readers see it, whatever its layout: pops of domain
+ * stacks come as RANGE_POP with their domain in aux, pushes with theirs
+ * (and STRB_AUX_ATTRS) in aux. payload: the fixed payload (for RANGE_PUSH
+ * the attributes), name: the name, size: the record's bytes. */
+struct strb_rec_view {
+	uint64_t ticks;
+	unsigned kind;
+	uint32_t aux;
+	uint16_t name_len;
+	size_t size;
+	const uint8_t *payload;
+	const char *name;
+};
+
+/* The fixed payload of a record with a 16-byte header. */
+static inline size_t strb_rec_payload(unsigned kind, uint32_t aux, size_t attrs_bytes)
+{
+	size_t attrs = aux & STRB_AUX_ATTRS ? attrs_bytes : 0;
+	switch (kind) {
+	case STRB_REC_OP_PUSH:
+	case STRB_REC_COUNTER:
+	case STRB_REC_CORR_PUSH:
+	case STRB_REC_ASYNC_END:
+	case STRB_REC_STEP:
+		return 8; /* id, value or count */
+	case STRB_REC_ACTIVITY:
+		return aux;
+	case STRB_REC_INSTANT:
+		return attrs;
+	case STRB_REC_ASYNC_START:
+		return 8 + attrs;
+	default:
+		return 0;
+	}
+}
+
+/* Decodes the record at p, with room bytes readable there (a multiple of
+ * 8, at least 8), its ticks widened from ref. Returns false when its
+ * header does not fit in room (v->size is then the header's); v->size may
+ * exceed room (the caller checks). attrs_bytes: sizeof(struct strb_rec_attrs). */
+static inline bool strb_rec_decode(const uint8_t *p, size_t room, uint64_t ref, size_t attrs_bytes,
+                                   struct strb_rec_view *v)
+{
+	uint64_t w;
+	memcpy(&w, p, sizeof(w));
+	v->kind = strb_rec_kind(p);
+	v->ticks = strb_ticks_widen(w >> STRB_REC_KIND_BITS, ref);
+	v->aux = 0;
+	v->name_len = 0;
+	v->size = sizeof(struct strb_rec);
+	v->payload = NULL;
+	v->name = NULL;
+	switch (v->kind) {
+	case STRB_REC_RANGE_POP:
+	case STRB_REC_OP_POP:
+	case STRB_REC_PAD:
+	case 0:
+		v->size = STRB_REC_WORD_BYTES;
+		return true;
+	case STRB_REC_RANGE_PUSH: {
+		if (room < 16)
+			return false;
+		struct strb_rec_push h;
+		memcpy(&h, p, sizeof(h));
+		size_t head = (STRB_PUSH_HEAD + (h.name_len & STRB_PUSH_LEN_MASK) + 7u) & ~(size_t)7;
+		v->name_len = h.name_len & STRB_PUSH_LEN_MASK;
+		v->aux = h.domain | (h.name_len & STRB_PUSH_ATTRS ? STRB_AUX_ATTRS : 0);
+		v->name = (const char *)p + STRB_PUSH_HEAD;
+		v->payload = p + head;
+		v->size = head + (h.name_len & STRB_PUSH_ATTRS ? attrs_bytes : 0);
+		return true;
+	}
+	default: {
+		if (room < sizeof(struct strb_rec))
+			return false;
+		struct strb_rec h;
+		memcpy(&h, p, sizeof(h));
+		size_t payload = strb_rec_payload(v->kind, h.aux, attrs_bytes);
+		v->name_len = h.name_len;
+		v->aux = h.aux;
+		v->payload = p + sizeof(h);
+		v->name = (const char *)v->payload + payload;
+		v->size = sizeof(h) + payload + ((h.name_len + 7u) & ~(size_t)7);
+		if (v->kind == STRB_REC_DOMAIN_POP)
+			v->kind = STRB_REC_RANGE_POP;
+		return true;
+	}
+	}
+}
+
 /* Pushes and pops pair on stacks, as processing pairs them: one per range
  * domain (domain 0 and numbers past STRB_DOMAINS_MAX share the first) and
- * one for ops. */
+ * one for ops. A pop of the first stack or of ops is the word alone; a
+ * domain's carries the domain in a 16-byte header. */
 #define STRB_STACK_OPS           STRB_DOMAINS_MAX
 #define STRB_STACKS              (STRB_DOMAINS_MAX + 1)
-#define STRB_POP_BYTES           sizeof(struct strb_rec)
+#define STRB_POP_BYTES(k)        ((k) == 0 || (k) == STRB_STACK_OPS ? STRB_REC_WORD_BYTES : sizeof(struct strb_rec))
+#define STRB_POP_BYTES_MIN       STRB_REC_WORD_BYTES
 #define STRB_TBUF_CHUNK          (64 * 1024) /* flight rings: records never cross one */
 #define STRB_RANGE_STACK(domain) (STRB_AUX_DOMAIN(domain) < STRB_DOMAINS_MAX ? STRB_AUX_DOMAIN(domain) : 0u)
 
@@ -175,7 +324,7 @@ static inline void *strb_tbuf_reserve_keep(struct strb_tbuf *b, size_t n, size_t
 /* Flight rings: a push at p on stack k goes on the shadow stack; its pop
  * takes it off again, in the common case the last one and in this chunk
  * (else the slow path notes where a kept push ends). */
-#define STRB_SHADOW_MAX (STRB_TBUF_CHUNK / STRB_POP_BYTES)
+#define STRB_SHADOW_MAX (STRB_TBUF_CHUNK / STRB_POP_BYTES_MIN)
 static inline void strb_tbuf_shadow_push(struct strb_tbuf *b, const void *p, unsigned k)
 {
 	uint64_t pos = (uint64_t)((const uint8_t *)p - b->base) + b->pos_off;
@@ -206,13 +355,13 @@ static inline void strb_tbuf_count(_Atomic uint64_t *c)
  * dropped; its pop is then dropped too. */
 static inline void *strb_tbuf_reserve_push(struct strb_tbuf *b, size_t n, unsigned k)
 {
-	void *p = strb_tbuf_reserve_keep(b, n, STRB_POP_BYTES);
+	void *p = strb_tbuf_reserve_keep(b, n, STRB_POP_BYTES(k));
 	if (__builtin_expect(!p, 0)) {
 		b->skip[k]++;
 		return NULL;
 	}
 	b->open[k]++;
-	b->pop_room += STRB_POP_BYTES;
+	b->pop_room += STRB_POP_BYTES(k);
 	if (b->ring)
 		strb_tbuf_shadow_push(b, p, k);
 	return p;
@@ -229,13 +378,13 @@ static inline void *strb_tbuf_reserve_pop(struct strb_tbuf *b, unsigned k)
 		return NULL;
 	}
 	if (__builtin_expect(!b->open[k], 0))
-		return strb_tbuf_reserve(b, STRB_POP_BYTES);
+		return strb_tbuf_reserve(b, STRB_POP_BYTES(k));
 	b->open[k]--;
-	b->pop_room -= STRB_POP_BYTES;
+	b->pop_room -= STRB_POP_BYTES(k);
 	void *p = b->base + b->head;
 	if (b->ring)
 		strb_tbuf_shadow_pop(b, p, k);
-	b->head += STRB_POP_BYTES;
+	b->head += STRB_POP_BYTES(k);
 	b->chunk_nrec++;
 	return p;
 }
@@ -249,40 +398,11 @@ static inline void strb_tbuf_publish(struct strb_tbuf *b)
  * active). */
 void strb_tbuf_set_ring(bool on);
 
-/* The size of a record, from its header (flight rings walk them). */
-static inline size_t strb_rec_size(const struct strb_rec *r, size_t attrs_bytes)
-{
-	size_t payload, attrs = r->aux & STRB_AUX_ATTRS ? attrs_bytes : 0;
-	switch (r->kind) {
-	case STRB_REC_OP_PUSH:
-	case STRB_REC_COUNTER:
-	case STRB_REC_CORR_PUSH:
-	case STRB_REC_ASYNC_END:
-	case STRB_REC_STEP:
-		payload = 8; /* id, value or count */
-		break;
-	case STRB_REC_ACTIVITY:
-		payload = r->aux;
-		break;
-	case STRB_REC_RANGE_PUSH:
-	case STRB_REC_INSTANT:
-		payload = attrs;
-		break;
-	case STRB_REC_ASYNC_START:
-		payload = 8 + attrs;
-		break;
-	default:
-		payload = 0;
-		break;
-	}
-	return sizeof(*r) + payload + ((r->name_len + 7u) & ~7u);
-}
-
 /* A copy of one thread's flight ring, taken while it may record: the
  * pushes of recycled chunks that are still open (linear records), then the
  * ring's records from the oldest chunk on (chunked: a record never crosses
  * a multiple of STRB_TBUF_CHUNK from ring's start; a PAD record, or fewer
- * bytes than a header, ends a chunk). */
+ * bytes than a word, ends a chunk). */
 struct strb_tbuf_view {
 	const uint8_t *kept;
 	size_t kept_len;

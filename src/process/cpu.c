@@ -123,7 +123,7 @@ static int64_t async_row(uint32_t d, uint32_t lane)
 	return (int64_t)1 << 48 | (int64_t)d << 16 | lane;
 }
 
-static size_t attrs_size(const struct strb_rec *r)
+static size_t attrs_size(const struct strb_rec_view *r)
 {
 	return r->aux & STRB_AUX_ATTRS ? sizeof(struct strb_rec_attrs) : 0;
 }
@@ -210,10 +210,9 @@ static void attr_args(struct walk *k, struct strobe_activity *a, uint32_t d, con
 		k->rc = -ENOMEM;
 }
 
-static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct strb_rec *r, size_t payload,
-                                    pid_t tid)
+static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct strb_rec_view *r, pid_t tid)
 {
-	const char *name = strb_trace_intern(k->t, (const char *)(r + 1) + payload, r->name_len);
+	const char *name = strb_trace_intern(k->t, r->name, r->name_len);
 	struct strobe_activity *a = name ? strb_trace_push(k->t) : NULL;
 	if (!a) {
 		k->rc = -ENOMEM;
@@ -228,7 +227,7 @@ static struct strobe_activity *emit(struct walk *k, uint32_t type, const struct 
 }
 
 /* The stack ranges of the record's domain nest on; NULL on no memory. */
-static struct stack *range_stack(struct walk *k, const struct strb_rec *r)
+static struct stack *range_stack(struct walk *k, const struct strb_rec_view *r)
 {
 	uint32_t d = STRB_AUX_DOMAIN(r->aux);
 	if (!d || d >= STRB_DOMAINS_MAX)
@@ -241,22 +240,26 @@ static struct stack *range_stack(struct walk *k, const struct strb_rec *r)
 	return &k->domains[d];
 }
 
-static void begin_range(struct walk *k, struct stack *s, uint32_t type, const struct strb_rec *r, pid_t tid)
+static void begin_range(struct walk *k, struct stack *s, uint32_t type, const struct strb_rec_view *r,
+                        pid_t tid)
 {
 	size_t idx = SIZE_MAX;
 	if (selected(k->w, type)) {
 		bool is_op = type == STROBE_ACTIVITY_CPU_OP;
 		size_t at = is_op ? 0 : attrs_size(r);
-		struct strobe_activity *a = emit(k, type, r, is_op ? sizeof(uint64_t) : at, tid);
+		struct strobe_activity *a = emit(k, type, r, tid);
 		if (!a)
 			return;
-		a->id = is_op ? *(const uint64_t *)(r + 1) : next_id(k);
+		if (is_op)
+			memcpy(&a->id, r->payload, sizeof(a->id));
+		else
+			a->id = next_id(k);
 		a->flags = STROBE_ACTIVITY_UNFINISHED; /* until its pop is seen */
 		idx = k->t->count - 1;
 		if (!is_op) {
 			uint32_t d = STRB_AUX_DOMAIN(r->aux);
 			a->resource = domain_row(tid, d);
-			attr_args(k, a, d, at ? (const void *)(r + 1) : NULL);
+			attr_args(k, a, d, at ? (const void *)r->payload : NULL);
 		}
 	}
 	if (stack_push(s, idx))
@@ -265,10 +268,10 @@ static void begin_range(struct walk *k, struct stack *s, uint32_t type, const st
 
 /* A strobe_step() mark: the stretch from the thread's previous mark, when
  * that was the call before, is a step. */
-static void step_mark(struct walk *k, const struct strb_rec *r, pid_t tid)
+static void step_mark(struct walk *k, const struct strb_rec_view *r, pid_t tid)
 {
 	uint64_t n;
-	memcpy(&n, r + 1, sizeof(n));
+	memcpy(&n, r->payload, sizeof(n));
 	int64_t at = strb_clock_map_to_epoch(k->w->map, r->ticks);
 	if (k->mark_seen && n == k->mark_n + 1 && selected(k->w, STROBE_ACTIVITY_USER_ANNOTATION)) {
 		if (k->nsteps == k->steps_cap) {
@@ -317,37 +320,38 @@ static void add_steps(struct walk *k)
 	}
 }
 
-static void instant(struct walk *k, const struct strb_rec *r, pid_t tid)
+static void instant(struct walk *k, const struct strb_rec_view *r, pid_t tid)
 {
 	size_t at = attrs_size(r);
-	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_CPU_INSTANT_EVENT, r, at, tid);
+	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_CPU_INSTANT_EVENT, r, tid);
 	if (!a)
 		return;
 	uint32_t d = STRB_AUX_DOMAIN(r->aux);
 	a->resource = domain_row(tid, d);
-	attr_args(k, a, d, at ? (const void *)(r + 1) : NULL);
+	attr_args(k, a, d, at ? (const void *)r->payload : NULL);
 	if (d && d < STRB_DOMAINS_MAX) /* a damaged raw dump may say any */
 		k->domains_used[d / 64] |= 1ull << (d % 64);
 }
 
-static void async_start(struct walk *k, const struct strb_rec *r, pid_t tid)
+static void async_start(struct walk *k, const struct strb_rec_view *r, pid_t tid)
 {
 	if (!selected(k->w, STROBE_ACTIVITY_USER_ANNOTATION))
 		return;
 	size_t at = attrs_size(r);
-	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_USER_ANNOTATION, r, sizeof(uint64_t) + at, tid);
+	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_USER_ANNOTATION, r, tid);
 	if (!a)
 		return;
-	uint64_t id = *(const uint64_t *)(r + 1);
+	uint64_t id;
+	memcpy(&id, r->payload, sizeof(id));
 	uint32_t d = STRB_AUX_DOMAIN(r->aux);
 	a->id = next_id(k);
 	a->flags = STROBE_ACTIVITY_UNFINISHED;
-	attr_args(k, a, d, at ? (const void *)((const uint8_t *)(r + 1) + sizeof(uint64_t)) : NULL);
+	attr_args(k, a, d, at ? (const void *)(r->payload + sizeof(uint64_t)) : NULL);
 	if (async_add(&k->starts, id, k->t->count - 1, d))
 		k->rc = -ENOMEM;
 }
 
-static void end_range(struct walk *k, struct stack *s, const struct strb_rec *r)
+static void end_range(struct walk *k, struct stack *s, const struct strb_rec_view *r)
 {
 	if (!s->n) {
 		/* Opened before the window (or popped once too often). */
@@ -368,14 +372,15 @@ static void end_range(struct walk *k, struct stack *s, const struct strb_rec *r)
 	a->flags &= ~STROBE_ACTIVITY_UNFINISHED;
 }
 
-static void counter(struct walk *k, const struct strb_rec *r, pid_t tid)
+static void counter(struct walk *k, const struct strb_rec_view *r, pid_t tid)
 {
-	double v = *(const double *)(r + 1);
+	double v;
+	memcpy(&v, r->payload, sizeof(v));
 	if (!isfinite(v)) {
 		k->t->stats.non_finite_counters++;
 		return;
 	}
-	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_CPU_COUNTER, r, sizeof(double), tid);
+	struct strobe_activity *a = emit(k, STROBE_ACTIVITY_CPU_COUNTER, r, tid);
 	if (!a)
 		return;
 	struct strobe_arg arg = {.key = a->name, .kind = STROBE_ARG_F64, .value.f64 = v};
@@ -386,9 +391,9 @@ static void counter(struct walk *k, const struct strb_rec *r, pid_t tid)
 }
 
 /* Rebuilds the strobe_record activity from its serialised form. */
-static void recorded(struct walk *k, const struct strb_rec *r, pid_t tid)
+static void recorded(struct walk *k, const struct strb_rec_view *r, pid_t tid)
 {
-	const struct strb_rec_activity *ra = (const void *)(r + 1);
+	const struct strb_rec_activity *ra = (const void *)r->payload;
 	if (!selected(k->w, ra->type))
 		return;
 	struct strobe_arg stack_args[16];
@@ -441,11 +446,6 @@ static void recorded(struct walk *k, const struct strb_rec *r, pid_t tid)
 		free(args);
 }
 
-static size_t record_size(const struct strb_rec *r)
-{
-	return strb_rec_size(r, sizeof(struct strb_rec_attrs));
-}
-
 static void close_open(struct walk *k, struct stack *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -493,26 +493,30 @@ static void walk_records(struct walk *k, const uint8_t *base, size_t len, bool c
 	struct strobe_trace *t = k->t;
 	const struct strb_window *w = k->w;
 	size_t off = 0, given_back = 0;
-	while (off + sizeof(struct strb_rec) <= len && !k->rc) {
+	while (off + STRB_REC_WORD_BYTES <= len && !k->rc) {
 		if (consume && off - given_back >= CONSUMED_STEP) {
 			/* Read for good: the buffer shrinks while the trace grows. */
 			strb_tbuf_consumed(consume, off);
 			given_back = off;
 		}
-		const struct strb_rec *r = (const void *)(base + off);
-		if (chunked) {
-			size_t in = off % STRB_TBUF_CHUNK, next = off - in + STRB_TBUF_CHUNK;
-			if (in + sizeof(*r) > STRB_TBUF_CHUNK || r->kind == STRB_REC_PAD || !r->kind) {
-				off = next;
-				continue;
-			}
-			if (in + record_size(r) > STRB_TBUF_CHUNK) {
-				t->stats.out_of_window++; /* cannot happen: the owner never writes one */
-				off = next;
-				continue;
-			}
+		size_t in = chunked ? off % STRB_TBUF_CHUNK : 0, next = off - in + STRB_TBUF_CHUNK;
+		size_t room = chunked && next < len ? next - off : len - off;
+		struct strb_rec_view rv, *r = &rv;
+		bool whole =
+		    strb_rec_decode(base + off, room, w->start_ticks, sizeof(struct strb_rec_attrs), r);
+		if (chunked && (r->kind == STRB_REC_PAD || !r->kind)) {
+			off = next;
+			continue;
 		}
-		off += record_size(r);
+		if (!whole || r->size > room) {
+			/* cannot happen: the owner never writes one */
+			t->stats.out_of_window++;
+			if (!chunked)
+				break;
+			off = next;
+			continue;
+		}
+		off += r->size;
 		bool timed = r->kind != STRB_REC_ACTIVITY;
 		/* A flight dump copies rings their threads go on writing: what a
 		 * thread recorded after the dump's instant is not in it (ranges it
@@ -566,10 +570,13 @@ static void walk_records(struct walk *k, const uint8_t *base, size_t len, bool c
 		case STRB_REC_STEP:
 			step_mark(k, r, tid);
 			break;
-		case STRB_REC_ASYNC_END:
-			if (async_add(&k->ends, *(const uint64_t *)(r + 1), r->ticks, 0))
+		case STRB_REC_ASYNC_END: {
+			uint64_t id;
+			memcpy(&id, r->payload, sizeof(id));
+			if (async_add(&k->ends, id, r->ticks, 0))
 				k->rc = -ENOMEM;
 			break;
+		}
 		default:
 			/* Correlation records matter to device backends only. */
 			break;

@@ -153,8 +153,9 @@ static void test_rings_recycle_and_keep_open_stacks(void **state)
 
 static void fill_chunks(int chunks)
 {
-	/* A pair of "fill" is 40 bytes: 1638 to a 64 KiB chunk. */
-	for (int i = 0; i < chunks * 1638; i++) {
+	/* A pair of "fill" is 24 bytes (a 16-byte push, an 8-byte pop): 2730
+	 * to a 64 KiB chunk. */
+	for (int i = 0; i < chunks * 2730; i++) {
 		strobe_range_push("fill");
 		strobe_range_pop();
 	}
@@ -234,7 +235,9 @@ static void *busy_main(void *p)
 static void test_dumps_of_a_busy_thread(void **state)
 {
 	(void)state;
-	start(4 << 20, 60ull * 1000000000ull, 0);
+	/* 2.5 MiB: about as many events in the rings as 4 MiB held at 40 bytes a
+	 * pair (each dump is loaded whole, slow under a sanitizer). */
+	start(5 << 19, 60ull * 1000000000ull, 0);
 	struct busy b = {0};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);

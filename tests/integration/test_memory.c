@@ -38,8 +38,8 @@ static void test_stop_gives_buffers_back(void **state)
 	snprintf(cfg, sizeof(cfg), "ACTIVITIES_MAX_CPU_BUFFER_SIZE_MB=%d", BUDGET_MIB);
 	assert_int_equal(strobe_prepare(0, cfg), 0);
 	assert_int_equal(strobe_start(), 0);
-	/* 40 bytes a pair: until the budget is spent. */
-	for (long i = 0; i < (long)BUDGET_MIB * (1 << 20) / 40; i++) {
+	/* 32 bytes a pair: until the budget is spent. */
+	for (long i = 0; i < (long)BUDGET_MIB * (1 << 20) / 32; i++) {
 		strobe_range_push("op.step");
 		strobe_range_pop();
 	}
