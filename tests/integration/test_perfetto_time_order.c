@@ -208,6 +208,70 @@ static void test_round_trip_exact(void **state)
 	strobe_trace_destroy(tr);
 }
 
+/* Activities before the window's start: the metadata goes out first, at
+ * the window's start, so these come after it in the file but earlier in
+ * time. Each is written in CLOCK_REALTIME at full width, and decoded (by
+ * protoc, and by strobe convert back to JSON) at its exact epoch ns. */
+static void test_before_window_in_realtime(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	int64_t now = (int64_t)strobe_now_ns();
+	int64_t early = now - 5000000 + 123, early2 = now - 4000000 + 7;
+	tu_record_at("early", STROBE_ACTIVITY_CPU_OP, early, 2000,
+	             (struct strobe_activity){.device = 1, .resource = 5});
+	tu_record_at("early_tick", STROBE_ACTIVITY_CPU_INSTANT_EVENT, early2, 0,
+	             (struct strobe_activity){.device = 1, .resource = 5});
+	tu_record_at("late", STROBE_ACTIVITY_CPU_OP, now + 1000, 500,
+	             (struct strobe_activity){.device = 1, .resource = 5});
+	strobe_trace *tr = NULL;
+	assert_int_equal(strobe_stop(&tr), 0);
+	int64_t win_start, win_end;
+	assert_int_equal(strobe_trace_window(tr, &win_start, &win_end), 0);
+	assert_true(early < win_start);
+
+	assert_int_equal(strobe_trace_save(tr, out_path("early.pftrace")), 0);
+	struct pf_trace t;
+	pf_load(&t, path_buf);
+	pf_check_structure(&t, true);
+	int64_t origin = (int64_t)t.p[0].realtime - (int64_t)t.p[0].seq_clock;
+	/* The time each event decodes to: absolute in CLOCK_REALTIME (1), or
+	 * from the origin on the sequence's clock. */
+	int64_t at[4] = {0, 0, 0, 0};
+	unsigned clock[4] = {0, 0, 0, 0};
+	static const char *const what[4] = {"early", "early_tick", "late", "metadata"};
+	for (size_t i = 0; i < t.n; i++) {
+		const struct pf_packet *p = &t.p[i];
+		if (!p->has_te || strcmp(p->type, "TYPE_SLICE_END") == 0)
+			continue;
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(p->name, what[k])) {
+				clock[k] = p->clock_id;
+				at[k] = p->clock_id ? (int64_t)p->ts : origin + (int64_t)p->ts;
+			}
+	}
+	assert_int_equal(clock[0], 1);
+	assert_int_equal(clock[1], 1);
+	assert_int_equal(at[0], early);
+	assert_int_equal(at[1], early2);
+	assert_int_equal(clock[2], 0);
+	assert_int_equal(at[2], now + 1000);
+	assert_int_equal(at[3], win_start);
+	/* The end of the early slice is in CLOCK_REALTIME as well. */
+	size_t ends = 0;
+	for (size_t i = 0; i < t.n; i++)
+		if (t.p[i].has_te && !strcmp(t.p[i].type, "TYPE_SLICE_END") && t.p[i].clock_id == 1) {
+			assert_int_equal((int64_t)t.p[i].ts, early + 2000);
+			ends++;
+		}
+	assert_int_equal(ends, 1);
+	pf_free(&t);
+	/* strobe convert gives back the JSON's slices at the same epoch ns. */
+	same_slices(tr, "early");
+	strobe_trace_destroy(tr);
+}
+
 #define PID 43210
 
 /* bench_export's mix: ops with a nested range, an instant and a counter,
@@ -293,6 +357,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sorted_deltas_pair_exactly),
 	    cmocka_unit_test(test_round_trip_exact),
+	    cmocka_unit_test(test_before_window_in_realtime),
 	    cmocka_unit_test(test_size_and_many_names),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
