@@ -18,8 +18,12 @@
 #define INTERN_MAX_LEN   8192        /* longer strings are written inline */
 #define INTERN_MAX_BYTES (16u << 20) /* then incremental state starts over */
 #define PTR_CACHE        16384       /* 10 000 distinct names still mostly hit */
+/* String annotation values up to this long are interned: the short ones
+ * repeat (memcpy kinds, NVTX domains and colours, stream names); a long
+ * one is mostly unique, and costs a few bytes more interned. */
+#define VALUE_INTERN_MAX 64
 
-enum { T_CATEGORY, T_NAME, T_KEY, TABLES };
+enum { T_CATEGORY, T_NAME, T_KEY, T_VALUE, TABLES };
 
 struct slot {
 	uint64_t hash;
@@ -237,11 +241,13 @@ static void clock_packet(struct strb_pfenc *e, unsigned seq, bool first);
 
 /* The iid of s in table t, interning it (and noting it for this packet's
  * InternedData) if it is new; 0 when it is written inline instead. */
+static uint64_t intern_len(struct strb_pfenc *e, int t, const char *s, size_t len);
+
 static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 {
 	struct table *tb = &e->tables[t];
 	struct ptr_slot *ps = NULL;
-	if (e->stable) {
+	if (e->stable && tb->cache) {
 		ps = &tb->cache[((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (PTR_CACHE - 1)];
 		if (ps->p == s && ps->gen == e->gen)
 			return ps->iid;
@@ -249,15 +255,22 @@ static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 	size_t len = strlen(s);
 	if (len > INTERN_MAX_LEN)
 		return 0;
+	uint64_t iid = intern_len(e, t, s, len);
+	if (ps && iid)
+		*ps = (struct ptr_slot){s, iid, e->gen};
+	return iid;
+}
+
+/* The iid of s (len bytes) in table t, found by hashing, or interned. */
+static uint64_t intern_len(struct strb_pfenc *e, int t, const char *s, size_t len)
+{
+	struct table *tb = &e->tables[t];
 	uint64_t h = hash_str(s, len);
 	if (tb->cap) {
 		for (size_t j = h & (tb->cap - 1); tb->slots[j].iid; j = (j + 1) & (tb->cap - 1)) {
 			struct slot *sl = &tb->slots[j];
-			if (sl->hash == h && sl->len == len && !memcmp(e->arena + sl->off, s, len)) {
-				if (ps)
-					*ps = (struct ptr_slot){s, sl->iid, e->gen};
+			if (sl->hash == h && sl->len == len && !memcmp(e->arena + sl->off, s, len))
 				return sl->iid;
-			}
 		}
 	}
 	if ((tb->count + 1) * 2 > tb->cap && !grow_table(tb))
@@ -292,14 +305,13 @@ static uint64_t intern(struct strb_pfenc *e, int t, const char *s)
 	e->arena_len += len;
 	tb->count++;
 	e->fresh[e->nfresh++] = (struct fresh){t, sl->iid, sl->off, len};
-	if (ps)
-		*ps = (struct ptr_slot){s, sl->iid, e->gen};
 	return sl->iid;
 }
 
 static void interned_data(struct strb_pfenc *e)
 {
-	static const unsigned field[TABLES] = {PF_ID_CATEGORIES, PF_ID_NAMES, PF_ID_ANNOTATION_NAMES};
+	static const unsigned field[TABLES] = {PF_ID_CATEGORIES, PF_ID_NAMES, PF_ID_ANNOTATION_NAMES,
+	                                       PF_ID_ANNOTATION_VALUES};
 	if (!e->nfresh)
 		return;
 	size_t id = begin(e, PF_PKT_INTERNED);
@@ -373,13 +385,14 @@ int strb_pfenc_open(struct strb_pfenc **out, struct strb_sink *sink, int64_t ori
 		e->buf = malloc(BUF_SIZE);
 		for (int t = 0; t < TABLES; t++) {
 			e->tables[t].next_iid = 1;
-			if (strings_stable)
+			/* Values may live in the caller's scratch: never cached by pointer. */
+			if (strings_stable && t != T_VALUE)
 				e->tables[t].cache = calloc(PTR_CACHE, sizeof(struct ptr_slot));
 		}
 	}
 	bool ok = e && e->buf;
 	for (int t = 0; ok && t < TABLES; t++)
-		ok = !strings_stable || e->tables[t].cache;
+		ok = !strings_stable || t == T_VALUE || e->tables[t].cache;
 	if (!ok) {
 		if (e)
 			e->sink = sink;
@@ -516,8 +529,10 @@ void strb_pfenc_counter_track(struct strb_pfenc *e, uint64_t uuid, uint64_t pare
 static size_t arg_bound(const struct strobe_arg *a)
 {
 	size_t n = 2 * slen(a->key) + 48;
-	if (a->kind == STROBE_ARG_STRING || a->kind == STROBE_ARG_JSON)
+	if (a->kind == STROBE_ARG_JSON)
 		n += slen(a->value.str);
+	else if (a->kind == STROBE_ARG_STRING)
+		n += 2 * slen(a->value.str) + 16; /* inline, or interned: its iid and its InternedData */
 	return n;
 }
 
@@ -549,9 +564,16 @@ static void annotation(struct strb_pfenc *e, const struct strobe_arg *a)
 	case STROBE_ARG_JSON:
 		put_str(e, PF_DA_JSON, a->value.str ? a->value.str : "null");
 		break;
-	default:
-		put_str(e, PF_DA_STRING, a->value.str ? a->value.str : "");
+	default: {
+		const char *v = a->value.str ? a->value.str : "";
+		size_t len = strlen(v);
+		uint64_t vid = len <= VALUE_INTERN_MAX ? intern_len(e, T_VALUE, v, len) : 0;
+		if (vid)
+			put_varint(e, PF_DA_STRING_IID, vid);
+		else
+			put_bytes(e, PF_DA_STRING, v, len);
 		break;
+	}
 	}
 	end(e, da);
 }

@@ -1,7 +1,8 @@
 /* A streaming encoder of Perfetto protobuf traces (the subset in
  * proto/strobe_perfetto.proto): track descriptors, track events with
- * interned names, categories and annotation keys, flows and counters, all
- * on one packet sequence, written through a sink in large chunks.
+ * interned names, categories, annotation keys and short string values,
+ * flows and counters, all on one packet sequence, written through a sink
+ * in large chunks.
  *
  * Timestamps are epoch ns. They are written on a clock of the sequence,
  * anchored to CLOCK_REALTIME at an origin chosen at open by the first

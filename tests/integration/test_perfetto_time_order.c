@@ -3,7 +3,7 @@
  * by strobe's own reader) every slice gets back its exact epoch ns and its
  * own begin and end, at equal times and with zero-length slices too; and
  * the file is at most 1/6 of the JSON on a realistic mix, with 10 000
- * distinct names as well. */
+ * distinct names as well; short string arg values are interned. */
 #include "testutil.h"
 
 #include <stdbool.h>
@@ -168,22 +168,29 @@ static char **x_events(yajl_val root, size_t *n)
 	return v;
 }
 
-/* The trace's .json, and its .pftrace converted back to JSON by strobe's
- * reader, hold the same slices: names, epoch ns and durations. */
-static void same_slices(strobe_trace *tr, const char *stem)
+/* strobe convert of the .pftrace at pf into the JSON at back, loaded. */
+static yajl_val convert_back(const char *pf, const char *back)
 {
-	char json[4096], pf[4096], back[4096], args[8400];
-	snprintf(json, sizeof(json), "%s/%s.json", tu_dir, stem);
-	snprintf(pf, sizeof(pf), "%s/%s.pftrace", tu_dir, stem);
-	snprintf(back, sizeof(back), "%s/%s-back.json", tu_dir, stem);
-	assert_int_equal(strobe_trace_save(tr, json), 0);
-	assert_int_equal(strobe_trace_save(tr, pf), 0);
+	char args[8400];
 	snprintf(args, sizeof(args), "'%s' '%s'", pf, back);
 	char *msg = NULL;
 	if (tu_strobe("convert", args, 1, &msg))
 		fail_msg("strobe convert %s: %s", args, msg ? msg : "");
 	free(msg);
-	yajl_val a = tu_load_trace(json), b = tu_load_trace(back);
+	return tu_load_trace(back);
+}
+
+/* The trace's .json, and its .pftrace converted back to JSON by strobe's
+ * reader, hold the same slices: names, epoch ns and durations. */
+static void same_slices(strobe_trace *tr, const char *stem)
+{
+	char json[4096], pf[4096], back[4096];
+	snprintf(json, sizeof(json), "%s/%s.json", tu_dir, stem);
+	snprintf(pf, sizeof(pf), "%s/%s.pftrace", tu_dir, stem);
+	snprintf(back, sizeof(back), "%s/%s-back.json", tu_dir, stem);
+	assert_int_equal(strobe_trace_save(tr, json), 0);
+	assert_int_equal(strobe_trace_save(tr, pf), 0);
+	yajl_val a = tu_load_trace(json), b = convert_back(pf, back);
 	size_t na, nb;
 	char **xa = x_events(a, &na), **xb = x_events(b, &nb);
 	assert_true(na > 0);
@@ -272,6 +279,100 @@ static void test_before_window_in_realtime(void **state)
 	strobe_trace_destroy(tr);
 }
 
+/* How many times needle's bytes occur in the file at path. */
+static size_t occurrences(const char *path, const char *needle)
+{
+	size_t len, n = 0, nl = strlen(needle);
+	char *data = tu_read_file(path, &len);
+	assert_non_null(data);
+	for (const char *at = data; (at = memmem(at, len - (size_t)(at - data), needle, nl)); at += nl)
+		n++;
+	free(data);
+	return n;
+}
+
+#define LONG_NOTE "a note longer than 64 bytes, which is written inline in every annotation that has it"
+
+/* Short string arg values are interned: each is in the file once however
+ * many events have it, the annotations name it by string_value_iid, and
+ * both readers give back the exact strings; a long value stays inline. */
+static void test_string_values_interned(void **state)
+{
+	(void)state;
+	enum { OPS = 500 };
+	static const char *const colors[] = {"#ff0000", "#00ff00", "#0000ff"};
+	assert_int_equal(strobe_prepare(0, NULL), 0);
+	assert_int_equal(strobe_start(), 0);
+	int64_t t0 = (int64_t)strobe_now_ns() + 1000;
+	for (int i = 0; i < OPS; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "op-%d", i);
+		struct strobe_arg args[] = {
+		    {.key = "kind", .kind = STROBE_ARG_STRING, .value.str = "Memcpy HtoD (Pinned -> Device)"},
+		    {.key = "color", .kind = STROBE_ARG_STRING, .value.str = colors[i % 3]},
+		    {.key = "id", .kind = STROBE_ARG_STRING, .value.str = id},
+		    {.key = "note", .kind = STROBE_ARG_STRING, .value.str = LONG_NOTE},
+		};
+		tu_record_at(
+		    "copy", STROBE_ACTIVITY_CPU_OP, t0 + i * 1000, 600,
+		    (struct strobe_activity){.device = 1, .resource = 5, .args = args, .arg_count = 4});
+	}
+	strobe_trace *tr = NULL;
+	assert_int_equal(strobe_stop(&tr), 0);
+	assert_int_equal(strobe_trace_save(tr, out_path("values.pftrace")), 0);
+	char pf[4096];
+	snprintf(pf, sizeof(pf), "%s", path_buf);
+	assert_int_equal(occurrences(pf, "Memcpy HtoD (Pinned -> Device)"), 1);
+	assert_int_equal(occurrences(pf, "#00ff00"), 1);
+	assert_int_equal(occurrences(pf, LONG_NOTE), OPS);
+
+	struct pf_trace t;
+	pf_load(&t, pf);
+	pf_check_structure(&t, true);
+	assert_int_equal(t.unresolved, 0);
+	size_t seen = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		const struct pf_packet *p = &t.p[i];
+		if (!p->has_te || strcmp(p->name, "copy") || strcmp(p->type, "TYPE_SLICE_BEGIN"))
+			continue;
+		const struct pf_ann *kind = pf_ann(p, "kind"), *color = pf_ann(p, "color");
+		const struct pf_ann *id = pf_ann(p, "id"), *note = pf_ann(p, "note");
+		assert_true(kind->value_iid && color->value_iid && id->value_iid);
+		assert_int_equal(note->value_iid, 0);
+		assert_string_equal(kind->value, "Memcpy HtoD (Pinned -> Device)");
+		/* In time order, so the i-th op is the i-th begin. */
+		char want[32];
+		snprintf(want, sizeof(want), "op-%zu", seen);
+		assert_string_equal(id->value, want);
+		assert_string_equal(color->value, colors[seen % 3]);
+		assert_string_equal(note->value, LONG_NOTE);
+		seen++;
+	}
+	assert_int_equal(seen, OPS);
+	pf_free(&t);
+
+	char back[4096];
+	snprintf(back, sizeof(back), "%s/values-back.json", tu_dir);
+	yajl_val root = convert_back(pf, back), ev = tu_events(root);
+	seen = 0;
+	for (size_t i = 0; i < ev->u.array.len; i++) {
+		yajl_val e = ev->u.array.values[i], a = tu_get(e, "args");
+		const char *name = tu_get_str(e, "name");
+		if (!name || strcmp(name, "copy"))
+			continue;
+		assert_string_equal(tu_get_str(a, "kind"), "Memcpy HtoD (Pinned -> Device)");
+		assert_string_equal(tu_get_str(a, "note"), LONG_NOTE);
+		const char *id = tu_get_str(a, "id");
+		assert_non_null(id);
+		int k = atoi(id + 3);
+		assert_string_equal(tu_get_str(a, "color"), colors[k % 3]);
+		seen++;
+	}
+	assert_int_equal(seen, OPS);
+	yajl_tree_free(root);
+	strobe_trace_destroy(tr);
+}
+
 #define PID 43210
 
 /* bench_export's mix: ops with a nested range, an instant and a counter,
@@ -355,9 +456,8 @@ static void test_size_and_many_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sorted_deltas_pair_exactly),
-	    cmocka_unit_test(test_round_trip_exact),
-	    cmocka_unit_test(test_before_window_in_realtime),
+	    cmocka_unit_test(test_sorted_deltas_pair_exactly), cmocka_unit_test(test_round_trip_exact),
+	    cmocka_unit_test(test_before_window_in_realtime),  cmocka_unit_test(test_string_values_interned),
 	    cmocka_unit_test(test_size_and_many_names),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
