@@ -31,10 +31,14 @@ struct pwriter {
 	struct strb_arg_scratch rendered; /* rendered args of the activity being written */
 	uint64_t meta, spans;             /* the "Trace metadata" and "Spans" tracks */
 	unsigned ibits;                   /* bits of an item's index in a packed item */
-	/* Per item index: a slice's begin and end as written (slice_span), an
-	 * instant's or counter's time twice; and whether it is a slice. */
+	/* Per item index: a slice's begin and end as written (item_span), an
+	 * instant's or counter's time twice; and whether it is a slice. Once
+	 * the items are sorted and a slice's begin is written, its begin
+	 * time is not read again: span[i][0] holds its track then, for the
+	 * end (which need not decode the activity again). */
 	int64_t (*span)[2];
 	bool *is_slice;
+	size_t ops;                 /* CPU ops, for the window's span */
 	int64_t last_pid, last_tid; /* the last row looked up, and its track */
 	uint64_t last_row;
 	uint64_t last_counter; /* the last counter track looked up, and what it is for */
@@ -200,10 +204,11 @@ static void counter(struct pwriter *w, const struct strobe_activity *a, const st
 	}
 }
 
-/* A slice's begin and end as written: a GPU user annotation widened as in
- * the JSON (so it encloses its GPU work), an end before the begin held at
- * it. False for instants and counters. */
-static bool slice_span(const struct pwriter *w, size_t idx, int64_t *b, int64_t *e)
+/* An item's times: a slice's begin and end as written (a GPU user
+ * annotation widened as in the JSON, so it encloses its GPU work; an end
+ * before the begin held at it), an instant's or counter's time twice.
+ * True for a slice. Counts the CPU ops in w->ops. */
+static bool item_span(struct pwriter *w, size_t idx, int64_t *b, int64_t *e)
 {
 	const struct strobe_trace *t = w->t;
 	if (idx == t->count + SPECIAL_SPAN) {
@@ -211,13 +216,18 @@ static bool slice_span(const struct pwriter *w, size_t idx, int64_t *b, int64_t 
 		*e = t->end_ns < t->start_ns ? t->start_ns : t->end_ns;
 		return true;
 	}
-	if (idx >= t->count)
+	if (idx >= t->count) {
+		*b = *e = idx == t->count + SPECIAL_WINDOW_END ? t->end_ns : t->start_ns;
 		return false;
+	}
 	struct strb_act_ref r;
 	strb_trace_get(t, idx, &r);
 	const struct strobe_activity *a = r.a;
-	if (strb_output_is_counter(a->type) || a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT)
+	w->ops += a->type == STROBE_ACTIVITY_CPU_OP;
+	if (strb_output_is_counter(a->type) || a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
+		*b = *e = a->start_ns;
 		return false;
+	}
 	*b = a->start_ns;
 	*e = a->end_ns;
 	if (a->type == STROBE_ACTIVITY_GPU_USER_ANNOTATION) {
@@ -234,8 +244,7 @@ static void begin_packet(struct pwriter *w, size_t idx)
 {
 	const struct strobe_trace *t = w->t;
 	if (idx == t->count + SPECIAL_SPAN) {
-		size_t ops = strb_trace_count_type(t, STROBE_ACTIVITY_CPU_OP);
-		struct strobe_arg op_count = {.key = "Op count", .kind = STROBE_ARG_U64, .value.u64 = ops};
+		struct strobe_arg op_count = {.key = "Op count", .kind = STROBE_ARG_U64, .value.u64 = w->ops};
 		struct strb_pf_event ev = {.type = STRB_PF_BEGIN,
 		                           .track = w->spans,
 		                           .ts_ns = t->start_ns,
@@ -251,15 +260,17 @@ static void begin_packet(struct pwriter *w, size_t idx)
 	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
 	size_t an = strb_trace_args(t, &r, &w->rendered, &av);
+	uint64_t track = row_track(w, a->device, row_tid(a->resource));
 	struct strb_pf_event ev = {
 	    .type = STRB_PF_BEGIN,
-	    .track = row_track(w, a->device, row_tid(a->resource)),
+	    .track = track,
 	    .ts_ns = w->span[idx][0],
 	    .name = a->name,
 	    .category = a->category ? a->category : strobe_activity_type_name(a->type),
 	    .args = av,
 	    .nargs = an,
 	};
+	w->span[idx][0] = (int64_t)track; /* the begin time is read; the end wants the track */
 	uint64_t ext = strb_output_external_id(a);
 	bool unfinished = a->flags & STROBE_ACTIVITY_UNFINISHED;
 	if (ext || unfinished) {
@@ -292,12 +303,8 @@ static void begin_packet(struct pwriter *w, size_t idx)
 static void end_packet(struct pwriter *w, size_t idx)
 {
 	const struct strobe_trace *t = w->t;
-	uint64_t track = w->spans;
-	if (idx < t->count) {
-		struct strb_act_ref r;
-		strb_trace_get(t, idx, &r);
-		track = row_track(w, r.a->device, row_tid(r.a->resource));
-	}
+	/* The track its begin left in span[idx][0]. */
+	uint64_t track = idx < t->count ? (uint64_t)w->span[idx][0] : w->spans;
 	struct strb_pf_event done = {.type = STRB_PF_END, .track = track, .ts_ns = w->span[idx][1]};
 	strb_pfenc_event(w->e, &done);
 }
@@ -507,15 +514,8 @@ static bool sort_items(struct pwriter *w, struct order *o, int64_t *first)
 	if (!w->span || !w->is_slice)
 		return false;
 	for (size_t i = 0; i < total; i++) {
-		int64_t b = 0, e = 0;
-		w->is_slice[i] = slice_span(w, i, &b, &e);
-		if (!w->is_slice[i] && i < t->count) {
-			struct strb_act_ref r;
-			strb_trace_get(t, i, &r);
-			b = e = r.a->start_ns;
-		} else if (!w->is_slice[i]) {
-			b = e = i == t->count + SPECIAL_WINDOW_END ? t->end_ns : t->start_ns;
-		}
+		int64_t b, e;
+		w->is_slice[i] = item_span(w, i, &b, &e);
 		w->span[i][0] = b;
 		w->span[i][1] = e;
 		lo = b < lo ? b : lo;
