@@ -1,6 +1,7 @@
 /* Perfetto protobuf encoding by hand: varints, and nested messages whose
- * length is written once their end is known (the content is moved down
- * over the bytes reserved for a length it did not need). */
+ * length is written once their end is known (in the byte reserved for it,
+ * or, for a message of 128 bytes or more, the content moved up to make
+ * room for a longer one). */
 #include "common/pfenc.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include "common/sink.h"
 
 #define BUF_SIZE         (1u << 20)
-#define LEN_RESERVE      5           /* room for a message length below 2^35 */
+#define LEN_RESERVE      5           /* the most bytes a message length takes (below 2^35) */
 #define SEQ_ID           1           /* every packet but the default counter track's samples */
 #define SEQ_COUNTERS     2           /* those samples: their own default track and clock */
 #define SEQ_CLOCK        64          /* the sequence's own clock: ns since the origin */
@@ -145,19 +146,28 @@ static inline void put_str(struct strb_pfenc *e, unsigned field, const char *s)
 	put_bytes(e, field, s, strlen(s));
 }
 
+/* A nested message's length goes in one byte reserved before its content;
+ * most are shorter than 128 bytes, so its end writes that byte. A longer
+ * one moves its content up over the bytes its length needs: the buffer
+ * then holds what a reservation of LEN_RESERVE bytes and a move down would
+ * have left, never more, so the callers' bounds (room()) still hold. */
 static inline size_t begin(struct strb_pfenc *e, unsigned field)
 {
 	tag(e, field, PF_WT_LEN);
 	size_t at = e->n;
-	e->n += LEN_RESERVE;
+	e->n += 1;
 	return at;
 }
 
 static inline void end(struct strb_pfenc *e, size_t at)
 {
-	size_t len = e->n - at - LEN_RESERVE;
+	size_t len = e->n - at - 1;
+	if (len < 0x80) {
+		e->buf[at] = (unsigned char)len;
+		return;
+	}
 	/* A nested message never reaches 2^(7 * LEN_RESERVE) bytes (packets are
-	 * bounded far below that), so its length fits the reserved bytes; the
+	 * bounded far below that), so its length fits LEN_RESERVE bytes; the
 	 * loop's bound says so to the compiler as well. */
 	unsigned char tmp[LEN_RESERVE];
 	size_t k = 0;
@@ -167,11 +177,9 @@ static inline void end(struct strb_pfenc *e, size_t at)
 		v >>= 7;
 	}
 	tmp[k++] = (unsigned char)(v & 0x7f);
+	memmove(e->buf + at + k, e->buf + at + 1, len);
 	memcpy(e->buf + at, tmp, k);
-	if (k < LEN_RESERVE) {
-		memmove(e->buf + at + k, e->buf + at + LEN_RESERVE, len);
-		e->n -= LEN_RESERVE - k;
-	}
+	e->n += k - 1;
 }
 
 /* Every packet is on the sequence; only the ones that clear its state
