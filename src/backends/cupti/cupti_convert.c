@@ -302,6 +302,19 @@ static void emit_xfer(struct conv *c, enum strobe_activity_type type, const char
 	strb_gpu_note_row(&c->g, f->device, f->stream, s, e);
 }
 
+/* The fields copy and fill records name alike. */
+#define XFER(rec_tag, m)                                                                                     \
+	((struct strb_cupti_xfer){.tag = (rec_tag),                                                          \
+	                          .device = (m)->deviceId,                                                   \
+	                          .context = (m)->contextId,                                                 \
+	                          .stream = (m)->streamId,                                                   \
+	                          .corr = (m)->correlationId,                                                \
+	                          .graph_id = (m)->graphId,                                                  \
+	                          .channel = (m)->channelID,                                                 \
+	                          .channel_type = (uint32_t)(m)->channelType,                                \
+	                          .bytes = (m)->bytes,                                                       \
+	                          .graph_node = (m)->graphNodeId})
+
 static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 {
 	int64_t s, e;
@@ -310,16 +323,7 @@ static void memcpy1(struct conv *c, const CUpti_ActivityMemcpy5 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMCPY,
-	                            .device = m->deviceId,
-	                            .context = m->contextId,
-	                            .stream = m->streamId,
-	                            .corr = m->correlationId,
-	                            .graph_id = m->graphId,
-	                            .channel = m->channelID,
-	                            .channel_type = (uint32_t)m->channelType,
-	                            .bytes = m->bytes,
-	                            .graph_node = m->graphNodeId};
+	struct strb_cupti_xfer f = XFER(STRB_CUPTI_REC_MEMCPY, m);
 	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, &f);
 }
 
@@ -331,20 +335,11 @@ static void memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 		return;
 	char nb[96];
 	const char *name = copy_name(nb, sizeof(nb), m->copyKind, m->srcKind, m->dstKind);
-	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMCPY2,
-	                            .device = m->deviceId,
-	                            .context = m->contextId,
-	                            .stream = m->streamId,
-	                            .corr = m->correlationId,
-	                            .src_device = m->srcDeviceId,
-	                            .dst_device = m->dstDeviceId,
-	                            .src_context = m->srcContextId,
-	                            .dst_context = m->dstContextId,
-	                            .graph_id = m->graphId,
-	                            .channel = m->channelID,
-	                            .channel_type = (uint32_t)m->channelType,
-	                            .bytes = m->bytes,
-	                            .graph_node = m->graphNodeId};
+	struct strb_cupti_xfer f = XFER(STRB_CUPTI_REC_MEMCPY2, m);
+	f.src_device = m->srcDeviceId;
+	f.dst_device = m->dstDeviceId;
+	f.src_context = m->srcContextId;
+	f.dst_context = m->dstContextId;
 	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMCPY, name, s, e, &f);
 }
 
@@ -356,16 +351,7 @@ static void memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 		return;
 	char nb[64];
 	snprintf(nb, sizeof(nb), "Memset (%s)", strb_cupti_memory_kind(m->memoryKind));
-	struct strb_cupti_xfer f = {.tag = STRB_CUPTI_REC_MEMSET,
-	                            .device = m->deviceId,
-	                            .context = m->contextId,
-	                            .stream = m->streamId,
-	                            .corr = m->correlationId,
-	                            .graph_id = m->graphId,
-	                            .channel = m->channelID,
-	                            .channel_type = (uint32_t)m->channelType,
-	                            .bytes = m->bytes,
-	                            .graph_node = m->graphNodeId};
+	struct strb_cupti_xfer f = XFER(STRB_CUPTI_REC_MEMSET, m);
 	emit_xfer(c, STROBE_ACTIVITY_GPU_MEMSET, nb, s, e, &f);
 }
 
