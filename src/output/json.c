@@ -196,10 +196,9 @@ static void activity(struct writer *w, size_t idx)
 {
 	struct strb_jbuf *b = w->b;
 	struct strb_act_ref r;
-	strb_trace_get(w->t, idx, &r);
-	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
-	size_t an = strb_trace_args(w->t, &r, &w->scratch, &av);
+	size_t an = strb_trace_get_args(w->t, idx, &r, &w->scratch, &av);
+	const struct strobe_activity *a = r.a;
 	if (a->type == STROBE_ACTIVITY_CPU_INSTANT_EVENT) {
 		head(w, "i", a, a->start_ns);
 		args(w, a, av, an, false);

@@ -256,10 +256,9 @@ static void begin_packet(struct pwriter *w, size_t idx)
 		return;
 	}
 	struct strb_act_ref r;
-	strb_trace_get(t, idx, &r);
-	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
-	size_t an = strb_trace_args(t, &r, &w->rendered, &av);
+	size_t an = strb_trace_get_args(t, idx, &r, &w->rendered, &av);
+	const struct strobe_activity *a = r.a;
 	uint64_t track = row_track(w, a->device, row_tid(a->resource));
 	struct strb_pf_event ev = {
 	    .type = STRB_PF_BEGIN,
@@ -363,10 +362,9 @@ static void point_packets(struct pwriter *w, size_t idx)
 		return;
 	}
 	struct strb_act_ref r;
-	strb_trace_get(t, idx, &r);
-	const struct strobe_activity *a = r.a;
 	const struct strobe_arg *av;
-	size_t an = strb_trace_args(t, &r, &w->rendered, &av);
+	size_t an = strb_trace_get_args(t, idx, &r, &w->rendered, &av);
+	const struct strobe_activity *a = r.a;
 	if (strb_output_is_counter(a->type)) {
 		counter(w, a, av, an);
 		return;

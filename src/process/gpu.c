@@ -77,24 +77,9 @@ void strb_gpu_free(struct strb_gpu *g)
 	memset(g, 0, sizeof(*g));
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = n;
-	return true;
-}
-
 bool strb_gpu_grow(struct strb_gpu *g, void **p, size_t *cap, size_t need, size_t elem)
 {
-	if (grow(p, cap, need, elem))
+	if (strb_grow_array(p, cap, need, elem))
 		return true;
 	g->rc = -ENOMEM;
 	return false;
@@ -399,8 +384,8 @@ void strb_gpu_note_new_row(struct strb_gpu *g, uint32_t device, uint32_t stream,
 		;
 	if (i == g->nrows) {
 		size_t cap = g->rows_cap;
-		if (!grow((void **)&g->rows, &g->rows_cap, i + 1, sizeof(*g->rows)) ||
-		    !grow((void **)&g->row_end, &cap, i + 1, sizeof(*g->row_end))) {
+		if (!strb_grow_array((void **)&g->rows, &g->rows_cap, i + 1, sizeof(*g->rows)) ||
+		    !strb_grow_array((void **)&g->row_end, &cap, i + 1, sizeof(*g->row_end))) {
 			g->rc = -ENOMEM;
 			return;
 		}

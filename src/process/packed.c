@@ -54,21 +54,6 @@ struct packer {
 	bool oom;
 };
 
-static bool grow(void **p, size_t *cap, size_t need, size_t each)
-{
-	if (need <= *cap)
-		return true;
-	size_t cap2 = *cap ? *cap * 2 : 256;
-	while (cap2 < need)
-		cap2 *= 2;
-	void *n = realloc(*p, cap2 * each);
-	if (!n)
-		return false;
-	*p = n;
-	*cap = cap2;
-	return true;
-}
-
 static bool rehash(struct packer *k)
 {
 	size_t cap = k->slot_cap ? k->slot_cap * 2 : 1024;
@@ -95,7 +80,7 @@ static uint32_t intern(struct packer *k, const char *s, size_t *added)
 	size_t n = strlen(s);
 	if (k->count == 0) {
 		/* String 0 is none: empty, never looked up. */
-		if (!grow((void **)&k->offs, &k->offs_cap, 2, sizeof(*k->offs)))
+		if (!strb_grow_array((void **)&k->offs, &k->offs_cap, 2, sizeof(*k->offs)))
 			goto oom;
 		k->offs[0] = k->offs[1] = 0;
 		k->count = 1;
@@ -109,8 +94,8 @@ static uint32_t intern(struct packer *k, const char *s, size_t *added)
 			return id;
 	}
 	if (k->blob_len + n > UINT32_MAX || k->count >= UINT32_MAX - 1 ||
-	    !grow((void **)&k->blob, &k->blob_cap, k->blob_len + n + 1, 1) ||
-	    !grow((void **)&k->offs, &k->offs_cap, k->count + 2, sizeof(*k->offs)))
+	    !strb_grow_array((void **)&k->blob, &k->blob_cap, k->blob_len + n + 1, 1) ||
+	    !strb_grow_array((void **)&k->offs, &k->offs_cap, k->count + 2, sizeof(*k->offs)))
 		goto oom;
 	memcpy(k->blob + k->blob_len, s, n);
 	k->blob_len += n;
@@ -150,14 +135,13 @@ static void pack_arg(struct packer *k, struct strb_pack_arg *out, const struct s
 static size_t pack_act(struct packer *k, const struct strobe_trace *t, size_t i)
 {
 	struct strb_act_ref r;
-	strb_trace_get(t, i, &r);
-	const struct strobe_activity *a = r.a;
 	struct strb_arg_scratch scratch;
 	const struct strobe_arg *args;
-	size_t n = strb_trace_args(t, &r, &scratch, &args);
+	size_t n = strb_trace_get_args(t, i, &r, &scratch, &args);
+	const struct strobe_activity *a = r.a;
 	size_t added = sizeof(struct strb_pack_act) + n * sizeof(struct strb_pack_arg);
-	if (!grow((void **)&k->acts, &k->acts_cap, k->nacts + 1, sizeof(*k->acts)) ||
-	    !grow((void **)&k->args, &k->args_cap, k->nargs + n, sizeof(*k->args))) {
+	if (!strb_grow_array((void **)&k->acts, &k->acts_cap, k->nacts + 1, sizeof(*k->acts)) ||
+	    !strb_grow_array((void **)&k->args, &k->args_cap, k->nargs + n, sizeof(*k->args))) {
 		k->oom = true;
 		return 0;
 	}

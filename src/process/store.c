@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process/trace.h"
+
 /* A record: a 16-bit head (the type, and which fields follow), then the
  * fields in this order, each only when its bit says so:
  *   type            varint, when the head's type is TYPE_WIDE
@@ -116,21 +118,6 @@ static bool map_grow(struct map *m, size_t used, uint64_t (*key)(const struct en
 	return true;
 }
 
-static bool grow_array(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap * 2 : 256;
-	while (c < need)
-		c *= 2;
-	void *n = realloc(*p, c * elem);
-	if (!n)
-		return false;
-	*p = n;
-	*cap = c;
-	return true;
-}
-
 static uint64_t name_key(const struct enc *e, uint32_t i)
 {
 	return (uint64_t)(uintptr_t)e->s->names[i];
@@ -159,7 +146,7 @@ static uint32_t name_index(struct enc *e, const char *n)
 		}
 	}
 	if (s->nnames >= UINT32_MAX - 1 ||
-	    !grow_array((void **)&s->names, &e->names_cap, s->nnames + 1, sizeof(*s->names)))
+	    !strb_grow_array((void **)&s->names, &e->names_cap, s->nnames + 1, sizeof(*s->names)))
 		return UINT32_MAX;
 	s->names[s->nnames] = n;
 	e->names.slots[j] = (uint32_t)++s->nnames;
@@ -183,7 +170,7 @@ static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
 			break;
 	if (!at) {
 		if (s->nrows >= UINT32_MAX - 1 ||
-		    !grow_array((void **)&s->rows, &e->rows_cap, s->nrows + 1, sizeof(*s->rows)))
+		    !strb_grow_array((void **)&s->rows, &e->rows_cap, s->nrows + 1, sizeof(*s->rows)))
 			return UINT32_MAX;
 		s->rows[s->nrows][0] = device;
 		s->rows[s->nrows][1] = resource;
@@ -219,7 +206,7 @@ static bool encode(struct enc *e, const struct strb_store_block *b, const struct
                    const void *rec)
 {
 	struct strb_store *s = e->s;
-	if (!grow_array((void **)&s->bytes, &e->cap, s->len + MAX_RECORD, 1))
+	if (!strb_grow_array((void **)&s->bytes, &e->cap, s->len + MAX_RECORD, 1))
 		return false;
 	uint32_t name = name_index(e, a->name), row = row_index(e, a->device, a->resource);
 	uint32_t cat = a->category ? name_index(e, a->category) : 0;
@@ -288,7 +275,8 @@ int strb_store_build(struct strb_store **out, const struct strobe_activity *acts
 	s->count = count;
 	s->blocks = calloc(nblocks ? nblocks : 1, sizeof(*s->blocks));
 	s->offs = malloc((count ? count : 1) * sizeof(*s->offs));
-	bool ok = s->blocks && s->offs && grow_array((void **)&s->bytes, &e.cap, count * 16 + MAX_RECORD, 1);
+	bool ok =
+	    s->blocks && s->offs && strb_grow_array((void **)&s->bytes, &e.cap, count * 16 + MAX_RECORD, 1);
 	for (size_t k = 0; ok && k < nblocks; k++) {
 		size_t from = k * STRB_STORE_BLOCK,
 		       to = from + STRB_STORE_BLOCK < count ? from + STRB_STORE_BLOCK : count;

@@ -85,6 +85,21 @@ void strb_arena_free(struct strb_arena *a)
 	a->used = a->size = 0;
 }
 
+bool strb_grow_array(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t n = *cap ? *cap * 2 : 256;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
 struct strobe_trace *strb_trace_new(void)
 {
 	struct strobe_trace *t = calloc(1, sizeof(*t));

@@ -18,6 +18,11 @@ struct strb_arena {
 };
 
 void *strb_arena_alloc(struct strb_arena *a, size_t n);
+
+/* Makes room for `need` elements of `elem` bytes in the malloc'd array *p
+ * of capacity *cap (doubling from 256); false when out of memory, the
+ * array left as it was. */
+bool strb_grow_array(void **p, size_t *cap, size_t need, size_t elem);
 /* Hands the arena a malloc'd block of `size` bytes that the caller is done
  * with: later allocations use it before asking malloc for new memory, and it
  * is freed with the arena. Memory already written once is reused without
@@ -172,6 +177,14 @@ static inline void strb_trace_get(const struct strobe_trace *t, size_t i, struct
 /* The args of r's activity: its own, or rendered into s. */
 size_t strb_trace_args(const struct strobe_trace *t, const struct strb_act_ref *r, struct strb_arg_scratch *s,
                        const struct strobe_arg **out);
+/* Activity i into r and its args (its own, or rendered into s): what a
+ * writer reads of each activity. */
+static inline size_t strb_trace_get_args(const struct strobe_trace *t, size_t i, struct strb_act_ref *r,
+                                         struct strb_arg_scratch *s, const struct strobe_arg **out)
+{
+	strb_trace_get(t, i, r);
+	return strb_trace_args(t, r, s, out);
+}
 /* How many activities of this type the trace holds. */
 size_t strb_trace_count_type(const struct strobe_trace *t, enum strobe_activity_type type);
 /* Heap bytes the trace's activities take (array or store, record pointers,

@@ -33,14 +33,9 @@ void strb_cupti_args_release(void *p)
 struct strb_cupti_kernel *strb_cupti_kernel_slot(struct strb_cupti_args *x)
 {
 	if (!x->kleft) {
-		if (x->nkblocks == x->kblocks_cap) {
-			size_t cap = x->kblocks_cap ? x->kblocks_cap * 2 : 64;
-			struct strb_cupti_kernel **n = realloc(x->kblocks, cap * sizeof(*n));
-			if (!n)
-				return NULL;
-			x->kblocks = n;
-			x->kblocks_cap = cap;
-		}
+		if (!strb_grow_array((void **)&x->kblocks, &x->kblocks_cap, x->nkblocks + 1,
+		                     sizeof(*x->kblocks)))
+			return NULL;
 		struct strb_cupti_kernel *b = malloc(STRB_CUPTI_KERNEL_BLOCK * sizeof(*b));
 		if (!b)
 			return NULL;
@@ -65,14 +60,8 @@ static size_t shape_hash(const struct strb_cupti_shape *s)
 
 static bool shapes_grow(struct strb_cupti_args *x)
 {
-	if (x->nshapes == x->shapes_cap) {
-		size_t cap = x->shapes_cap ? x->shapes_cap * 2 : 64;
-		struct strb_cupti_shape *n = realloc(x->shapes, cap * sizeof(*n));
-		if (!n)
-			return false;
-		x->shapes = n;
-		x->shapes_cap = cap;
-	}
+	if (!strb_grow_array((void **)&x->shapes, &x->shapes_cap, x->nshapes + 1, sizeof(*x->shapes)))
+		return false;
 	if ((x->nshapes + 1) * 2 <= x->slots_cap)
 		return true;
 	size_t cap = x->slots_cap ? x->slots_cap * 2 : 128;
