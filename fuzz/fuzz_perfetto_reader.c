@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 	size_t sum = 0;
-	struct tr_handler h = {on_event, on_member, &sum};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = &sum};
 	struct tr_stats st;
 	memset(&st, 0, sizeof(st));
 	struct tr_event *ev = malloc(sizeof(*ev));

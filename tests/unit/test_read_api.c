@@ -92,7 +92,7 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 static int read_mem(const void *data, size_t len, struct log *l, struct tr_stats *st, char *err,
                     size_t errlen)
 {
-	struct tr_handler h = {on_event, on_member, l};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = l};
 	return tr_read_memory(data, len, "t", &h, st, err, errlen);
 }
 
@@ -201,7 +201,7 @@ static void test_stop_and_failures(void **state)
 		tu_assert_contains(err, bad[i].message);
 	}
 
-	struct tr_handler h = {on_event, on_member, &l};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = &l};
 	assert_int_equal(tr_read_file("/nonexistent/trace.json", &h, &st, err, sizeof(err)), -ENOENT);
 	assert_string_equal(err, "cannot open /nonexistent/trace.json: No such file or directory");
 }

@@ -74,7 +74,7 @@ static int read_text(const char *text, size_t len, struct got *g, struct tr_stat
                      size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
-	struct tr_handler h = {on_event, on_member, g};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = g};
 	return tr_read_memory(text, len, "t.json", &h, st, err, errlen);
 }
 

@@ -137,7 +137,7 @@ static int on_event(const struct tr_event *ev, void *arg)
 static int read_pf(const struct pbuf *p, struct slices *s, struct tr_stats *st)
 {
 	memset(s, 0, sizeof(*s));
-	struct tr_handler h = {on_event, NULL, s};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = NULL, .user_arg = s};
 	char err[256];
 	int rc = tr_read_memory(p->b, p->n, "t.pftrace", &h, st, err, sizeof(err));
 	if (rc)
@@ -398,7 +398,7 @@ static void test_incremental_clock(void **state)
 	delta_slice(&p, 5, "kernel", "stream 7");
 	delta_slice(&p, 5, NULL, NULL);
 	char arg[64] = "";
-	struct tr_handler h = {on_arg_event, NULL, arg};
+	struct tr_handler h = {.event_cb = on_arg_event, .member_cb = NULL, .user_arg = arg};
 	char err[256];
 	assert_int_equal(tr_read_memory(p.b, p.n, "t.pftrace", &h, &st, err, sizeof(err)), 0);
 	assert_string_equal(arg, "k=\"stream 7\"");
@@ -409,7 +409,7 @@ static void test_incremental_clock(void **state)
 static void read_fails(const struct pbuf *p, const char *want)
 {
 	struct slices s = {0};
-	struct tr_handler h = {on_event, NULL, &s};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = NULL, .user_arg = &s};
 	struct tr_stats st;
 	char err[256] = "";
 	assert_int_equal(tr_read_memory(p->b, p->n, "t.pftrace", &h, &st, err, sizeof(err)), -EBADMSG);

@@ -1251,7 +1251,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	a->counters.item_size = sizeof(struct an_series);
 	a->dirs.item_size = sizeof(struct an_count);
 	a->tnames.item_size = sizeof(struct an_tname);
-	struct tr_handler h = {on_event, on_member, a};
+	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = a};
 	if (errlen)
 		*err = 0;
 	int rc = tr_read_file(file, &h, st, err, errlen);

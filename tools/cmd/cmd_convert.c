@@ -261,7 +261,7 @@ static int read_pass(struct conv *c, tr_event_cb ev, tr_member_cb member, struct
 	c->cur = st;
 	c->pass = pass;
 	c->last_x = false;
-	struct tr_handler h = {ev, member, c};
+	struct tr_handler h = {.event_cb = ev, .member_cb = member, .user_arg = c};
 	int rc;
 	if (c->in) {
 		rewind(c->in);

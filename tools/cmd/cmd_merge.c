@@ -543,7 +543,7 @@ static int write_merged(struct merge *m, const char *out)
 		snprintf(m->cur->id_prefix, sizeof(m->cur->id_prefix), "r%" PRId64 ":", m->cur->rank);
 		if (m->progress)
 			progress(m, NULL);
-		struct tr_handler h = {copy_event, NULL, m};
+		struct tr_handler h = {.event_cb = copy_event, .member_cb = NULL, .user_arg = m};
 		char err[512] = "";
 		rc = tr_read_file(m->cur->path, &h, NULL, err, sizeof(err));
 		if (rc && *err)
@@ -641,7 +641,7 @@ int cmd_merge(int argc, char **argv)
 
 	for (size_t i = 0; i < m.n && !rc; i++) {
 		struct input *in = &m.in[i];
-		struct tr_handler h = {scan_event, scan_member, in};
+		struct tr_handler h = {.event_cb = scan_event, .member_cb = scan_member, .user_arg = in};
 		struct tr_stats st;
 		rc = tr_read_file(in->path, &h, &st, m.err, sizeof(m.err));
 		in->json_bytes = st.json_bytes;

@@ -1,19 +1,22 @@
 #include "read/trace_reader.h"
+#include "read/json_lex.h"
 #include "read/perfetto_reader.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 #include <zstd.h>
 
+/* What the fast tokenizer takes, the repair pass takes unchanged. */
+_Static_assert(JL_TOKEN_MAX <= TR_STRING_MAX && JL_NUMBER_MAX <= TR_WORD_MAX, "json_lex.h's limits");
+
 /* Both the raw read size and the decompressed chunk handed to yajl. */
 #define CHUNK (256u * 1024u)
-
-enum tok { T_NULL, T_BOOL, T_NUMBER, T_STRING, T_KEY, T_START_MAP, T_END_MAP, T_START_ARRAY, T_END_ARRAY };
 
 enum field { F_OTHER, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_ID, F_TS, F_DUR, F_ARGS };
 
@@ -81,6 +84,10 @@ struct reader {
 	const unsigned char *next;
 	size_t avail;
 	bool eof;
+	bool rewindable;          /* a regular file or memory: the text can be read again */
+	off_t f_start;            /* where the stream stood when the read began */
+	const unsigned char *mem; /* tr_read_memory's buffer */
+	size_t mem_len;
 	z_stream zs;
 	bool zs_live, gz_member_done;
 	ZSTD_DStream *zd;
@@ -98,12 +105,29 @@ struct reader {
 	int events_depth; /* depth inside traceEvents, 0 when outside */
 	bool seen_events;
 	char key[TR_SHORT_MAX];
+	size_t key_len; /* strlen(key) */
+	bool no_nul;    /* the token being handled holds no NUL (it had no escape) */
 	enum field field;
 	struct tr_event *ev;
 	bool in_event;
 	struct capture cap;
 	char *mbuf; /* grows up to TR_MEMBER_MAX for top-level members */
 	size_t mbuf_cap;
+
+	/* The fast tokenizer (json_lex.h), tried first. A top-level member is
+	 * handed over only once the next member's key and colon (or the
+	 * closing brace) are read, as the repair pass would decide its closing
+	 * quote there; until then it waits here. */
+	bool fast;
+	uint64_t fast_end; /* the JSON offset just past the token being handled */
+	bool pending;
+	char pending_key[TR_SHORT_MAX];
+	size_t pending_len;
+	bool pending_cut;
+	uint64_t members; /* top-level members handed over */
+	/* After the fast tokenizer gave up: what it handed over already, which
+	 * the second read does not hand over again. */
+	uint64_t skip_events, skip_members;
 };
 
 static int fail(struct reader *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -317,10 +341,17 @@ static bool copy_json_str(char *dst, size_t cap, const char *s, size_t len)
 	return i < len;
 }
 
-static void copy_str(struct reader *r, char *dst, size_t cap, const char *s, size_t len)
+/* Returns the length copied. */
+static size_t copy_str(struct reader *r, char *dst, size_t cap, const char *s, size_t len)
 {
-	if (copy_json_str(dst, cap, s, len))
+	if (r->no_nul && len < cap) {
+		memcpy(dst, s, len); /* the common case: nothing to cut or replace */
+		dst[len] = 0;
+		return len;
+	}
+	if (r->no_nul ? tr_copy_text(dst, cap, s, len) : copy_json_str(dst, cap, s, len))
 		note_cut(r);
+	return strlen(dst);
 }
 
 static void cap_print(void *ctx, const char *s, size_t len)
@@ -372,6 +403,24 @@ static int cap_begin(struct reader *r, enum cap_target target, struct tr_pair *p
 	return 0;
 }
 
+/* A top-level member's JSON text to the caller. */
+static int hand_member(struct reader *r, const char *key, const char *json, size_t len, bool cut)
+{
+	r->members++;
+	if (r->skip_members) {
+		r->skip_members--;
+		return 1;
+	}
+	if (r->h->member_cb) {
+		int rc = r->h->member_cb(key, json, len, cut, r->h->user_arg);
+		if (rc) {
+			r->user_rc = rc;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static int cap_end(struct reader *r)
 {
 	struct capture *c = &r->cap;
@@ -386,46 +435,46 @@ static int cap_end(struct reader *r)
 		c->pair->truncated = c->cut;
 		return 1;
 	}
-	if (r->h->member_cb) {
-		int rc = r->h->member_cb(r->key, c->buf, c->len, c->cut, r->h->user_arg);
-		if (rc) {
-			r->user_rc = rc;
-			return 0;
-		}
+	if (r->fast) {
+		memcpy(r->pending_key, r->key, r->key_len + 1);
+		r->pending_len = c->len;
+		r->pending_cut = c->cut;
+		r->pending = true;
+		return 1;
 	}
-	return 1;
+	return hand_member(r, r->key, c->buf, c->len, c->cut);
 }
 
-static int cap_token(struct reader *r, enum tok t, const char *s, size_t len)
+static int cap_token(struct reader *r, enum jl_tok t, const char *s, size_t len)
 {
 	struct capture *c = &r->cap;
 	if (c->target != CAP_DISCARD && !c->cut) {
 		yajl_gen g = r->gen;
 		yajl_gen_status st = yajl_gen_status_ok;
 		switch (t) {
-		case T_NULL:
+		case JL_NULL:
 			st = yajl_gen_null(g);
 			break;
-		case T_BOOL:
+		case JL_BOOL:
 			st = yajl_gen_bool(g, (int)len);
 			break;
-		case T_NUMBER:
+		case JL_NUMBER:
 			st = yajl_gen_number(g, s, len);
 			break;
-		case T_STRING:
-		case T_KEY:
+		case JL_STRING:
+		case JL_KEY:
 			st = yajl_gen_string(g, (const unsigned char *)s, len);
 			break;
-		case T_START_MAP:
+		case JL_START_MAP:
 			st = yajl_gen_map_open(g);
 			break;
-		case T_END_MAP:
+		case JL_END_MAP:
 			st = yajl_gen_map_close(g);
 			break;
-		case T_START_ARRAY:
+		case JL_START_ARRAY:
 			st = yajl_gen_array_open(g);
 			break;
-		case T_END_ARRAY:
+		case JL_END_ARRAY:
 			st = yajl_gen_array_close(g);
 			break;
 		}
@@ -433,9 +482,9 @@ static int cap_token(struct reader *r, enum tok t, const char *s, size_t len)
 		if (st != yajl_gen_status_ok)
 			c->cut = true;
 	}
-	if (t == T_START_MAP || t == T_START_ARRAY)
+	if (t == JL_START_MAP || t == JL_START_ARRAY)
 		c->depth++;
-	else if (t == T_END_MAP || t == T_END_ARRAY)
+	else if (t == JL_END_MAP || t == JL_END_ARRAY)
 		c->depth--;
 	return c->depth == 0 ? cap_end(r) : 1;
 }
@@ -466,21 +515,21 @@ static void cap_string(struct reader *r, const char *s, size_t len)
 
 /* Starts keeping the current value (whose key is r->key) in the next free
  * pair of arr, or drops it when arr is full. */
-static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsigned max, enum tok t,
+static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsigned max, enum jl_tok t,
                       const char *s, size_t len)
 {
 	int rc;
-	if (*n < max && t != T_START_MAP && t != T_START_ARRAY) {
+	if (*n < max && t != JL_START_MAP && t != JL_START_ARRAY) {
 		/* A scalar: written as yajl_gen writes one, without its state. */
 		struct tr_pair *p = &arr[(*n)++];
-		memcpy(p->key, r->key, strlen(r->key) + 1);
+		memcpy(p->key, r->key, r->key_len + 1);
 		r->cap =
 		    (struct capture){.target = CAP_PAIR, .buf = p->value, .cap = sizeof(p->value), .pair = p};
-		if (t == T_STRING)
+		if (t == JL_STRING)
 			cap_string(r, s, len);
-		else if (t == T_NUMBER)
+		else if (t == JL_NUMBER)
 			cap_print(r, s, len);
-		else if (t == T_BOOL)
+		else if (t == JL_BOOL)
 			cap_print(r, len ? "true" : "false", len ? 4 : 5);
 		else
 			cap_print(r, "null", 4);
@@ -488,7 +537,7 @@ static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsign
 	}
 	if (*n < max) {
 		struct tr_pair *p = &arr[(*n)++];
-		memcpy(p->key, r->key, strlen(r->key) + 1);
+		memcpy(p->key, r->key, r->key_len + 1);
 		rc = cap_begin(r, CAP_PAIR, p);
 	} else {
 		r->stats->dropped++;
@@ -566,13 +615,27 @@ int tr_parse_us(const char *s, size_t len, int64_t *ns)
 	return 0;
 }
 
-static void set_ident(struct reader *r, struct tr_ident *id, enum tok t, const char *s, size_t len)
+static void set_ident(struct reader *r, struct tr_ident *id, enum jl_tok t, const char *s, size_t len)
 {
-	id->kind = t == T_NUMBER ? TR_NUMBER : TR_STRING;
+	id->kind = t == JL_NUMBER ? TR_NUMBER : TR_STRING;
 	id->is_int = false;
 	id->num = 0;
 	copy_str(r, id->text, sizeof(id->text), s, len);
-	if (t == T_NUMBER && !strpbrk(id->text, ".eE")) {
+	if (t != JL_NUMBER)
+		return;
+	/* Up to 18 digits cannot overflow: the common case, without strtoll. */
+	size_t i = s[0] == '-';
+	if (len - i <= 18) {
+		int64_t v = 0;
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			v = v * 10 + (s[i] - '0');
+		if (i == len) {
+			id->is_int = true;
+			id->num = s[0] == '-' ? -v : v;
+		}
+		return;
+	}
+	if (!strpbrk(id->text, ".eE")) {
 		char *end;
 		errno = 0;
 		long long v = strtoll(id->text, &end, 10);
@@ -597,29 +660,29 @@ void tr_event_reset(struct tr_event *ev, uint64_t offset)
 	ev->offset = offset;
 }
 
-/* Called for every member of every event: by length, then the bytes. */
-static enum field field_of(const char *key)
+/* Called for every member of every event: by length, then the bytes (a
+ * key with a NUL in it is none of these). */
+static enum field field_of(const char *key, size_t len)
 {
-	switch (strlen(key)) {
+#define IS(lit) (!memcmp(key, lit, sizeof(lit) - 1))
+	switch (len) {
 	case 2:
-		return !strcmp(key, "ph")   ? F_PH
-		       : !strcmp(key, "id") ? F_ID
-		       : !strcmp(key, "ts") ? F_TS
-		                            : F_OTHER;
+		return IS("ph") ? F_PH : IS("id") ? F_ID : IS("ts") ? F_TS : F_OTHER;
 	case 3:
-		return !strcmp(key, "cat")   ? F_CAT
-		       : !strcmp(key, "pid") ? F_PID
-		       : !strcmp(key, "tid") ? F_TID
-		       : !strcmp(key, "dur") ? F_DUR
-		                             : F_OTHER;
+		return IS("cat")   ? F_CAT
+		       : IS("pid") ? F_PID
+		       : IS("tid") ? F_TID
+		       : IS("dur") ? F_DUR
+		                   : F_OTHER;
 	case 4:
-		return !strcmp(key, "name") ? F_NAME : !strcmp(key, "args") ? F_ARGS : F_OTHER;
+		return IS("name") ? F_NAME : IS("args") ? F_ARGS : F_OTHER;
 	default:
 		return F_OTHER;
 	}
+#undef IS
 }
 
-static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
+static int event_member(struct reader *r, enum jl_tok t, const char *s, size_t len)
 {
 	struct tr_event *ev = r->ev;
 	char *str = NULL;
@@ -654,7 +717,7 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 		time = &ev->dur_ns, has_time = &ev->has_dur;
 		break;
 	case F_ARGS:
-		if (t == T_START_MAP) {
+		if (t == JL_START_MAP) {
 			r->depth++;
 			return 1;
 		}
@@ -662,15 +725,15 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
 	case F_OTHER:
 		break;
 	}
-	if (str && t == T_STRING) {
+	if (str && t == JL_STRING) {
 		copy_str(r, str, str_cap, s, len);
 		return 1;
 	}
-	if (id && (t == T_STRING || t == T_NUMBER)) {
+	if (id && (t == JL_STRING || t == JL_NUMBER)) {
 		set_ident(r, id, t, s, len);
 		return 1;
 	}
-	if (time && t == T_NUMBER) {
+	if (time && t == JL_NUMBER) {
 		*has_time = tr_parse_us(s, len, time) == 0;
 		r->stats->bad_times += !*has_time;
 		r->stats->negative_durs += *has_time && time == &ev->dur_ns && *time < 0;
@@ -683,6 +746,8 @@ static int event_member(struct reader *r, enum tok t, const char *s, size_t len)
  * chunk being parsed does not count, and what it left out does. */
 static uint64_t json_offset(const struct reader *r)
 {
+	if (r->fast)
+		return r->fast_end;
 	size_t at = yajl_get_bytes_consumed(r->yh);
 	if (at > r->chunk_len)
 		at = r->chunk_len;
@@ -699,34 +764,34 @@ static uint64_t json_offset(const struct reader *r)
 }
 
 /* The kind of a value, with its article. */
-static const char *tok_kind(enum tok t)
+static const char *tok_kind(enum jl_tok t)
 {
 	switch (t) {
-	case T_NULL:
+	case JL_NULL:
 		return "null";
-	case T_BOOL:
+	case JL_BOOL:
 		return "a boolean";
-	case T_NUMBER:
+	case JL_NUMBER:
 		return "a number";
-	case T_STRING:
+	case JL_STRING:
 		return "a string";
-	case T_START_MAP:
+	case JL_START_MAP:
 		return "an object";
 	default:
 		return "an array";
 	}
 }
 
-static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
+static int on_value(struct reader *r, enum jl_tok t, const char *s, size_t len)
 {
 	int ed = r->events_depth;
 	if (!r->root) {
-		if (t != T_START_MAP && t != T_START_ARRAY) {
+		if (t != JL_START_MAP && t != JL_START_ARRAY) {
 			fail(r, -EBADMSG, "not a trace: the top-level JSON value is %s, not an object",
 			     tok_kind(t));
 			return 0;
 		}
-		r->root = t == T_START_MAP ? '{' : '[';
+		r->root = t == JL_START_MAP ? '{' : '[';
 		r->depth = 1;
 		if (r->root == '[') {
 			/* Chrome's "JSON Array Format": the whole file is the event list. */
@@ -736,7 +801,7 @@ static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
 		return 1;
 	}
 	if (ed && r->depth == ed) {
-		if (t != T_START_MAP) {
+		if (t != JL_START_MAP) {
 			r->stats->skipped++;
 			return cap_begin(r, CAP_DISCARD, NULL) ? 0 : cap_token(r, t, s, len);
 		}
@@ -752,7 +817,7 @@ static int on_value(struct reader *r, enum tok t, const char *s, size_t len)
 	if (r->root == '{' && r->depth == 1) {
 		if (strcmp(r->key, "traceEvents"))
 			return cap_begin(r, CAP_MEMBER, NULL) ? 0 : cap_token(r, t, s, len);
-		if (t != T_START_ARRAY) {
+		if (t != JL_START_ARRAY) {
 			fail(r, -EBADMSG, "not a trace: traceEvents is %s, not an array (byte %llu)",
 			     tok_kind(t), (unsigned long long)json_offset(r));
 			return 0;
@@ -772,7 +837,9 @@ static int on_end(struct reader *r)
 	if (ed && r->depth == ed) {
 		r->in_event = false;
 		r->stats->events++;
-		if (r->h->event_cb) {
+		if (r->skip_events) {
+			r->skip_events--;
+		} else if (r->h->event_cb) {
 			int rc = r->h->event_cb(r->ev, r->h->user_arg);
 			if (rc) {
 				r->user_rc = rc;
@@ -785,19 +852,19 @@ static int on_end(struct reader *r)
 	return 1;
 }
 
-static int on_token(void *ctx, enum tok t, const char *s, size_t len)
+static int on_token(void *ctx, enum jl_tok t, const char *s, size_t len)
 {
 	struct reader *r = ctx;
 	if (r->cap.target != CAP_NONE)
 		return cap_token(r, t, s, len);
 	switch (t) {
-	case T_KEY:
-		copy_str(r, r->key, sizeof(r->key), s, len);
+	case JL_KEY:
+		r->key_len = copy_str(r, r->key, sizeof(r->key), s, len);
 		if (r->events_depth && r->depth == r->events_depth + 1)
-			r->field = field_of(r->key);
+			r->field = field_of(s, len);
 		return 1;
-	case T_END_MAP:
-	case T_END_ARRAY:
+	case JL_END_MAP:
+	case JL_END_ARRAY:
 		return on_end(r);
 	default:
 		return on_value(r, t, s, len);
@@ -806,47 +873,47 @@ static int on_token(void *ctx, enum tok t, const char *s, size_t len)
 
 static int cb_null(void *ctx)
 {
-	return on_token(ctx, T_NULL, NULL, 0);
+	return on_token(ctx, JL_NULL, NULL, 0);
 }
 
 static int cb_bool(void *ctx, int b)
 {
-	return on_token(ctx, T_BOOL, NULL, (size_t)(b != 0));
+	return on_token(ctx, JL_BOOL, NULL, (size_t)(b != 0));
 }
 
 static int cb_number(void *ctx, const char *s, size_t len)
 {
-	return on_token(ctx, T_NUMBER, s, len);
+	return on_token(ctx, JL_NUMBER, s, len);
 }
 
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
-	return on_token(ctx, T_STRING, (const char *)s, len);
+	return on_token(ctx, JL_STRING, (const char *)s, len);
 }
 
 static int cb_key(void *ctx, const unsigned char *s, size_t len)
 {
-	return on_token(ctx, T_KEY, (const char *)s, len);
+	return on_token(ctx, JL_KEY, (const char *)s, len);
 }
 
 static int cb_start_map(void *ctx)
 {
-	return on_token(ctx, T_START_MAP, NULL, 0);
+	return on_token(ctx, JL_START_MAP, NULL, 0);
 }
 
 static int cb_end_map(void *ctx)
 {
-	return on_token(ctx, T_END_MAP, NULL, 0);
+	return on_token(ctx, JL_END_MAP, NULL, 0);
 }
 
 static int cb_start_array(void *ctx)
 {
-	return on_token(ctx, T_START_ARRAY, NULL, 0);
+	return on_token(ctx, JL_START_ARRAY, NULL, 0);
 }
 
 static int cb_end_array(void *ctx)
 {
-	return on_token(ctx, T_END_ARRAY, NULL, 0);
+	return on_token(ctx, JL_END_ARRAY, NULL, 0);
 }
 
 static const yajl_callbacks callbacks = {
@@ -1353,6 +1420,107 @@ static int parse_perfetto(struct reader *r, const unsigned char *p, size_t n)
 	return rc;
 }
 
+/* A UTF-8 byte order mark, which yajl rejects and editors add. */
+static void skip_bom(struct reader *r, const unsigned char **p, size_t *n)
+{
+	if (*n >= 3 && !memcmp(*p, "\xef\xbb\xbf", 3)) {
+		r->stats->json_bytes += 3;
+		*p += 3;
+		*n -= 3;
+		r->json_base += 3;
+	}
+}
+
+/* jl_run's return when the reader stops it: a callback asked, or the
+ * reader failed. */
+#define FAST_STOP 2
+
+static int fast_next(void *arg, const unsigned char **p, size_t *n)
+{
+	struct reader *r = arg;
+	int rc = next_text(r, p, n);
+	if (!rc)
+		r->stats->json_bytes += *n;
+	return rc;
+}
+
+static int fast_token(void *arg, enum jl_tok t, const char *s, size_t len, bool decoded, uint64_t end)
+{
+	struct reader *r = arg;
+	r->fast_end = end;
+	r->no_nul = !decoded;
+	if (r->pending && t != JL_KEY) {
+		r->pending = false;
+		if (!hand_member(r, r->pending_key, r->mbuf, r->pending_len, r->pending_cut))
+			return FAST_STOP;
+	}
+	return on_token(r, t, s, len) ? 0 : FAST_STOP;
+}
+
+/* The whole text through the fast tokenizer. Returns 0, an input error, a
+ * callback's stop, or JL_GIVE_UP when the text must be read again by the
+ * repairing parser, which also words every error about the JSON. */
+static int parse_fast(struct reader *r, const unsigned char *p, size_t n)
+{
+	r->fast = true;
+	r->stats->json_bytes += n;
+	int rc = jl_run(p, n, r->json_base, fast_next, fast_token, r);
+	r->fast = r->no_nul = false;
+	if (rc == FAST_STOP)
+		rc = r->user_rc ? r->user_rc : JL_GIVE_UP;
+	else if (rc == -ENOMEM)
+		rc = fail(r, -ENOMEM, "out of memory");
+	else if (!rc && !r->seen_events)
+		rc = JL_GIVE_UP;
+	return rc;
+}
+
+/* Back to the start of the text, for the repairing parser: what was handed
+ * over stays handed over, and the statistics start again. */
+static int reread(struct reader *r)
+{
+	if (r->f) {
+		if (fseeko(r->f, r->f_start, SEEK_SET)) {
+			int e = errno ? errno : EIO;
+			return fail(r, -e, "cannot read again: %s", strerror(e));
+		}
+		clearerr(r->f);
+		r->next = NULL;
+		r->avail = 0;
+		r->eof = false;
+	} else {
+		r->next = r->mem;
+		r->avail = r->mem_len;
+		r->eof = true;
+	}
+	if (r->zs_live) {
+		inflateReset(&r->zs);
+		r->gz_member_done = false;
+	}
+	if (r->zd) {
+		ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
+		r->zret = 1;
+	}
+	r->skip_events = r->stats->events;
+	r->skip_members = r->members;
+	enum tr_compression c = r->stats->compression;
+	memset(r->stats, 0, sizeof(*r->stats));
+	r->stats->compression = c;
+	r->stats->file_bytes = r->avail;
+	r->stats->reread = true;
+	r->status = 0;
+	if (r->errlen)
+		r->err[0] = 0;
+	r->json_base = 0;
+	r->root = r->depth = r->events_depth = 0;
+	r->seen_events = r->in_event = r->pending = false;
+	r->key[0] = 0;
+	r->field = F_OTHER;
+	r->cap = (struct capture){0};
+	r->members = 0;
+	return 0;
+}
+
 static int parse(struct reader *r)
 {
 	int rc = detect_compression(r);
@@ -1368,12 +1536,14 @@ static int parse(struct reader *r)
 		r->stats->perfetto = true;
 		return parse_perfetto(r, p, n);
 	}
-	if (n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) {
-		/* A UTF-8 byte order mark, which yajl rejects and editors add. */
-		r->stats->json_bytes += 3;
-		p += 3;
-		n -= 3;
-		r->json_base += 3;
+	skip_bom(r, &p, &n);
+	if (r->rewindable && !r->h->slow_only) {
+		rc = parse_fast(r, p, n);
+		if (rc != JL_GIVE_UP)
+			return rc;
+		if ((rc = reread(r)) || (rc = next_text(r, &p, &n)))
+			return rc;
+		skip_bom(r, &p, &n);
 	}
 	while (n) {
 		r->stats->json_bytes += n;
@@ -1447,13 +1617,17 @@ int tr_read_stream(FILE *f, const char *label, const struct tr_handler *h, struc
                    size_t errlen)
 {
 	struct reader r = {.f = f};
+	struct stat sb;
+	r.f_start = ftello(f);
+	r.rewindable = r.f_start >= 0 && !fstat(fileno(f), &sb) && S_ISREG(sb.st_mode);
 	return read_with(&r, label, h, stats, err, errlen);
 }
 
 int tr_read_memory(const void *data, size_t len, const char *label, const struct tr_handler *h,
                    struct tr_stats *stats, char *err, size_t errlen)
 {
-	struct reader r = {.next = data, .avail = len, .eof = true};
+	struct reader r = {
+	    .next = data, .avail = len, .eof = true, .mem = data, .mem_len = len, .rewindable = true};
 	return read_with(&r, label, h, stats, err, errlen);
 }
 

@@ -4,10 +4,14 @@
  * The file may be plain, gzip or zstd; the reader tells them apart by their
  * magic bytes, never by the file name. A Perfetto protobuf file (plain or
  * compressed) is recognised by its first packet and read as the same
- * events (perfetto_reader.h). It feeds the text to yajl's callback
- * parser in fixed-size chunks and hands over one event at a time, so memory
- * does not grow with the file: every string an event carries has a fixed
- * limit, and what does not fit is cut and counted rather than kept.
+ * events (perfetto_reader.h). JSON text goes in fixed-size chunks through
+ * a strict tokenizer of its own (json_lex.h); at the first byte that is not
+ * plain valid JSON, a regular file or a buffer is read again from the start
+ * by yajl's callback parser behind the repair pass below, which hands over
+ * nothing that the first read already did (a pipe goes to yajl directly).
+ * Either way the events come one at a time, so memory does not grow with
+ * the file: every string an event carries has a fixed limit, and what does
+ * not fit is cut and counted rather than kept.
  *
  * libkineto's known defects are repaired on the way (and counted in
  * tr_stats.repaired): quotes written unescaped inside strings of an "args"
@@ -115,6 +119,8 @@ struct tr_handler {
 	tr_event_cb event_cb;   /* may be NULL */
 	tr_member_cb member_cb; /* may be NULL */
 	void *user_arg;
+	bool slow_only; /* read JSON with yajl and the repair pass alone, never the fast
+	                 * tokenizer: the tests compare the two */
 };
 
 /* What the read saw, filled in even when it fails. */
@@ -133,6 +139,8 @@ struct tr_stats {
 	uint64_t unended;       /* Perfetto slices begun and never ended: not written */
 	uint64_t open_cut;      /* Perfetto slices begun past the TR_PF_OPEN_* limits: not written */
 	uint64_t cut_tracks;    /* Perfetto track descriptors past TR_PF_TRACKS_MAX: ignored */
+	bool reread;            /* the fast tokenizer gave up, and the JSON was read again from the start
+	                         * by yajl with the repair pass */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.

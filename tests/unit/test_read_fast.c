@@ -1,0 +1,373 @@
+/* The reader's fast tokenizer (tools/read/json_lex.h) against yajl with the
+ * repair pass (the handler's slow_only): on every text, valid or not, the
+ * two reads hand over the same events and members in the same order, with
+ * the same statistics, return value and message. Valid JSON never needs
+ * the second read; each of libkineto's defects does, and the events before
+ * it are not handed over twice. Texts are read from memory and from a file
+ * in chunks, so tokens fall across the chunks' ends. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "read/trace_reader.h"
+
+/* Everything a read handed over, as text. */
+struct transcript {
+	char *s;
+	size_t n, cap;
+	unsigned stop_at; /* the callback stops the read at this event (1-based), 0 never */
+	unsigned events;
+};
+
+static void put(struct transcript *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct transcript *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	assert_true(k >= 0);
+	if (t->n + (size_t)k + 1 > t->cap) {
+		t->cap = (t->n + (size_t)k + 1) * 2;
+		t->s = realloc(t->s, t->cap);
+		assert_non_null(t->s);
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->s + t->n, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	t->n += (size_t)k;
+}
+
+static void put_ident(struct transcript *t, const char *what, const struct tr_ident *id)
+{
+	put(t, " %s=%d/%d/%lld/%s", what, (int)id->kind, id->is_int, (long long)id->num, id->text);
+}
+
+static int on_event(const struct tr_event *ev, void *arg)
+{
+	struct transcript *t = arg;
+	put(t, "E @%llu ph=%s cat=%s name=%s", (unsigned long long)ev->offset, ev->ph, ev->cat, ev->name);
+	put_ident(t, "pid", &ev->pid);
+	put_ident(t, "tid", &ev->tid);
+	put_ident(t, "id", &ev->id);
+	put(t, " ts=%d/%lld dur=%d/%lld cut=%u dropped=%u\n", ev->has_ts, (long long)ev->ts_ns, ev->has_dur,
+	    (long long)ev->dur_ns, ev->truncated, ev->dropped);
+	for (unsigned i = 0; i < ev->nargs; i++)
+		put(t, "  a %s=%s%s\n", ev->args[i].key, ev->args[i].value,
+		    ev->args[i].truncated ? " (cut)" : "");
+	for (unsigned i = 0; i < ev->nextra; i++)
+		put(t, "  x %s=%s%s\n", ev->extra[i].key, ev->extra[i].value,
+		    ev->extra[i].truncated ? " (cut)" : "");
+	return ++t->events == t->stop_at ? 42 : 0;
+}
+
+static int on_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
+{
+	struct transcript *t = arg;
+	put(t, "M %s %zu%s %s\n", key, len, truncated ? " (cut)" : "", json);
+	return 0;
+}
+
+/* One read, with everything it gave: the transcript, then the return
+ * value, the message and the statistics. Returns whether it read twice. */
+static bool read_one(const char *text, size_t len, const char *file, bool slow, unsigned stop_at,
+                     struct transcript *t)
+{
+	*t = (struct transcript){.stop_at = stop_at};
+	struct tr_handler h = {
+	    .event_cb = on_event, .member_cb = on_member, .user_arg = t, .slow_only = slow};
+	struct tr_stats st;
+	char err[512];
+	int rc = file ? tr_read_file(file, &h, &st, err, sizeof(err))
+	              : tr_read_memory(text, len, "t.json", &h, &st, err, sizeof(err));
+	if (file && rc && err[0]) {
+		/* The same message but for the name. */
+		size_t fl = strlen(file);
+		assert_memory_equal(err, file, fl);
+		memmove(err, "t.json", 6);
+		memmove(err + 6, err + fl, strlen(err + fl) + 1);
+	}
+	put(t, "rc=%d err=%s\n", rc, err);
+	put(t,
+	    "stats: c=%d pf=%d json=%llu events=%llu skipped=%llu truncated=%llu dropped=%llu bad_times=%llu "
+	    "repaired=%llu negative=%llu\n",
+	    (int)st.compression, st.perfetto, (unsigned long long)st.json_bytes,
+	    (unsigned long long)st.events, (unsigned long long)st.skipped, (unsigned long long)st.truncated,
+	    (unsigned long long)st.dropped, (unsigned long long)st.bad_times, (unsigned long long)st.repaired,
+	    (unsigned long long)st.negative_durs);
+	return st.reread;
+}
+
+/* Reads text both ways, from memory and from a file, and checks that they
+ * agree. Returns whether the fast read had to read again. */
+static bool agree_stop(const char *text, size_t len, unsigned stop_at)
+{
+	struct transcript fast, slow, ffast, fslow;
+	bool again = read_one(text, len, NULL, false, stop_at, &fast);
+	assert_false(read_one(text, len, NULL, true, stop_at, &slow));
+	if (strcmp(fast.s, slow.s)) {
+		fprintf(stderr, "fast:\n%s\nslow:\n%s\n", fast.s, slow.s);
+		fail_msg("the two reads differ on %.*s", (int)(len < 200 ? len : 200), text);
+	}
+	char path[] = "/tmp/strobe-read-fast-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	bool fagain = read_one(NULL, 0, path, false, stop_at, &ffast);
+	assert_false(read_one(NULL, 0, path, true, stop_at, &fslow));
+	unlink(path);
+	if (strcmp(ffast.s, fslow.s)) {
+		fprintf(stderr, "fast:\n%s\nslow:\n%s\n", ffast.s, fslow.s);
+		fail_msg("the two reads of a file differ on %.*s", (int)(len < 200 ? len : 200), text);
+	}
+	assert_int_equal(fagain, again);
+	free(fast.s);
+	free(slow.s);
+	free(ffast.s);
+	free(fslow.s);
+	return again;
+}
+
+static bool agree(const char *text)
+{
+	return agree_stop(text, strlen(text), 0);
+}
+
+#define EV(name, args)                                                                                       \
+	"{\"ph\":\"X\",\"name\":" name ",\"pid\":1,\"tid\":2,\"ts\":1.5,\"dur\":2,\"args\":" args "}"
+
+/* Valid JSON of every shape the reader keeps: read once, the same both ways. */
+static void test_valid_json_read_once(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+	    "{\"traceEvents\":[]}",
+	    " \n{ \"traceEvents\" : [ ] } \n",
+	    "\xef\xbb\xbf{\"traceEvents\":[" EV("\"bom\"", "{}") "]}",
+	    "[" EV("\"array form\"", "{\"a\":1}") "," EV("\"b\"", "{}") "]",
+	    "{\"schemaVersion\":1,\"deviceProperties\":[{\"id\":0,\"name\":\"GPU\",\"x\":[1,2.5e3,-0,true,"
+	    "false,"
+	    "null,{}]}],\"traceEvents\":[" EV(
+	        "\"k\"", "{\"External id\":7}") "],\"displayTimeUnit\":\"ms\","
+	                                        "\"baseTimeNanoseconds\":1700000000000000000}",
+	    /* escapes everywhere: names, keys, values, ids */
+	    "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\\\"b\\\\c\\/"
+	    "d\\b\\f\\n\\r\\t\\u00e9\\u20ac\\u0041\","
+	    "\"cat\":\"c\\u0000d\",\"pid\":\"p\\u0000\",\"tid\":\"t\\\"\",\"ts\":1,\"args\":{"
+	    "\"k\\u0000\\\"ey\":"
+	    "\"v\\u0000\\\"\\n\\u001f\",\"\\u00e9\":[\"\\u0000\",{\"\\n\":\"\\/\"}]}}]}",
+	    /* UTF-8 of every length, raw */
+	    "{\"traceEvents\":[" EV("\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+	                            "{\"\xc3\xa9\":\"\xf4\x8f\xbf\xbf\"}") "]}",
+	    /* numbers of every form, as ids and times */
+	    "{\"traceEvents\":[{\"ph\":\"i\",\"pid\":-0,\"tid\":12345678901234567890,\"id\":-"
+	    "9223372036854775808,"
+	    "\"ts\":1e3,\"dur\":-2.5E-1,\"args\":{\"a\":0.000001,\"b\":-123456789012345678901234567890}},"
+	    "{\"ph\":\"i\",\"pid\":1.0,\"tid\":-12,\"id\":\"0x1f\",\"ts\":99999999999999999999999,\"dur\":"
+	    "\"3\"}]}",
+	    /* duplicate keys, extras, non-objects among the events, nested args */
+	    "{\"traceEvents\":[1,\"s\",[1,{\"a\":2}],null,{\"ph\":\"s\",\"ph\":\"f\",\"bp\":\"e\",\"id2\":{"
+	    "\"local\":"
+	    "\"0x1\"},\"s\":\"g\",\"args\":{\"a\":1},\"args\":{\"b\":2},\"name\":7,\"ts\":\"x\",\"args\":[1]}"
+	    ",{}]}",
+	    /* whitespace of every kind inside captured values */
+	    "{\"m\" :\t[ 1 ,\r\n{ \"a\" : [ ] , \"b\" : { } } ] , \"traceEvents\" : [ { \"args\" : { \"v\" : "
+	    "[ "
+	    "1 , 2 ] } } ] }",
+	    /* members before, between and after; strings as members */
+	    "{\"a\":\"x\",\"traceEvents\":[],\"b\":{\"c\":\"d\"},\"e\":null,\"f\":true}",
+	};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		assert_false(agree(texts[i]));
+}
+
+/* Strings, arg values, keys and counts past the reader's limits: cut and
+ * counted the same way, without a second read. */
+static void test_limits_read_once(void **state)
+{
+	(void)state;
+	size_t cap = (size_t)4 << 20;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	size_t o = (size_t)sprintf(t, "{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"");
+	for (size_t i = 0; i < TR_NAME_MAX + 10; i += 3, o += 3)
+		memcpy(t + o, "\xe2\x82\xac", 3); /* cut between two characters */
+	o += (size_t)sprintf(t + o, "\",\"cat\":\"");
+	memset(t + o, 'c', 300);
+	o += 300;
+	o += (size_t)sprintf(t + o, "\",\"");
+	memset(t + o, 'k', 300); /* a key past TR_SHORT_MAX */
+	o += 300;
+	o += (size_t)sprintf(t + o, "\":1,\"args\":{\"long\":\"");
+	memset(t + o, 'v', TR_VALUE_MAX + 5);
+	o += TR_VALUE_MAX + 5;
+	o += (size_t)sprintf(t + o, "\",\"deep\":");
+	for (int i = 0; i < 200; i++) /* deeper than yajl_gen writes */
+		t[o++] = '[';
+	for (int i = 0; i < 200; i++)
+		t[o++] = ']';
+	for (int i = 0; i < TR_ARGS_MAX + 3; i++)
+		o += (size_t)sprintf(t + o, ",\"a%d\":%d", i, i);
+	o += (size_t)sprintf(t + o, "}");
+	for (int i = 0; i < TR_EXTRA_MAX + 3; i++)
+		o += (size_t)sprintf(t + o, ",\"x%d\":[%d]", i, i);
+	o += (size_t)sprintf(t + o, "}],\"big\":\"");
+	memset(t + o, 'm', TR_MEMBER_MAX - 100); /* a member just under its limit, then one over */
+	o += TR_MEMBER_MAX - 100;
+	o += (size_t)sprintf(t + o, "\",\"bigger\":[\"");
+	memset(t + o, 'n', TR_MEMBER_MAX - 100);
+	o += TR_MEMBER_MAX - 100;
+	o += (size_t)sprintf(t + o, "\",\"");
+	memset(t + o, 'n', 200);
+	o += 200;
+	o += (size_t)sprintf(t + o, "\"]}");
+	assert_true(o < cap);
+	assert_false(agree_stop(t, o, 0));
+	free(t);
+}
+
+/* libkineto's defects and every kind of error: the fast read gives up and
+ * the second read hands over the rest; nothing is handed over twice. */
+static void test_defects_read_again(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+	    /* unescaped quotes in args (libkineto), after events already handed over */
+	    "{\"traceEvents\":[" EV("\"a\"", "{}") "," EV("\"b\"", "{\"s\":\"say \"hi\", ok\"}") "]}",
+	    /* bare non-finite numbers */
+	    "{\"traceEvents\":[" EV("\"a\"", "{\"v\":nan,\"w\":-inf,\"x\":Infinity}") "]}",
+	    /* a control byte in a string */
+	    "{\"traceEvents\":[" EV("\"a\tb\"", "{}") "]}",
+	    /* a top-level string whose quote the repair reads as inner: the member waits */
+	    "{\"traceName\":\"abc\",\"x\" 5, \"y\": \"q\", \"traceEvents\":[]}",
+	    "{\"traceName\":\"abc\",\"traceEvents\":[" EV("\"a\"", "{}") "],\"z\":\"say \"hi\"\"}",
+	    /* what the fast read leaves to yajl: lone surrogates, overlong UTF-8, \v */
+	    "{\"traceEvents\":[" EV("\"\\ud83d\\ude00\"", "{}") "," EV("\"\\udc00\"", "{}") "]}",
+	    "{\"traceEvents\":[" EV("\"\xc0\xaf\"", "{}") "]}",
+	    "{\"traceEvents\":[" EV("\"\xed\xa0\x80\"", "{}") "]}",
+	    "{\"traceEvents\":[\v]}",
+	    /* errors */
+	    "",
+	    "   ",
+	    "5",
+	    "\"x\"",
+	    "{}",
+	    "{\"traceEvents\":{}}",
+	    "{\"traceEvents\":[" EV("\"a\"", "{}"),
+	    "{\"traceEvents\":[" EV("\"a\"", "{}") "]} x",
+	    "{\"traceEvents\":[" EV("\"a\"", "{}") ",]}",
+	    "{\"traceEvents\":[" EV("\"a\"", "{\"v\":01}") "]}",
+	    "{\"traceEvents\":[" EV("\"a\"", "{\"v\":1.}") "]}",
+	    "{\"traceEvents\":[" EV("\"a\"", "{\"v\":tru}") "]}",
+	    "{\"traceEvents\":[" EV("\"a\\x\"", "{}") "]}",
+	    "{\"traceEvents\":[" EV("\"a\\u12\"", "{}") "]}",
+	    "{\"traceEvents\":[" EV("\"\xff\"", "{}") "]}",
+	    "{\"traceEvents\":[/* c */]}",
+	    "{\"traceEvents\":[" EV("\"a\"", "{}") "]",
+	    "{\"traceEvents\":[{\"name\":\"x\" \"ph\":\"X\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		assert_true(agree(texts[i]));
+
+	/* A number of 4096 digits is read once; one more digit, or nesting
+	 * deeper than the fast read keeps, is left to the second read. */
+	char *t = malloc(8192);
+	assert_non_null(t);
+	for (size_t digits = 4095; digits <= 4096; digits++) {
+		size_t o = (size_t)sprintf(t, "{\"traceEvents\":[{\"args\":{\"n\":-");
+		memset(t + o, '7', digits);
+		o += digits;
+		o += (size_t)sprintf(t + o, "}}]}");
+		assert_int_equal(agree_stop(t, o, 0), digits == 4096);
+	}
+	size_t o = (size_t)sprintf(t, "{\"traceEvents\":[{\"args\":{\"n\":");
+	for (int i = 0; i < 1100; i++)
+		t[o++] = '[';
+	for (int i = 0; i < 1100; i++)
+		t[o++] = ']';
+	o += (size_t)sprintf(t + o, "}}]}");
+	assert_true(agree_stop(t, o, 0));
+	free(t);
+}
+
+/* A callback's stop ends both reads at the same event, with its value. */
+static void test_stop_the_same(void **state)
+{
+	(void)state;
+	static const char text[] =
+	    "{\"a\":1,\"traceEvents\":[" EV("\"a\"", "{}") "," EV("\"b\"", "{}") "," EV("\"c\"", "{}") "]}";
+	for (unsigned stop = 1; stop <= 3; stop++)
+		assert_false(agree_stop(text, sizeof(text) - 1, stop));
+}
+
+/* Megabytes of varied events, read from a file in chunks: every kind of
+ * token falls across a chunk's end somewhere. Then a defect at the very
+ * end, after all of them were handed over. */
+static void test_chunks(void **state)
+{
+	(void)state;
+	size_t cap = (size_t)8 << 20;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	size_t o = (size_t)sprintf(t, "{\"traceEvents\":[");
+	for (unsigned i = 0; o < cap - (1 << 20); i++) {
+		o += (size_t)sprintf(
+		    t + o,
+		    "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%u\\u00e9\\n%.*s\xe2\x82\xac\","
+		    "\"pid\":%u,\"tid\":\"s%u\",\"ts\":%u.%03u,\"dur\":%ue-%u,\"args\":{\"External "
+		    "id\":%u,\"grid\":[%u,1,1],\"v\":%s,\"s\":\"%.*s\"}}",
+		    i ? ",\n " : "", i, (int)(i % 37), "abcdefghijklmnopqrstuvwxyz0123456789x", i % 7, i % 3,
+		    i * 7, i % 1000, i % 100, i % 4, i, i % 512, i % 2 ? "true" : "null", (int)(i % 5) * 2,
+		    "\\\"\\\\\\/\\t  ");
+	}
+	size_t end = o;
+	o += (size_t)sprintf(t + o, "]}");
+	assert_false(agree_stop(t, o, 0));
+	/* The same with a bare nan as the very last value. */
+	o = end;
+	o += (size_t)sprintf(t + o, ",{\"ph\":\"C\",\"args\":{\"v\":nan}}]}");
+	assert_true(agree_stop(t, o, 0));
+	free(t);
+}
+
+/* The libkineto traces in tests/data, as written. */
+static void test_libkineto_files(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"libkineto-sample.json", "libkineto-cuda-fake.json"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", STROBE_TEST_DATA_DIR, names[i]);
+		FILE *f = fopen(path, "rb");
+		assert_non_null(f);
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		rewind(f);
+		char *t = malloc((size_t)n);
+		assert_non_null(t);
+		assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+		assert_false(agree_stop(t, (size_t)n, 0));
+		free(t);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_valid_json_read_once),
+	    cmocka_unit_test(test_limits_read_once),
+	    cmocka_unit_test(test_defects_read_again),
+	    cmocka_unit_test(test_stop_the_same),
+	    cmocka_unit_test(test_chunks),
+	    cmocka_unit_test(test_libkineto_files),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
