@@ -1024,16 +1024,17 @@ struct kdur {
 	int64_t dur;
 };
 
-static int cmp_kdur(const void *pa, const void *pb)
+/* Every field compared: equal ones are alike. */
+static bool kdur_less(const struct kdur *x, const struct kdur *y)
 {
-	const struct kdur *x = pa, *y = pb;
 	int c = cmp_rank(x->rank, y->rank);
 	if (c)
-		return c;
+		return c < 0;
 	if (x->name != y->name)
-		return x->name < y->name ? -1 : 1;
-	return x->dur < y->dur ? -1 : x->dur > y->dur;
+		return x->name < y->name;
+	return x->dur < y->dur;
 }
+AN_SORT_DEFINE(sort_kdurs, struct kdur, kdur_less)
 
 static const struct an_trace *sort_trace; /* for the comparators below; qsort has no context */
 
@@ -1058,7 +1059,7 @@ static int compute_kernels(struct an_trace *a)
 		if (a->gpu[i].kind == AN_KERNEL || a->gpu[i].kind == AN_NCCL)
 			k[n++] = (struct kdur){rank_of_pid(a, a->gpu[i].pid), a->gpu[i].name, a->gpu[i].dur};
 	if (!rc)
-		an_sort(k, n, sizeof(*k), cmp_kdur);
+		sort_kdurs(k, n);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
 		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
 		for (j = i; j < n && k[j].rank == k[i].rank && k[j].name == k[i].name; j++) {

@@ -258,15 +258,16 @@ const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int6
 
 /* ---- launch latency ---------------------------------------------------------- */
 
-static int cmp_corr(const void *pa, const void *pb)
+/* A total order: an event's seq is its own. */
+static bool corr_less(const struct an_corr *x, const struct an_corr *y)
 {
-	const struct an_corr *x = pa, *y = pb;
 	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
+		return x->key < y->key;
 	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return x->what < y->what ? -1 : x->what > y->what;
+		return x->seq < y->seq;
+	return x->what < y->what;
 }
+AN_SORT_DEFINE(sort_corrs, struct an_corr, corr_less)
 
 /* A launch (seq, pid, ts) with kernel k's correlation, for its latency:
  * as a stream pairs them, the launches before the kernel in the file, or
@@ -328,7 +329,7 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
  * their percentiles per rank. */
 static int launch_latency(struct an_trace *a)
 {
-	an_sort(a->corrs, a->ncorrs, sizeof(*a->corrs), cmp_corr);
+	sort_corrs(a->corrs, a->ncorrs);
 	size_t cap = 0;
 	for (size_t i = 0; i < a->nhrecs + a->ncorrs; i++) {
 		struct an_corr k;
@@ -410,11 +411,11 @@ static int cmp_step(const void *pa, const void *pb)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static int cmp_i64(const void *pa, const void *pb)
+static bool i64_less(const int64_t *x, const int64_t *y)
 {
-	int64_t x = *(const int64_t *)pa, y = *(const int64_t *)pb;
-	return x < y ? -1 : x > y;
+	return *x < *y;
 }
+AN_SORT_DEFINE(sort_i64s, int64_t, i64_less)
 
 /* Median of n sorted values (the mean of the middle two for even n). */
 static int64_t median_of(const int64_t *v, size_t n)
@@ -433,11 +434,11 @@ static int mark_outliers(struct an_step *steps, size_t n)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		v[i] = steps[i].dur;
-	an_sort(v, n, sizeof(*v), cmp_i64);
+	sort_i64s(v, n);
 	int64_t med = median_of(v, n);
 	for (size_t i = 0; i < n; i++)
 		v[i] = steps[i].dur > med ? an_span(med, steps[i].dur) : an_span(steps[i].dur, med);
-	an_sort(v, n, sizeof(*v), cmp_i64);
+	sort_i64s(v, n);
 	int64_t mad = median_of(v, n);
 	for (size_t i = 0; i < n; i++)
 		steps[i].outlier = (double)steps[i].dur > (double)med + 3.0 * (double)mad &&
@@ -671,13 +672,12 @@ struct qev {
 	uint32_t seq;
 };
 
-static int cmp_qev(const void *pa, const void *pb)
+/* Equal (t, seq) is the same launch twice: the same element. */
+static bool qev_less(const struct qev *x, const struct qev *y)
 {
-	const struct qev *x = pa, *y = pb;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return x->t != y->t ? x->t < y->t : x->seq < y->seq;
 }
+AN_SORT_DEFINE(sort_qevs, struct qev, qev_less)
 
 static double pandas_p50(double *v, size_t n)
 {
@@ -691,6 +691,13 @@ static int cmp_double(const void *pa, const void *pb)
 	double x = *(const double *)pa, y = *(const double *)pb;
 	return x < y ? -1 : x > y;
 }
+
+/* Queue lengths: whole numbers, never NaN. */
+static bool len_less(const double *x, const double *y)
+{
+	return *x < *y;
+}
+AN_SORT_DEFINE(sort_lens, double, len_less)
 
 /* One stream's queue length summary: +1 at each launch (in HTA's runtime
  * set) of its events, -1 at each event's start. */
@@ -709,7 +716,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 		q[nq++] = (struct qev){r[i].ts, -1, r[i].seq};
 	}
 	if (!rc && nq) {
-		an_sort(q, nq, sizeof(*q), cmp_qev);
+		sort_qevs(q, nq);
 		struct an_queue s = {b->pid, b->rank, r[0].stream, nq, 0, 0, INT64_MIN};
 		int64_t len = 0;
 		double sum = 0;
@@ -720,7 +727,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 			s.max = len > s.max ? len : s.max;
 		}
 		s.mean = sum / (double)nq;
-		an_sort(lens, nq, sizeof(*lens), cmp_double);
+		sort_lens(lens, nq);
 		s.p50 = pandas_p50(lens, nq);
 		rc = AN_PUSH(a->queues, a->nqueues, *cap, s);
 	}
@@ -786,7 +793,7 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		b->cpu_total = an_sat_add(b->cpu_total, l->dur);
 		b->gpu_total = an_sat_add(b->gpu_total, w->r[i].dur);
 	}
-	an_sort(d, n, sizeof(*d), cmp_i64);
+	sort_i64s(d, n);
 	b->launches = n;
 	b->delay_p50 = an_percentile(d, n, 50);
 	b->delay_p99 = an_percentile(d, n, 99);
