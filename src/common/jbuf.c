@@ -63,25 +63,54 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* Two digits per division: timestamps have 13 or more. */
+/* Digits of v: from its bit length (1233 / 4096 is just under log10 2),
+ * then one compare. */
+static size_t digits10(uint64_t v)
+{
+	static const uint64_t pow10[20] = {1ull,
+	                                   10ull,
+	                                   100ull,
+	                                   1000ull,
+	                                   10000ull,
+	                                   100000ull,
+	                                   1000000ull,
+	                                   10000000ull,
+	                                   100000000ull,
+	                                   1000000000ull,
+	                                   10000000000ull,
+	                                   100000000000ull,
+	                                   1000000000000ull,
+	                                   10000000000000ull,
+	                                   100000000000000ull,
+	                                   1000000000000000ull,
+	                                   10000000000000000ull,
+	                                   100000000000000000ull,
+	                                   1000000000000000000ull,
+	                                   10000000000000000000ull};
+	unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	size_t n = t + (v >= pow10[t]);
+	return n ? n : 1;
+}
+
+/* Writes v's digits straight into place, two per division from the end
+ * (timestamps have 13 or more). */
 static size_t fmt_u64(char *out, uint64_t v)
 {
-	char tmp[20];
-	size_t n = 20;
+	size_t n = digits10(v);
+	char *p = out + n;
 	while (v >= 100) {
 		unsigned d = (unsigned)(v % 100);
 		v /= 100;
-		tmp[--n] = digit_pairs[2 * d + 1];
-		tmp[--n] = digit_pairs[2 * d];
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * d, 2);
 	}
 	if (v >= 10) {
-		tmp[--n] = digit_pairs[2 * v + 1];
-		tmp[--n] = digit_pairs[2 * v];
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * v, 2);
 	} else {
-		tmp[--n] = (char)('0' + v);
+		*--p = (char)('0' + v);
 	}
-	memcpy(out, tmp + n, 20 - n);
-	return 20 - n;
+	return n;
 }
 
 void strb_jbuf_u64(struct strb_jbuf *b, uint64_t v)

@@ -33,8 +33,17 @@ static void us(struct strb_jbuf *b, strb_i128 ns)
 	if (ns < 0)
 		strb_jbuf_raw(b, "-", 1);
 	strb_i128 m = ns < 0 ? -ns : ns;
-	strb_jbuf_u64(b, (uint64_t)(m / 1000));
-	unsigned f = (unsigned)(m % 1000);
+	/* 64-bit division when it fits (always, but for times centuries
+	 * apart): 128-bit division is a library call. */
+	uint64_t q, f;
+	if (m <= (strb_i128)UINT64_MAX) {
+		q = (uint64_t)m / 1000;
+		f = (uint64_t)m % 1000;
+	} else {
+		q = (uint64_t)(m / 1000);
+		f = (uint64_t)(m % 1000);
+	}
+	strb_jbuf_u64(b, q);
 	char frac[4] = {'.', (char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10)};
 	strb_jbuf_raw(b, frac, sizeof(frac));
 }
@@ -233,8 +242,10 @@ static void activity(struct writer *w, size_t idx)
  * A large trace's activities are cut into chunks of CHUNK_ACTS that worker
  * threads format, each into memory of its own, while the saving thread
  * writes the chunks out in order: the file is byte for byte what one
- * thread writes. Workers take chunks in order and never run more than
- * `nslots` chunks ahead of the writer, so memory stays at a few chunks. */
+ * thread writes. While the chunk it is to write next is not ready, the
+ * saving thread formats the next free one itself, so n threads in all
+ * format (n - 1 workers). Chunks are taken in order, never more than
+ * `nslots` ahead of the writer, so memory stays at a few chunks. */
 #define CHUNK_ACTS 4096
 
 struct chunk_slot {
@@ -260,27 +271,40 @@ static void format_chunk(struct writer *w, size_t c)
 	strb_jbuf_flush(w->b);
 }
 
+/* Whether a chunk is free to take: one is left and its slot is written. */
+static bool can_take(const struct pool *p)
+{
+	return !p->stop && p->next < p->nchunks && p->next < p->written + p->nslots;
+}
+
+/* Takes the next chunk and formats it into its slot with a copy of the
+ * writer (p->lock held; dropped while formatting). */
+static void take_chunk(struct pool *p)
+{
+	size_t c = p->next++;
+	struct chunk_slot *s = &p->slots[c % p->nslots];
+	pthread_mutex_unlock(&p->lock);
+	struct writer w = *p->proto;
+	w.b = s->b;
+	w.b->n = w.b->mem_len = 0;
+	w.b->err = 0;
+	format_chunk(&w, c);
+	pthread_mutex_lock(&p->lock);
+	s->chunk = c;
+	s->ready = true;
+	pthread_cond_broadcast(&p->cond);
+}
+
 static void *format_main(void *arg)
 {
 	struct pool *p = arg;
-	struct writer w = *p->proto;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && p->next < p->nchunks && p->next >= p->written + p->nslots)
+		while (!p->stop && p->next < p->nchunks && !can_take(p))
 			pthread_cond_wait(&p->cond, &p->lock);
-		if (p->stop || p->next >= p->nchunks)
+		if (!can_take(p))
 			break;
-		size_t c = p->next++;
-		struct chunk_slot *s = &p->slots[c % p->nslots];
-		pthread_mutex_unlock(&p->lock);
-		w.b = s->b;
-		w.b->n = w.b->mem_len = 0;
-		w.b->err = 0;
-		format_chunk(&w, c);
-		pthread_mutex_lock(&p->lock);
-		s->chunk = c;
-		s->ready = true;
-		pthread_cond_broadcast(&p->cond);
+		take_chunk(p);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -291,7 +315,7 @@ static void *format_main(void *arg)
 static bool activities_parallel(struct writer *w, int nworkers)
 {
 	struct pool p = {.proto = w, .nchunks = (w->t->count + CHUNK_ACTS - 1) / CHUNK_ACTS};
-	p.nslots = (size_t)nworkers * 2;
+	p.nslots = (size_t)(nworkers + 1) * 4;
 	p.slots = calloc(p.nslots, sizeof(*p.slots));
 	pthread_t tids[STRB_EXPORT_THREADS_MAX];
 	int started = 0;
@@ -312,8 +336,12 @@ static bool activities_parallel(struct writer *w, int nworkers)
 	for (size_t c = 0; started && c < p.nchunks; c++) {
 		struct chunk_slot *s = &p.slots[c % p.nslots];
 		pthread_mutex_lock(&p.lock);
-		while (!(s->ready && s->chunk == c))
-			pthread_cond_wait(&p.cond, &p.lock);
+		while (!(s->ready && s->chunk == c)) {
+			if (can_take(&p))
+				take_chunk(&p);
+			else
+				pthread_cond_wait(&p.cond, &p.lock);
+		}
 		pthread_mutex_unlock(&p.lock);
 		strb_jbuf_flush(b);
 		if (!b->err)
@@ -347,7 +375,7 @@ static bool activities_parallel(struct writer *w, int nworkers)
 static void activities(struct writer *w)
 {
 	int n = w->t->count >= 2 * CHUNK_ACTS ? strb_export_threads() : 1;
-	if (n > 1 && activities_parallel(w, n))
+	if (n > 1 && activities_parallel(w, n - 1))
 		return;
 	for (size_t i = 0; i < w->t->count; i++)
 		activity(w, i);
