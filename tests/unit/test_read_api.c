@@ -47,6 +47,38 @@ static void test_parse_us_exact(void **state)
 			fail_msg("%s: rc %d ns %lld, expected rc %d ns %lld", cases[i].text, rc,
 			         (long long)ns, cases[i].rc, (long long)cases[i].ns);
 	}
+	/* Every length of whole part and decimals, either side of what the
+	 * common case takes (15 digits, 3 decimals), exact. */
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		int digits = 1 + (int)(x % 18), decimals = (int)((x >> 8) % 6);
+		uint64_t whole = (x >> 16) % 1000000000000000000ull, frac = (x >> 3) % 100000;
+		char text[64], all[32];
+		int m = snprintf(all, sizeof(all), "%018llu", (unsigned long long)whole);
+		int n = digits;
+		memcpy(text, all + m - digits, (size_t)digits); /* leading zeros too */
+		text[n] = 0;
+		uint64_t w = strtoull(text, NULL, 10);
+		char fr[8] = "";
+		snprintf(fr, sizeof(fr), "%05llu", (unsigned long long)frac);
+		fr[decimals] = 0;
+		if (decimals)
+			snprintf(text + n, sizeof(text) - (size_t)n, ".%s", fr);
+		/* ns = whole * 1000 + the decimals to three places, the fourth rounding */
+		uint64_t f3 = 0;
+		for (int k = 0; k < 3; k++)
+			f3 = f3 * 10 + (uint64_t)(k < decimals ? fr[k] - '0' : 0);
+		bool up = decimals > 3 && fr[3] >= '5';
+		uint64_t want = w * 1000 + f3 + up;
+		int64_t ns = 0;
+		int rc = tr_parse_us(text, strlen(text), &ns);
+		if (w > (uint64_t)INT64_MAX / 1000 - 1)
+			continue; /* near the range's end: the table above */
+		if (rc || (uint64_t)ns != want)
+			fail_msg("%s: rc %d ns %lld, expected %llu", text, rc, (long long)ns,
+			         (unsigned long long)want);
+	}
 }
 
 static void test_copy_text_cuts_at_characters(void **state)

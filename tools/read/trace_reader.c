@@ -551,6 +551,28 @@ static int pair_value(struct reader *r, struct tr_pair *arr, unsigned *n, unsign
 
 int tr_parse_us(const char *s, size_t len, int64_t *ns)
 {
+	/* What traces hold: up to 15 digits with up to three decimals, exact in
+	 * int64 ns as they stand. */
+	uint64_t whole = 0;
+	size_t w = 0;
+	for (; w < len && w < 15 && s[w] >= '0' && s[w] <= '9'; w++)
+		whole = whole * 10 + (uint64_t)(s[w] - '0');
+	if (w && w == len) {
+		*ns = (int64_t)(whole * 1000);
+		return 0;
+	}
+	if (w && s[w] == '.' && len - w - 1 >= 1 && len - w - 1 <= 3) {
+		uint64_t frac = 0;
+		size_t f = w + 1;
+		for (; f < len && s[f] >= '0' && s[f] <= '9'; f++)
+			frac = frac * 10 + (uint64_t)(s[f] - '0');
+		if (f == len) {
+			static const uint64_t scale[4] = {1000, 100, 10, 1};
+			*ns = (int64_t)(whole * 1000 + frac * scale[len - w - 1]);
+			return 0;
+		}
+	}
+
 	size_t i = 0;
 	bool neg = i < len && s[i] == '-';
 	i += neg;
