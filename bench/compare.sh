@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds two commits of strobe (Release, benches on) side by side and runs
 # the same benches on both in turn, so that a claim about speed or memory
-# can be checked in one run on one machine:
+# can be checked in one run on one machine (and `strobe summary` and
+# `strobe convert` of one generated trace, with this tree's
+# bench/bench_summary.sh and tests/hta/gen_trace.py):
 #
 #   bench/compare.sh [--rounds N] [--quick] BEFORE [AFTER]
 #
@@ -39,9 +41,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 if [ $quick = 1 ]; then
-	capture=(20000 3) export_=(100000 1) cupti=(100000 1) nvtx=(100000 3) memory=(16)
+	capture=(20000 3) export_=(100000 1) cupti=(100000 1) nvtx=(100000 3) memory=(16) summary_mb=5
 else
-	capture=(200000 11) export_=(1000000 3) cupti=(2000000 3) nvtx=(1000000 7) memory=(256)
+	capture=(200000 11) export_=(1000000 3) cupti=(2000000 3) nvtx=(1000000 7) memory=(256) summary_mb=300
 fi
 
 names=()
@@ -77,6 +79,10 @@ run() {
 
 shm=/dev/shm
 [ -d $shm ] && [ -w $shm ] || shm=$work
+# One trace for the readers, the same for both: 10 steps, about 143
+# kernels (launch, kernel, flows, op) to the megabyte.
+trace=$shm/compare-summary.json
+python3 "$root/tests/hta/gen_trace.py" "$trace" --compact --steps 10 --kernels-per-step $((summary_mb * 143))
 for round in $(seq 1 "$rounds"); do
 	for rev in "${names[@]}"; do
 		b=$work/build-$rev
@@ -85,13 +91,14 @@ for round in $(seq 1 "$rounds"); do
 		[ -x "$b/bench/bench_cupti" ] && run cupti "$rev" "$round" "$b/bench/bench_cupti" "${cupti[@]}" "$shm"
 		[ -x "$b/bench/bench_nvtx" ] && run nvtx "$rev" "$round" sh "$work/src-$rev/bench/bench_nvtx.sh" "$b" "${nvtx[@]}"
 		[ -x "$b/bench/bench_memory" ] && run memory "$rev" "$round" "$b/bench/bench_memory" "${memory[@]}" "$shm/compare-memory.json"
+		run summary "$rev" "$round" sh "$root/bench/bench_summary.sh" "$b/strobe" "$trace" 3
 	done
 done
 
-rm -f "$shm/compare-memory.json"
+rm -f "$shm/compare-memory.json" "$trace"
 
 # Side by side: each bench's lines for BEFORE then AFTER, per round.
-for bench in capture export cupti nvtx memory; do
+for bench in capture export cupti nvtx memory summary; do
 	for round in $(seq 1 "$rounds"); do
 		a=$out/$round-${names[0]}-$bench.txt b=$out/$round-${names[1]}-$bench.txt
 		[ -f "$a" ] && [ -f "$b" ] || continue
