@@ -27,7 +27,7 @@ if [ ! -f "$trace" ]; then
 	# compact JSON per kernel (launch, kernel, flows, op)
 	python3 "$here/tests/hta/gen_trace.py" "$trace" --compact --steps 10 --kernels-per-step $((size_mb * 143))
 fi
-bytes=$(stat -c %s "$trace")
+bytes=$(stat -L -c %s "$trace")
 cat >"$work/hta_run.py" <<'PY'
 import logging, os, sys, warnings
 os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"

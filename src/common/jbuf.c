@@ -40,6 +40,7 @@ void strb_jbuf_flush(struct strb_jbuf *b)
 	if (b->n && !b->err)
 		b->err = b->sink ? strb_sink_write(b->sink, b->data, b->n) : to_mem(b);
 	b->n = 0;
+	b->flushes++;
 }
 
 void strb_jbuf_raw_slow(struct strb_jbuf *b, const char *s, size_t n)

@@ -16,6 +16,7 @@ struct strb_jbuf {
 	struct strb_sink *sink;
 	size_t n;
 	int err;
+	size_t flushes; /* how many times data was written out: text from before one has moved */
 	/* With no sink, flushes append here instead (grown as needed; -ENOMEM
 	 * in err when it cannot be); the owner frees mem. */
 	char *mem;

@@ -54,10 +54,27 @@ static void us_since(struct strb_jbuf *b, int64_t to, int64_t from)
 	us(b, (strb_i128)to - from);
 }
 
+/* An activity's text from its `{"ph"` to its `"ts": ` depends only on its
+ * type, name, category and row, which repeat: each thread keeps the last
+ * one it wrote for each of HEAD_SLOTS hashes of those, and copies it when
+ * they match. Names and categories are compared by address (a trace's
+ * strings are interned, and two copies of one only cost a slot each). */
+#define HEAD_SLOTS 1024
+#define HEAD_TEXT  200
+
+struct head_slot {
+	const char *name, *category;
+	int64_t device, resource;
+	uint32_t type;
+	uint32_t len; /* 0 while empty */
+	char text[HEAD_TEXT];
+};
+
 struct writer {
 	struct strb_jbuf *b;
 	const struct strobe_trace *t;
 	int64_t base;
+	struct head_slot *heads;         /* HEAD_SLOTS of them, this thread's; NULL: none */
 	struct strb_arg_scratch scratch; /* rendered args of the activity being written */
 };
 
@@ -118,9 +135,27 @@ bool strb_output_is_counter(enum strobe_activity_type type)
 }
 
 /* The event's common head: {"ph": "X", "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ... */
+static struct head_slot *head_slot(const struct writer *w, const struct strobe_activity *a)
+{
+	uint64_t h = (uint64_t)(uintptr_t)a->name * 0x9e3779b97f4a7c15ull;
+	h ^= (uint64_t)(uintptr_t)a->category + (h << 6) + (h >> 2);
+	h ^= (uint64_t)a->device * 0xff51afd7ed558ccdull + (uint64_t)a->resource * 0xc4ceb9fe1a85ec53ull;
+	h ^= (uint64_t)a->type << 17;
+	h ^= h >> 29;
+	return &w->heads[(h * 0x9e3779b97f4a7c15ull >> 40) % HEAD_SLOTS];
+}
+
 static void head(struct writer *w, const char *ph, const struct strobe_activity *a, strb_i128 ts)
 {
 	struct strb_jbuf *b = w->b;
+	struct head_slot *hs = w->heads ? head_slot(w, a) : NULL;
+	if (hs && hs->len && hs->name == a->name && hs->category == a->category && hs->device == a->device &&
+	    hs->resource == a->resource && hs->type == (uint32_t)a->type) {
+		strb_jbuf_raw(b, hs->text, hs->len);
+		us(b, ts - w->base);
+		return;
+	}
+	size_t at = b->n, flushes = b->flushes;
 	strb_jbuf_lit(b, "{\"ph\": \"");
 	strb_jbuf_lit(b, ph);
 	strb_jbuf_lit(b, "\", \"cat\": ");
@@ -140,6 +175,16 @@ static void head(struct writer *w, const char *ph, const struct strobe_activity 
 	strb_jbuf_lit(b, ", \"tid\": ");
 	strb_jbuf_i64(b, a->resource < 0 ? (a->resource == INT64_MIN ? 0 : -a->resource) : a->resource);
 	strb_jbuf_lit(b, ", \"ts\": ");
+	size_t len = b->n - at;
+	if (hs && b->flushes == flushes && len <= HEAD_TEXT) {
+		*hs = (struct head_slot){.name = a->name,
+		                         .category = a->category,
+		                         .device = a->device,
+		                         .resource = a->resource,
+		                         .type = (uint32_t)a->type,
+		                         .len = (uint32_t)len};
+		memcpy(hs->text, b->data + at, len);
+	}
 	us(b, ts - w->base);
 }
 
@@ -279,12 +324,13 @@ static bool can_take(const struct pool *p)
 
 /* Takes the next chunk and formats it into its slot with a copy of the
  * writer (p->lock held; dropped while formatting). */
-static void take_chunk(struct pool *p)
+static void take_chunk(struct pool *p, struct head_slot *heads)
 {
 	size_t c = p->next++;
 	struct chunk_slot *s = &p->slots[c % p->nslots];
 	pthread_mutex_unlock(&p->lock);
 	struct writer w = *p->proto;
+	w.heads = heads;
 	w.b = s->b;
 	w.b->n = w.b->mem_len = 0;
 	w.b->err = 0;
@@ -298,15 +344,17 @@ static void take_chunk(struct pool *p)
 static void *format_main(void *arg)
 {
 	struct pool *p = arg;
+	struct head_slot *heads = calloc(HEAD_SLOTS, sizeof(*heads)); /* none: written each time */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		while (!p->stop && p->next < p->nchunks && !can_take(p))
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (!can_take(p))
 			break;
-		take_chunk(p);
+		take_chunk(p, heads);
 	}
 	pthread_mutex_unlock(&p->lock);
+	free(heads);
 	return NULL;
 }
 
@@ -338,7 +386,7 @@ static bool activities_parallel(struct writer *w, int nworkers)
 		pthread_mutex_lock(&p.lock);
 		while (!(s->ready && s->chunk == c)) {
 			if (can_take(&p))
-				take_chunk(&p);
+				take_chunk(&p, w->heads);
 			else
 				pthread_cond_wait(&p.cond, &p.lock);
 		}
@@ -537,8 +585,10 @@ int strb_json_write_sink(const strobe_trace *t, struct strb_sink *sink, const ch
 	}
 	int rc;
 	int64_t base = t->start_ns > 0 ? t->start_ns / BASE_PERIOD_NS * BASE_PERIOD_NS : 0;
-	struct writer w = {.b = b, .t = t, .base = base};
+	struct writer w = {
+	    .b = b, .t = t, .base = base, .heads = calloc(HEAD_SLOTS, sizeof(struct head_slot))};
 	document(&w, path);
+	free(w.heads);
 	strb_jbuf_flush(b);
 	if (b->err) {
 		rc = b->err;

@@ -755,6 +755,56 @@ static void test_parallel_export(void **state)
 		free(text[i]);
 }
 
+/* Each thread keeps the text it wrote for an activity's type, name,
+ * category and row, and copies it for the next one alike: with far more
+ * of them than it keeps, on two threads of their own, every event still
+ * has its own name, category and row. */
+static void test_heads_reused(void **state)
+{
+	(void)state;
+	begin(0, NULL);
+	enum { NAMES = 5000, ROUNDS = 4 };
+	char name[64];
+	for (int i = 0; i < NAMES * ROUNDS; i++) {
+		snprintf(name, sizeof(name), "h%d", i % NAMES);
+		strobe_range_push(name); /* the same name as an op's: another type, another text */
+		strobe_op_push(name);
+		strobe_instant(name);
+		strobe_op_pop();
+		strobe_range_pop();
+	}
+	strobe_trace *t = end();
+	for (int threads = 1; threads <= 2; threads++) {
+		setenv("STROBE_EXPORT_THREADS", threads == 1 ? "1" : "2", 1);
+		yajl_val root = save_load(t, threads == 1 ? "heads1.json" : "heads2.json");
+		unsetenv("STROBE_EXPORT_THREADS");
+		int counts[3][NAMES] = {{0}}; /* range, op, instant */
+		yajl_val ev = tu_events(root);
+		int64_t tid = my_tid();
+		for (size_t i = 0; i < YAJL_GET_ARRAY(ev)->len; i++) {
+			yajl_val e = YAJL_GET_ARRAY(ev)->values[i];
+			const char *ph = tu_get_str(e, "ph"), *cat = tu_get_str(e, "cat"),
+			           *n = tu_get_str(e, "name");
+			if (!n || n[0] != 'h' || !strcmp(ph, "M"))
+				continue;
+			int k = atoi(n + 1), kind = !strcmp(ph, "i") ? 2 : !strcmp(cat, "cpu_op") ? 1 : 0;
+			assert_true(k >= 0 && k < NAMES);
+			assert_int_equal((int64_t)tu_get_num(e, "tid"), tid);
+			assert_int_equal((int64_t)tu_get_num(e, "pid"), (int64_t)getpid());
+			if (kind == 2)
+				assert_string_equal(tu_get_str(e, "s"), "t");
+			else
+				assert_string_equal(ph, "X");
+			counts[kind][k]++;
+		}
+		for (int kind = 0; kind < 3; kind++)
+			for (int k = 0; k < NAMES; k++)
+				assert_int_equal(counts[kind][k], ROUNDS);
+		yajl_tree_free(root);
+	}
+	strobe_trace_destroy(t);
+}
+
 /* ---- strobe_record, flows and ids -------------------------------------------------------- */
 
 #define FLOW_FWDBWD 77
@@ -1425,6 +1475,7 @@ int main(void)
 	    cmocka_unit_test(test_nasty_strings),
 	    cmocka_unit_test(test_compressed_outputs),
 	    cmocka_unit_test(test_parallel_export),
+	    cmocka_unit_test(test_heads_reused),
 	    cmocka_unit_test(test_record_args_flows_ids),
 	    cmocka_unit_test(test_record_category),
 	    cmocka_unit_test(test_activity_selection),
