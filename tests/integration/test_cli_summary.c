@@ -521,6 +521,47 @@ static void test_empty_trace_and_stdin(void **state)
 /* Times at the ends of int64 (as strobe_record accepts them): the span,
  * busy time, gaps and offsets are held at the largest duration, never
  * wrapped to a negative one. */
+/* Progress goes to stderr, only when asked for (or on a terminal), and
+ * leaves the report as it is; --quiet silences it. A trace of 200 000
+ * events crosses the reader's first progress point. */
+static void test_progress(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), path[4096], args[4200];
+	snprintf(path, sizeof(path), "%s/many.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"traceEvents\": [\n", f);
+	for (int i = 0; i < 200000; i++)
+		fprintf(f,
+		        "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%d\", \"pid\": 1, \"tid\": 1, "
+		        "\"ts\": %d, \"dur\": 1}",
+		        i ? ",\n" : "", i % 7, i * 2);
+	fputs("]}\n", f);
+	fclose(f);
+	char *plain = NULL, *loud = NULL, *quiet = NULL;
+	snprintf(args, sizeof(args), "--json '%s' 2>/dev/null", path);
+	assert_int_equal(summary(args, 0, &plain), 0);
+	snprintf(args, sizeof(args), "--progress --json '%s'", path);
+	assert_int_equal(summary(args, 1, &loud), 0);
+	tu_assert_contains(loud, "strobe: summary: reading ");
+	tu_assert_contains(loud, " MB (");
+	tu_assert_contains(loud, "strobe: summary: read ");
+	tu_assert_contains(loud, "0.20 M events; analysing...");
+	/* stdout is the report alone: the same bytes after the progress line */
+	const char *report = strstr(loud, "analysing...");
+	report = report ? strchr(report, '\n') : NULL;
+	assert_non_null(report);
+	assert_string_equal(report + 1, plain);
+	snprintf(args, sizeof(args), "--progress -q --json '%s'", path);
+	assert_int_equal(summary(args, 1, &quiet), 0);
+	assert_string_equal(quiet, plain);
+	free(plain);
+	free(loud);
+	free(quiet);
+	tu_rmrf(dir);
+}
+
 static void test_extreme_times(void **state)
 {
 	(void)state;
@@ -592,6 +633,7 @@ int main(void)
 	    cmocka_unit_test(test_top_limits_rows),
 	    cmocka_unit_test(test_empty_trace_and_stdin),
 	    cmocka_unit_test(test_extreme_times),
+	    cmocka_unit_test(test_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

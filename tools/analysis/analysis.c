@@ -549,6 +549,8 @@ static int count_key(struct an_table *t, const char *key)
 static int on_event(const struct tr_event *ev, void *arg)
 {
 	struct an_trace *a = arg;
+	if (a->progress_cb && a->reading && !(a->reading->events & 0xffff))
+		a->progress_cb("reading", a->reading, a->progress_arg);
 	if (count_key(&a->phs, ev->ph) || count_key(&a->cats, ev->cat))
 		return -ENOMEM;
 	if (!strcmp(ev->name, "unknown"))
@@ -1255,7 +1257,11 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = a};
 	if (errlen)
 		*err = 0;
+	a->reading = st;
 	int rc = tr_read_file(file, &h, st, err, errlen);
+	a->reading = NULL;
+	if (!rc && a->progress_cb && st)
+		a->progress_cb("analysing", st, a->progress_arg);
 	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)
 		rc = an_split_async(a);

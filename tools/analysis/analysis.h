@@ -483,7 +483,14 @@ struct an_trace {
 	/* set before an_read: ops whose name holds this are kernel sequence
 	 * roots (HTA's operator_name); NULL: every outermost cpu_op */
 	const char *seq_op;
-	struct an_kseq *kseqs; /* by rank, then count (most first), then pattern */
+	/* set before an_read (NULL: none): called on an_read's thread every
+	 * 65 536 events while the file is read (pass "reading"), then once as
+	 * the analyses after the read begin (pass "analysing"), with what the
+	 * reader has counted so far */
+	void (*progress_cb)(const char *pass, const struct tr_stats *st, void *user_arg);
+	void *progress_arg;
+	const struct tr_stats *reading; /* an_read's statistics, while it reads */
+	struct an_kseq *kseqs;          /* by rank, then count (most first), then pattern */
 	size_t nkseqs;
 	struct an_cpath *cpaths; /* by rank, then step start */
 	size_t ncpaths;

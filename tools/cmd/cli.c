@@ -1,5 +1,6 @@
 /* The command line shared by every command: see cli.h. */
 #include "cmd/cli.h"
+#include "read/trace_reader.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static void vsay(const struct cli *c, const char *fmt, va_list ap)
 {
@@ -213,4 +217,49 @@ char *cli_read_file(const char *path, size_t max, size_t *len, char *err, size_t
 	buf[n] = 0;
 	*len = n;
 	return buf;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+static int64_t progress_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool cli_progress_start(struct cli_progress *p, const char *cmd, const char *file, bool quiet, bool asked)
+{
+	*p = (struct cli_progress){.cmd = cmd};
+	struct stat fs;
+	if (strcmp(file, "-") && !stat(file, &fs) && S_ISREG(fs.st_mode))
+		p->total = (uint64_t)fs.st_size;
+	return !quiet && (asked || isatty(STDERR_FILENO));
+}
+
+void cli_progress_cb(const char *pass, const struct tr_stats *st, void *arg)
+{
+	struct cli_progress *p = arg;
+	int64_t t = progress_now_ns();
+	bool reading = !strcmp(pass, "reading");
+	if (reading && t - p->last_ns < 250000000)
+		return;
+	p->last_ns = t;
+	p->shown = true;
+	double mb = (double)st->file_bytes / 1e6, mev = (double)st->events / 1e6;
+	if (reading && p->total)
+		fprintf(stderr, "\rstrobe: %s: reading %.1f / %.1f MB (%.0f%%), %.2f M events ", p->cmd, mb,
+		        (double)p->total / 1e6, 100.0 * (double)st->file_bytes / (double)p->total, mev);
+	else if (reading)
+		fprintf(stderr, "\rstrobe: %s: reading %.1f MB, %.2f M events ", p->cmd, mb, mev);
+	else
+		fprintf(stderr, "\rstrobe: %s: read %.1f MB, %.2f M events; %s...           ", p->cmd, mb,
+		        mev, pass);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+	if (p->shown)
+		fputc('\n', stderr);
+	p->shown = false;
 }

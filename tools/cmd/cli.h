@@ -23,6 +23,8 @@
 
 #define CLI_USAGE 2 /* the exit status of a usage error */
 
+struct tr_stats;
+
 /* What a duration option takes, for help texts. */
 #define CLI_DURATION_HELP "a number with a unit: ns, us, ms, s, m (minutes) or h; a bare number is seconds"
 
@@ -85,5 +87,23 @@ int cli_top_or_file(const struct cli *c, int argc, char **argv, int *i, size_t *
  * is larger than max bytes, with "PATH: why" (stdin named "<stdin>") in
  * err. */
 char *cli_read_file(const char *path, size_t max, size_t *len, char *err, size_t errlen);
+
+/* Progress of reading and analysing a trace, on stderr (strobe summary,
+ * report): one line rewritten in place, at most four times a second, with
+ * the megabytes read of the file's size and the events so far. */
+struct cli_progress {
+	const char *cmd;
+	uint64_t total; /* the file's bytes; 0 when unknown (stdin) */
+	int64_t last_ns;
+	bool shown;
+};
+
+/* Sets p up for file; returns whether progress is to be shown: not quiet,
+ * and asked for or stderr is a terminal. */
+bool cli_progress_start(struct cli_progress *p, const char *cmd, const char *file, bool quiet, bool asked);
+/* struct an_trace's progress_cb, with p as its argument. */
+void cli_progress_cb(const char *pass, const struct tr_stats *st, void *p);
+/* Ends the line, when one was shown. */
+void cli_progress_end(struct cli_progress *p);
 
 #endif

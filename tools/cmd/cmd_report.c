@@ -14,7 +14,8 @@
 #define DEFAULT_TOP 20
 
 static const char usage_text[] =
-    "usage: strobe report [--top N] [--step-name NAME] [--seq-op NAME] [-o OUT.html] FILE\n"
+    "usage: strobe report [--top N] [--step-name NAME] [--seq-op NAME] [-o OUT.html]\n"
+    "                     [--progress | -q] FILE\n"
     "\n"
     "Writes one self-contained HTML page about a trace file (plain, gzip or zstd JSON, or\n"
     "Perfetto, as for strobe summary; FILE \"-\" reads stdin): the trace's facts (file,\n"
@@ -37,7 +38,12 @@ static const char usage_text[] =
     "  --step-name NAME  complete events named NAME are the steps (default: ProfilerStep#N)\n"
     "  --seq-op NAME     kernel sequences start at the shallowest ops whose name holds NAME\n"
     "                    (default: every cpu_op not inside another)\n"
+    "  --progress        show progress on stderr even when it is not a terminal\n"
+    "  -q, --quiet       no progress\n"
     "  -h, --help        show this text\n"
+    "\n"
+    "Unless --quiet, progress (MB read of the file's size, events) is shown on stderr\n"
+    "when it is a terminal.\n"
     "\n"
     "exit status: 0 written, 1 the trace cannot be read or the page cannot be written,\n"
     "2 usage error.\n"
@@ -70,12 +76,17 @@ static char *default_output(const char *file)
 int cmd_report(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
+	bool quiet = false, progress_flag = false;
 	const char *file = NULL, *out = NULL, *val, *step_name = NULL, *seq_op = NULL;
 	for (int i = 1, rc; i < argc; i++) {
 		const char *arg = argv[i];
 		if (cli_is_help(arg)) {
 			fputs(usage_text, stdout);
 			return 0;
+		} else if (!strcmp(arg, "--progress")) {
+			progress_flag = true;
+		} else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
+			quiet = true;
 		} else if (cli_opt(argc, argv, &i, "--output", "-o", &val)) {
 			if ((rc =
 			         cli_text(&cli, arg[1] == 'o' ? "-o" : "--output", val, "a file name", &out)))
@@ -101,11 +112,17 @@ int cmd_report(int argc, char **argv)
 	}
 
 	struct an_trace a = {.step_name = step_name, .seq_op = seq_op};
+	struct cli_progress pr;
+	if (cli_progress_start(&pr, cli.cmd, file, quiet, progress_flag)) {
+		a.progress_cb = cli_progress_cb;
+		a.progress_arg = &pr;
+	}
 	struct an_view v = {0};
 	struct tr_stats st;
 	char err[512], *page = NULL;
 	size_t len = 0;
 	int rc = an_read(&a, file, &st, err, sizeof(err));
+	cli_progress_end(&pr);
 	if (!rc && (an_view_init(&v, &a, &st, file, top) || an_html_page(&v, &page, &len)))
 		rc = snprintf(err, sizeof(err), "%s: out of memory", file);
 	if (!rc) {

@@ -13,7 +13,8 @@
 #define DEFAULT_TOP 10
 
 static const char usage_text[] =
-    "usage: strobe summary [--top N] [--json] [--step-name NAME] [--seq-op NAME] FILE\n"
+    "usage: strobe summary [--top N] [--json] [--step-name NAME] [--seq-op NAME] [--progress | -q]\n"
+    "                      FILE\n"
     "\n"
     "Summarises a Chrome-trace JSON file written by strobe or libkineto (plain, gzip or\n"
     "zstd, told apart by content), or a Perfetto trace; FILE \"-\" reads stdin. It prints\n"
@@ -57,7 +58,12 @@ static const char usage_text[] =
     "  --seq-op NAME\n"
     "              kernel sequences start at the shallowest ops whose name holds NAME\n"
     "              (HTA's operator_name; default: every cpu_op not inside another)\n"
+    "  --progress  show progress on stderr even when it is not a terminal\n"
+    "  -q, --quiet no progress\n"
     "  -h, --help  show this text\n"
+    "\n"
+    "Unless --quiet, progress (MB read of the file's size, events) is shown on stderr\n"
+    "when it is a terminal: a large trace takes seconds per gigabyte.\n"
     "\n"
     "--json prints (times are integer nanoseconds; ts is relative to the trace's\n"
     "baseTimeNanoseconds; lists are sorted as the tables are and cut at --top):\n"
@@ -139,7 +145,7 @@ static int report(const char *file, const struct tr_stats *st, struct an_trace *
 int cmd_summary(int argc, char **argv)
 {
 	size_t top = DEFAULT_TOP;
-	bool json = false;
+	bool json = false, quiet = false, progress_flag = false;
 	const char *file = NULL, *step_name = NULL, *seq_op = NULL, *val;
 	for (int i = 1, rc; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
@@ -147,6 +153,10 @@ int cmd_summary(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--progress")) {
+			progress_flag = true;
+		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = true;
 		} else if (cli_opt(argc, argv, &i, "--step-name", NULL, &val)) {
 			if ((rc = cli_text(&cli, "--step-name", val, "a range name", &step_name)))
 				return rc;
@@ -161,9 +171,15 @@ int cmd_summary(int argc, char **argv)
 		return cli_usage(&cli, "no trace file given");
 
 	struct an_trace s = {.step_name = step_name, .seq_op = seq_op};
+	struct cli_progress pr;
+	if (cli_progress_start(&pr, cli.cmd, file, quiet, progress_flag)) {
+		s.progress_cb = cli_progress_cb;
+		s.progress_arg = &pr;
+	}
 	struct tr_stats st;
 	char err[512];
 	int rc = an_read(&s, file, &st, err, sizeof(err));
+	cli_progress_end(&pr);
 	if (!rc && report(file, &st, &s, top, json))
 		rc = snprintf(err, sizeof(err), "%s: out of memory", file);
 	if (rc)
