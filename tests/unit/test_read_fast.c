@@ -13,15 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "read/trace_reader.h"
+
+/* Where the callbacks stop a read: at this event or member (1-based; 0
+ * never), returning rc. */
+struct stops {
+	unsigned event, member;
+	int rc;
+};
 
 /* Everything a read handed over, as text. */
 struct transcript {
 	char *s;
 	size_t n, cap;
-	unsigned stop_at; /* the callback stops the read at this event (1-based), 0 never */
-	unsigned events;
+	struct stops stop;
+	unsigned events, members;
 };
 
 static void put(struct transcript *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,22 +73,22 @@ static int on_event(const struct tr_event *ev, void *arg)
 	for (unsigned i = 0; i < ev->nextra; i++)
 		put(t, "  x %s=%s%s\n", ev->extra[i].key, ev->extra[i].value,
 		    ev->extra[i].truncated ? " (cut)" : "");
-	return ++t->events == t->stop_at ? 42 : 0;
+	return ++t->events == t->stop.event ? t->stop.rc : 0;
 }
 
 static int on_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
 {
 	struct transcript *t = arg;
 	put(t, "M %s %zu%s %s\n", key, len, truncated ? " (cut)" : "", json);
-	return 0;
+	return ++t->members == t->stop.member ? t->stop.rc : 0;
 }
 
 /* One read, with everything it gave: the transcript, then the return
  * value, the message and the statistics. Returns whether it read twice. */
-static bool read_one(const char *text, size_t len, const char *file, bool slow, unsigned stop_at,
+static bool read_one(const char *text, size_t len, const char *file, bool slow, struct stops stop,
                      struct transcript *t)
 {
-	*t = (struct transcript){.stop_at = stop_at};
+	*t = (struct transcript){.stop = stop};
 	struct tr_handler h = {
 	    .event_cb = on_event, .member_cb = on_member, .user_arg = t, .slow_only = slow};
 	struct tr_stats st;
@@ -106,7 +115,7 @@ static bool read_one(const char *text, size_t len, const char *file, bool slow, 
 
 /* Reads text both ways, from memory and from a file, and checks that they
  * agree. Returns whether the fast read had to read again. */
-static bool agree_stop(const char *text, size_t len, unsigned stop_at)
+static bool agree_with(const char *text, size_t len, struct stops stop_at)
 {
 	struct transcript fast, slow, ffast, fslow;
 	bool again = read_one(text, len, NULL, false, stop_at, &fast);
@@ -133,6 +142,11 @@ static bool agree_stop(const char *text, size_t len, unsigned stop_at)
 	free(ffast.s);
 	free(fslow.s);
 	return again;
+}
+
+static bool agree_stop(const char *text, size_t len, unsigned stop_at)
+{
+	return agree_with(text, len, (struct stops){.event = stop_at, .rc = 42});
 }
 
 static bool agree(const char *text)
@@ -297,14 +311,83 @@ static void test_defects_read_again(void **state)
 	free(t);
 }
 
-/* A callback's stop ends both reads at the same event, with its value. */
+/* A callback's stop ends both reads at the same event or member, with its
+ * value, 1 too (the tokenizer's own give-up code), with the same
+ * statistics: a member that the fast read hands over late, after reading
+ * a long key or the next piece of a file, is stopped at by a second read. */
 static void test_stop_the_same(void **state)
 {
 	(void)state;
-	static const char text[] =
-	    "{\"a\":1,\"traceEvents\":[" EV("\"a\"", "{}") "," EV("\"b\"", "{}") "," EV("\"c\"", "{}") "]}";
-	for (unsigned stop = 1; stop <= 3; stop++)
-		assert_false(agree_stop(text, sizeof(text) - 1, stop));
+	static const char text[] = "{\"a\":1,\"traceEvents\":[" EV("\"a\"", "{}") "," EV(
+	    "\"b\"", "{}") "," EV("\"c\"", "{}") "],\"z\":\"q\"}";
+	for (int rc = 1; rc <= 42; rc += 41) {
+		for (unsigned stop = 1; stop <= 3; stop++)
+			assert_false(
+			    agree_with(text, sizeof(text) - 1, (struct stops){.event = stop, .rc = rc}));
+		for (unsigned stop = 1; stop <= 2; stop++)
+			assert_true(
+			    agree_with(text, sizeof(text) - 1, (struct stops){.member = stop, .rc = rc}));
+	}
+	char *t = malloc(300000);
+	assert_non_null(t);
+	int o = sprintf(t, "{\"traceEvents\":[],\"m\":1,\"");
+	memset(t + o, 'x', 300);
+	o += 300;
+	o += sprintf(t + o, "\":2}");
+	assert_true(agree_with(t, (size_t)o, (struct stops){.member = 1, .rc = 5}));
+	/* The file's first read (256 KiB) ends after the next key's colon. */
+	static const char head[] = "{\"traceEvents\":[],", tail[] = "\"m\":1,\"k\":";
+	size_t first = 262144, pad = first - strlen(head) - strlen(tail);
+	o = sprintf(t, "%s", head);
+	memset(t + o, ' ', pad);
+	o += (int)pad;
+	o += sprintf(t + o, "%s2}", tail);
+	assert_true(agree_with(t, (size_t)o, (struct stops){.member = 1, .rc = 5}));
+	free(t);
+}
+
+/* gzip of text (n bytes) into out: its size. */
+static size_t gzip(const char *text, size_t n, unsigned char *out, size_t cap)
+{
+	z_stream z = {0};
+	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (Bytef *)(uintptr_t)text;
+	z.avail_in = (uInt)n;
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t got = z.total_out;
+	deflateEnd(&z);
+	return got;
+}
+
+/* Compressed text cut short, or a byte order mark in a gzip member of its
+ * own: both reads say the same, whichever of the JSON and the compressed
+ * stream fails first. */
+static void test_compressed_edges(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+	    "{\"traceEvents\":[t}",
+	    "{\"traceEvents\":[{\"name\":\"\\u1x",
+	    "{\"traceEvents\":[{\"name\":\"\xc3",
+	    "{\"traceEvents\":[{\"ts\":12",
+	};
+	unsigned char z[4096];
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		size_t n = gzip(texts[i], strlen(texts[i]), z, sizeof(z));
+		agree_stop((const char *)z, n - 8, 0); /* without its trailer */
+		size_t zn = ZSTD_compress(z, sizeof(z), texts[i], strlen(texts[i]), 3);
+		assert_false(ZSTD_isError(zn));
+		agree_stop((const char *)z, zn - 3, 0);
+	}
+	static const char *const after[] = {"{\"traceEvents\":[{\"ph\":\"A\"}]}",
+	                                    "{\"traceEvents\":[{\"ph\":\"A\"}],\"m\":\"v\"w\"}"};
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = gzip("\xef\xbb\xbf", 3, z, sizeof(z));
+		n += gzip(after[i], strlen(after[i]), z + n, sizeof(z) - n);
+		assert_int_equal(agree_stop((const char *)z, n, 0), i == 1);
+	}
 }
 
 /* Megabytes of varied events, read from a file in chunks: every kind of
@@ -368,6 +451,7 @@ int main(void)
 	    cmocka_unit_test(test_stop_the_same),
 	    cmocka_unit_test(test_chunks),
 	    cmocka_unit_test(test_libkineto_files),
+	    cmocka_unit_test(test_compressed_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

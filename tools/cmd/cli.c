@@ -247,11 +247,13 @@ void cli_progress_cb(const char *pass, const struct tr_stats *st, void *arg)
 	p->last_ns = t;
 	p->shown = true;
 	double mb = (double)st->file_bytes / 1e6, mev = (double)st->events / 1e6;
+	/* A file the fast tokenizer gave up on is read again from its start. */
+	const char *what = st->reread ? "reading again" : "reading";
 	if (reading && p->total)
-		fprintf(stderr, "\rstrobe: %s: reading %.1f / %.1f MB (%.0f%%), %.2f M events ", p->cmd, mb,
+		fprintf(stderr, "\rstrobe: %s: %s %.1f / %.1f MB (%.0f%%), %.2f M events ", p->cmd, what, mb,
 		        (double)p->total / 1e6, 100.0 * (double)st->file_bytes / (double)p->total, mev);
 	else if (reading)
-		fprintf(stderr, "\rstrobe: %s: reading %.1f MB, %.2f M events ", p->cmd, mb, mev);
+		fprintf(stderr, "\rstrobe: %s: %s %.1f MB, %.2f M events ", p->cmd, what, mb, mev);
 	else
 		fprintf(stderr, "\rstrobe: %s: read %.1f MB, %.2f M events; %s...           ", p->cmd, mb,
 		        mev, pass);

@@ -122,12 +122,14 @@ static void progress(struct conv *c, bool final)
 	c->last_progress_ns = t;
 	const struct tr_stats *st = c->cur;
 	double mb = (double)st->file_bytes / 1e6;
+	/* A file the fast tokenizer gave up on is read again from its start. */
+	const char *again = st->reread ? "again: " : "";
 	if (c->in_total)
-		fprintf(stderr, "\rstrobe: convert: %s%.1f / %.1f MB read (%.0f%%), %llu events ", c->pass,
-		        mb, (double)c->in_total / 1e6, 100.0 * (double)st->file_bytes / (double)c->in_total,
-		        (unsigned long long)st->events);
+		fprintf(stderr, "\rstrobe: convert: %s%s%.1f / %.1f MB read (%.0f%%), %llu events ", c->pass,
+		        again, mb, (double)c->in_total / 1e6,
+		        100.0 * (double)st->file_bytes / (double)c->in_total, (unsigned long long)st->events);
 	else
-		fprintf(stderr, "\rstrobe: convert: %s%.1f MB read, %llu events ", c->pass, mb,
+		fprintf(stderr, "\rstrobe: convert: %s%s%.1f MB read, %llu events ", c->pass, again, mb,
 		        (unsigned long long)st->events);
 	if (final)
 		fputc('\n', stderr);

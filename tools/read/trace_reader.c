@@ -124,10 +124,17 @@ struct reader {
 	char pending_key[TR_SHORT_MAX];
 	size_t pending_len;
 	bool pending_cut;
-	uint64_t members; /* top-level members handed over */
+	uint64_t members;    /* top-level members handed over */
+	bool member_stopped; /* a member callback stopped the fast read */
+	bool input_failed;   /* reading or decompressing failed during the fast read */
 	/* After the fast tokenizer gave up: what it handed over already, which
-	 * the second read does not hand over again. */
+	 * the second read does not hand over again; and when a member
+	 * callback stopped the first read, its value: the second read stops
+	 * at that member with it (handing the member over later, the first
+	 * read had read further, so only the second one's statistics are
+	 * those of a read stopped there). */
 	uint64_t skip_events, skip_members;
+	int replay_rc;
 };
 
 static int fail(struct reader *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -408,7 +415,10 @@ static int hand_member(struct reader *r, const char *key, const char *json, size
 {
 	r->members++;
 	if (r->skip_members) {
-		r->skip_members--;
+		if (!--r->skip_members && r->replay_rc) {
+			r->user_rc = r->replay_rc;
+			return 0;
+		}
 		return 1;
 	}
 	if (r->h->member_cb) {
@@ -1442,15 +1452,17 @@ static int parse_perfetto(struct reader *r, const unsigned char *p, size_t n)
 	return rc;
 }
 
-/* A UTF-8 byte order mark, which yajl rejects and editors add. */
-static void skip_bom(struct reader *r, const unsigned char **p, size_t *n)
+/* A UTF-8 byte order mark, which yajl rejects and editors add; when it was
+ * the whole piece, the next one. */
+static int skip_bom(struct reader *r, const unsigned char **p, size_t *n)
 {
-	if (*n >= 3 && !memcmp(*p, "\xef\xbb\xbf", 3)) {
-		r->stats->json_bytes += 3;
-		*p += 3;
-		*n -= 3;
-		r->json_base += 3;
-	}
+	if (*n < 3 || memcmp(*p, "\xef\xbb\xbf", 3))
+		return 0;
+	r->stats->json_bytes += 3;
+	*p += 3;
+	*n -= 3;
+	r->json_base += 3;
+	return *n ? 0 : next_text(r, p, n);
 }
 
 /* jl_run's return when the reader stops it: a callback asked, or the
@@ -1463,6 +1475,8 @@ static int fast_next(void *arg, const unsigned char **p, size_t *n)
 	int rc = next_text(r, p, n);
 	if (!rc)
 		r->stats->json_bytes += *n;
+	else
+		r->input_failed = true;
 	return rc;
 }
 
@@ -1473,28 +1487,36 @@ static int fast_token(void *arg, enum jl_tok t, const char *s, size_t len, bool 
 	r->no_nul = !decoded;
 	if (r->pending && t != JL_KEY) {
 		r->pending = false;
-		if (!hand_member(r, r->pending_key, r->mbuf, r->pending_len, r->pending_cut))
+		if (!hand_member(r, r->pending_key, r->mbuf, r->pending_len, r->pending_cut)) {
+			r->member_stopped = true;
 			return FAST_STOP;
+		}
 	}
 	return on_token(r, t, s, len) ? 0 : FAST_STOP;
 }
 
-/* The whole text through the fast tokenizer. Returns 0, an input error, a
- * callback's stop, or JL_GIVE_UP when the text must be read again by the
- * repairing parser, which also words every error about the JSON. */
-static int parse_fast(struct reader *r, const unsigned char *p, size_t n)
+/* The whole text through the fast tokenizer. Returns 0, an event
+ * callback's stop or -ENOMEM; or sets *again when the text must be read
+ * again by the repairing parser: the tokenizer gave up, the reader failed
+ * (the second read words every error about the JSON), the input failed
+ * (the second read meets it, or the JSON's error first, where yajl does),
+ * or a member callback stopped the read (see replay_rc). */
+static int parse_fast(struct reader *r, const unsigned char *p, size_t n, bool *again)
 {
 	r->fast = true;
 	r->stats->json_bytes += n;
 	int rc = jl_run(p, n, r->json_base, fast_next, fast_token, r);
 	r->fast = r->no_nul = false;
+	*again = r->input_failed || rc == JL_GIVE_UP ||
+	         (rc == FAST_STOP && (!r->user_rc || r->member_stopped)) || (!rc && !r->seen_events);
+	if (*again) {
+		r->replay_rc = r->member_stopped ? r->user_rc : 0;
+		r->user_rc = 0;
+		return 0;
+	}
 	if (rc == FAST_STOP)
-		rc = r->user_rc ? r->user_rc : JL_GIVE_UP;
-	else if (rc == -ENOMEM)
-		rc = fail(r, -ENOMEM, "out of memory");
-	else if (!rc && !r->seen_events)
-		rc = JL_GIVE_UP;
-	return rc;
+		return r->user_rc;
+	return rc == -ENOMEM ? fail(r, -ENOMEM, "out of memory") : rc;
 }
 
 /* Back to the start of the text, for the repairing parser: what was handed
@@ -1540,6 +1562,7 @@ static int reread(struct reader *r)
 	r->field = F_OTHER;
 	r->cap = (struct capture){0};
 	r->members = 0;
+	r->member_stopped = r->input_failed = false;
 	return 0;
 }
 
@@ -1558,14 +1581,15 @@ static int parse(struct reader *r)
 		r->stats->perfetto = true;
 		return parse_perfetto(r, p, n);
 	}
-	skip_bom(r, &p, &n);
+	if ((rc = skip_bom(r, &p, &n)))
+		return rc;
 	if (r->rewindable && !r->h->slow_only) {
-		rc = parse_fast(r, p, n);
-		if (rc != JL_GIVE_UP)
+		bool again;
+		rc = parse_fast(r, p, n, &again);
+		if (!again)
 			return rc;
-		if ((rc = reread(r)) || (rc = next_text(r, &p, &n)))
+		if ((rc = reread(r)) || (rc = next_text(r, &p, &n)) || (rc = skip_bom(r, &p, &n)))
 			return rc;
-		skip_bom(r, &p, &n);
 	}
 	while (n) {
 		r->stats->json_bytes += n;
