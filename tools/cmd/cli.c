@@ -1,5 +1,6 @@
 /* The command line shared by every command: see cli.h. */
 #include "cmd/cli.h"
+#include "common/monotonic.h"
 #include "read/trace_reader.h"
 
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static void vsay(const struct cli *c, const char *fmt, va_list ap)
@@ -221,13 +221,6 @@ char *cli_read_file(const char *path, size_t max, size_t *len, char *err, size_t
 
 /* ---- progress ---------------------------------------------------------------- */
 
-static int64_t progress_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 bool cli_progress_start(struct cli_progress *p, const char *cmd, const char *file, bool quiet, bool asked)
 {
 	*p = (struct cli_progress){.cmd = cmd};
@@ -240,7 +233,7 @@ bool cli_progress_start(struct cli_progress *p, const char *cmd, const char *fil
 void cli_progress_cb(const char *pass, const struct tr_stats *st, void *arg)
 {
 	struct cli_progress *p = arg;
-	int64_t t = progress_now_ns();
+	int64_t t = strb_mono_ns_raw();
 	bool reading = !strcmp(pass, "reading");
 	if (reading && t - p->last_ns < 250000000)
 		return;

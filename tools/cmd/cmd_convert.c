@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "common/jbuf.h"
+#include "common/monotonic.h"
 #include "common/pfenc.h"
 #include "common/sink.h"
 #include "read/trace_reader.h"
@@ -105,18 +105,11 @@ struct conv {
 	uint64_t filtered;
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void progress(struct conv *c, bool final)
 {
 	if (!c->show_progress || !c->cur)
 		return;
-	int64_t t = now_ns();
+	int64_t t = strb_mono_ns_raw();
 	if (!final && t - c->last_progress_ns < 250000000)
 		return;
 	c->last_progress_ns = t;
