@@ -362,6 +362,9 @@ int strb_control_finish(enum strb_owner who, strobe_trace **out)
 		goto out;
 	}
 	rc = strb_process_cpu(t, &w);
+	/* The CPU part is done: from here on activities are only appended, and
+	 * the trace encodes them as they come. */
+	strb_trace_roll(t);
 	FOR_EACH_ACTIVE_BACKEND(i)
 	if (!rc)
 		rc = strb_backends[i]->process(t, &w);

@@ -180,8 +180,13 @@ int strb_process_finish(struct strobe_trace *t, const struct strb_window *w, con
 	if (rc)
 		return -ENOMEM;
 	/* Done changing it: the compact form from here on. Without the memory
-	 * to encode it the trace stays in its working form, whole. */
-	if (strb_trace_seal(t))
+	 * to encode it the trace stays in its working form, whole, unless it
+	 * was encoded in part as it was built. */
+	bool rolled = t->sealed > 0;
+	if (strb_trace_seal(t)) {
+		if (rolled)
+			return -ENOMEM;
 		LOGW("out of memory compacting the trace: it keeps its larger working form");
+	}
 	return 0;
 }

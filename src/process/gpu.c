@@ -268,9 +268,10 @@ void strb_gpu_link_calls(struct strb_gpu *g)
 	size_t n = 0;
 	if (g->rc)
 		return;
-	for (size_t i = 0; i < t->count; i++)
-		n += t->acts[i].type == STROBE_ACTIVITY_CPU_OP ||
-		     t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION;
+	for (size_t i = 0; i < t->count; i++) {
+		enum strobe_activity_type type = strb_trace_type(t, i);
+		n += type == STROBE_ACTIVITY_CPU_OP || type == STROBE_ACTIVITY_USER_ANNOTATION;
+	}
 	if (!n || !g->ncalls)
 		return;
 	struct interval *iv = malloc(n * sizeof(*iv));
@@ -281,10 +282,13 @@ void strb_gpu_link_calls(struct strb_gpu *g)
 		goto out;
 	}
 	n = 0;
+	struct strb_act_ref r;
 	for (size_t i = 0; i < t->count; i++) {
-		const struct strobe_activity *a = &t->acts[i];
-		if (a->type != STROBE_ACTIVITY_CPU_OP && a->type != STROBE_ACTIVITY_USER_ANNOTATION)
+		enum strobe_activity_type type = strb_trace_type(t, i);
+		if (type != STROBE_ACTIVITY_CPU_OP && type != STROBE_ACTIVITY_USER_ANNOTATION)
 			continue;
+		strb_trace_get(t, i, &r);
+		const struct strobe_activity *a = r.a;
 		if (a->device != t->pid)
 			continue;
 		iv[n++] = (struct interval){(pid_t)a->resource, a->start_ns, a->end_ns, a->id,
@@ -338,6 +342,8 @@ static int cmp_call_corr(const void *a, const void *b)
 int strb_gpu_relink(struct strobe_trace *t, const struct strb_window *w, size_t from, size_t to)
 {
 	struct strb_gpu g;
+	if (strb_trace_unroll(t)) /* it changes activities in place */
+		return -ENOMEM;
 	strb_gpu_init(&g, t, w);
 	for (size_t i = from; i < to; i++) {
 		const struct strobe_activity *a = &t->acts[i];
@@ -497,15 +503,24 @@ void strb_gpu_emit_spans(struct strb_gpu *g)
 	size_t n = 0;
 	if (!g->nspans || g->rc)
 		return;
-	struct named_id *ids = malloc((t->count + 1) * sizeof(*ids));
+	for (size_t i = 0; i < t->count; i++) {
+		enum strobe_activity_type type = strb_trace_type(t, i);
+		n += type == STROBE_ACTIVITY_USER_ANNOTATION || type == STROBE_ACTIVITY_CPU_OP;
+	}
+	struct named_id *ids = malloc((n + 1) * sizeof(*ids));
 	if (!ids) {
 		g->rc = -ENOMEM;
 		return;
 	}
-	for (size_t i = 0; i < t->count; i++)
-		if (t->acts[i].type == STROBE_ACTIVITY_USER_ANNOTATION ||
-		    t->acts[i].type == STROBE_ACTIVITY_CPU_OP)
-			ids[n++] = (struct named_id){t->acts[i].id, t->acts[i].name};
+	n = 0;
+	struct strb_act_ref r;
+	for (size_t i = 0; i < t->count; i++) {
+		enum strobe_activity_type type = strb_trace_type(t, i);
+		if (type != STROBE_ACTIVITY_USER_ANNOTATION && type != STROBE_ACTIVITY_CPU_OP)
+			continue;
+		strb_trace_get(t, i, &r);
+		ids[n++] = (struct named_id){r.a->id, r.a->name};
+	}
 	qsort(ids, n, sizeof(*ids), cmp_named);
 	for (size_t i = 0; i < g->nspans && !g->rc; i++) {
 		const struct strb_gpu_span *sp = &g->spans[i];

@@ -201,10 +201,18 @@ static int add_lane_rows(struct strobe_trace *t, const struct row *r)
 /* Whether GPU work lies outside the range its backend checked. */
 static bool unchecked_work(const struct strobe_trace *t)
 {
+	struct strb_act_ref r;
 	for (size_t i = 0; i < t->count; i++) {
 		if (i == t->in_order_from)
 			i = t->in_order_to;
-		if (i < t->count && moves(&t->acts[i]))
+		if (i >= t->count)
+			break;
+		enum strobe_activity_type type = strb_trace_type(t, i);
+		if (type != STROBE_ACTIVITY_CONCURRENT_KERNEL && type != STROBE_ACTIVITY_GPU_MEMCPY &&
+		    type != STROBE_ACTIVITY_GPU_MEMSET)
+			continue;
+		strb_trace_get(t, i, &r);
+		if (moves(r.a))
 			return true;
 	}
 	return false;
@@ -214,6 +222,9 @@ int strb_process_overlap(struct strobe_trace *t)
 {
 	if (t->in_order_to > t->in_order_from && t->in_order_to <= t->count && !unchecked_work(t))
 		return 0;
+	/* Rows are checked, and activities moved, in their working form. */
+	if (strb_trace_unroll(t))
+		return -ENOMEM;
 	struct rows rows = {calloc(64, sizeof(struct row)), 64, 0};
 	if (!rows.slot)
 		return -ENOMEM;

@@ -264,45 +264,118 @@ static bool encode(struct enc *e, const struct strb_store_block *b, const struct
 	return true;
 }
 
-int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
-                     size_t count)
+struct strb_store_builder {
+	struct enc e;
+	size_t blocks_cap, offs_cap;
+	bool done; /* a block shorter than STRB_STORE_BLOCK was added: no more */
+};
+
+int strb_store_begin(struct strb_store_builder **out, size_t hint)
 {
-	struct strb_store *s = calloc(1, sizeof(*s));
-	if (!s)
+	struct strb_store_builder *b = calloc(1, sizeof(*b));
+	struct strb_store *s = b ? calloc(1, sizeof(*s)) : NULL;
+	if (!s) {
+		free(b);
 		return -ENOMEM;
-	struct enc e = {.s = s};
+	}
+	b->e.s = s;
+	/* Launches and kernels take 16-24 bytes each: room for hint of them. */
+	if (hint && !strb_grow_array((void **)&s->bytes, &b->e.cap, hint * 16 + MAX_RECORD, 1)) {
+		strb_store_abandon(b);
+		return -ENOMEM;
+	}
+	*out = b;
+	return 0;
+}
+
+int strb_store_add(struct strb_store_builder *sb, const struct strobe_activity *acts, const void *const *recs,
+                   size_t count)
+{
+	struct strb_store *s = sb->e.s;
+	if (!count)
+		return 0;
+	if (sb->done)
+		return -EINVAL;
 	size_t nblocks = (count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
-	s->count = count;
-	s->blocks = calloc(nblocks ? nblocks : 1, sizeof(*s->blocks));
-	s->offs = malloc((count ? count : 1) * sizeof(*s->offs));
-	bool ok =
-	    s->blocks && s->offs && strb_grow_array((void **)&s->bytes, &e.cap, count * 16 + MAX_RECORD, 1);
+	size_t first_block = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	if (!strb_grow_array((void **)&s->blocks, &sb->blocks_cap, first_block + nblocks,
+	                     sizeof(*s->blocks)) ||
+	    !strb_grow_array((void **)&s->offs, &sb->offs_cap, s->count + count, sizeof(*s->offs)))
+		return -ENOMEM;
+	bool ok = true;
+	size_t len = s->len;
 	for (size_t k = 0; ok && k < nblocks; k++) {
 		size_t from = k * STRB_STORE_BLOCK,
 		       to = from + STRB_STORE_BLOCK < count ? from + STRB_STORE_BLOCK : count;
-		struct strb_store_block *b = &s->blocks[k];
+		struct strb_store_block *b = &s->blocks[first_block + k];
 		block_bases(b, acts, recs, from, to);
 		b->at = s->len;
 		for (size_t i = from; ok && i < to; i++) {
 			/* A block is at most STRB_STORE_BLOCK * MAX_RECORD bytes: offsets fit. */
-			s->offs[i] = (uint16_t)(s->len - b->at);
-			ok = encode(&e, b, &acts[i], recs ? recs[i] : NULL);
+			s->offs[s->count + i] = (uint16_t)(s->len - b->at);
+			ok = encode(&sb->e, b, &acts[i], recs ? recs[i] : NULL);
 		}
 	}
-	free(e.names.slots);
-	free(e.rows.slots);
-	if (!ok) {
-		strb_store_free(s);
+	if (!ok) { /* the blocks added are left out: the store is as it was */
+		s->len = len;
 		return -ENOMEM;
 	}
+	s->count += count;
+	sb->done = count % STRB_STORE_BLOCK != 0;
+	return 0;
+}
+
+const struct strb_store *strb_store_so_far(const struct strb_store_builder *b)
+{
+	return b->e.s;
+}
+
+void strb_store_abandon(struct strb_store_builder *b)
+{
+	if (!b)
+		return;
+	free(b->e.names.slots);
+	free(b->e.rows.slots);
+	strb_store_free(b->e.s);
+	free(b);
+}
+
+struct strb_store *strb_store_finish(struct strb_store_builder *b)
+{
+	struct strb_store *s = b->e.s;
+	free(b->e.names.slots);
+	free(b->e.rows.slots);
+	free(b);
 	/* Give back what the estimates left over. */
-	uint8_t *b = realloc(s->bytes, s->len ? s->len : 1);
-	if (b)
-		s->bytes = b;
+	uint8_t *bytes = realloc(s->bytes, s->len ? s->len : 1);
+	if (bytes)
+		s->bytes = bytes;
 	const char **n = realloc(s->names, (s->nnames ? s->nnames : 1) * sizeof(*n));
 	if (n)
 		s->names = n;
-	*out = s;
+	/* Arrays grown a few blocks at a time, too. */
+	size_t nblocks = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	struct strb_store_block *blocks = realloc(s->blocks, (nblocks ? nblocks : 1) * sizeof(*blocks));
+	if (blocks)
+		s->blocks = blocks;
+	uint16_t *offs = realloc(s->offs, (s->count ? s->count : 1) * sizeof(*offs));
+	if (offs)
+		s->offs = offs;
+	return s;
+}
+
+int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
+                     size_t count)
+{
+	struct strb_store_builder *b = NULL;
+	int rc = strb_store_begin(&b, count);
+	if (!rc)
+		rc = strb_store_add(b, acts, recs, count);
+	if (rc) {
+		strb_store_abandon(b);
+		return rc;
+	}
+	*out = strb_store_finish(b);
 	return 0;
 }
 
@@ -366,6 +439,17 @@ void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity
 	*rec = NULL;
 	if (head & H_REC)
 		*rec = (const void *)(b->rec[head & H_REC2 ? 1 : 0] + (uintptr_t)unzigzag(get_varint(&p)));
+}
+
+enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i)
+{
+	const uint8_t *p = s->bytes + s->blocks[i / STRB_STORE_BLOCK].at + s->offs[i];
+	uint32_t type = p[0] & TYPE_WIDE;
+	if (type == TYPE_WIDE) {
+		p += 2;
+		type = (uint32_t)get_varint(&p);
+	}
+	return (enum strobe_activity_type)type;
 }
 
 size_t strb_store_bytes(const struct strb_store *s)

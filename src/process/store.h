@@ -4,7 +4,9 @@
  * (112 bytes each, plus 8 for the record its args render from), which it
  * changes as it links, closes and moves them. When processing ends the trace
  * is sealed: each activity is encoded into a few bytes and the array is
- * freed. Names, categories and (device, resource) rows become indices into
+ * freed. Device work, which is only appended once the CPU part is done, is
+ * encoded a window at a time as it is decoded (strb_trace_roll), so the
+ * array never holds it all. Names, categories and (device, resource) rows become indices into
  * tables; times, ids and record pointers become varints relative to the
  * first activity of their block of STRB_STORE_BLOCK; what is zero or equal to
  * another field takes no byte at all. A launch and its kernel take about 40
@@ -48,8 +50,24 @@ struct strb_store {
  * recs[i], or NULL; recs may be NULL). 0 or -ENOMEM (nothing changed). */
 int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
                      size_t count);
+/* A store built a few blocks at a time, as processing finishes them:
+ * begin (hint: how many activities to make room for, or 0), add any number
+ * of times (each count a multiple of STRB_STORE_BLOCK but the last), then
+ * finish, which hands over the store and frees the builder; abandon frees
+ * both instead. A failed add (-ENOMEM) leaves the store as it was; one
+ * after a short block is refused (-EINVAL). While it is built, the
+ * activities added so far can be read from strb_store_so_far. */
+struct strb_store_builder;
+int strb_store_begin(struct strb_store_builder **out, size_t hint);
+int strb_store_add(struct strb_store_builder *b, const struct strobe_activity *acts, const void *const *recs,
+                   size_t count);
+const struct strb_store *strb_store_so_far(const struct strb_store_builder *b);
+struct strb_store *strb_store_finish(struct strb_store_builder *b);
+void strb_store_abandon(struct strb_store_builder *b);
 /* Activity i, every field as it was encoded; *rec its record (or NULL). */
 void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec);
+/* Activity i's type alone, without decoding the rest. */
+enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i);
 /* Heap bytes the store holds. */
 size_t strb_store_bytes(const struct strb_store *s);
 void strb_store_free(struct strb_store *s);

@@ -184,21 +184,95 @@ static int resize(struct strobe_trace *t, size_t cap)
 
 int strb_trace_reserve(struct strobe_trace *t, size_t more)
 {
-	if (t->count + more <= t->cap)
+	if (t->rolling || t->count - t->sealed + more <= t->cap)
 		return 0;
-	return resize(t, t->count + more);
+	return resize(t, t->count - t->sealed + more);
+}
+
+void strb_trace_roll(struct strobe_trace *t)
+{
+	if (!t->store)
+		t->rolling = true;
+}
+
+/* Encodes the whole blocks of the working array (every activity in it is
+ * final once another is pushed) and moves what is left to its start. 0, or
+ * -ENOMEM with nothing changed. */
+static int roll(struct strobe_trace *t)
+{
+	size_t n = ((t->count - t->sealed) / STRB_STORE_BLOCK) * STRB_STORE_BLOCK;
+	if (!n)
+		return 0;
+	if (!t->rolled && strb_store_begin(&t->rolled, 0))
+		return -ENOMEM;
+	int rc = strb_store_add(t->rolled, t->acts, t->recs, n);
+	if (rc)
+		return rc;
+	size_t left = t->count - t->sealed - n;
+	memmove(t->acts, t->acts + n, left * sizeof(*t->acts));
+	if (t->recs) {
+		memmove(t->recs, t->recs + n, left * sizeof(*t->recs));
+		memset(t->recs + left, 0, n * sizeof(*t->recs));
+	}
+	t->sealed += n;
+	return 0;
 }
 
 struct strobe_activity *strb_trace_push(struct strobe_trace *t)
 {
 	if (t->store) /* sealed: read-only */
 		return NULL;
-	if (t->count == t->cap && resize(t, t->cap ? t->cap * 2 : 4096))
-		return NULL;
-	struct strobe_activity *a = &t->acts[t->count++];
+	size_t used = t->count - t->sealed;
+	if (used == t->cap) {
+		/* A rolling trace's array stops growing at the window: every
+		 * activity in it is final but the last. */
+		if (t->rolling && t->cap >= STRB_TRACE_WINDOW && t->cap > STRB_STORE_BLOCK) {
+			if (roll(t))
+				return NULL;
+		} else if (resize(t, t->cap ? t->cap * 2 : 4096)) {
+			return NULL;
+		}
+		used = t->count - t->sealed;
+	}
+	struct strobe_activity *a = &t->acts[used];
+	t->count++;
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	return a;
+}
+
+int strb_trace_unroll(struct strobe_trace *t)
+{
+	if (!t->sealed)
+		return 0;
+	const struct strb_store *so_far = strb_store_so_far(t->rolled);
+	size_t cap = t->count ? t->count : 1, left = t->count - t->sealed;
+	struct strobe_activity *acts = malloc(cap * sizeof(*acts));
+	const void **recs = t->src.render ? calloc(cap, sizeof(*recs)) : NULL;
+	if (!acts || (t->src.render && !recs)) {
+		free(acts);
+		free(recs);
+		return -ENOMEM;
+	}
+	const void *rec;
+	for (size_t i = 0; i < t->sealed; i++) {
+		strb_store_get(so_far, i, &acts[i], &rec);
+		if (recs)
+			recs[i] = rec;
+	}
+	memcpy(acts + t->sealed, t->acts, left * sizeof(*acts));
+	if (recs && t->recs)
+		memcpy(recs + t->sealed, t->recs, left * sizeof(*recs));
+	strb_store_abandon(t->rolled);
+	free(t->acts);
+	free(t->recs);
+	t->rolled = NULL;
+	t->acts = acts;
+	t->recs = recs;
+	t->cap = cap;
+	t->sealed = 0;
+	t->rolling = false;
+	return 0;
 }
 
 struct strobe_arg *strb_trace_copy_args(struct strobe_trace *t, const struct strobe_arg *args, size_t n)
@@ -257,7 +331,7 @@ int strb_trace_render_args(struct strobe_trace *t, const void *rec)
 		return -EINVAL;
 	if (!t->recs && !(t->recs = calloc(t->cap, sizeof(*t->recs))))
 		return -ENOMEM;
-	t->recs[t->count - 1] = rec;
+	t->recs[t->count - 1 - t->sealed] = rec;
 	return 0;
 }
 
@@ -266,9 +340,19 @@ int strb_trace_seal(struct strobe_trace *t)
 	if (t->store)
 		return 0;
 	struct strb_store *s;
-	int rc = strb_store_build(&s, t->acts, t->recs, t->count);
-	if (rc)
-		return rc;
+	if (t->rolled) {
+		int rc = strb_store_add(t->rolled, t->acts, t->recs, t->count - t->sealed);
+		if (rc)
+			return rc;
+		s = strb_store_finish(t->rolled);
+		t->rolled = NULL;
+		t->sealed = 0;
+	} else {
+		int rc = strb_store_build(&s, t->acts, t->recs, t->count);
+		if (rc)
+			return rc;
+	}
+	t->rolling = false;
 	t->store = s;
 	free(t->acts);
 	free(t->recs);
@@ -280,8 +364,13 @@ int strb_trace_seal(struct strobe_trace *t)
 
 void strb_trace_get_stored(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
 {
-	strb_store_get(t->store, i, &r->tmp, &r->rec);
+	strb_store_get(t->store ? t->store : strb_store_so_far(t->rolled), i, &r->tmp, &r->rec);
 	r->a = &r->tmp;
+}
+
+enum strobe_activity_type strb_trace_type_stored(const struct strobe_trace *t, size_t i)
+{
+	return strb_store_type(t->store ? t->store : strb_store_so_far(t->rolled), i);
 }
 
 size_t strb_trace_args(const struct strobe_trace *t, const struct strb_act_ref *r, struct strb_arg_scratch *s,
@@ -309,6 +398,8 @@ size_t strb_trace_count_type(const struct strobe_trace *t, enum strobe_activity_
 size_t strb_trace_activity_bytes(const struct strobe_trace *t)
 {
 	size_t n = strb_store_bytes(t->store) + t->cap * sizeof(*t->acts);
+	if (t->rolled)
+		n += strb_store_bytes(strb_store_so_far(t->rolled));
 	if (t->recs) /* a sealed trace's, while a walk has not published it all */
 		n += (t->store ? t->count : t->cap) * sizeof(*t->recs);
 	if (t->pub)
@@ -434,6 +525,7 @@ void strobe_trace_destroy(strobe_trace *t)
 	free(t->recs);
 	free(t->pub);
 	strb_store_free(t->store);
+	strb_store_abandon(t->rolled);
 	pthread_mutex_destroy(&t->publish_lock);
 	strb_arena_free(&t->arena);
 	free(t->acts);

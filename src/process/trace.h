@@ -90,15 +90,25 @@ struct strb_arg_source {
 };
 
 struct strb_store;
+struct strb_store_builder;
+
+/* Activities a rolling trace keeps in their working form at most: the rest
+ * are already encoded. 8192 of them take 0.9 MiB, and stay in the cache. */
+#define STRB_TRACE_WINDOW 8192
 
 struct strobe_trace {
 	struct strb_arena arena;
 	/* While processing builds the trace: the activities, changed in place.
 	 * Once sealed (strb_trace_seal), acts is NULL and they live in store,
-	 * read through strb_trace_get. */
+	 * read through strb_trace_get. A rolling trace (strb_trace_roll)
+	 * encodes them while it is built: activities [0, sealed) are in rolled
+	 * already, and acts holds [sealed, count), cap of them. */
 	struct strobe_activity *acts;
 	size_t count, cap;
 	struct strb_store *store;
+	struct strb_store_builder *rolled;
+	size_t sealed;
+	bool rolling;
 	/* The public form of a sealed trace's activities, built by the first
 	 * strobe_trace_foreach (under publish_lock). */
 	struct strobe_activity *pub;
@@ -123,7 +133,8 @@ struct strobe_trace {
 	size_t in_order_from, in_order_to;
 
 	/* Rendered args: recs[i] is the record acts[i]'s args come from, or NULL
-	 * (recs is NULL while no activity has one). */
+	 * (recs is NULL while no activity has one; beside acts, it too holds
+	 * activities [sealed, count) of a rolling trace). */
 	struct strb_arg_source src;
 	const void **recs;
 	pthread_mutex_t publish_lock;
@@ -136,8 +147,19 @@ uint64_t strb_hash_bytes(const char *s, size_t len);
 /* A copy of s (len bytes) that lives as long as the trace; equal strings
  * share one copy. NULL only on allocation failure. */
 const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len);
-/* Room for `more` activities without moving the array again. */
+/* Room for `more` activities without moving the array again (nothing for
+ * a rolling trace, whose working array does not grow). */
 int strb_trace_reserve(struct strobe_trace *t, size_t more);
+/* From now on, pushing an activity tells the trace that every activity
+ * before it is final: the trace encodes them into the compact store a
+ * window at a time (STRB_TRACE_WINDOW), so processing never holds them all
+ * in their 112-byte working form, and no longer reads or changes them
+ * through acts (strb_trace_get reads any). The CPU part is done with it:
+ * strb_control_finish calls this before the device backends decode. */
+void strb_trace_roll(struct strobe_trace *t);
+/* Back to the working form whole, for a pass that changes activities
+ * already encoded (the overlap pass): 0 or -ENOMEM (nothing changed). */
+int strb_trace_unroll(struct strobe_trace *t);
 /* A new zeroed activity slot (size set), or NULL. The pointer is valid
  * until the next call. */
 struct strobe_activity *strb_trace_push(struct strobe_trace *t);
@@ -149,7 +171,9 @@ int strb_trace_set_arg_source(struct strobe_trace *t, const struct strb_arg_sour
 int strb_trace_render_args(struct strobe_trace *t, const void *rec);
 /* Encodes the activities into the compact store and frees the array they
  * were built in; the trace is read-only from then on. On -ENOMEM the trace
- * is left as it was (still whole, only larger). */
+ * is left as it was (still whole, only larger) when it was not rolling; a
+ * rolling trace that had encoded a part is then not readable as a whole,
+ * and processing fails. */
 int strb_trace_seal(struct strobe_trace *t);
 
 /* One activity as a reader sees it: a points at it (into the trace, or at
@@ -166,12 +190,21 @@ void strb_trace_get_stored(const struct strobe_trace *t, size_t i, struct strb_a
  * reused. Any number of threads may read a trace at once. */
 static inline void strb_trace_get(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
 {
-	if (!t->store) {
-		r->a = &t->acts[i];
-		r->rec = t->recs ? t->recs[i] : NULL;
+	if (!t->store && i >= t->sealed) {
+		r->a = &t->acts[i - t->sealed];
+		r->rec = t->recs ? t->recs[i - t->sealed] : NULL;
 		return;
 	}
 	strb_trace_get_stored(t, i, r);
+}
+
+enum strobe_activity_type strb_trace_type_stored(const struct strobe_trace *t, size_t i);
+/* Activity i's type, for passes that look for a few types among them all. */
+static inline enum strobe_activity_type strb_trace_type(const struct strobe_trace *t, size_t i)
+{
+	if (!t->store && i >= t->sealed)
+		return t->acts[i - t->sealed].type;
+	return strb_trace_type_stored(t, i);
 }
 
 /* The args of r's activity: its own, or rendered into s. */

@@ -135,6 +135,58 @@ static void test_overlapping_kernels_get_two_rows(void **state)
 	yajl_tree_free(root);
 }
 
+/* Overlap found after thousands of kernels, which the trace had already
+ * encoded while it decoded them: the overlap pass still moves the late
+ * kernel, leaves the early ones as they were, and the range around them all
+ * still gets its GPU span. */
+static void test_overlap_after_many_kernels(void **state)
+{
+	(void)state;
+	enum { MANY = 6000 };
+	begin();
+	strobe_range_push("phase");
+	for (uint64_t i = 0; i < MANY; i++)
+		kernel_at(0, 3, 10 + 2 * i, 11 + 2 * i, "many");
+	uint64_t at = 20 + 2 * MANY;
+	uint32_t a = kernel_at(0, 7, at, at + 20, "first");
+	uint32_t b = kernel_at(0, 7, at + 10, at + 30, "second");
+	strobe_range_pop();
+	yajl_val root = finish("overlap_late", at + 30);
+	assert_true(row_of(root, "first", a) == 7);
+	assert_true(row_of(root, "second", b) == LANE_STEP + 7);
+	assert_true(ct_stat(root, "gpu_overlap_moved") == 1);
+	assert_int_equal(tu_count(root, "X", "kernel", "many"), MANY);
+	/* Every early kernel on its own stream, where it was. */
+	yajl_val evs = tu_events(root);
+	size_t on_3 = 0;
+	int64_t first_ts = INT64_MAX, last_end = INT64_MIN;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(evs)->values[i];
+		const char *name = tu_get_str(e, "name");
+		if (!name || strcmp(name, "many"))
+			continue;
+		on_3 += num_is(e, "tid", 3);
+		int64_t ts = tu_get_ns(e, "ts");
+		first_ts = ts < first_ts ? ts : first_ts;
+		last_end = ts + tu_get_ns(e, "dur") > last_end ? ts + tu_get_ns(e, "dur") : last_end;
+	}
+	assert_int_equal(on_3, MANY);
+	yajl_val span = NULL;
+	yajl_val evs2 = tu_events(root);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(evs2)->len && !span; i++) {
+		yajl_val e = YAJL_GET_ARRAY(evs2)->values[i];
+		const char *cat = tu_get_str(e, "cat"), *name = tu_get_str(e, "name");
+		if (cat && name && !strcmp(cat, "gpu_user_annotation") && !strcmp(name, "phase") &&
+		    num_is(e, "tid", 3))
+			span = e;
+	}
+	if (!span)
+		fail_msg("no gpu_user_annotation \"phase\" on stream 3");
+	assert_int_equal(tu_get_ns(span, "ts"), first_ts - 1);
+	assert_int_equal(tu_get_ns(span, "ts") + tu_get_ns(span, "dur"), last_end + 1);
+	yajl_tree_free(root);
+}
+
 /* Kernels wholly inside another one would be drawn as its children. */
 static void test_nested_kernels_move(void **state)
 {
@@ -279,6 +331,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_overlapping_kernels_get_two_rows, setup),
 	    cmocka_unit_test_setup(test_nested_kernels_move, setup),
+	    cmocka_unit_test_setup(test_overlap_after_many_kernels, setup),
 	    cmocka_unit_test_setup(test_touching_and_separate_work_unchanged, setup),
 	    cmocka_unit_test_setup(test_memcpy_overlapping_kernel, setup),
 	    cmocka_unit_test_setup(test_recorded_work_overlapping_cupti_row, setup),

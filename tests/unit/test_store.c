@@ -260,11 +260,176 @@ static void test_sealed_trace_writes_the_same(void **state)
 	strobe_trace_destroy(t);
 }
 
+/* Args rendered from a record: none, for these tests. */
+static size_t no_args(const void *ctx, const void *rec, const struct strobe_activity *a,
+                      struct strb_arg_scratch *s)
+{
+	(void)ctx, (void)rec, (void)a, (void)s;
+	return 0;
+}
+
+static struct strobe_trace *trace_with_records(void)
+{
+	struct strobe_trace *t = strb_trace_new();
+	assert_non_null(t);
+	struct strb_arg_source src = {no_args, NULL, NULL};
+	assert_int_equal(strb_trace_set_arg_source(t, &src), 0);
+	return t;
+}
+
+/* Activity i of the rolling tests: launches, kernels and a few ranges, with
+ * records every third one. */
+static void fill(struct strobe_activity *a, size_t i, const char *const *names)
+{
+	a->type = i % 3 == 0   ? STROBE_ACTIVITY_CUDA_RUNTIME
+	          : i % 3 == 1 ? STROBE_ACTIVITY_CONCURRENT_KERNEL
+	                       : (enum strobe_activity_type)(i % 11 == 0 ? 50 : STROBE_ACTIVITY_CPU_OP);
+	a->name = names[i % 4];
+	a->start_ns = 1700000000000000000ll + (int64_t)i * 1000;
+	a->end_ns = a->start_ns + (int64_t)(i % 7) * 100;
+	a->device = i % 3 == 1 ? 0 : 4242;
+	a->resource = (int64_t)(i % 5);
+	a->id = i / 3 + 1;
+	a->linked_id = i % 2 ? i / 9 : 0;
+}
+
+static void push_one(struct strobe_trace *t, size_t i, const char *const *names, const char *recs)
+{
+	struct strobe_activity *a = strb_trace_push(t);
+	assert_non_null(a);
+	fill(a, i, names);
+	if (i % 3 == 0)
+		assert_int_equal(strb_trace_render_args(t, recs + i % 512), 0);
+}
+
+static void assert_same_trace(const struct strobe_trace *x, const struct strobe_trace *y)
+{
+	assert_int_equal(x->count, y->count);
+	struct strb_act_ref rx, ry;
+	for (size_t i = 0; i < x->count; i++) {
+		strb_trace_get(x, i, &rx);
+		strb_trace_get(y, i, &ry);
+		assert_same(rx.a, ry.a);
+		assert_ptr_equal(rx.rec, ry.rec);
+		assert_int_equal(strb_trace_type(x, i), rx.a->type);
+		assert_int_equal(strb_trace_type(y, i), ry.a->type);
+	}
+}
+
+/* A rolling trace encodes its activities a window at a time while they are
+ * pushed: it holds a window of them in the working form, reads back every
+ * one meanwhile, and seals into the very store the whole array gives. */
+static void test_rolling_trace_seals_the_same(void **state)
+{
+	(void)state;
+	enum { N = 5 * STRB_TRACE_WINDOW + 3 * STRB_STORE_BLOCK + 41 };
+	static char recs[512];
+	struct strobe_trace *whole = trace_with_records(), *rolling = trace_with_records();
+	const char *names[4];
+	for (int k = 0; k < 4; k++) {
+		char n[16];
+		snprintf(n, sizeof(n), "name%d", k);
+		/* One copy of each name, shared: names are compared as pointers. */
+		names[k] = strb_trace_intern(whole, n, strlen(n));
+	}
+	/* The CPU part is done in the working form, then the trace rolls. */
+	for (size_t i = 0; i < 100; i++) {
+		push_one(whole, i, names, recs);
+		push_one(rolling, i, names, recs);
+	}
+	strb_trace_roll(rolling);
+	for (size_t i = 100; i < N; i++) {
+		push_one(whole, i, names, recs);
+		push_one(rolling, i, names, recs);
+	}
+	assert_int_equal(rolling->sealed % STRB_STORE_BLOCK, 0);
+	assert_true(rolling->sealed >= N - STRB_TRACE_WINDOW);
+	assert_true(rolling->cap <= STRB_TRACE_WINDOW);
+	/* While it is built: every activity reads back, and the working form
+	 * is a window, not the whole. */
+	assert_same_trace(whole, rolling);
+	size_t whole_bytes = strb_trace_activity_bytes(whole),
+	       rolling_bytes = strb_trace_activity_bytes(rolling);
+	print_message("while built: %zu bytes whole, %zu rolling\n", whole_bytes, rolling_bytes);
+	assert_true(rolling_bytes * 4 < whole_bytes);
+
+	assert_int_equal(strb_trace_seal(whole), 0);
+	assert_int_equal(strb_trace_seal(rolling), 0);
+	assert_null(rolling->acts);
+	assert_int_equal(rolling->sealed, 0);
+	assert_false(rolling->rolling);
+	assert_null(strb_trace_push(rolling));
+	const struct strb_store *a = whole->store, *b = rolling->store;
+	assert_int_equal(a->count, b->count);
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->bytes, b->bytes, a->len);
+	assert_memory_equal(a->offs, b->offs, a->count * sizeof(*a->offs));
+	size_t nblocks = (a->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	assert_memory_equal(a->blocks, b->blocks, nblocks * sizeof(*a->blocks));
+	assert_int_equal(a->nnames, b->nnames);
+	assert_memory_equal(a->names, b->names, a->nnames * sizeof(*a->names));
+	assert_int_equal(a->nrows, b->nrows);
+	assert_memory_equal(a->rows, b->rows, a->nrows * sizeof(*a->rows));
+	assert_int_equal(strb_trace_activity_bytes(whole), strb_trace_activity_bytes(rolling));
+	assert_same_trace(whole, rolling);
+	strobe_trace_destroy(whole);
+	strobe_trace_destroy(rolling);
+}
+
+/* A pass that changes encoded activities takes the trace back to its
+ * working form, whole; it then seals as if it had never rolled. */
+static void test_unrolled_trace_is_whole_again(void **state)
+{
+	(void)state;
+	enum { N = 3 * STRB_TRACE_WINDOW + 77 };
+	static char recs[512];
+	struct strobe_trace *whole = trace_with_records(), *t = trace_with_records();
+	const char *names[4] = {"a", "b", "c", "d"};
+	strb_trace_roll(t);
+	for (size_t i = 0; i < N; i++) {
+		push_one(whole, i, names, recs);
+		push_one(t, i, names, recs);
+	}
+	assert_true(t->sealed > 0);
+	assert_int_equal(strb_trace_unroll(t), 0);
+	assert_int_equal(t->sealed, 0);
+	assert_null(t->rolled);
+	assert_false(t->rolling);
+	for (size_t i = 0; i < N; i++) {
+		assert_same(&whole->acts[i], &t->acts[i]);
+		assert_ptr_equal(whole->recs[i], t->recs[i]);
+	}
+	/* Changed in place, as the overlap pass does, and more pushed. */
+	whole->acts[5].resource = t->acts[5].resource = 1ll << 41;
+	for (size_t i = N; i < N + 300; i++) {
+		push_one(whole, i, names, recs);
+		push_one(t, i, names, recs);
+	}
+	assert_int_equal(t->sealed, 0); /* no longer rolling */
+	assert_int_equal(strb_trace_seal(whole), 0);
+	assert_int_equal(strb_trace_seal(t), 0);
+	assert_int_equal(whole->store->len, t->store->len);
+	assert_memory_equal(whole->store->bytes, t->store->bytes, t->store->len);
+	assert_same_trace(whole, t);
+	/* Unrolling a trace that encoded nothing yet changes nothing. */
+	struct strobe_trace *u = trace_with_records();
+	strb_trace_roll(u);
+	push_one(u, 0, names, recs);
+	struct strobe_activity *first = u->acts;
+	assert_int_equal(strb_trace_unroll(u), 0);
+	assert_ptr_equal(u->acts, first);
+	strobe_trace_destroy(u);
+	strobe_trace_destroy(whole);
+	strobe_trace_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_field_round_trips),
 	    cmocka_unit_test(test_sealed_trace_writes_the_same),
+	    cmocka_unit_test(test_rolling_trace_seals_the_same),
+	    cmocka_unit_test(test_unrolled_trace_is_whole_again),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
