@@ -201,7 +201,8 @@ void strb_gpu_build_table(struct strb_gpu *g)
 		id_range(g->calls[i].corr, &lo, &hi, &n);
 	for (size_t i = 0; i < g->nexts; i++)
 		id_range(g->exts[i].corr, &lo, &hi, &n);
-	/* One allocation for every activity instead of doublings and copies. */
+	/* One allocation for every activity instead of doublings and copies
+	 * (a rolling trace, which keeps only a window, needs none). */
 	if (strb_trace_reserve(g->t, g->st->gpu_records + 64)) {
 		g->rc = -ENOMEM;
 		return;

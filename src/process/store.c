@@ -130,11 +130,8 @@ static uint64_t row_key(const struct enc *e, uint32_t i)
 
 /* The index of name n (NULL included), added when new; UINT32_MAX when out
  * of memory. Names are compared as pointers: each keeps its own. */
-static uint32_t name_index(struct enc *e, const char *n)
+static __attribute__((noinline)) uint32_t name_index_slow(struct enc *e, const char *n, struct name_hit *hit)
 {
-	struct name_hit *hit = &e->name_hits[((uintptr_t)n >> 4) & (CACHE - 1)];
-	if (hit->at && hit->name == n)
-		return hit->at - 1;
 	struct strb_store *s = e->s;
 	if (!map_grow(&e->names, s->nnames, name_key, e))
 		return UINT32_MAX;
@@ -154,11 +151,17 @@ static uint32_t name_index(struct enc *e, const char *n)
 	return (uint32_t)s->nnames - 1;
 }
 
-static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
+static inline uint32_t name_index(struct enc *e, const char *n)
 {
-	struct row_hit *hit = &e->row_hits[((uint64_t)device * 31 + (uint64_t)resource) & (CACHE - 1)];
-	if (hit->at && hit->device == device && hit->resource == resource)
+	struct name_hit *hit = &e->name_hits[((uintptr_t)n >> 4) & (CACHE - 1)];
+	if (hit->at && hit->name == n)
 		return hit->at - 1;
+	return name_index_slow(e, n, hit);
+}
+
+static __attribute__((noinline)) uint32_t row_index_slow(struct enc *e, int64_t device, int64_t resource,
+                                                         struct row_hit *hit)
+{
 	struct strb_store *s = e->s;
 	if (!map_grow(&e->rows, s->nrows, row_key, e))
 		return UINT32_MAX;
@@ -178,6 +181,14 @@ static uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
 	}
 	*hit = (struct row_hit){device, resource, at};
 	return at - 1;
+}
+
+static inline uint32_t row_index(struct enc *e, int64_t device, int64_t resource)
+{
+	struct row_hit *hit = &e->row_hits[((uint64_t)device * 31 + (uint64_t)resource) & (CACHE - 1)];
+	if (hit->at && hit->device == device && hit->resource == resource)
+		return hit->at - 1;
+	return row_index_slow(e, device, resource, hit);
 }
 
 /* The bases of the block of activities [from, to). */
@@ -202,12 +213,11 @@ static void block_bases(struct strb_store_block *b, const struct strobe_activity
 	}
 }
 
+/* One activity; its block made room for it. */
 static bool encode(struct enc *e, const struct strb_store_block *b, const struct strobe_activity *a,
                    const void *rec)
 {
 	struct strb_store *s = e->s;
-	if (!strb_grow_array((void **)&s->bytes, &e->cap, s->len + MAX_RECORD, 1))
-		return false;
 	uint32_t name = name_index(e, a->name), row = row_index(e, a->device, a->resource);
 	uint32_t cat = a->category ? name_index(e, a->category) : 0;
 	if (name == UINT32_MAX || row == UINT32_MAX || cat == UINT32_MAX)
@@ -310,6 +320,7 @@ int strb_store_add(struct strb_store_builder *sb, const struct strobe_activity *
 		struct strb_store_block *b = &s->blocks[first_block + k];
 		block_bases(b, acts, recs, from, to);
 		b->at = s->len;
+		ok = strb_grow_array((void **)&s->bytes, &sb->e.cap, s->len + (to - from) * MAX_RECORD, 1);
 		for (size_t i = from; ok && i < to; i++) {
 			/* A block is at most STRB_STORE_BLOCK * MAX_RECORD bytes: offsets fit. */
 			s->offs[s->count + i] = (uint16_t)(s->len - b->at);

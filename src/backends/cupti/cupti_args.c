@@ -86,7 +86,7 @@ uint32_t strb_cupti_shape_index(struct strb_cupti_args *x, const struct strb_cup
 		return UINT32_MAX;
 	size_t j = shape_hash(s) & (x->slots_cap - 1);
 	for (uint32_t at; (at = x->shape_slots[j]); j = (j + 1) & (x->slots_cap - 1))
-		if (!memcmp(&x->shapes[at - 1], s, sizeof(*s)))
+		if (strb_cupti_shape_eq(&x->shapes[at - 1], s))
 			return at - 1;
 	x->shapes[x->nshapes] = *s;
 	x->shape_slots[j] = (uint32_t)++x->nshapes;

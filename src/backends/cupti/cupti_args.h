@@ -12,6 +12,7 @@
 #include <cupti.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "process/trace.h"
 
@@ -84,6 +85,18 @@ struct strb_cupti_shape {
 	uint64_t graph_node;
 };
 _Static_assert(sizeof(struct strb_cupti_shape) % sizeof(uint64_t) == 0, "shapes hash as whole words");
+
+/* Whether two shapes are the same, word by word: inline, as every kernel
+ * is compared at least once. */
+static inline bool strb_cupti_shape_eq(const struct strb_cupti_shape *a, const struct strb_cupti_shape *b)
+{
+	uint64_t x[sizeof(*a) / sizeof(uint64_t)], y[sizeof(*b) / sizeof(uint64_t)], d = 0;
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		d |= x[i] ^ y[i];
+	return !d;
+}
 
 /* A kernel: 16 bytes, against CUPTI's 208-byte record (its correlation id
  * is the activity's id). */

@@ -39,6 +39,8 @@
 #define KERNEL_PRIORITY_OFFSET 216
 #endif
 
+#define SHAPE_CACHE 8
+
 struct cuda_event {
 	uint32_t ctx, event, corr, stream;
 };
@@ -58,9 +60,10 @@ struct conv {
 	/* Device limits and launch shapes, kept for rendering args. */
 	struct strb_cupti_args *x;
 	struct strb_cuda_device dev[MAX_DEVICES]; /* from DEVICE records, then the driver */
-	/* The last kernel shape looked up, as kernels repeat. */
-	struct strb_cupti_shape last_shape;
-	uint32_t last_index;
+	/* The last kernel shape looked up on a few streams (by the stream's
+	 * low bits), as each stream's kernels repeat. */
+	struct strb_cupti_shape last_shape[SHAPE_CACHE];
+	uint32_t last_index[SHAPE_CACHE];
 
 	/* Sync rows named so far. */
 	uint64_t *sync_rows;
@@ -240,13 +243,14 @@ static const struct strb_cupti_kernel *kernel_record(struct conv *c, const CUpti
 	s.channel = k->channelID;
 	s.channel_type = (uint32_t)k->channelType;
 	s.graph_node = k->graphNodeId;
-	uint32_t shape = c->last_index;
-	if (shape == UINT32_MAX || memcmp(&s, &c->last_shape, sizeof(s))) {
+	unsigned slot = s.stream % SHAPE_CACHE;
+	uint32_t shape = c->last_index[slot];
+	if (shape == UINT32_MAX || !strb_cupti_shape_eq(&s, &c->last_shape[slot])) {
 		shape = strb_cupti_shape_index(c->x, &s);
 		if (shape == UINT32_MAX)
 			return NULL;
-		c->last_shape = s;
-		c->last_index = shape;
+		c->last_shape[slot] = s;
+		c->last_index[slot] = shape;
 		/* The shape's occupancy, for rendering. */
 		if (s.device < MAX_DEVICES && c->x->sm_count[s.device])
 			strb_cupti_occupancy(c->x, c->g.t, &s);
@@ -773,7 +777,8 @@ static void add_versions(struct conv *c)
 
 int strb_cupti_convert(struct strobe_trace *t, const struct strb_window *w, struct strb_gpu_buffer *buffers)
 {
-	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers, .last_index = UINT32_MAX};
+	struct conv c = {.lib = strb_cupti.lib, .buffers = buffers};
+	memset(c.last_index, 0xff, sizeof(c.last_index)); /* UINT32_MAX: none yet */
 	strb_gpu_init(&c.g, t, w);
 	c.g.pauses = &strb_cupti.pauses;
 	c.g.count_unmatched = strb_gpu_selected(&c.g, STROBE_ACTIVITY_CUDA_RUNTIME) ||
