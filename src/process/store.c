@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +89,6 @@ struct row_hit {
 
 struct enc {
 	struct strb_store *s;
-	size_t cap; /* of s->bytes */
 	size_t names_cap, rows_cap;
 	struct map names, rows;
 	struct name_hit name_hits[CACHE];
@@ -213,15 +213,15 @@ static void block_bases(struct strb_store_block *b, const struct strobe_activity
 	}
 }
 
-/* One activity; its block made room for it. */
-static bool encode(struct enc *e, const struct strb_store_block *b, const struct strobe_activity *a,
-                   const void *rec)
+/* One activity at p (MAX_RECORD bytes at most); the end of what it wrote,
+ * or NULL when out of memory for the tables. */
+static uint8_t *encode(struct enc *e, const struct strb_store_block *b, const struct strobe_activity *a,
+                       const void *rec, uint8_t *p)
 {
-	struct strb_store *s = e->s;
 	uint32_t name = name_index(e, a->name), row = row_index(e, a->device, a->resource);
 	uint32_t cat = a->category ? name_index(e, a->category) : 0;
 	if (name == UINT32_MAX || row == UINT32_MAX || cat == UINT32_MAX)
-		return false;
+		return NULL;
 	uint32_t type = (uint32_t)a->type;
 	unsigned head = type < TYPE_WIDE ? type : TYPE_WIDE;
 	head |= a->flags ? H_FLAGS : 0;
@@ -240,7 +240,6 @@ static bool encode(struct enc *e, const struct strb_store_block *b, const struct
 			base = b->rec[1];
 		}
 	}
-	uint8_t *p = s->bytes + s->len;
 	*p++ = (uint8_t)head;
 	*p++ = (uint8_t)(head >> 8);
 	if ((head & TYPE_WIDE) == TYPE_WIDE)
@@ -270,32 +269,64 @@ static bool encode(struct enc *e, const struct strb_store_block *b, const struct
 	}
 	if (head & H_REC)
 		p = put_varint(p, zigzag(r - base));
-	s->len = (size_t)(p - s->bytes);
-	return true;
+	return p;
 }
 
 struct strb_store_builder {
 	struct enc e;
-	size_t blocks_cap, offs_cap;
+	struct strb_arena *arena; /* where blocks' bytes go while it has room, or NULL */
+	size_t blocks_cap;
 	bool done; /* a block shorter than STRB_STORE_BLOCK was added: no more */
+	/* A block is encoded here, then copied to the arena at its size. */
+	uint8_t scratch[STRB_STORE_BLOCK * (sizeof(uint16_t) + MAX_RECORD)];
 };
 
-int strb_store_begin(struct strb_store_builder **out, size_t hint)
+int strb_store_begin(struct strb_store_builder **out, size_t hint, struct strb_arena *arena)
 {
-	struct strb_store_builder *b = calloc(1, sizeof(*b));
+	struct strb_store_builder *b = malloc(sizeof(*b));
 	struct strb_store *s = b ? calloc(1, sizeof(*s)) : NULL;
 	if (!s) {
 		free(b);
 		return -ENOMEM;
 	}
+	memset(b, 0, offsetof(struct strb_store_builder, scratch));
 	b->e.s = s;
-	/* Launches and kernels take 16-24 bytes each: room for hint of them. */
-	if (hint && !strb_grow_array((void **)&s->bytes, &b->e.cap, hint * 16 + MAX_RECORD, 1)) {
+	b->arena = arena;
+	s->own.max_chunk = 1 << 20;
+	size_t nblocks = (hint + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
+	if (hint && !strb_grow_array((void **)&s->blocks, &b->blocks_cap, nblocks, sizeof(*s->blocks))) {
 		strb_store_abandon(b);
 		return -ENOMEM;
 	}
 	*out = b;
 	return 0;
+}
+
+/* Encodes acts[from, to) as block b: the activities' offsets from the
+ * block's start, then their records. False when out of memory. */
+static bool encode_block(struct strb_store_builder *sb, struct strb_store_block *b,
+                         const struct strobe_activity *acts, const void *const *recs, size_t from, size_t to)
+{
+	block_bases(b, acts, recs, from, to);
+	uint8_t *p = sb->scratch + (to - from) * sizeof(uint16_t);
+	for (size_t i = from; i < to; i++) {
+		/* A block is at most STRB_STORE_BLOCK * (2 + MAX_RECORD) bytes: offsets fit. */
+		uint16_t off = (uint16_t)(p - sb->scratch);
+		memcpy(sb->scratch + (i - from) * sizeof(off), &off, sizeof(off));
+		if (!(p = encode(&sb->e, b, &acts[i], recs ? recs[i] : NULL, p)))
+			return false;
+	}
+	size_t len = (size_t)(p - sb->scratch);
+	/* The trace's memory first (vendor buffers already walked), then the
+	 * store's own, in chunks small enough that little is left unused. */
+	uint8_t *bytes = sb->arena ? strb_arena_alloc_held(sb->arena, len) : NULL;
+	if (!bytes && !(bytes = strb_arena_alloc(&sb->e.s->own, len)))
+		return false;
+	memcpy(bytes, sb->scratch, len);
+	b->p = bytes;
+	b->len = (uint32_t)len;
+	sb->e.s->len += len;
+	return true;
 }
 
 int strb_store_add(struct strb_store_builder *sb, const struct strobe_activity *acts, const void *const *recs,
@@ -308,24 +339,14 @@ int strb_store_add(struct strb_store_builder *sb, const struct strobe_activity *
 		return -EINVAL;
 	size_t nblocks = (count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
 	size_t first_block = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
-	if (!strb_grow_array((void **)&s->blocks, &sb->blocks_cap, first_block + nblocks,
-	                     sizeof(*s->blocks)) ||
-	    !strb_grow_array((void **)&s->offs, &sb->offs_cap, s->count + count, sizeof(*s->offs)))
+	if (!strb_grow_array((void **)&s->blocks, &sb->blocks_cap, first_block + nblocks, sizeof(*s->blocks)))
 		return -ENOMEM;
 	bool ok = true;
 	size_t len = s->len;
 	for (size_t k = 0; ok && k < nblocks; k++) {
 		size_t from = k * STRB_STORE_BLOCK,
 		       to = from + STRB_STORE_BLOCK < count ? from + STRB_STORE_BLOCK : count;
-		struct strb_store_block *b = &s->blocks[first_block + k];
-		block_bases(b, acts, recs, from, to);
-		b->at = s->len;
-		ok = strb_grow_array((void **)&s->bytes, &sb->e.cap, s->len + (to - from) * MAX_RECORD, 1);
-		for (size_t i = from; ok && i < to; i++) {
-			/* A block is at most STRB_STORE_BLOCK * MAX_RECORD bytes: offsets fit. */
-			s->offs[s->count + i] = (uint16_t)(s->len - b->at);
-			ok = encode(&sb->e, b, &acts[i], recs ? recs[i] : NULL);
-		}
+		ok = encode_block(sb, &s->blocks[first_block + k], acts, recs, from, to);
 	}
 	if (!ok) { /* the blocks added are left out: the store is as it was */
 		s->len = len;
@@ -358,28 +379,21 @@ struct strb_store *strb_store_finish(struct strb_store_builder *b)
 	free(b->e.rows.slots);
 	free(b);
 	/* Give back what the estimates left over. */
-	uint8_t *bytes = realloc(s->bytes, s->len ? s->len : 1);
-	if (bytes)
-		s->bytes = bytes;
 	const char **n = realloc(s->names, (s->nnames ? s->nnames : 1) * sizeof(*n));
 	if (n)
 		s->names = n;
-	/* Arrays grown a few blocks at a time, too. */
 	size_t nblocks = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
 	struct strb_store_block *blocks = realloc(s->blocks, (nblocks ? nblocks : 1) * sizeof(*blocks));
 	if (blocks)
 		s->blocks = blocks;
-	uint16_t *offs = realloc(s->offs, (s->count ? s->count : 1) * sizeof(*offs));
-	if (offs)
-		s->offs = offs;
 	return s;
 }
 
 int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
-                     size_t count)
+                     size_t count, struct strb_arena *arena)
 {
 	struct strb_store_builder *b = NULL;
-	int rc = strb_store_begin(&b, count);
+	int rc = strb_store_begin(&b, count, arena);
 	if (!rc)
 		rc = strb_store_add(b, acts, recs, count);
 	if (rc) {
@@ -405,6 +419,14 @@ static inline uint64_t get_varint(const uint8_t **pp)
 	return v;
 }
 
+/* Activity i's record in its block b. */
+static inline const uint8_t *record_of(const struct strb_store_block *b, size_t i)
+{
+	uint16_t off;
+	memcpy(&off, b->p + (i % STRB_STORE_BLOCK) * sizeof(off), sizeof(off));
+	return b->p + off;
+}
+
 static inline uint64_t unzigzag(uint64_t v)
 {
 	return (v >> 1) ^ (0 - (v & 1));
@@ -413,7 +435,7 @@ static inline uint64_t unzigzag(uint64_t v)
 void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec)
 {
 	const struct strb_store_block *b = &s->blocks[i / STRB_STORE_BLOCK];
-	const uint8_t *p = s->bytes + b->at + s->offs[i];
+	const uint8_t *p = record_of(b, i);
 	unsigned head = p[0] | (unsigned)p[1] << 8;
 	p += 2;
 	memset(a, 0, sizeof(*a));
@@ -454,7 +476,7 @@ void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity
 
 enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i)
 {
-	const uint8_t *p = s->bytes + s->blocks[i / STRB_STORE_BLOCK].at + s->offs[i];
+	const uint8_t *p = record_of(&s->blocks[i / STRB_STORE_BLOCK], i);
 	uint32_t type = p[0] & TYPE_WIDE;
 	if (type == TYPE_WIDE) {
 		p += 2;
@@ -468,17 +490,16 @@ size_t strb_store_bytes(const struct strb_store *s)
 	if (!s)
 		return 0;
 	size_t nblocks = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK;
-	return sizeof(*s) + s->len + nblocks * sizeof(*s->blocks) + s->count * sizeof(*s->offs) +
-	       s->nnames * sizeof(*s->names) + s->nrows * sizeof(*s->rows);
+	return sizeof(*s) + s->len + nblocks * sizeof(*s->blocks) + s->nnames * sizeof(*s->names) +
+	       s->nrows * sizeof(*s->rows);
 }
 
 void strb_store_free(struct strb_store *s)
 {
 	if (!s)
 		return;
-	free(s->bytes);
+	strb_arena_free(&s->own);
 	free(s->blocks);
-	free(s->offs);
 	free(s->names);
 	free(s->rows);
 	free(s);

@@ -12,23 +12,29 @@
  * another field takes no byte at all. A launch and its kernel take about 40
  * bytes instead of 240.
  *
- * Activities stay addressable by index: each has a 16-bit offset into its
- * block, so writers that visit them out of order (Perfetto's time-sorted
- * packets, JSON's chunks formatted in parallel) decode any one on its own.
- * Decoding gives back every field exactly as it was, pointers included. A
- * sealed trace is read-only; any number of threads may decode at once. */
+ * Activities stay addressable by index: each block starts with its
+ * activities' 16-bit offsets, so writers that visit them out of order
+ * (Perfetto's time-sorted packets, JSON's chunks formatted in parallel)
+ * decode any one on its own. A block's bytes are allocated at their size
+ * from the trace's arena while it has room, which holds the vendor buffers
+ * already walked: the store is written into memory the process already
+ * has, and faults in no new pages. Decoding gives
+ * back every field exactly as it was, pointers included. A sealed trace is
+ * read-only; any number of threads may decode at once. */
 #ifndef STROBE_PROCESS_STORE_H
 #define STROBE_PROCESS_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "process/trace.h"
 #include "strobe/strobe.h"
 
 #define STRB_STORE_BLOCK 256
 
 struct strb_store_block {
-	uint64_t at;         /* offset of the block's bytes */
+	const uint8_t *p;    /* the block's bytes: offsets (uint16_t each), then records */
+	uint32_t len;        /* of them */
 	int64_t start;       /* bases of the block's activities' fields */
 	uint64_t id, linked; /* (the first nonzero value in the block) */
 	uintptr_t rec[2];    /* two record bases: GPU work and calls live apart */
@@ -36,10 +42,9 @@ struct strb_store_block {
 
 struct strb_store {
 	size_t count;
-	uint8_t *bytes;
-	size_t len;
+	size_t len; /* the blocks' bytes, in all */
 	struct strb_store_block *blocks;
-	uint16_t *offs; /* per activity, from its block's start */
+	struct strb_arena own; /* blocks' bytes the given arena had no room for */
 	const char **names;
 	size_t nnames;
 	int64_t (*rows)[2]; /* (device, resource) */
@@ -47,18 +52,21 @@ struct strb_store {
 };
 
 /* Encodes count activities (and the record each one's args render from,
- * recs[i], or NULL; recs may be NULL). 0 or -ENOMEM (nothing changed). */
+ * recs[i], or NULL; recs may be NULL). The blocks' bytes go where arena
+ * (which must outlive the store; or NULL) has room already, else into the
+ * store's own chunks. 0 or -ENOMEM (nothing changed). */
 int strb_store_build(struct strb_store **out, const struct strobe_activity *acts, const void *const *recs,
-                     size_t count);
+                     size_t count, struct strb_arena *arena);
 /* A store built a few blocks at a time, as processing finishes them:
- * begin (hint: how many activities to make room for, or 0), add any number
+ * begin (hint: how many activities to make room for, or 0; arena as for
+ * strb_store_build), add any number
  * of times (each count a multiple of STRB_STORE_BLOCK but the last), then
  * finish, which hands over the store and frees the builder; abandon frees
  * both instead. A failed add (-ENOMEM) leaves the store as it was; one
  * after a short block is refused (-EINVAL). While it is built, the
  * activities added so far can be read from strb_store_so_far. */
 struct strb_store_builder;
-int strb_store_begin(struct strb_store_builder **out, size_t hint);
+int strb_store_begin(struct strb_store_builder **out, size_t hint, struct strb_arena *arena);
 int strb_store_add(struct strb_store_builder *b, const struct strobe_activity *acts, const void *const *recs,
                    size_t count);
 const struct strb_store *strb_store_so_far(const struct strb_store_builder *b);

@@ -29,8 +29,9 @@ void *strb_arena_alloc(struct strb_arena *a, size_t n)
 		/* Chunks grow with the arena (1 MiB up to 64 MiB): big traces
 		 * take fewer, larger allocations. */
 		size_t size = a->head ? a->size * 2 : (1 << 20);
-		if (size > (64u << 20))
-			size = 64u << 20;
+		size_t max = a->max_chunk ? a->max_chunk : 64u << 20;
+		if (size > max)
+			size = max;
 		if (size < n)
 			size = n;
 		struct strb_arena_chunk *c = malloc(sizeof(*c) + size);
@@ -45,6 +46,15 @@ void *strb_arena_alloc(struct strb_arena *a, size_t n)
 	void *p = a->head->data + a->used;
 	a->used += n;
 	return p;
+}
+
+void *strb_arena_alloc_held(struct strb_arena *a, size_t n)
+{
+	size_t need = (n + 15) & ~(size_t)15;
+	bool room = a->head && a->used + need <= a->size;
+	if (!room && !(a->spare && a->spare->size >= need))
+		return NULL;
+	return strb_arena_alloc(a, n);
 }
 
 void strb_arena_give(struct strb_arena *a, void *mem, size_t size)
@@ -203,7 +213,7 @@ static int roll(struct strobe_trace *t)
 	size_t n = ((t->count - t->sealed) / STRB_STORE_BLOCK) * STRB_STORE_BLOCK;
 	if (!n)
 		return 0;
-	if (!t->rolled && strb_store_begin(&t->rolled, 0))
+	if (!t->rolled && strb_store_begin(&t->rolled, 0, &t->arena))
 		return -ENOMEM;
 	int rc = strb_store_add(t->rolled, t->acts, t->recs, n);
 	if (rc)
@@ -348,7 +358,7 @@ int strb_trace_seal(struct strobe_trace *t)
 		t->rolled = NULL;
 		t->sealed = 0;
 	} else {
-		int rc = strb_store_build(&s, t->acts, t->recs, t->count);
+		int rc = strb_store_build(&s, t->acts, t->recs, t->count, &t->arena);
 		if (rc)
 			return rc;
 	}

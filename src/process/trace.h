@@ -15,9 +15,14 @@ struct strb_arena {
 	struct strb_arena_chunk *head;
 	size_t used, size;              /* within head */
 	struct strb_arena_chunk *spare; /* handed over by strb_arena_give, not used yet */
+	size_t max_chunk;               /* largest chunk it mallocs; 0: 64 MiB */
 };
 
 void *strb_arena_alloc(struct strb_arena *a, size_t n);
+/* As strb_arena_alloc, but only from memory the arena holds already (what
+ * is left of its current chunk, or a block handed over by strb_arena_give);
+ * NULL when that would take a new chunk. */
+void *strb_arena_alloc_held(struct strb_arena *a, size_t n);
 
 /* Makes room for `need` elements of `elem` bytes in the malloc'd array *p
  * of capacity *cap (doubling from 256); false when out of memory, the
