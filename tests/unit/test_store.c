@@ -433,6 +433,48 @@ static void test_unrolled_trace_is_whole_again(void **state)
 	strobe_trace_destroy(t);
 }
 
+/* A store is written into memory its trace already holds (here a block
+ * handed to the arena, as walked vendor buffers are) while there is room,
+ * and into its own small chunks after: it takes no large allocation of its
+ * own. */
+static void test_store_uses_the_trace_memory(void **state)
+{
+	(void)state;
+	enum { N = 4 * STRB_TRACE_WINDOW };
+	static char recs[512];
+	const char *names[4] = {"a", "b", "c", "d"};
+	struct strobe_trace *t = trace_with_records();
+	size_t given = 256 << 10;
+	char *mem = malloc(given);
+	assert_non_null(mem);
+	strb_arena_give(&t->arena, mem, given);
+	strb_trace_roll(t);
+	for (size_t i = 0; i < N; i++)
+		push_one(t, i, names, recs);
+	assert_int_equal(strb_trace_seal(t), 0);
+	const struct strb_store *s = t->store;
+	size_t nblocks = (s->count + STRB_STORE_BLOCK - 1) / STRB_STORE_BLOCK, inside = 0;
+	for (size_t k = 0; k < nblocks; k++) {
+		const uint8_t *p = s->blocks[k].p;
+		inside += p >= (const uint8_t *)mem && p + s->blocks[k].len <= (const uint8_t *)mem + given;
+	}
+	/* The given block filled first, in order, then the store's own
+	 * chunks of 1 MiB took the rest. */
+	assert_true(s->blocks[0].p >= (const uint8_t *)mem && s->blocks[0].p < (const uint8_t *)mem + given);
+	assert_true(inside > 0 && inside < nblocks);
+	assert_true(s->len > given);
+	assert_non_null(s->own.head);
+	assert_int_equal(s->own.max_chunk, 1 << 20);
+	print_message("%zu of %zu blocks in the given memory, %zu bytes in all\n", inside, nblocks, s->len);
+	/* Every activity still reads back. */
+	struct strobe_trace *whole = trace_with_records();
+	for (size_t i = 0; i < N; i++)
+		push_one(whole, i, names, recs);
+	assert_same_trace(whole, t);
+	strobe_trace_destroy(whole);
+	strobe_trace_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +482,7 @@ int main(void)
 	    cmocka_unit_test(test_sealed_trace_writes_the_same),
 	    cmocka_unit_test(test_rolling_trace_seals_the_same),
 	    cmocka_unit_test(test_unrolled_trace_is_whole_again),
+	    cmocka_unit_test(test_store_uses_the_trace_memory),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
