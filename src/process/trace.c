@@ -235,7 +235,7 @@ struct strobe_activity *strb_trace_push(struct strobe_trace *t)
 	size_t used = t->count - t->sealed;
 	if (used == t->cap) {
 		/* A rolling trace's array stops growing at the window: every
-		 * activity in it is final but the last. */
+		 * activity in it is final once another is pushed. */
 		if (t->rolling && t->cap >= STRB_TRACE_WINDOW && t->cap > STRB_STORE_BLOCK) {
 			if (roll(t))
 				return NULL;
