@@ -199,20 +199,25 @@ static int add_lane_rows(struct strobe_trace *t, const struct row *r)
 }
 
 /* Whether GPU work lies outside the range its backend checked. */
+/* Whether activity i (read into r, encoded or not) is work that moves;
+ * its type alone rules most out without decoding it. */
+static bool moves_at(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
+{
+	enum strobe_activity_type type = strb_trace_type(t, i);
+	if (type != STROBE_ACTIVITY_CONCURRENT_KERNEL && type != STROBE_ACTIVITY_GPU_MEMCPY &&
+	    type != STROBE_ACTIVITY_GPU_MEMSET)
+		return false;
+	strb_trace_get(t, i, r);
+	return moves(r->a);
+}
+
 static bool unchecked_work(const struct strobe_trace *t)
 {
 	struct strb_act_ref r;
 	for (size_t i = 0; i < t->count; i++) {
 		if (i == t->in_order_from)
 			i = t->in_order_to;
-		if (i >= t->count)
-			break;
-		enum strobe_activity_type type = strb_trace_type(t, i);
-		if (type != STROBE_ACTIVITY_CONCURRENT_KERNEL && type != STROBE_ACTIVITY_GPU_MEMCPY &&
-		    type != STROBE_ACTIVITY_GPU_MEMSET)
-			continue;
-		strb_trace_get(t, i, &r);
-		if (moves(r.a))
+		if (i < t->count && moves_at(t, i, &r))
 			return true;
 	}
 	return false;
@@ -222,9 +227,6 @@ int strb_process_overlap(struct strobe_trace *t)
 {
 	if (t->in_order_to > t->in_order_from && t->in_order_to <= t->count && !unchecked_work(t))
 		return 0;
-	/* Rows are checked, and activities moved, in their working form. */
-	if (strb_trace_unroll(t))
-		return -ENOMEM;
 	struct rows rows = {calloc(64, sizeof(struct row)), 64, 0};
 	if (!rows.slot)
 		return -ENOMEM;
@@ -236,10 +238,11 @@ int strb_process_overlap(struct strobe_trace *t)
 	/* One pass finds the rows whose work is not already in order without
 	 * overlap; a trace with none costs no sort. */
 	bool any = false;
+	struct strb_act_ref ref;
 	for (size_t i = 0; i < t->count; i++) {
-		const struct strobe_activity *a = &t->acts[i];
-		if (!moves(a))
+		if (!moves_at(t, i, &ref))
 			continue;
+		const struct strobe_activity *a = ref.a;
 		struct row *r = row_get(&rows, a->device, a->resource);
 		if (!r) {
 			rc = -ENOMEM;
@@ -253,6 +256,11 @@ int strb_process_overlap(struct strobe_trace *t)
 	}
 	if (!any)
 		goto out;
+	/* Activities move in their working form. */
+	if (strb_trace_unroll(t)) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	size_t m = 0, widest = 0;
 	for (size_t i = 0; i < rows.cap; i++) {
 		if (!rows.slot[i].flagged)

@@ -2,25 +2,28 @@
  *
  * Processing builds activities as an array of the public struct strobe_activity
  * (112 bytes each, plus 8 for the record its args render from), which it
- * changes as it links, closes and moves them. When processing ends the trace
- * is sealed: each activity is encoded into a few bytes and the array is
- * freed. Device work, which is only appended once the CPU part is done, is
- * encoded a window at a time as it is decoded (strb_trace_roll), so the
- * array never holds it all. Names, categories and (device, resource) rows become indices into
- * tables; times, ids and record pointers become varints relative to the
- * first activity of their block of STRB_STORE_BLOCK; what is zero or equal to
- * another field takes no byte at all. A launch and its kernel take about 40
- * bytes instead of 240.
+ * changes as it links, closes and moves them, and encodes each into a few
+ * bytes once it is final. The CPU part is final when it has been paired and
+ * closed; device work, only appended after that, is final as soon as the
+ * next activity is pushed. So the trace rolls (strb_trace_roll): its
+ * finished blocks are encoded while the device records are decoded, and the
+ * array holds a window of them, not all. Sealing the trace encodes the rest
+ * and frees the array. Names, categories and (device, resource) rows become
+ * indices into tables; times, ids and record pointers become varints
+ * relative to the first activity of their block of STRB_STORE_BLOCK; what
+ * is zero or equal to another field takes no byte at all. A launch and its
+ * kernel take about 40 bytes instead of 240.
  *
  * Activities stay addressable by index: each block starts with its
  * activities' 16-bit offsets, so writers that visit them out of order
  * (Perfetto's time-sorted packets, JSON's chunks formatted in parallel)
  * decode any one on its own. A block's bytes are allocated at their size
- * from the trace's arena while it has room, which holds the vendor buffers
- * already walked: the store is written into memory the process already
- * has, and faults in no new pages. Decoding gives
- * back every field exactly as it was, pointers included. A sealed trace is
- * read-only; any number of threads may decode at once. */
+ * from the trace's arena while it has room; a GPU backend hands the arena
+ * the vendor buffers it has walked, so a GPU trace's store is written into
+ * memory the process has already touched. What the arena has no room for
+ * goes into the store's own 1 MiB chunks. Decoding gives back every field
+ * exactly as it was, pointers included. A sealed trace is read-only; any
+ * number of threads may decode at once. */
 #ifndef STROBE_PROCESS_STORE_H
 #define STROBE_PROCESS_STORE_H
 
@@ -76,7 +79,7 @@ void strb_store_abandon(struct strb_store_builder *b);
 void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec);
 /* Activity i's type alone, without decoding the rest. */
 enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i);
-/* Heap bytes the store holds. */
+/* Bytes the store takes: its blocks (wherever they live) and its tables. */
 size_t strb_store_bytes(const struct strb_store *s);
 void strb_store_free(struct strb_store *s);
 

@@ -155,15 +155,18 @@ const char *strb_trace_intern(struct strobe_trace *t, const char *s, size_t len)
 /* Room for `more` activities without moving the array again (nothing for
  * a rolling trace, whose working array does not grow). */
 int strb_trace_reserve(struct strobe_trace *t, size_t more);
-/* From now on, pushing an activity tells the trace that every activity
- * before it is final: the trace encodes them into the compact store a
- * window at a time (STRB_TRACE_WINDOW), so processing never holds them all
- * in their 112-byte working form, and no longer reads or changes them
- * through acts (strb_trace_get reads any). The CPU part is done with it:
- * strb_control_finish calls this before the device backends decode. */
+/* Every activity so far is final, and from now on pushing an activity
+ * tells the trace that every activity before it is: the trace encodes them
+ * into the compact store a window at a time (STRB_TRACE_WINDOW), so
+ * processing never holds them all in their 112-byte working form, and no
+ * longer reads or changes them through acts (strb_trace_get reads any).
+ * strb_control_finish calls this once the CPU part is done, before the
+ * device backends decode. */
 void strb_trace_roll(struct strobe_trace *t);
 /* Back to the working form whole, for a pass that changes activities
- * already encoded (the overlap pass): 0 or -ENOMEM (nothing changed). */
+ * already encoded (the overlap pass, when work overlaps on a stream): 0 or
+ * -ENOMEM (nothing changed). The encoded blocks' bytes in the trace's arena
+ * stay there, unused, until the trace is destroyed. */
 int strb_trace_unroll(struct strobe_trace *t);
 /* A new zeroed activity slot (size set), or NULL. The pointer is valid
  * until the next call. */
@@ -192,7 +195,8 @@ struct strb_act_ref {
 
 void strb_trace_get_stored(const struct strobe_trace *t, size_t i, struct strb_act_ref *r);
 /* Activity i of t (sealed or not) into r; r->a stays valid until r is
- * reused. Any number of threads may read a trace at once. */
+ * reused (and, while the trace is built, until the next push). Any number
+ * of threads may read a sealed trace at once. */
 static inline void strb_trace_get(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
 {
 	if (!t->store && i >= t->sealed) {

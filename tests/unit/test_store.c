@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process/process.h"
 #include "process/store.h"
 #include "process/trace.h"
 #include "strobe/strobe.h"
@@ -353,13 +354,19 @@ static void test_rolling_trace_seals_the_same(void **state)
 		/* One copy of each name, shared: names are compared as pointers. */
 		names[k] = strb_trace_intern(whole, n, strlen(n));
 	}
-	/* The CPU part is done in the working form, then the trace rolls. */
-	for (size_t i = 0; i < 100; i++) {
+	/* The CPU part is done in the working form, then the trace rolls: its
+	 * whole blocks are encoded at once, and the array keeps a window. */
+	enum { CPU = 2 * STRB_TRACE_WINDOW + 300 };
+	for (size_t i = 0; i < CPU; i++) {
 		push_one(whole, i, names, recs);
 		push_one(rolling, i, names, recs);
 	}
+	assert_true(rolling->cap > STRB_TRACE_WINDOW);
 	strb_trace_roll(rolling);
-	for (size_t i = 100; i < N; i++) {
+	assert_int_equal(rolling->sealed, CPU / STRB_STORE_BLOCK * STRB_STORE_BLOCK);
+	assert_int_equal(rolling->cap, STRB_TRACE_WINDOW);
+	assert_same_trace(whole, rolling);
+	for (size_t i = CPU; i < N; i++) {
 		push_one(whole, i, names, recs);
 		push_one(rolling, i, names, recs);
 	}
@@ -475,6 +482,62 @@ static void test_store_uses_the_trace_memory(void **state)
 	strobe_trace_destroy(t);
 }
 
+/* Kernels on one row, one after another, or one of them overlapping the
+ * one before (at index late) when late is set. */
+static void push_kernels(struct strobe_trace *t, size_t n, size_t late, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct strobe_activity *a = strb_trace_push(t);
+		assert_non_null(a);
+		a->type = STROBE_ACTIVITY_CONCURRENT_KERNEL;
+		a->name = name;
+		a->start_ns = 1000000 + (int64_t)i * 100;
+		a->end_ns = a->start_ns + (i + 1 == late ? 95 : 90);
+		if (i == late)
+			a->start_ns -= 20; /* starts before the one before ends */
+		a->device = 0;
+		a->resource = 7;
+		a->id = i + 1;
+	}
+}
+
+/* The overlap pass reads a rolled trace where it is, and takes it back to
+ * its working form only when work has to move: a backend that does not
+ * say its work is in order (no in_order range) costs no decode and
+ * re-encode when nothing overlaps. */
+static void test_overlap_pass_unrolls_only_to_move(void **state)
+{
+	(void)state;
+	enum { N = 3 * STRB_TRACE_WINDOW };
+	struct strobe_trace *t = strb_trace_new();
+	assert_non_null(t);
+	strb_trace_roll(t);
+	push_kernels(t, N, SIZE_MAX, "k");
+	size_t sealed = t->sealed;
+	assert_true(sealed > 0);
+	assert_int_equal(strb_process_overlap(t), 0);
+	assert_int_equal(t->sealed, sealed); /* left encoded */
+	assert_int_equal(t->stats.gpu_overlap_moved, 0);
+	strobe_trace_destroy(t);
+
+	t = strb_trace_new();
+	assert_non_null(t);
+	strb_trace_roll(t);
+	push_kernels(t, N, N - 10, "k");
+	assert_true(t->sealed > 0);
+	assert_int_equal(strb_process_overlap(t), 0);
+	assert_int_equal(t->sealed, 0); /* unrolled to move one */
+	assert_int_equal(t->stats.gpu_overlap_moved, 1);
+	assert_int_equal(t->acts[N - 10].resource, 7 + STRB_OVERLAP_LANE_STEP);
+	assert_int_equal(t->acts[N - 11].resource, 7);
+	assert_int_equal(t->acts[0].resource, 7);
+	assert_int_equal(strb_trace_seal(t), 0);
+	struct strb_act_ref r;
+	strb_trace_get(t, N - 10, &r);
+	assert_int_equal(r.a->resource, 7 + STRB_OVERLAP_LANE_STEP);
+	strobe_trace_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +546,7 @@ int main(void)
 	    cmocka_unit_test(test_rolling_trace_seals_the_same),
 	    cmocka_unit_test(test_unrolled_trace_is_whole_again),
 	    cmocka_unit_test(test_store_uses_the_trace_memory),
+	    cmocka_unit_test(test_overlap_pass_unrolls_only_to_move),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }
