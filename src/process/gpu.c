@@ -263,16 +263,27 @@ static int cmp_call(const void *a, const void *b)
 
 /* A sweep per thread in time order with a stack of open intervals: ranges
  * nest, so the top of the stack is the innermost one around a call. */
+/* Whether activity i is a strobe op or range, which GPU work links to. */
+static bool op_or_range(const struct strobe_trace *t, size_t i)
+{
+	enum strobe_activity_type type = strb_trace_type(t, i);
+	return type == STROBE_ACTIVITY_CPU_OP || type == STROBE_ACTIVITY_USER_ANNOTATION;
+}
+
+static size_t ops_and_ranges(const struct strobe_trace *t)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->count; i++)
+		n += op_or_range(t, i);
+	return n;
+}
+
 void strb_gpu_link_calls(struct strb_gpu *g)
 {
 	struct strobe_trace *t = g->t;
-	size_t n = 0;
 	if (g->rc)
 		return;
-	for (size_t i = 0; i < t->count; i++) {
-		enum strobe_activity_type type = strb_trace_type(t, i);
-		n += type == STROBE_ACTIVITY_CPU_OP || type == STROBE_ACTIVITY_USER_ANNOTATION;
-	}
+	size_t n = ops_and_ranges(t);
 	if (!n || !g->ncalls)
 		return;
 	struct interval *iv = malloc(n * sizeof(*iv));
@@ -285,8 +296,7 @@ void strb_gpu_link_calls(struct strb_gpu *g)
 	n = 0;
 	struct strb_act_ref r;
 	for (size_t i = 0; i < t->count; i++) {
-		enum strobe_activity_type type = strb_trace_type(t, i);
-		if (type != STROBE_ACTIVITY_CPU_OP && type != STROBE_ACTIVITY_USER_ANNOTATION)
+		if (!op_or_range(t, i))
 			continue;
 		strb_trace_get(t, i, &r);
 		const struct strobe_activity *a = r.a;
@@ -501,13 +511,9 @@ static int cmp_named(const void *a, const void *b)
 void strb_gpu_emit_spans(struct strb_gpu *g)
 {
 	const struct strobe_trace *t = g->t;
-	size_t n = 0;
 	if (!g->nspans || g->rc)
 		return;
-	for (size_t i = 0; i < t->count; i++) {
-		enum strobe_activity_type type = strb_trace_type(t, i);
-		n += type == STROBE_ACTIVITY_USER_ANNOTATION || type == STROBE_ACTIVITY_CPU_OP;
-	}
+	size_t n = ops_and_ranges(t);
 	struct named_id *ids = malloc((n + 1) * sizeof(*ids));
 	if (!ids) {
 		g->rc = -ENOMEM;
@@ -516,8 +522,7 @@ void strb_gpu_emit_spans(struct strb_gpu *g)
 	n = 0;
 	struct strb_act_ref r;
 	for (size_t i = 0; i < t->count; i++) {
-		enum strobe_activity_type type = strb_trace_type(t, i);
-		if (type != STROBE_ACTIVITY_USER_ANNOTATION && type != STROBE_ACTIVITY_CPU_OP)
+		if (!op_or_range(t, i))
 			continue;
 		strb_trace_get(t, i, &r);
 		ids[n++] = (struct named_id){r.a->id, r.a->name};

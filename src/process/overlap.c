@@ -38,13 +38,17 @@ struct lane {
 	uint32_t lane;
 };
 
-static bool moves(const struct strobe_activity *a)
+static bool work_type(enum strobe_activity_type type)
 {
 	/* Rows of other types (sync rows, annotations spanning their work) are
 	 * either apart already or meant to enclose. */
-	return (a->type == STROBE_ACTIVITY_CONCURRENT_KERNEL || a->type == STROBE_ACTIVITY_GPU_MEMCPY ||
-	        a->type == STROBE_ACTIVITY_GPU_MEMSET) &&
-	       a->resource >= 0 && a->resource < STRB_OVERLAP_LANE_STEP;
+	return type == STROBE_ACTIVITY_CONCURRENT_KERNEL || type == STROBE_ACTIVITY_GPU_MEMCPY ||
+	       type == STROBE_ACTIVITY_GPU_MEMSET;
+}
+
+static bool moves(const struct strobe_activity *a)
+{
+	return work_type(a->type) && a->resource >= 0 && a->resource < STRB_OVERLAP_LANE_STEP;
 }
 
 static size_t row_hash(int64_t device, int64_t stream, size_t cap)
@@ -203,9 +207,7 @@ static int add_lane_rows(struct strobe_trace *t, const struct row *r)
  * its type alone rules most out without decoding it. */
 static bool moves_at(const struct strobe_trace *t, size_t i, struct strb_act_ref *r)
 {
-	enum strobe_activity_type type = strb_trace_type(t, i);
-	if (type != STROBE_ACTIVITY_CONCURRENT_KERNEL && type != STROBE_ACTIVITY_GPU_MEMCPY &&
-	    type != STROBE_ACTIVITY_GPU_MEMSET)
+	if (!work_type(strb_trace_type(t, i)))
 		return false;
 	strb_trace_get(t, i, r);
 	return moves(r->a);

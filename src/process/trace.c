@@ -199,29 +199,6 @@ int strb_trace_reserve(struct strobe_trace *t, size_t more)
 	return resize(t, t->count - t->sealed + more);
 }
 
-static int roll(struct strobe_trace *t);
-
-void strb_trace_roll(struct strobe_trace *t)
-{
-	if (t->store)
-		return;
-	t->rolling = true;
-	/* What is there is final: its whole blocks are encoded now, and the
-	 * array keeps a window's room, not the CPU part's. Without the memory
-	 * for that, the trace goes on as it is and rolls once its array is
-	 * full. */
-	if (roll(t) || t->cap <= STRB_TRACE_WINDOW)
-		return;
-	struct strobe_activity *acts = realloc(t->acts, STRB_TRACE_WINDOW * sizeof(*acts));
-	if (!acts)
-		return;
-	t->acts = acts;
-	t->cap = STRB_TRACE_WINDOW;
-	const void **recs = t->recs ? realloc(t->recs, STRB_TRACE_WINDOW * sizeof(*recs)) : NULL;
-	if (recs) /* else the larger one stays, which is as good */
-		t->recs = recs;
-}
-
 /* Encodes the whole blocks of the working array (every activity in it is
  * final once another is pushed) and moves what is left to its start. 0, or
  * -ENOMEM with nothing changed. */
@@ -243,6 +220,27 @@ static int roll(struct strobe_trace *t)
 	}
 	t->sealed += n;
 	return 0;
+}
+
+void strb_trace_roll(struct strobe_trace *t)
+{
+	if (t->store)
+		return;
+	t->rolling = true;
+	/* What is there is final: its whole blocks are encoded now, and the
+	 * array keeps a window's room, not the CPU part's. Without the memory
+	 * for that, the trace goes on as it is and rolls once its array is
+	 * full. */
+	if (roll(t) || t->cap <= STRB_TRACE_WINDOW)
+		return;
+	struct strobe_activity *acts = realloc(t->acts, STRB_TRACE_WINDOW * sizeof(*acts));
+	if (!acts)
+		return;
+	t->acts = acts;
+	t->cap = STRB_TRACE_WINDOW;
+	const void **recs = t->recs ? realloc(t->recs, STRB_TRACE_WINDOW * sizeof(*recs)) : NULL;
+	if (recs) /* else the larger one stays, which is as good */
+		t->recs = recs;
 }
 
 struct strobe_activity *strb_trace_push(struct strobe_trace *t)
