@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -763,23 +765,37 @@ static int cmp_rank(int64_t x, int64_t y)
 	return ux < uy ? -1 : ux > uy;
 }
 
-static int cmp_gpu_time(const void *pa, const void *pb)
+/* GPU work by device, then time (longest first among equal starts); the
+ * rest of the fields only make the order total, so the in-place sort gives
+ * one answer. */
+static bool gpu_time_less(const struct an_gpurec *x, const struct an_gpurec *y)
 {
-	const struct an_gpurec *x = pa, *y = pb;
 	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
+		return x->pid < y->pid;
 	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->dur > y->dur ? -1 : x->dur < y->dur;
+		return x->ts < y->ts;
+	if (x->dur != y->dur)
+		return x->dur > y->dur;
+	if (x->row != y->row)
+		return x->row < y->row;
+	return x->name != y->name ? x->name < y->name : x->kind < y->kind;
 }
 
-static int cmp_gpu_row(const void *pa, const void *pb)
+AN_SORT_DEFINE(sort_gpu_time, struct an_gpurec, gpu_time_less)
+
+/* By row (stream), then time; total as above. */
+static bool gpu_row_less(const struct an_gpurec *x, const struct an_gpurec *y)
 {
-	const struct an_gpurec *x = pa, *y = pb;
 	if (x->row != y->row)
-		return x->row < y->row ? -1 : 1;
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+		return x->row < y->row;
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	if (x->dur != y->dur)
+		return x->dur > y->dur;
+	return x->name != y->name ? x->name < y->name : x->kind < y->kind;
 }
+
+AN_SORT_DEFINE(sort_gpu_row, struct an_gpurec, gpu_row_less)
 
 struct span {
 	int64_t start, end;
@@ -894,7 +910,7 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 		return rc;
 
 	/* Per stream, after the device-wide views that need time order. */
-	an_sort(recs, n, sizeof(*recs), cmp_gpu_row);
+	sort_gpu_row(recs, n);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && recs[j].row == recs[i].row; j++)
@@ -943,7 +959,7 @@ static int compute_devices(struct an_trace *a)
 	int rc = gpu_records(a);
 	if (rc)
 		return rc;
-	an_sort(a->gpu, a->ngpu, sizeof(*a->gpu), cmp_gpu_time);
+	sort_gpu_time(a->gpu, a->ngpu);
 	size_t cap = 0;
 	for (size_t i = 0, j; i < a->ngpu; i = j) {
 		for (j = i; j < a->ngpu && a->gpu[j].pid == a->gpu[i].pid; j++)
@@ -1215,6 +1231,63 @@ static int compute_cpu_ops(struct an_trace *a, struct an_table *by)
 	return 0;
 }
 
+/* ---- the analyses after the read, on one thread or two ------------------ */
+
+/* HTA's analyses on a thread of their own. */
+struct hta_job {
+	struct an_trace *a;
+	int rc;
+};
+
+static void *hta_main(void *arg)
+{
+	struct hta_job *job = arg;
+	job->rc = an_hta_compute(job->a);
+	return NULL;
+}
+
+/* What follows self time: HTA's analyses, and GPU busy time, kernels,
+ * copies and wall times. With a second CPU the two run at once: they read
+ * what the read made (the events, names, rows and processes) and write
+ * apart (hta.c's records and tables; the devices, kernel and copy tables
+ * and the wall fields of names, categories and cpu_ops), so they need no
+ * lock. One after the other, HTA's go first: their records are freed
+ * before the GPU work's are made, which keeps the peak lower. */
+static int compute_rest(struct an_trace *a)
+{
+	struct hta_job job = {a, 0};
+	pthread_t th;
+	bool threaded = an_threads() > 1 && pthread_create(&th, NULL, hta_main, &job) == 0;
+	int rc = threaded ? 0 : an_hta_compute(a);
+	if (!rc)
+		rc = compute_devices(a);
+	if (!rc)
+		rc = compute_kernels(a);
+	if (!rc)
+		rc = compute_copies(a);
+	if (!rc)
+		rc = an_wall_compute(a);
+	if (threaded) {
+		pthread_join(th, NULL);
+		rc = rc ? rc : job.rc;
+	}
+	return rc;
+}
+
+unsigned an_threads(void)
+{
+	const char *v = getenv("STROBE_TOOL_THREADS");
+	if (v && *v >= '0' && *v <= '9') {
+		char *end;
+		errno = 0;
+		unsigned long n = strtoul(v, &end, 10);
+		if (!*end && !errno && n >= 1)
+			return n > AN_THREADS_MAX ? AN_THREADS_MAX : (unsigned)n;
+	}
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1 ? 2 : 1;
+}
+
 /* ---- the "strobe" accounting object -------------------------------------- */
 
 static void meta_walk(struct an_trace *a, yajl_val v, const char *prefix)
@@ -1274,17 +1347,8 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
 		rc = list_ranks(a);
-	/* HTA's analyses first: their records go before the GPU work's are made. */
 	if (!rc)
-		rc = an_hta_compute(a);
-	if (!rc)
-		rc = compute_devices(a);
-	if (!rc)
-		rc = compute_kernels(a);
-	if (!rc)
-		rc = compute_copies(a);
-	if (!rc)
-		rc = an_wall_compute(a);
+		rc = compute_rest(a);
 	if (!rc)
 		rc = an_memory_compute(a);
 	if (!rc && a->strobe_meta) {

@@ -214,10 +214,13 @@ static int leave(struct cp_graph *g, struct walk *w, uint32_t i)
 	return rc;
 }
 
-/* The CPU events of one row that start in [s, e] and last, nested by a
- * stack, with the graph's edges along the way. x[from, to) is the row. */
-static int cpu_row(const struct an_trace *a, struct cp_graph *g, size_t from, size_t to, int64_t s, int64_t e,
-                   uint32_t **stack, size_t *scap)
+/* What the graph makes of a name, worked out once per name: N_NODE for
+ * CPU ops and runtime or driver calls (nodes of the graph), N_BLOCKING
+ * for calls that wait for the GPU, and for cuda_sync events their kind
+ * (S_*) in the bits from N_SYNC_SHIFT. */
+enum { N_NODE = 1, N_BLOCKING = 2, N_SYNC_SHIFT = 2 };
+
+static uint8_t *name_flags(const struct an_trace *a)
 {
 	static const char *const blocking[] = {"cudaDeviceSynchronize",
 	                                       "cudaStreamSynchronize",
@@ -226,6 +229,26 @@ static int cpu_row(const struct an_trace *a, struct cp_graph *g, size_t from, si
 	                                       "cudaMemcpy",
 	                                       "cudaMemcpyAsync",
 	                                       NULL};
+	uint8_t *f = malloc(a->names.n ? a->names.n : 1);
+	for (uint32_t i = 0; f && i < a->names.n; i++) {
+		const char *cat = an_name_cat(a, i), *name = an_name(a, i);
+		bool node =
+		    !strcmp(cat, "cpu_op") || !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver");
+		unsigned sync = strcmp(cat, "cuda_sync")        ? S_NONE
+		                : !strcmp(name, "Stream Sync")  ? S_STREAM
+		                : !strcmp(name, "Context Sync") ? S_CONTEXT
+		                                                : S_OTHER;
+		f[i] = (uint8_t)((node ? N_NODE : 0) | (an_name_in(name, blocking) ? N_BLOCKING : 0) |
+		                 sync << N_SYNC_SHIFT);
+	}
+	return f;
+}
+
+/* The CPU events of one row that start in [s, e] and last, nested by a
+ * stack, with the graph's edges along the way. x[from, to) is the row. */
+static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_graph *g, size_t from, size_t to,
+                   int64_t s, int64_t e, uint32_t **stack, size_t *scap)
+{
 	size_t lo = from, hi = to, depth = 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -248,9 +271,7 @@ static int cpu_row(const struct an_trace *a, struct cp_graph *g, size_t from, si
 		}
 		if (!x || rc)
 			break;
-		const char *cat = an_name_cat(a, x->name);
-		bool node =
-		    !strcmp(cat, "cpu_op") || !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver");
+		bool node = flags[x->name] & N_NODE;
 		struct cp_ev ev = {.ts = x->ts,
 		                   .end = an_sat_add(x->ts, x->dur),
 		                   .name = x->name,
@@ -258,7 +279,7 @@ static int cpu_row(const struct an_trace *a, struct cp_graph *g, size_t from, si
 		                   .parent = depth ? (int32_t)(*stack)[depth - 1] : -1,
 		                   .launch = -1,
 		                   .kind = node ? K_CPU : K_PLAIN,
-		                   .blocking = an_name_in(an_name(a, x->name), blocking)};
+		                   .blocking = (flags[x->name] & N_BLOCKING) != 0};
 		uint32_t k = (uint32_t)g->nev;
 		rc = add_ev(g, ev);
 		if (!rc && !an_grow((void **)stack, depth, scap, sizeof(**stack)))
@@ -290,18 +311,21 @@ static int32_t find_call(const struct cp_graph *g, size_t ncpu, const struct an_
 	return -1;
 }
 
-static const struct cp_graph *sort_graph;
+/* A GPU event of the step in HTA's order: by start (a sync by its end),
+ * then file order. */
+struct gkey {
+	int64_t t;
+	uint32_t seq, ev;
+};
 
-static int cmp_gpu(const void *pa, const void *pb)
+static bool gkey_less(const struct gkey *x, const struct gkey *y)
 {
-	const struct cp_ev *x = &sort_graph->ev[*(const uint32_t *)pa],
-	                   *y = &sort_graph->ev[*(const uint32_t *)pb];
-	int64_t tx = x->sync ? x->end : x->ts,
-	        ty = y->sync ? y->end : y->ts; /* HTA sorts syncs by their end */
-	if (tx != ty)
-		return tx < ty ? -1 : 1;
-	return x->h->seq < y->h->seq ? -1 : x->h->seq > y->h->seq;
+	if (x->t != y->t)
+		return x->t < y->t;
+	return x->seq != y->seq ? x->seq < y->seq : x->ev < y->ev;
 }
+
+AN_SORT_DEFINE(sort_gkeys, struct gkey, gkey_less)
 
 struct last {
 	uint32_t pid;
@@ -314,17 +338,17 @@ struct last {
 static int gpu_edges(struct cp_graph *g, size_t first)
 {
 	size_t n = g->nev - first, nlast = 0, lcap = 0;
-	uint32_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	struct gkey *key = malloc((n ? n : 1) * sizeof(*key));
 	struct last *last = NULL;
-	int rc = idx ? 0 : -ENOMEM;
-	for (size_t i = 0; i < n && !rc; i++)
-		idx[i] = (uint32_t)(first + i);
-	sort_graph = g;
-	if (!rc)
-		an_sort(idx, n, sizeof(*idx), cmp_gpu);
-	sort_graph = NULL;
+	int rc = key ? 0 : -ENOMEM;
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct cp_ev *e = &g->ev[idx[i]];
+		const struct cp_ev *e = &g->ev[first + i];
+		key[i] = (struct gkey){e->sync ? e->end : e->ts, e->h->seq, (uint32_t)(first + i)};
+	}
+	if (!rc)
+		sort_gkeys(key, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct cp_ev *e = &g->ev[key[i].ev];
 		struct last *l = NULL;
 		for (size_t k = 0; k < nlast && !l; k++)
 			if (last[k].pid == e->h->pid && last[k].stream == e->h->stream)
@@ -338,7 +362,7 @@ static int gpu_edges(struct cp_graph *g, size_t first)
 					              false, -1);
 			continue;
 		}
-		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)idx[i]);
+		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)key[i].ev);
 		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
 		if (!rc && e->qrt == 1 && e->qk == 0 && e->launch >= 0 && (!l || node_ts(g, l->node) < lts))
 			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
@@ -351,7 +375,7 @@ static int gpu_edges(struct cp_graph *g, size_t first)
 		if (l)
 			l->node = e->node + 1;
 	}
-	free(idx);
+	free(key);
 	free(last);
 	return rc;
 }
@@ -488,6 +512,7 @@ static int summarise(const struct cp_graph *g, struct an_cpath *p)
 /* ---- per step ------------------------------------------------------------------------ */
 
 struct cp_ctx {
+	uint8_t *flags;    /* per name (name_flags) */
 	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
 	struct glink *gl;
 	size_t ngl;
@@ -506,8 +531,8 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	int rc = 0;
 	for (uint32_t r = 0; r < a->rows.n && !rc; r++)
 		if (c->row_first[r] < c->row_first[r + 1] && an_row_rank(a, r) == s->rank)
-			rc = cpu_row(a, g, c->row_first[r], c->row_first[r + 1], s->ts, end, &c->stack,
-			             &c->scap);
+			rc = cpu_row(a, c->flags, g, c->row_first[r], c->row_first[r + 1], s->ts, end,
+			             &c->stack, &c->scap);
 	size_t ncpu = g->nev, lo = 0, hi = 0, sg = 0;
 	while (sg < c->nseg && c->seg[sg].rank != s->rank)
 		sg++;
@@ -527,11 +552,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		if (l->dur <= 0)
 			continue;
 		const struct an_hrec *h = &a->hrecs[k->h];
-		const char *name = an_name(a, h->name);
-		uint8_t sync = strcmp(an_name_cat(a, h->name), "cuda_sync") ? S_NONE
-		               : !strcmp(name, "Stream Sync")               ? S_STREAM
-		               : !strcmp(name, "Context Sync")              ? S_CONTEXT
-		                                                            : S_OTHER;
+		uint8_t sync = (uint8_t)(c->flags[h->name] >> N_SYNC_SHIFT);
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
 		                              .end = an_sat_add(h->ts, h->dur),
 		                              .name = h->name,
@@ -568,7 +589,8 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
 	c.qrt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qrt));
 	c.qk = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qk));
-	int rc = c.row_first && c.gl && c.qrt && c.qk ? 0 : -ENOMEM;
+	c.flags = name_flags(a);
+	int rc = c.flags && c.row_first && c.gl && c.qrt && c.qk ? 0 : -ENOMEM;
 	if (!rc) { /* x is sorted by row */
 		for (size_t i = 0; i < a->nx; i++)
 			c.row_first[a->x[i].row + 1]++;
@@ -593,6 +615,7 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 		sort_glinks(c.gl + c.seg[k].from, c.seg[k].to - c.seg[k].from);
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
+	free(c.flags);
 	free(c.row_first);
 	free(c.gl);
 	free(c.seg);
