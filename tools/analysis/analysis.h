@@ -249,7 +249,11 @@ enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
 struct an_hrec {
 	uint32_t pid, name;
 	int64_t ts, dur, stream;
-	uint64_t corr;
+	union {
+		uint64_t corr;   /* as read: its correlation, UINT64_MAX for none */
+		uint64_t launch; /* once an_hta_compute has matched it (an_launch): its launch's index
+		                  * in hcpus + 1, 0 for none */
+	};
 	uint8_t type; /* enum an_ktype; a MEMORY event's bandwidth is in an_trace.bws */
 	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
 	bool lat;     /* a kernel for launch latency, with corr as its correlation */
@@ -563,9 +567,13 @@ bool an_name_in(const char *name, const char *const *set);
 int64_t an_row_rank(const struct an_trace *a, uint32_t row);
 /* The category of names-table entry i. */
 const char *an_name_cat(const struct an_trace *a, uint32_t i);
-/* The CPU event with correlation corr in rank (the first in the file), or
- * NULL (hta.c; hcpus sorted by correlation). */
-const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank);
+/* The CPU event with r's correlation in r's rank (the first in the file),
+ * or NULL: what an_hta_compute matched to r once launch latency was done
+ * (hta.c). */
+static inline const struct an_hcpu *an_launch(const struct an_trace *a, const struct an_hrec *r)
+{
+	return r->launch ? &a->hcpus[r->launch - 1] : NULL;
+}
 /* The launch latency percentiles per rank (a->latency) from the matched
  * a->lats, which it frees (analysis.c). */
 int an_latency_compute(struct an_trace *a);

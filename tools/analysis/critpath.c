@@ -114,7 +114,7 @@ static int queue_lengths(const struct an_trace *a, int32_t *qrt, int32_t *qk)
 		size_t n = 0;
 		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++) {
 			const struct an_hrec *r = &a->hrecs[to];
-			const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
+			const struct an_hcpu *l = an_launch(a, r);
 			qrt[to] = qk[to] = INT32_MIN;
 			if (!l || !l->queue)
 				continue;
@@ -604,7 +604,7 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 		int64_t rank = pid_rank(a, h->pid);
 		if (!c.nseg || c.seg[c.nseg - 1].rank != rank)
 			rc = AN_PUSH(c.seg, c.nseg, c.capseg, (struct gseg){rank, c.ngl, c.ngl});
-		const struct an_hcpu *l = rc ? NULL : an_launch_of(a, h->corr, rank);
+		const struct an_hcpu *l = rc ? NULL : an_launch(a, h);
 		if (l)
 			c.gl[c.ngl++] = (struct glink){l->ts, (uint32_t)i, (uint32_t)(l - a->hcpus)};
 		if (!rc)

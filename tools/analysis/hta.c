@@ -129,9 +129,16 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
 		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
-		               (struct an_hrec){r->pid, name, ev->ts_ns, dur, stream,
-		                                has_corr ? (uint64_t)corr : UINT64_MAX, (uint8_t)type, work,
-		                                *kept, seq});
+		               (struct an_hrec){.pid = r->pid,
+		                                .name = name,
+		                                .ts = ev->ts_ns,
+		                                .dur = dur,
+		                                .stream = stream,
+		                                .corr = has_corr ? (uint64_t)corr : UINT64_MAX,
+		                                .type = (uint8_t)type,
+		                                .work = work,
+		                                .lat = *kept,
+		                                .seq = seq});
 	}
 	if (!has_corr || corr == -1)
 		return 0;
@@ -238,7 +245,9 @@ static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
 AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
 
 /* The CPU event with correlation corr in rank (the first in the file), or NULL. */
-const struct an_hcpu *an_launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
+/* The CPU event with correlation corr in rank (the first in the file), or
+ * NULL; hcpus sorted by correlation. */
+static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
 {
 	if (corr == UINT64_MAX)
 		return NULL;
@@ -709,7 +718,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 	int rc = q && lens ? 0 : -ENOMEM;
 	size_t nq = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
-		const struct an_hcpu *l = an_launch_of(a, r[i].corr, b->rank);
+		const struct an_hcpu *l = an_launch(a, &r[i]);
 		if (!l || !l->queue)
 			continue;
 		q[nq++] = (struct qev){l->ts, 1, l->seq};
@@ -756,7 +765,7 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 				continue;
 			any = true;
 			if (have_prev) {
-				const struct an_hcpu *l = an_launch_of(a, r[k].corr, b->rank);
+				const struct an_hcpu *l = an_launch(a, &r[k]);
 				int64_t gap = an_span(prev_end, r[k].ts);
 				if (l && l->ts > prev_end)
 					s.host_wait = an_sat_add(s.host_wait, gap);
@@ -782,7 +791,7 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		return -ENOMEM;
 	size_t n = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		const struct an_hcpu *l = an_launch_of(a, w->r[i].corr, b->rank);
+		const struct an_hcpu *l = an_launch(a, &w->r[i]);
 		if (!l || !l->launch)
 			continue;
 		int64_t delay = an_span(an_sat_add(l->ts, l->dur), w->r[i].ts);
@@ -1003,6 +1012,13 @@ int an_hta_compute(struct an_trace *a)
 	cmp_trace = a;
 	sort_hcpus(a->hcpus, a->nhcpus);
 	int rc = launch_latency(a);
+	/* Each GPU event's launch, looked up once: the analyses below ask for
+	 * it several times each. */
+	for (size_t i = 0; i < a->nhrecs; i++) {
+		struct an_hrec *r = &a->hrecs[i];
+		const struct an_hcpu *l = launch_of(a, r->corr, pid_rank(a, r->pid));
+		r->launch = l ? (uint64_t)(l - a->hcpus) + 1 : 0;
+	}
 	sort_hrecs_time(a->hrecs, a->nhrecs);
 	struct an_step *steps = NULL;
 	struct rank_steps *ends = NULL;
@@ -1034,7 +1050,7 @@ int an_hta_compute(struct an_trace *a)
 			for (size_t k = 0; k < nends; k++)
 				if (ends[k].rank == rank)
 					last = ends[k].last_start;
-			const struct an_hcpu *l = an_launch_of(a, r->corr, rank);
+			const struct an_hcpu *l = an_launch(a, r);
 			if (!l || l->ts >= last)
 				continue;
 		}

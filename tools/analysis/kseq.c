@@ -75,8 +75,7 @@ static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
 		const struct an_hrec *r = &a->hrecs[i];
 		if (r->stream <= 0)
 			continue;
-		const struct an_process *p = an_table_item(&a->pids, r->pid);
-		const struct an_hcpu *l = an_launch_of(a, r->corr, p->rank);
+		const struct an_hcpu *l = an_launch(a, r);
 		if (l)
 			(*out)[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i, (uint32_t)(l - a->hcpus)};
 	}
