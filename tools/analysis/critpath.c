@@ -452,21 +452,25 @@ static int longest(struct cp_graph *g, bool *dag)
 	return 0;
 }
 
-static int cmp_op(const void *pa, const void *pb)
+/* CPU ops first, then by name: equal ones are one op, added up below. */
+static bool op_less(const struct an_cp_op *x, const struct an_cp_op *y)
 {
-	const struct an_cp_op *x = pa, *y = pb;
 	if (x->gpu != y->gpu)
-		return x->gpu ? 1 : -1;
-	return x->name < y->name ? -1 : x->name > y->name;
+		return !x->gpu;
+	return x->name < y->name;
 }
 
-static int cmp_op_time(const void *pa, const void *pb)
+AN_SORT_DEFINE(sort_ops, struct an_cp_op, op_less)
+
+/* Most time first; once added up, (gpu, name) is unique, so this is total. */
+static bool op_time_less(const struct an_cp_op *x, const struct an_cp_op *y)
 {
-	const struct an_cp_op *x = pa, *y = pb;
 	if (x->time != y->time)
-		return x->time > y->time ? -1 : 1;
-	return cmp_op(pa, pb);
+		return x->time > y->time;
+	return op_less(x, y);
 }
+
+AN_SORT_DEFINE(sort_ops_time, struct an_cp_op, op_time_less)
 
 /* The path's time by class, and the ops and GPU events it spends most in. */
 static int summarise(const struct cp_graph *g, struct an_cpath *p)
@@ -493,15 +497,15 @@ static int summarise(const struct cp_graph *g, struct an_cpath *p)
 		if (e->type == E_OP && ev && e->w)
 			ops[n++] = (struct an_cp_op){ev->name, ev->kind == K_GPU, e->w};
 	}
-	an_sort(ops, n, sizeof(*ops), cmp_op);
+	sort_ops(ops, n);
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (m && !cmp_op(&ops[m - 1], &ops[i]))
+		if (m && !op_less(&ops[m - 1], &ops[i]))
 			ops[m - 1].time += ops[i].time;
 		else
 			ops[m++] = ops[i];
 	}
-	an_sort(ops, m, sizeof(*ops), cmp_op_time);
+	sort_ops_time(ops, m);
 	p->nops = m < AN_CP_OPS ? m : AN_CP_OPS;
 	memcpy(p->ops, ops, p->nops * sizeof(*ops));
 	free(ops);

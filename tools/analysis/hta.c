@@ -701,12 +701,16 @@ static int cmp_double(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-/* Queue lengths: whole numbers, never NaN. */
-static bool len_less(const double *x, const double *y)
+/* The k-th smallest (from 0) of whole numbers counted in hist, whose
+ * first bucket counts lo. */
+static int64_t nth_counted(const uint32_t *hist, int64_t lo, size_t k)
 {
-	return *x < *y;
+	size_t below = 0;
+	int64_t v = 0;
+	while ((below += hist[v]) <= k)
+		v++;
+	return lo + v;
 }
-AN_SORT_DEFINE(sort_lens, double, len_less)
 
 /* One stream's queue length summary: +1 at each launch (in HTA's runtime
  * set) of its events, -1 at each event's start. */
@@ -714,8 +718,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
                     size_t *cap)
 {
 	struct qev *q = malloc((2 * n + 1) * sizeof(*q));
-	double *lens = malloc((2 * n + 1) * sizeof(*lens));
-	int rc = q && lens ? 0 : -ENOMEM;
+	int rc = q ? 0 : -ENOMEM;
 	size_t nq = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const struct an_hcpu *l = an_launch(a, &r[i]);
@@ -727,21 +730,35 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 	if (!rc && nq) {
 		sort_qevs(q, nq);
 		struct an_queue s = {b->pid, b->rank, r[0].stream, nq, 0, 0, INT64_MIN};
-		int64_t len = 0;
+		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
 		for (size_t i = 0; i < nq; i++) {
 			len += q[i].d;
-			lens[i] = (double)len;
 			sum += (double)len;
 			s.max = len > s.max ? len : s.max;
+			least = len < least ? len : least;
 		}
 		s.mean = sum / (double)nq;
-		sort_lens(lens, nq);
-		s.p50 = pandas_p50(lens, nq);
-		rc = AN_PUSH(a->queues, a->nqueues, *cap, s);
+		/* The median as pandas interpolates it, from a count of each
+		 * length (they lie within nq of each other), not a sort. */
+		uint32_t *hist = calloc((size_t)(s.max - least) + 1, sizeof(*hist));
+		rc = hist ? 0 : -ENOMEM;
+		len = 0;
+		for (size_t i = 0; !rc && i < nq; i++) {
+			len += q[i].d;
+			hist[len - least]++;
+		}
+		if (!rc) {
+			double pos = 0.5 * (double)(nq - 1);
+			size_t k = (size_t)pos;
+			double lo = (double)nth_counted(hist, least, k);
+			double hi = k + 1 < nq ? (double)nth_counted(hist, least, k + 1) : lo;
+			s.p50 = lo + (hi - lo) * (pos - (double)k);
+			rc = AN_PUSH(a->queues, a->nqueues, *cap, s);
+		}
+		free(hist);
 	}
 	free(q);
-	free(lens);
 	return rc;
 }
 
