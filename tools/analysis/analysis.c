@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1247,7 +1246,7 @@ static void *hta_main(void *arg)
 }
 
 /* What follows self time: HTA's analyses, and GPU busy time, kernels,
- * copies and wall times. With a second CPU the two run at once: they read
+ * copies and wall times. On two threads the two run at once: they read
  * what the read made (the events, names, rows and processes) and write
  * apart (hta.c's records and tables; the devices, kernel and copy tables
  * and the wall fields of names, categories and cpu_ops), so they need no
@@ -1277,15 +1276,14 @@ static int compute_rest(struct an_trace *a)
 unsigned an_threads(void)
 {
 	const char *v = getenv("STROBE_TOOL_THREADS");
-	if (v && *v >= '0' && *v <= '9') {
-		char *end;
-		errno = 0;
-		unsigned long n = strtoul(v, &end, 10);
-		if (!*end && !errno && n >= 1)
-			return n > AN_THREADS_MAX ? AN_THREADS_MAX : (unsigned)n;
-	}
-	cpu_set_t set;
-	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1 ? 2 : 1;
+	if (!v || *v < '0' || *v > '9')
+		return 1;
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*end || errno || n < 1)
+		return 1;
+	return n > AN_THREADS_MAX ? AN_THREADS_MAX : (unsigned)n;
 }
 
 /* ---- the "strobe" accounting object -------------------------------------- */

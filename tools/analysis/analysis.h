@@ -18,7 +18,8 @@
  * With two threads (an_threads), HTA's analyses run beside the device,
  * kernel, copy and wall-time passes once the read is done, so their
  * working memory adds up rather than following one another: about 40%
- * more at the peak, for about a quarter less wall time. */
+ * more at the peak (752 MB against 525 MB for a 1.43 GB trace), for about
+ * an eighth less wall time (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
@@ -520,9 +521,8 @@ struct an_trace {
 int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen);
 void an_free(struct an_trace *a);
 
-/* Threads an_read may use: STROBE_TOOL_THREADS (1 runs everything on the
- * calling thread), else 2 when this process may run on two CPUs or more,
- * else 1. The results are the same either way. */
+/* Threads an_read may use: STROBE_TOOL_THREADS, 1 (the default, and
+ * what any other value gives) or 2. The results are the same either way. */
 #define AN_THREADS_MAX 2
 unsigned an_threads(void);
 
