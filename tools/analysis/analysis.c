@@ -673,17 +673,27 @@ struct self_frame {
 	int64_t self;
 };
 
-/* A cpu_op whose self time is known, added to its rank's row in by. */
-static int add_cpu_op(struct an_trace *a, struct an_table *by, const struct self_frame *f)
+/* A cpu_op whose self time is known, added to its rank's row in by.
+ * memo (per name) keeps the row last found for the name and its rank:
+ * most traces have one rank, so the key is built once per name. */
+static int add_cpu_op(struct an_trace *a, struct an_table *by, struct an_op_memo *memo,
+                      const struct self_frame *f)
 {
 	const struct an_xrec *x = &a->x[f->i];
 	const struct an_row *row = an_table_item(&a->rows, x->row);
 	int64_t rank = ((const struct an_process *)an_table_item(&a->pids, row->pid))->rank;
-	char key[48];
-	snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
-	struct an_cpu_op *op = an_table_get(by, key);
-	if (!op)
-		return -ENOMEM;
+	struct an_op_memo *m = &memo[x->name];
+	struct an_cpu_op *op;
+	if (m->at && m->rank == rank) {
+		op = an_table_item(by, m->at - 1);
+	} else {
+		char key[48];
+		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
+		op = an_table_get(by, key);
+		if (!op)
+			return -ENOMEM;
+		*m = (struct an_op_memo){rank, (uint32_t)an_table_index(by, op) + 1};
+	}
 	op->rank = rank;
 	op->name = x->name;
 	op->count++;
@@ -704,8 +714,12 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 		return 0;
 	sort_xrecs(a->x, a->nx);
 	bool *cpu_op = calloc(a->names.n, sizeof(*cpu_op));
-	if (!cpu_op)
+	struct an_op_memo *memo = calloc(a->names.n, sizeof(*memo));
+	if (!cpu_op || !memo) {
+		free(cpu_op);
+		free(memo);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < a->names.n; i++)
 		cpu_op[i] = !strcmp(an_name_cat(a, (uint32_t)i), "cpu_op");
 	struct self_frame *stack = NULL;
@@ -719,7 +733,7 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 		        an_sat_add(a->x[stack[depth - 1].i].ts, a->x[stack[depth - 1].i].dur) <= e->ts)) {
 			depth--;
 			if (cpu_op[a->x[stack[depth].i].name])
-				rc = add_cpu_op(a, by, &stack[depth]);
+				rc = add_cpu_op(a, by, memo, &stack[depth]);
 		}
 		if (!e || rc)
 			break;
@@ -741,6 +755,7 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 	}
 	free(stack);
 	free(cpu_op);
+	free(memo);
 	for (size_t i = 0; i < a->names.n && !rc; i++) {
 		const struct an_name *sn = an_table_item(&a->names, i);
 		struct an_category *c = an_table_item(&a->xcats, sn->cat);

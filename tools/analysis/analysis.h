@@ -211,6 +211,14 @@ struct an_cpu_op {
 	int64_t total, self, wall, self_wall; /* as in an_category, per rank */
 };
 
+/* Per name: the cpu_op row last found for it and the rank it was found
+ * for (at: the row's index + 1, 0 for none), so that a walk over the
+ * events builds a (rank, name) key only when the rank changes. */
+struct an_op_memo {
+	int64_t rank;
+	uint32_t at;
+};
+
 /* One sample of a device's "GPU memory allocated (bytes)" track. */
 struct an_memsample {
 	uint32_t pid;
