@@ -131,6 +131,7 @@ static char *generated_trace(void)
  * STROBE_TOOL_THREADS=threads. */
 struct shown {
 	char *text, *json, *html;
+	bool halves; /* read in two halves at once */
 };
 
 static char *print(int (*fn)(const struct an_view *, FILE *), const struct an_view *v)
@@ -147,7 +148,9 @@ static char *print(int (*fn)(const struct an_view *, FILE *), const struct an_vi
 static struct shown presented(const char *path, const char *threads)
 {
 	assert_int_equal(setenv("STROBE_TOOL_THREADS", threads, 1), 0);
-	assert_int_equal((int)an_threads(), atoi(threads));
+	assert_int_equal((int)an_threads().read, atoi(threads));
+	assert_int_equal((int)an_threads().analyses, atoi(threads));
+	an_split_min = 1024; /* small files are split too */
 	struct an_trace a = {0};
 	struct tr_stats st;
 	char err[512];
@@ -155,7 +158,7 @@ static struct shown presented(const char *path, const char *threads)
 		fail_msg("an_read: %s", err);
 	struct an_view v;
 	assert_int_equal(an_view_init(&v, &a, &st, path, 0), 0);
-	struct shown s = {print(an_print_text, &v), print(an_print_json, &v), NULL};
+	struct shown s = {print(an_print_text, &v), print(an_print_json, &v), NULL, a.halves};
 	size_t len;
 	assert_int_equal(an_html_page(&v, &s.html, &len), 0);
 	an_view_free(&v);
@@ -177,9 +180,12 @@ static void same(const char *path, const char *what, const char *one, const char
 
 /* expect: keys of the --json object that must be arrays with rows, so the
  * comparison covers those analyses. */
-static void same_on_both(const char *path, const char *const *expect)
+static void same_on_both(const char *path, const char *const *expect, bool split)
 {
 	struct shown one = presented(path, "1"), two = presented(path, "2");
+	assert_false(one.halves);
+	if (two.halves != split)
+		fail_msg("%s: %s in two halves", path, two.halves ? "read" : "not read");
 	yajl_val v = tu_parse_json(one.json);
 	assert_non_null(v);
 	for (size_t i = 0; expect && expect[i]; i++) {
@@ -199,8 +205,8 @@ static void test_fixtures(void **state)
 {
 	(void)state;
 	static const char *const kernels[] = {"kernels", "launch_latency", NULL};
-	same_on_both(STROBE_TEST_DATA_DIR "/libkineto-sample.json", NULL);
-	same_on_both(STROBE_TEST_DATA_DIR "/libkineto-cuda-fake.json", kernels);
+	same_on_both(STROBE_TEST_DATA_DIR "/libkineto-sample.json", NULL, true);
+	same_on_both(STROBE_TEST_DATA_DIR "/libkineto-cuda-fake.json", kernels, true);
 }
 
 static void test_two_ranks(void **state)
@@ -228,7 +234,40 @@ static void test_two_ranks(void **state)
 	                                     "cpu_ops_by_self",
 	                                     "ranks",
 	                                     NULL};
-	same_on_both(path, filled);
+	same_on_both(path, filled, true);
+	tu_rmrf(dir);
+	free(dir);
+}
+
+/* Places that look like a split but are not between two events of
+ * traceEvents: the read in halves finds out and reads the file whole. */
+static void test_split_refused(void **state)
+{
+	(void)state;
+	char *dir = strdup(tu_mkdtemp()), path[4200];
+	snprintf(path, sizeof(path), "%s/refused.json", dir);
+	/* "ph" is never first in these events: the only candidates are in a
+	 * string of the middle event, and in a member after traceEvents. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	fputs("{\"traceEvents\": [\n", f);
+	for (int i = 0; i < 60; i++)
+		fprintf(f,
+		        "{\"name\": \"op%d\", \"ph\": \"X\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": 1, "
+		        "\"ts\": %d, "
+		        "\"dur\": 5, \"args\": {\"note\": \"%s\"}},\n",
+		        i % 4, i * 10, i == 30 ? "x},{\\\"ph\\\": \\\"X\\\"" : "plain");
+	fputs("{\"name\": \"last\", \"ph\": \"X\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": 1, \"ts\": 900, "
+	      "\"dur\": 5}\n],\n\"extra\": [{\"a\": 1},{\"ph\": \"X\", \"b\": 2},{\"ph\": \"X\"}]}\n",
+	      f);
+	fclose(f);
+	assert_int_equal(tu_write_file(path, text), 0);
+	free(text);
+	same_on_both(path, NULL, false);
+	/* the same with the string's quotes unescaped (as libkineto writes
+	 * them): the repairing read, whole */
 	tu_rmrf(dir);
 	free(dir);
 }
@@ -237,17 +276,24 @@ static void test_thread_count(void **state)
 {
 	(void)state;
 	assert_int_equal(setenv("STROBE_TOOL_THREADS", "1", 1), 0);
-	assert_int_equal((int)an_threads(), 1);
-	assert_int_equal(setenv("STROBE_TOOL_THREADS", "64", 1), 0);
-	assert_int_equal((int)an_threads(), AN_THREADS_MAX);
-	/* no variable, or not a count: one thread */
-	static const char *const junk[] = {"two", "-2", "0", "2x", ""};
+	assert_int_equal((int)an_threads().read, 1);
+	assert_int_equal((int)an_threads().analyses, 1);
+	assert_int_equal(setenv("STROBE_TOOL_THREADS", "2", 1), 0);
+	assert_int_equal((int)an_threads().read, 2);
+	assert_int_equal((int)an_threads().analyses, 2);
+	/* no variable, or not 1 or 2: as many readers as CPUs allow (up to
+	 * two), one thread for the analyses */
+	unsetenv("STROBE_TOOL_THREADS");
+	struct an_threads dflt = an_threads();
+	assert_true(dflt.read == 1 || dflt.read == 2);
+	assert_int_equal((int)dflt.analyses, 1);
+	static const char *const junk[] = {"two", "-2", "0", "2x", "", "64"};
 	for (size_t i = 0; i < sizeof(junk) / sizeof(*junk); i++) {
 		assert_int_equal(setenv("STROBE_TOOL_THREADS", junk[i], 1), 0);
-		assert_int_equal((int)an_threads(), 1);
+		assert_int_equal((int)an_threads().read, (int)dflt.read);
+		assert_int_equal((int)an_threads().analyses, 1);
 	}
 	unsetenv("STROBE_TOOL_THREADS");
-	assert_int_equal((int)an_threads(), 1);
 }
 
 int main(void)
@@ -255,6 +301,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fixtures),
 	    cmocka_unit_test(test_two_ranks),
+	    cmocka_unit_test(test_split_refused),
 	    cmocka_unit_test(test_thread_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

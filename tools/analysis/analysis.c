@@ -4,12 +4,17 @@
 #include "analysis/sort.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_tree.h>
 
 /* ---- interned keys with one fixed-size item each ----------------------- */
@@ -306,6 +311,7 @@ static int on_metadata(struct an_trace *a, const struct tr_event *ev)
 	char *dst = name ? p->name : p->label;
 	if (!json_string(arg->value, dst, TR_SHORT_MAX))
 		snprintf(dst, TR_SHORT_MAX, "%.*s", TR_SHORT_MAX - 1, arg->value);
+	*(name ? &p->named : &p->labelled) = true;
 	if (name)
 		p->rank = rank_of_name(p->name);
 	return 0;
@@ -620,6 +626,7 @@ static int on_member(const char *key, const char *json, size_t len, bool truncat
 		char *end;
 		errno = 0;
 		long long v = strtoll(json, &end, 10);
+		a->base_seen = true;
 		a->has_base = !errno && end != json && !*end && v > 0;
 		a->base_ns = a->has_base ? v : 0;
 		return 0;
@@ -1271,7 +1278,7 @@ static int compute_rest(struct an_trace *a)
 {
 	struct hta_job job = {a, 0};
 	pthread_t th;
-	bool threaded = an_threads() > 1 && pthread_create(&th, NULL, hta_main, &job) == 0;
+	bool threaded = an_threads().analyses > 1 && pthread_create(&th, NULL, hta_main, &job) == 0;
 	int rc = threaded ? 0 : an_hta_compute(a);
 	if (!rc)
 		rc = compute_devices(a);
@@ -1288,17 +1295,16 @@ static int compute_rest(struct an_trace *a)
 	return rc;
 }
 
-unsigned an_threads(void)
+struct an_threads an_threads(void)
 {
 	const char *v = getenv("STROBE_TOOL_THREADS");
-	if (!v || *v < '0' || *v > '9')
-		return 1;
-	char *end;
-	errno = 0;
-	unsigned long n = strtoul(v, &end, 10);
-	if (*end || errno || n < 1)
-		return 1;
-	return n > AN_THREADS_MAX ? AN_THREADS_MAX : (unsigned)n;
+	if (v && (!strcmp(v, "1") || !strcmp(v, "2"))) {
+		unsigned n = (unsigned)(*v - '0');
+		return (struct an_threads){n, n};
+	}
+	cpu_set_t set;
+	bool two = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
+	return (struct an_threads){two ? 2 : 1, 1};
 }
 
 /* ---- the "strobe" accounting object -------------------------------------- */
@@ -1328,7 +1334,7 @@ static void meta_walk(struct an_trace *a, yajl_val v, const char *prefix)
 
 /* ---- the whole pass ------------------------------------------------------- */
 
-int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen)
+static void init_tables(struct an_trace *a)
 {
 	a->phs.item_size = sizeof(struct an_count);
 	a->cats.item_size = sizeof(struct an_count);
@@ -1340,13 +1346,437 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	a->counters.item_size = sizeof(struct an_series);
 	a->dirs.item_size = sizeof(struct an_count);
 	a->tnames.item_size = sizeof(struct an_tname);
+}
+
+/* ---- reading a large plain trace in two halves at once --------------------- */
+
+size_t an_split_min = (size_t)64 << 20;
+
+#define SPLIT_WINDOW ((size_t)4 << 20) /* how far past the middle a place to split is looked for */
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* A place to split the file: the '{' of an event whose first member is
+ * "ph": "X", right after "}," (blanks allowed), in w (n bytes of the file
+ * from offset base); 0 when there is none. *comma gets the comma's offset.
+ * Whether it is really between two elements of traceEvents (and not inside
+ * a string, say) the first half's read says: its traceEvents must end right
+ * there. A complete event is chosen so that no flow event (which belongs
+ * to the event before it) starts the second half. */
+static size_t split_point(const char *w, size_t n, size_t base, size_t *comma)
+{
+	for (const char *q = memmem(w, n, "\"ph\"", 4); q;
+	     q = memmem(q + 1, (size_t)(w + n - q - 1), "\"ph\"", 4)) {
+		size_t f = (size_t)(q - w) + 4, b = (size_t)(q - w);
+		while (f < n && blank(w[f]))
+			f++;
+		if (f >= n || w[f++] != ':')
+			continue;
+		while (f < n && blank(w[f]))
+			f++;
+		if (n - f < 3 || memcmp(w + f, "\"X\"", 3))
+			continue;
+		while (b > 0 && blank(w[b - 1]))
+			b--;
+		if (b < 3 || w[b - 1] != '{')
+			continue;
+		size_t brace = --b;
+		while (b > 0 && blank(w[b - 1]))
+			b--;
+		if (b < 2 || w[b - 1] != ',')
+			continue;
+		size_t c = --b;
+		while (b > 0 && blank(w[b - 1]))
+			b--;
+		if (b < 1 || w[b - 1] != '}')
+			continue;
+		*comma = base + c;
+		return base + brace;
+	}
+	return 0;
+}
+
+/* The second half: "{"traceEvents":[" and the file from the split on, a
+ * JSON object of its own, read into tables of its own. */
+static const char half_head[] = "{\"traceEvents\":[";
+
+/* One half's read. Each stops at its next event once the other has
+ * failed (stop), since the file is then read whole anyway. */
+struct half {
+	struct an_trace *a;
+	struct tr_piece piece[2];
+	struct tr_stats st;
+	char err[256];
+	int rc;
+	atomic_bool *stop;
+	/* the first half's: what its progress says of the whole file, as if
+	 * the second half went as fast */
+	struct tr_stats *whole;
+};
+
+static int half_event(const struct tr_event *ev, void *arg)
+{
+	struct half *h = arg;
+	if (h->whole && !(h->st.events & 0x7fff)) {
+		*h->whole = h->st;
+		h->whole->file_bytes *= 2;
+		h->whole->events *= 2;
+	}
+	return atomic_load_explicit(h->stop, memory_order_relaxed) ? -ECANCELED : on_event(ev, h->a);
+}
+
+static int half_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
+{
+	return on_member(key, json, len, truncated, ((struct half *)arg)->a);
+}
+
+static void read_half(struct half *h, const char *label)
+{
+	const struct tr_handler hh = {
+	    .event_cb = half_event, .member_cb = half_member, .user_arg = h, .fast_only = true};
+	h->rc = tr_read_pieces(h->piece, 2, label, &hh, &h->st, h->err, sizeof(h->err));
+	if (h->rc)
+		atomic_store(h->stop, true);
+}
+
+static void *half_main(void *arg)
+{
+	read_half(arg, "the second half");
+	return NULL;
+}
+
+static bool reserve(void **arr, size_t *cap, size_t want, size_t size)
+{
+	if (want <= *cap)
+		return true;
+	void *p = realloc(*arr, want * size);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = want;
+	return true;
+}
+
+/* Each key of b's table t in a's (added, zeroed, when new, in b's order:
+ * the order a read of the whole file would have added them in); map[i]
+ * is b's item i's index in a, fresh[i] whether it is new there. */
+static int merge_keys(struct an_table *at, const struct an_table *bt, uint32_t **map, bool **fresh)
+{
+	*map = malloc((bt->n ? bt->n : 1) * sizeof(**map));
+	*fresh = malloc(bt->n ? bt->n : 1);
+	if (!*map || !*fresh)
+		return -ENOMEM;
+	for (size_t i = 0; i < bt->n; i++) {
+		size_t before = at->n;
+		void *item = an_table_get(at, bt->keys[i]);
+		if (!item)
+			return -ENOMEM;
+		(*map)[i] = (uint32_t)an_table_index(at, item);
+		(*fresh)[i] = at->n > before;
+	}
+	return 0;
+}
+
+static void add_counts(struct an_table *at, const struct an_table *bt, const uint32_t *map)
+{
+	for (size_t i = 0; i < bt->n; i++)
+		((struct an_count *)an_table_item(at, map[i]))->n +=
+		    ((const struct an_count *)an_table_item(bt, i))->n;
+}
+
+enum { M_PHS, M_CATS, M_XCATS, M_NAMES, M_ROWS, M_PIDS, M_INSTANTS, M_COUNTERS, M_DIRS, M_TNAMES, M_TABLES };
+
+/* What b read (the file after a's part) added to a, as one read of the
+ * whole file would have made it. */
+static int merge_half(struct an_trace *a, struct an_trace *b)
+{
+	struct an_table *at[M_TABLES] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,
+	                                 &a->pids, &a->instants, &a->counters, &a->dirs,  &a->tnames};
+	const struct an_table *bt[M_TABLES] = {&b->phs,  &b->cats,     &b->xcats,    &b->names, &b->rows,
+	                                       &b->pids, &b->instants, &b->counters, &b->dirs,  &b->tnames};
+	uint32_t *map[M_TABLES] = {0};
+	bool *fresh[M_TABLES] = {0};
+	int rc = 0;
+	for (int t = 0; t < M_TABLES && !rc; t++)
+		rc = merge_keys(at[t], bt[t], &map[t], &fresh[t]);
+	if (!rc) {
+		add_counts(&a->phs, &b->phs, map[M_PHS]);
+		add_counts(&a->cats, &b->cats, map[M_CATS]);
+		add_counts(&a->dirs, &b->dirs, map[M_DIRS]);
+	}
+	for (size_t i = 0; !rc && i < b->xcats.n; i++) {
+		struct an_category *x = an_table_item(&a->xcats, map[M_XCATS][i]);
+		const struct an_category *y = an_table_item(&b->xcats, i);
+		x->events += y->events;
+		x->total = an_sat_add(x->total, y->total);
+	}
+	for (size_t i = 0; !rc && i < b->pids.n; i++) {
+		struct an_process *x = an_table_item(&a->pids, map[M_PIDS][i]);
+		const struct an_process *y = an_table_item(&b->pids, i);
+		if (fresh[M_PIDS][i]) {
+			*x = *y;
+			continue;
+		}
+		x->kernels += y->kernels;
+		if (y->named) {
+			memcpy(x->name, y->name, sizeof(x->name));
+			x->rank = y->rank;
+			x->named = true;
+		}
+		if (y->labelled) {
+			memcpy(x->label, y->label, sizeof(x->label));
+			x->labelled = true;
+		}
+	}
+	for (size_t i = 0; !rc && i < b->rows.n; i++) {
+		struct an_row *x = an_table_item(&a->rows, map[M_ROWS][i]);
+		const struct an_row *y = an_table_item(&b->rows, i);
+		*x = (struct an_row){map[M_PIDS][y->pid], y->tid_off};
+	}
+	for (size_t i = 0; !rc && i < b->names.n; i++) {
+		struct an_name *x = an_table_item(&a->names, map[M_NAMES][i]);
+		const struct an_name *y = an_table_item(&b->names, i);
+		if (fresh[M_NAMES][i]) {
+			*x = *y;
+			x->cat = map[M_XCATS][y->cat];
+			((struct an_category *)an_table_item(&a->xcats, x->cat))->names++;
+			continue;
+		}
+		x->count += y->count;
+		x->total = an_sat_add(x->total, y->total);
+		x->self = an_sat_add(x->self, y->self);
+		x->max = y->max > x->max ? y->max : x->max;
+		x->hta = x->hta ? x->hta : y->hta;
+	}
+	for (size_t i = 0; !rc && i < b->tnames.n; i++) /* a later thread_name wins */
+		*(struct an_tname *)an_table_item(&a->tnames, map[M_TNAMES][i]) =
+		    *(const struct an_tname *)an_table_item(&b->tnames, i);
+	for (size_t i = 0; !rc && i < b->instants.n; i++) {
+		struct an_instant *x = an_table_item(&a->instants, map[M_INSTANTS][i]);
+		const struct an_instant *y = an_table_item(&b->instants, i);
+		x->cat_len = y->cat_len;
+		x->count += y->count;
+	}
+	for (size_t i = 0; !rc && i < b->counters.n; i++) {
+		struct an_series *x = an_table_item(&a->counters, map[M_COUNTERS][i]);
+		const struct an_series *y = an_table_item(&b->counters, i);
+		if (!x->count) {
+			*x = *y;
+			continue;
+		}
+		x->min = y->min < x->min ? y->min : x->min;
+		x->max = y->max > x->max ? y->max : x->max;
+		if (y->last_ts >= x->last_ts) { /* at equal times the later event in the file */
+			x->last = y->last;
+			x->last_ts = y->last_ts;
+		}
+		x->count += y->count;
+	}
+	const uint32_t *names = map[M_NAMES], *rows = map[M_ROWS], *pids = map[M_PIDS];
+	uint32_t seq = (uint32_t)a->nseq;
+	if (!rc &&
+	    (!reserve((void **)&a->x, &a->capx, a->nx + b->nx, sizeof(*a->x)) ||
+	     !reserve((void **)&a->open, &a->capopen, a->nopen + b->nopen, sizeof(*a->open)) ||
+	     !reserve((void **)&a->copies, &a->capcopies, a->ncopies + b->ncopies, sizeof(*a->copies)) ||
+	     !reserve((void **)&a->corrs, &a->capcorrs, a->ncorrs + b->ncorrs, sizeof(*a->corrs)) ||
+	     !reserve((void **)&a->hrecs, &a->caphrecs, a->nhrecs + b->nhrecs, sizeof(*a->hrecs)) ||
+	     !reserve((void **)&a->hcpus, &a->caphcpus, a->nhcpus + b->nhcpus, sizeof(*a->hcpus)) ||
+	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws))))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < b->nx; i++)
+		a->x[a->nx++] =
+		    (struct an_xrec){rows[b->x[i].row], names[b->x[i].name], b->x[i].ts, b->x[i].dur};
+	for (size_t i = 0; !rc && i < b->nopen; i++)
+		a->open[a->nopen++] = (struct an_xrec){rows[b->open[i].row], names[b->open[i].name],
+		                                       b->open[i].ts, b->open[i].dur};
+	for (size_t i = 0; !rc && i < b->ncopies; i++) {
+		struct an_copy c = b->copies[i];
+		c.pid = pids[c.pid];
+		c.dir = map[M_DIRS][c.dir];
+		a->copies[a->ncopies++] = c;
+	}
+	for (size_t i = 0; !rc && i < b->ncorrs; i++) {
+		struct an_corr c = b->corrs[i];
+		c.pid = pids[c.pid];
+		c.seq += seq;
+		a->corrs[a->ncorrs++] = c;
+	}
+	for (size_t i = 0; !rc && i < b->nhrecs; i++) {
+		struct an_hrec h = b->hrecs[i];
+		h.pid = pids[h.pid];
+		h.name = names[h.name];
+		h.seq += seq;
+		a->hrecs[a->nhrecs++] = h;
+	}
+	for (size_t i = 0; !rc && i < b->nhcpus; i++) {
+		struct an_hcpu h = b->hcpus[i];
+		h.row = rows[h.row];
+		h.name = names[h.name];
+		h.seq += seq;
+		a->hcpus[a->nhcpus++] = h;
+	}
+	for (size_t i = 0; !rc && i < b->nbws; i++)
+		a->bws[a->nbws++] = (struct an_bw){b->bws[i].seq + seq, b->bws[i].bw};
+	for (size_t i = 0; !rc && i < b->nmemsamples; i++)
+		rc =
+		    an_memory_add(a, pids[b->memsamples[i].pid], b->memsamples[i].ts, b->memsamples[i].bytes);
+	if (!rc) {
+		a->nseq += b->nseq;
+		if (b->timed) {
+			a->first_ts = !a->timed || b->first_ts < a->first_ts ? b->first_ts : a->first_ts;
+			a->last_end = !a->timed || b->last_end > a->last_end ? b->last_end : a->last_end;
+			a->timed = true;
+		}
+		a->unfinished += b->unfinished;
+		a->unknown += b->unknown;
+		a->untimed += b->untimed;
+		char **mine[] = {&a->strobe_meta, &a->host_name, &a->gpu_capture};
+		char **theirs[] = {&b->strobe_meta, &b->host_name, &b->gpu_capture};
+		for (size_t i = 0; i < 3; i++)
+			if (*theirs[i]) { /* a later member wins */
+				free(*mine[i]);
+				*mine[i] = *theirs[i];
+				*theirs[i] = NULL;
+			}
+		if (b->has_dist_rank) {
+			a->has_dist_rank = true;
+			a->dist_rank = b->dist_rank;
+		}
+		if (b->base_seen) {
+			a->base_seen = true;
+			a->has_base = b->has_base;
+			a->base_ns = b->base_ns;
+		}
+		a->last_row.valid = false;
+		a->pending_flow.active = false;
+	}
+	for (int t = 0; t < M_TABLES; t++) {
+		free(map[t]);
+		free(fresh[t]);
+	}
+	return rc;
+}
+
+/* Both halves' statistics as one read's of the whole file (len bytes). */
+static void merge_stats(struct tr_stats *st, const struct tr_stats *x, const struct tr_stats *y, size_t len,
+                        size_t brace)
+{
+	*st = *x;
+	st->file_bytes = st->json_bytes = len;
+	st->events += y->events;
+	st->skipped += y->skipped;
+	st->truncated += y->truncated;
+	st->dropped += y->dropped;
+	st->bad_times += y->bad_times;
+	st->negative_durs += y->negative_durs;
+	st->events_end = brace + y->events_end - (sizeof(half_head) - 1);
+}
+
+/* Reads file in two halves at once when it is a plain JSON object of
+ * an_split_min bytes or more and a place to split it is found. Returns 1
+ * when it did (a holds the whole file's tables, st its statistics), else 0:
+ * the file is to be read whole, a as it came (anything that goes wrong
+ * here, the read of the whole file meets again and words). */
+static int read_halves(struct an_trace *a, const char *file, struct tr_stats *st)
+{
+	if (an_threads().read < 2 || !strcmp(file, "-"))
+		return 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (size_t)sb.st_size < an_split_min || sb.st_size < 64) {
+		close(fd);
+		return 0;
+	}
+	/* Plain JSON (not compressed, not Perfetto) and an object, so that
+	 * traceEvents is a member; then a place to split past the middle. */
+	size_t len = (size_t)sb.st_size, comma = 0, brace = 0, at = 0;
+	size_t wn = len / 2 > SPLIT_WINDOW ? SPLIT_WINDOW : len / 2;
+	char *w = malloc(wn > 64 ? wn : 64);
+	ssize_t got = w ? pread(fd, w, 64, 0) : -1;
+	while (got > 0 && at < (size_t)got && blank(w[at]))
+		at++;
+	if (got > 0 && at < (size_t)got && w[at] == '{' && pread(fd, w, wn, (off_t)(len / 2)) == (ssize_t)wn)
+		brace = split_point(w, wn, len / 2, &comma);
+	free(w);
+	if (!brace) {
+		close(fd);
+		return 0;
+	}
+	struct an_trace *b = calloc(1, sizeof(*b));
+	atomic_bool stop = false;
+	struct half hb = {
+	    .a = b,
+	    .piece = {{.data = half_head, .len = sizeof(half_head) - 1}, {NULL, len - brace, fd, brace}},
+	    .rc = -ENOMEM,
+	    .stop = &stop};
+	struct half ha = {.a = a, .piece = {{NULL, comma, fd, 0}, {.data = "]}", .len = 2}}, .stop = &stop};
+	pthread_t th;
+	bool started = false;
+	if (b) {
+		init_tables(b);
+		started = pthread_create(&th, NULL, half_main, &hb) == 0;
+	}
+	int rc = 0;
+	if (started) {
+		struct tr_stats whole = {0};
+		ha.whole = &whole;
+		a->reading = &whole;
+		read_half(&ha, file);
+		a->reading = NULL;
+		pthread_join(th, NULL);
+		/* Usable when both halves were read whole by the fast tokenizer (a
+		 * file that needs repairs is read whole, so that its messages and
+		 * offsets are the file's) and the first half's traceEvents ended
+		 * at the split: then the split was between two of its elements. */
+		if (!ha.rc && !hb.rc && ha.st.events_end == comma + 1 && hb.st.events_end) {
+			rc = merge_half(a, b);
+			if (!rc) {
+				merge_stats(st, &ha.st, &hb.st, len, brace);
+				a->halves = true;
+				rc = 1;
+			}
+		}
+	}
+	if (b) {
+		an_free(b);
+		free(b);
+	}
+	close(fd);
+	if (rc != 1) {
+		/* Back to as new, for the read of the whole file. */
+		const char *step_name = a->step_name, *seq_op = a->seq_op;
+		void (*progress_cb)(const char *, const struct tr_stats *, void *) = a->progress_cb;
+		void *progress_arg = a->progress_arg;
+		an_free(a);
+		*a = (struct an_trace){.step_name = step_name,
+		                       .seq_op = seq_op,
+		                       .progress_cb = progress_cb,
+		                       .progress_arg = progress_arg};
+		init_tables(a);
+	}
+	return rc == 1 ? 1 : 0;
+}
+
+int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen)
+{
+	struct tr_stats scratch;
+	st = st ? st : &scratch;
+	init_tables(a);
 	struct tr_handler h = {.event_cb = on_event, .member_cb = on_member, .user_arg = a};
 	if (errlen)
 		*err = 0;
-	a->reading = st;
-	int rc = tr_read_file(file, &h, st, err, errlen);
-	a->reading = NULL;
-	if (!rc && a->progress_cb && st)
+	int rc = 0;
+	if (!read_halves(a, file, st)) {
+		a->reading = st;
+		rc = tr_read_file(file, &h, st, err, errlen);
+		a->reading = NULL;
+	}
+	if (!rc && a->progress_cb)
 		a->progress_cb("analysing", st, a->progress_arg);
 	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)

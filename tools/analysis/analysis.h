@@ -15,6 +15,9 @@
  * (wall.c) take 16 bytes per self stretch (at most two per event) and 4
  * per event for a while at the end.
  *
+ * A large plain file read in two halves at once (an_threads) holds the
+ * same records, in two sets until they are merged.
+ *
  * With two threads (an_threads), HTA's analyses run beside the device,
  * kernel, copy and wall-time passes once the read is done, so their
  * working memory adds up rather than following one another: about 40%
@@ -103,6 +106,7 @@ struct an_process {
 	int64_t rank;
 	uint64_t kernels;
 	bool seen;
+	bool named, labelled; /* a process_name, a process_labels event came */
 };
 
 /* One pid/tid row; its key is "<pid key>" AN_SEP "<tid key>", where an
@@ -452,6 +456,8 @@ struct an_trace {
 	char *host_name;
 	char *gpu_capture;  /* why GPU capture was off, when the trace says */
 	bool has_dist_rank; /* the trace's "distributedInfo" names its rank */
+	bool base_seen;     /* a "baseTimeNanoseconds" member came, valid or not */
+	bool halves;        /* the file was read in two halves at once (an_threads) */
 	bool has_base;      /* "baseTimeNanoseconds": ts 0 as ns since the epoch */
 	int64_t base_ns;
 	int64_t dist_rank;
@@ -529,10 +535,19 @@ struct an_trace {
 int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err, size_t errlen);
 void an_free(struct an_trace *a);
 
-/* Threads an_read may use: STROBE_TOOL_THREADS, 1 (the default, and
- * what any other value gives) or 2. The results are the same either way. */
+/* Threads an_read uses to read the file and for the analyses after it:
+ * STROBE_TOOL_THREADS=1, one for both; =2, two for both; otherwise (unset,
+ * or not a count) two to read when this process may run on two CPUs or
+ * more, one for the analyses. Two threads read a plain JSON file of
+ * an_split_min bytes or more in two halves at once, each into tables of
+ * its own, merged once both are done; the results are the same either
+ * way. */
 #define AN_THREADS_MAX 2
-unsigned an_threads(void);
+struct an_threads {
+	unsigned read, analyses;
+};
+struct an_threads an_threads(void);
+extern size_t an_split_min; /* 64 MiB; the tests lower it */
 
 /* wall.c: moves start/end ranges' events into their own categories (after
  * the read, before self time), then computes every wall and self_wall

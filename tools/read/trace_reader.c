@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
@@ -84,10 +85,13 @@ struct reader {
 	const unsigned char *next;
 	size_t avail;
 	bool eof;
-	bool rewindable;          /* a regular file or memory: the text can be read again */
-	off_t f_start;            /* where the stream stood when the read began */
-	const unsigned char *mem; /* tr_read_memory's buffer */
-	size_t mem_len;
+	bool rewindable;               /* a regular file or memory: the text can be read again */
+	off_t f_start;                 /* where the stream stood when the read began */
+	const struct tr_piece *pieces; /* tr_read_memory's buffer, or tr_read_pieces' */
+	size_t npieces, piece;         /* pieces, and the next one to read from */
+	size_t piece_done;             /* bytes of that piece read, when it is in a file */
+	bool file_pieces;              /* some are: they are read through in */
+	uint64_t mem_bytes;            /* the bytes of the pieces in memory (those in a file count as read) */
 	z_stream zs;
 	bool zs_live, gz_member_done;
 	ZSTD_DStream *zd;
@@ -162,8 +166,40 @@ static int refill(struct reader *r)
 {
 	if (r->avail || r->eof)
 		return 0;
+	while (!r->f && r->piece < r->npieces) { /* the next piece */
+		const struct tr_piece *pc = &r->pieces[r->piece];
+		if (pc->data) {
+			r->next = pc->data;
+			r->avail = pc->len;
+			r->piece++;
+			if (r->avail)
+				break;
+			continue;
+		}
+		size_t want = pc->len - r->piece_done;
+		want = want < CHUNK ? want : CHUNK;
+		ssize_t got = want ? pread(pc->fd, r->in, want, (off_t)(pc->offset + r->piece_done)) : 0;
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 || (want && !got)) {
+			int e = got < 0 ? errno : EIO;
+			return fail(r, -e, "cannot read: %s",
+			            got < 0 ? strerror(e) : "the file is shorter than it was");
+		}
+		r->piece_done += (size_t)got;
+		r->stats->file_bytes += (size_t)got;
+		if (r->piece_done == pc->len) {
+			r->piece++;
+			r->piece_done = 0;
+		}
+		if (got) {
+			r->next = r->in;
+			r->avail = (size_t)got;
+			break;
+		}
+	}
 	if (!r->f) {
-		r->eof = true;
+		r->eof = r->piece == r->npieces;
 		return 0;
 	}
 	size_t n = fread(r->in, 1, CHUNK, r->f);
@@ -880,6 +916,7 @@ static int on_end(struct reader *r)
 		}
 	} else if (ed && r->depth == ed - 1) {
 		r->events_depth = 0;
+		r->stats->events_end = json_offset(r);
 	}
 	return 1;
 }
@@ -1533,9 +1570,12 @@ static int reread(struct reader *r)
 		r->avail = 0;
 		r->eof = false;
 	} else {
-		r->next = r->mem;
-		r->avail = r->mem_len;
-		r->eof = true;
+		r->next = NULL;
+		r->avail = r->piece = r->piece_done = 0;
+		r->eof = false;
+		int rc = refill(r);
+		if (rc)
+			return rc;
 	}
 	if (r->zs_live) {
 		inflateReset(&r->zs);
@@ -1550,7 +1590,7 @@ static int reread(struct reader *r)
 	enum tr_compression c = r->stats->compression;
 	memset(r->stats, 0, sizeof(*r->stats));
 	r->stats->compression = c;
-	r->stats->file_bytes = r->avail;
+	r->stats->file_bytes = r->mem_bytes;
 	r->stats->reread = true;
 	r->status = 0;
 	if (r->errlen)
@@ -1588,6 +1628,8 @@ static int parse(struct reader *r)
 		rc = parse_fast(r, p, n, &again);
 		if (!again)
 			return rc;
+		if (r->h->fast_only)
+			return fail(r, -EAGAIN, "the text needs the repairing read");
 		if ((rc = reread(r)) || (rc = next_text(r, &p, &n)) || (rc = skip_bom(r, &p, &n)))
 			return rc;
 	}
@@ -1619,7 +1661,7 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 	r->h = h ? h : &none;
 	r->stats = stats ? stats : &scratch;
 	memset(r->stats, 0, sizeof(*r->stats));
-	r->stats->file_bytes = r->avail; /* a buffer in memory counts as read up front */
+	r->stats->file_bytes = r->mem_bytes; /* a buffer in memory counts as read up front */
 	r->err = err;
 	r->errlen = err ? errlen : 0;
 	if (r->errlen)
@@ -1630,10 +1672,11 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 	r->fix.carry = malloc(LOOKAHEAD + 64 + CHUNK);
 	r->yh = yajl_alloc(&callbacks, NULL, r);
 	r->gen = yajl_gen_alloc(NULL);
-	if (r->f)
+	if (r->f || r->file_pieces)
 		r->in = malloc(CHUNK);
-	if (!r->ev || !r->yh || !r->gen || (r->f && !r->in) || !r->fix.carry) {
+	if (!r->ev || !r->yh || !r->gen || ((r->f || r->file_pieces) && !r->in) || !r->fix.carry) {
 		rc = fail(r, -ENOMEM, "out of memory");
+	} else if (!r->f && (rc = refill(r))) { /* the first piece that holds something */
 	} else {
 		yajl_gen_config(r->gen, yajl_gen_print_callback, cap_print, r);
 		rc = parse(r);
@@ -1672,8 +1715,18 @@ int tr_read_stream(FILE *f, const char *label, const struct tr_handler *h, struc
 int tr_read_memory(const void *data, size_t len, const char *label, const struct tr_handler *h,
                    struct tr_stats *stats, char *err, size_t errlen)
 {
-	struct reader r = {
-	    .next = data, .avail = len, .eof = true, .mem = data, .mem_len = len, .rewindable = true};
+	const struct tr_piece piece = {.data = data, .len = len};
+	return tr_read_pieces(&piece, 1, label, h, stats, err, errlen);
+}
+
+int tr_read_pieces(const struct tr_piece *pieces, size_t n, const char *label, const struct tr_handler *h,
+                   struct tr_stats *stats, char *err, size_t errlen)
+{
+	struct reader r = {.pieces = pieces, .npieces = n, .rewindable = true};
+	for (size_t i = 0; i < n; i++) {
+		r.mem_bytes += pieces[i].data ? pieces[i].len : 0;
+		r.file_pieces |= !pieces[i].data;
+	}
 	return read_with(&r, label, h, stats, err, errlen);
 }
 

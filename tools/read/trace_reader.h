@@ -121,6 +121,8 @@ struct tr_handler {
 	void *user_arg;
 	bool slow_only; /* read JSON with yajl and the repair pass alone, never the fast
 	                 * tokenizer: the tests compare the two */
+	bool fast_only; /* where the fast tokenizer gives up on a buffer, fail with -EAGAIN
+	                 * rather than read it again with the repair pass */
 };
 
 /* What the read saw, filled in even when it fails. */
@@ -141,6 +143,7 @@ struct tr_stats {
 	uint64_t cut_tracks;    /* Perfetto track descriptors past TR_PF_TRACKS_MAX: ignored */
 	bool reread;            /* the fast tokenizer gave up, and the JSON was read again from the start
 	                         * by yajl with the repair pass */
+	uint64_t events_end;    /* JSON offset just past the ']' that closed traceEvents; 0 if none did */
 };
 
 /* Reads the trace at path ("-" for stdin) and calls h's callbacks.
@@ -163,6 +166,19 @@ int tr_read_stream(FILE *f, const char *label, const struct tr_handler *h, struc
 
 /* The same for a file already in memory (len bytes, not NUL-terminated). */
 int tr_read_memory(const void *data, size_t len, const char *label, const struct tr_handler *h,
+                   struct tr_stats *stats, char *err, size_t errlen);
+
+/* The same for text in pieces, read one after the other as one text (a
+ * piece may be empty): len bytes at data, or with data NULL, len bytes of
+ * the file open at fd from offset (read with pread, so that two reads can
+ * share fd). The pieces stay valid until it returns. */
+struct tr_piece {
+	const void *data;
+	size_t len;
+	int fd;
+	uint64_t offset;
+};
+int tr_read_pieces(const struct tr_piece *pieces, size_t n, const char *label, const struct tr_handler *h,
                    struct tr_stats *stats, char *err, size_t errlen);
 
 /* For other readers that hand over the same events (perfetto_reader.c):
