@@ -244,7 +244,6 @@ static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
 
 AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
 
-/* The CPU event with correlation corr in rank (the first in the file), or NULL. */
 /* The CPU event with correlation corr in rank (the first in the file), or
  * NULL; hcpus sorted by correlation. */
 static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
