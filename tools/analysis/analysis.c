@@ -680,27 +680,29 @@ struct self_frame {
 	int64_t self;
 };
 
-/* A cpu_op whose self time is known, added to its rank's row in by.
- * memo (per name) keeps the row last found for the name and its rank:
- * most traces have one rank, so the key is built once per name. */
+void *an_op_item(struct an_table *t, struct an_op_memo *memo, int64_t rank, uint32_t name, bool add)
+{
+	struct an_op_memo *m = &memo[name];
+	if (m->at && m->rank == rank) /* most traces have one rank: a key per name */
+		return an_table_item(t, m->at - 1);
+	char key[48];
+	snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, name);
+	void *item = add ? an_table_get(t, key) : an_table_find(t, key);
+	if (item)
+		*m = (struct an_op_memo){rank, (uint32_t)an_table_index(t, item) + 1};
+	return item;
+}
+
+/* A cpu_op whose self time is known, added to its rank's row in by. */
 static int add_cpu_op(struct an_trace *a, struct an_table *by, struct an_op_memo *memo,
                       const struct self_frame *f)
 {
 	const struct an_xrec *x = &a->x[f->i];
 	const struct an_row *row = an_table_item(&a->rows, x->row);
 	int64_t rank = ((const struct an_process *)an_table_item(&a->pids, row->pid))->rank;
-	struct an_op_memo *m = &memo[x->name];
-	struct an_cpu_op *op;
-	if (m->at && m->rank == rank) {
-		op = an_table_item(by, m->at - 1);
-	} else {
-		char key[48];
-		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, rank, x->name);
-		op = an_table_get(by, key);
-		if (!op)
-			return -ENOMEM;
-		*m = (struct an_op_memo){rank, (uint32_t)an_table_index(by, op) + 1};
-	}
+	struct an_cpu_op *op = an_op_item(by, memo, rank, x->name, true);
+	if (!op)
+		return -ENOMEM;
 	op->rank = rank;
 	op->name = x->name;
 	op->count++;

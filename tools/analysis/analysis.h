@@ -223,6 +223,11 @@ struct an_op_memo {
 	uint32_t at;
 };
 
+/* The item of t, a table keyed by rank and name as the cpu_op rows are,
+ * for (rank, name): added (zeroed) when missing and add is set, else NULL
+ * when missing or out of memory. memo has one entry per name. */
+void *an_op_item(struct an_table *t, struct an_op_memo *memo, int64_t rank, uint32_t name, bool add);
+
 /* One sample of a device's "GPU memory allocated (bytes)" track. */
 struct an_memsample {
 	uint32_t pid;

@@ -5,7 +5,6 @@
  * counts a range nested in one of the same name, or running on several
  * threads at once, more than once. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,18 +201,13 @@ static int op_index(struct an_trace *a, uint32_t **out)
 {
 	struct an_table by = {.item_size = sizeof(uint32_t)};
 	uint32_t *op = malloc((a->nx ? a->nx : 1) * sizeof(*op));
-	/* per name: whether it is a cpu_op's, and its row for the last rank
-	 * looked up (at UINT32_MAX: none in that rank) */
 	bool *is_op = calloc(a->names.n ? a->names.n : 1, sizeof(*is_op));
 	struct an_op_memo *memo = calloc(a->names.n ? a->names.n : 1, sizeof(*memo));
 	int rc = op && is_op && memo ? 0 : -ENOMEM;
 	for (uint32_t i = 0; !rc && i < a->names.n; i++)
 		is_op[i] = !strcmp(an_name_cat(a, i), "cpu_op");
-	char key[48];
 	for (size_t i = 0; i < a->ncpu_ops && !rc; i++) {
-		snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, a->cpu_ops[i].rank,
-		         a->cpu_ops[i].name);
-		uint32_t *slot = an_table_get(&by, key);
+		uint32_t *slot = an_op_item(&by, memo, a->cpu_ops[i].rank, a->cpu_ops[i].name, true);
 		if (!slot)
 			rc = -ENOMEM;
 		else
@@ -225,13 +219,8 @@ static int op_index(struct an_trace *a, uint32_t **out)
 			continue; /* only cpu_ops have a row there */
 		const struct an_row *row = an_table_item(&a->rows, a->x[i].row);
 		const struct an_process *p = an_table_item(&a->pids, row->pid);
-		struct an_op_memo *m = &memo[a->x[i].name];
-		if (!m->at || m->rank != p->rank) {
-			snprintf(key, sizeof(key), "%" PRId64 AN_SEP "%" PRIu32, p->rank, a->x[i].name);
-			const uint32_t *slot = an_table_find(&by, key);
-			*m = (struct an_op_memo){p->rank, slot ? *slot : UINT32_MAX};
-		}
-		op[i] = m->at == UINT32_MAX ? UINT32_MAX : m->at - 1;
+		const uint32_t *slot = an_op_item(&by, memo, p->rank, a->x[i].name, false);
+		op[i] = slot ? *slot - 1 : UINT32_MAX;
 	}
 	an_table_free(&by);
 	free(is_op);
