@@ -1414,20 +1414,21 @@ struct half {
 	char err[256];
 	int rc;
 	atomic_bool *stop;
-	/* the first half's: what its progress says of the whole file, as if
-	 * the second half went as fast */
-	struct tr_stats *whole;
 };
 
 static int half_event(const struct tr_event *ev, void *arg)
 {
 	struct half *h = arg;
-	if (h->whole && !(h->st.events & 0x7fff)) {
-		*h->whole = h->st;
-		h->whole->file_bytes *= 2;
-		h->whole->events *= 2;
+	struct an_trace *a = h->a;
+	/* Progress (the first half's tables have the caller's callback): the
+	 * whole file's, as if the second half went as fast. */
+	if (a->progress_cb && !(h->st.events & 0xffff)) {
+		struct tr_stats whole = h->st;
+		whole.file_bytes *= 2;
+		whole.events *= 2;
+		a->progress_cb("reading", &whole, a->progress_arg);
 	}
-	return atomic_load_explicit(h->stop, memory_order_relaxed) ? -ECANCELED : on_event(ev, h->a);
+	return atomic_load_explicit(h->stop, memory_order_relaxed) ? -ECANCELED : on_event(ev, a);
 }
 
 static int half_member(const char *key, const char *json, size_t len, bool truncated, void *arg)
@@ -1725,11 +1726,7 @@ static int read_halves(struct an_trace *a, const char *file, struct tr_stats *st
 	}
 	int rc = 0;
 	if (started) {
-		struct tr_stats whole = {0};
-		ha.whole = &whole;
-		a->reading = &whole;
 		read_half(&ha, file);
-		a->reading = NULL;
 		pthread_join(th, NULL);
 		/* Usable when both halves were read whole by the fast tokenizer (a
 		 * file that needs repairs is read whole, so that its messages and

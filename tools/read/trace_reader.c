@@ -162,46 +162,50 @@ static int fail(struct reader *r, int status, const char *fmt, ...)
 
 /* ---- input ----------------------------------------------------------- */
 
-static int refill(struct reader *r)
+/* refill for text in pieces: the next bytes of the current piece, or of
+ * the next one that holds any. */
+static int next_piece(struct reader *r)
 {
-	if (r->avail || r->eof)
-		return 0;
-	while (!r->f && r->piece < r->npieces) { /* the next piece */
+	while (r->piece < r->npieces) {
 		const struct tr_piece *pc = &r->pieces[r->piece];
 		if (pc->data) {
 			r->next = pc->data;
 			r->avail = pc->len;
 			r->piece++;
-			if (r->avail)
-				break;
-			continue;
-		}
-		size_t want = pc->len - r->piece_done;
-		want = want < CHUNK ? want : CHUNK;
-		ssize_t got = want ? pread(pc->fd, r->in, want, (off_t)(pc->offset + r->piece_done)) : 0;
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0 || (want && !got)) {
-			int e = got < 0 ? errno : EIO;
-			return fail(r, -e, "cannot read: %s",
-			            got < 0 ? strerror(e) : "the file is shorter than it was");
-		}
-		r->piece_done += (size_t)got;
-		r->stats->file_bytes += (size_t)got;
-		if (r->piece_done == pc->len) {
-			r->piece++;
-			r->piece_done = 0;
-		}
-		if (got) {
+		} else {
+			size_t want = pc->len - r->piece_done;
+			want = want < CHUNK ? want : CHUNK;
+			ssize_t got =
+			    want ? pread(pc->fd, r->in, want, (off_t)(pc->offset + r->piece_done)) : 0;
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0 || (want && !got)) {
+				int e = got < 0 ? errno : EIO;
+				return fail(r, -e, "cannot read: %s",
+				            got < 0 ? strerror(e) : "the file is shorter than it was");
+			}
+			r->piece_done += (size_t)got;
+			r->stats->file_bytes += (size_t)got;
+			if (r->piece_done == pc->len) {
+				r->piece++;
+				r->piece_done = 0;
+			}
 			r->next = r->in;
 			r->avail = (size_t)got;
-			break;
 		}
+		if (r->avail)
+			break;
 	}
-	if (!r->f) {
-		r->eof = r->piece == r->npieces;
+	r->eof = r->piece == r->npieces;
+	return 0;
+}
+
+static int refill(struct reader *r)
+{
+	if (r->avail || r->eof)
 		return 0;
-	}
+	if (!r->f)
+		return next_piece(r);
 	size_t n = fread(r->in, 1, CHUNK, r->f);
 	if (n < CHUNK) {
 		if (ferror(r->f)) {
@@ -1676,10 +1680,11 @@ static int read_with(struct reader *r, const char *label, const struct tr_handle
 		r->in = malloc(CHUNK);
 	if (!r->ev || !r->yh || !r->gen || ((r->f || r->file_pieces) && !r->in) || !r->fix.carry) {
 		rc = fail(r, -ENOMEM, "out of memory");
-	} else if (!r->f && (rc = refill(r))) { /* the first piece that holds something */
 	} else {
+		rc = r->f ? 0 : refill(r); /* in pieces: the first that holds something */
 		yajl_gen_config(r->gen, yajl_gen_print_callback, cap_print, r);
-		rc = parse(r);
+		if (!rc)
+			rc = parse(r);
 	}
 	if (r->user_rc && rc == r->user_rc && r->errlen)
 		err[0] = 0;
