@@ -261,8 +261,6 @@ static int cmp_call(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* A sweep per thread in time order with a stack of open intervals: ranges
- * nest, so the top of the stack is the innermost one around a call. */
 /* Whether activity i is a strobe op or range, which GPU work links to. */
 static bool op_or_range(const struct strobe_trace *t, size_t i)
 {
@@ -278,6 +276,8 @@ static size_t ops_and_ranges(const struct strobe_trace *t)
 	return n;
 }
 
+/* A sweep per thread in time order with a stack of open intervals: ranges
+ * nest, so the top of the stack is the innermost one around a call. */
 void strb_gpu_link_calls(struct strb_gpu *g)
 {
 	struct strobe_trace *t = g->t;
