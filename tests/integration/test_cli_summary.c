@@ -241,6 +241,54 @@ static void test_times_within_the_window(void **state)
 	free(dir);
 }
 
+/* Self stretches out of start order. On thread 1, K (0-10) holds C (2-4);
+ * D, also named K (3-8), starts inside C and outlives it, and holds E
+ * (5-6); F (9-9.5) follows. K's self stretches come as [0,2), [3,5),
+ * [6,8), then the outer K's [4,9) once D is done, then [9.5,10); thread
+ * 2 adds a K at 1-2.5. Merged in start order, K's self wall time is
+ * [0,2.5) + [3,9) + [9.5,10) = 9 µs and its wall time 10 µs; the
+ * category's self stretches cover the whole 10 µs. */
+static void test_self_stretches_out_of_order(void **state)
+{
+	(void)state;
+	static const char trace[] =
+	    "{\"traceEvents\": [\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"K\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 0, \"dur\": 10},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"C\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 2, \"dur\": 2},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"K\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 3, \"dur\": 5},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"E\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 5, \"dur\": 1},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"F\", \"pid\": 1, \"tid\": 1,"
+	    " \"ts\": 9, \"dur\": 0.5},\n"
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"K\", \"pid\": 1, \"tid\": 2,"
+	    " \"ts\": 1, \"dur\": 1.5}\n"
+	    "]}\n";
+	char *dir = strdup(tu_mkdtemp()), path[4096];
+	snprintf(path, sizeof(path), "%s/order.json", dir);
+	assert_int_equal(tu_write_file(path, trace), 0);
+	yajl_val v = summary_json(path);
+	yajl_val k = name_row(v, "user_annotation", "top_by_total", "K");
+	assert_non_null(k);
+	assert_int_equal((long long)tu_get_num(k, "wall_ns"), 10000);
+	assert_int_equal((long long)tu_get_num(k, "self_wall_ns"), 9000);
+	yajl_val d = name_row(v, "user_annotation", "top_by_total", "C");
+	assert_int_equal((long long)tu_get_num(d, "self_wall_ns"), 1000); /* [2,3) */
+	yajl_val cats = tu_get(v, "categories");
+	yajl_val cat = NULL;
+	for (size_t i = 0; i < cats->u.array.len && !cat; i++)
+		if (!strcmp(tu_get_str(cats->u.array.values[i], "cat"), "user_annotation"))
+			cat = cats->u.array.values[i];
+	assert_non_null(cat);
+	assert_int_equal((long long)tu_get_num(cat, "wall_ns"), 10000);
+	assert_int_equal((long long)tu_get_num(cat, "self_wall_ns"), 10000);
+	yajl_tree_free(v);
+	tu_rmrf(dir);
+	free(dir);
+}
+
 static void test_instants_counters_and_accounting(void **state)
 {
 	(void)state;
@@ -625,6 +673,7 @@ int main(void)
 	    cmocka_unit_test(test_libkineto_fixture),
 	    cmocka_unit_test(test_self_time_nested),
 	    cmocka_unit_test(test_times_within_the_window),
+	    cmocka_unit_test(test_self_stretches_out_of_order),
 	    cmocka_unit_test(test_instants_counters_and_accounting),
 	    cmocka_unit_test(test_compressed_same_output),
 	    cmocka_unit_test(test_bad_files),

@@ -97,9 +97,12 @@ AN_SORT_DEFINE(sort_ivs, struct iv, iv_less)
 /* What an event counts towards: its name, its category, its cpu_op row. */
 enum group { BY_NAME, BY_CAT, BY_OP };
 
-/* The stretches of one pass, bucketed by key: a counting walk sizes each
- * key's bucket, a second fills them. No key is stored and each bucket is
- * sorted alone, in place, so the memory is 16 bytes a stretch. */
+/* The unions are grown as the stretches come, in start order (unions());
+ * where a grouping's stretches do not come in order (a child that outlives
+ * its parent), a pass over that grouping keeps them instead, bucketed by
+ * key: a counting walk sizes each key's bucket, a second fills them. No key
+ * is stored and each bucket is sorted alone, in place, so the memory is 16
+ * bytes a stretch. */
 struct walk {
 	struct an_trace *a;
 	enum group by;
@@ -137,50 +140,136 @@ static int emit(struct walk *w, size_t i, int64_t from, int64_t to)
 	return 0;
 }
 
-/* Each event's self stretches: its range less its direct children's (x is
- * sorted by row, then start, parents first). cursor: how far the open
- * event's stretches have been given. */
+/* One row's stretches, an event at a time (x is sorted by row, then
+ * start, parents first): each event's range (whole), or its self
+ * stretches, its range less its direct children's, given as the stack of
+ * open events shows them (cursor: how far an open event's stretches have
+ * been given). On a row of nested events the stretches come in start
+ * order; where a child outlives its parent they may not. */
 struct open_ev {
 	size_t i;
 	int64_t cursor, end;
 };
 
+struct stretch {
+	size_t i;
+	int64_t from, to;
+};
+
+struct row_walk {
+	const struct an_trace *a;
+	bool whole;
+	size_t i, end; /* the row's next event, and past its last */
+	struct open_ev *stack;
+	size_t depth, cap;
+	struct stretch *q; /* given, not yet taken: q[head, n) */
+	size_t head, n, qcap;
+};
+
+static int give(struct row_walk *r, size_t i, int64_t from, int64_t to)
+{
+	if (to <= from)
+		return 0;
+	if (r->head == r->n)
+		r->head = r->n = 0;
+	return AN_PUSH(r->q, r->n, r->qcap, (struct stretch){i, from, to});
+}
+
+/* Takes the row's next event, or its end (which closes every open event). */
+static int rw_step(struct row_walk *r)
+{
+	const struct an_xrec *x = r->a->x;
+	bool row_end = r->i == r->end;
+	int rc = 0;
+	if (r->whole) {
+		rc = give(r, r->i, x[r->i].ts, an_sat_add(x[r->i].ts, x[r->i].dur));
+		r->i++;
+		return rc;
+	}
+	while (r->depth && !rc && (row_end || r->stack[r->depth - 1].end <= x[r->i].ts)) {
+		r->depth--;
+		rc = give(r, r->stack[r->depth].i, r->stack[r->depth].cursor, r->stack[r->depth].end);
+	}
+	if (row_end || rc)
+		return rc;
+	const struct an_xrec *e = &x[r->i];
+	int64_t end = an_sat_add(e->ts, e->dur);
+	if (r->depth) {
+		struct open_ev *p = &r->stack[r->depth - 1];
+		rc = give(r, p->i, p->cursor, e->ts);
+		int64_t upto = end < p->end ? end : p->end;
+		if (upto > p->cursor)
+			p->cursor = upto;
+	}
+	if (!rc)
+		rc = AN_PUSH(r->stack, r->depth, r->cap, (struct open_ev){r->i, e->ts, end});
+	r->i++;
+	return rc;
+}
+
+/* The row's next stretch in *s: 1, 0 when the row has no more, or -ENOMEM. */
+static int rw_next(struct row_walk *r, struct stretch *s)
+{
+	while (r->head == r->n && (r->i < r->end || r->depth)) {
+		int rc = rw_step(r);
+		if (rc)
+			return rc;
+	}
+	if (r->head == r->n)
+		return 0;
+	*s = r->q[r->head++];
+	return 1;
+}
+
+static void rw_free(struct row_walk *r)
+{
+	free(r->stack);
+	free(r->q);
+}
+
+/* Each x index where a row's events begin, and nx: *n + 1 entries. */
+static int row_starts(const struct an_trace *a, size_t **out, size_t *n)
+{
+	size_t cap = 0, k = 0;
+	size_t *v = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < a->nx && !rc; i++)
+		if (!i || a->x[i].row != a->x[i - 1].row)
+			rc = AN_PUSH(v, k, cap, i);
+	if (!rc)
+		rc = AN_PUSH(v, k, cap, a->nx);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = k - 1;
+	return 0;
+}
+
+static int stretches(struct walk *w, bool whole)
+{
+	size_t *starts, nrows;
+	int rc = row_starts(w->a, &starts, &nrows);
+	for (size_t k = 0; k < nrows && !rc; k++) {
+		struct row_walk r = {.a = w->a, .whole = whole, .i = starts[k], .end = starts[k + 1]};
+		struct stretch s;
+		while ((rc = rw_next(&r, &s)) == 1 && !(rc = emit(w, s.i, s.from, s.to)))
+			;
+		rw_free(&r);
+	}
+	free(starts);
+	return rc;
+}
+
 static int self_stretches(struct walk *w)
 {
-	const struct an_trace *a = w->a;
-	struct open_ev *stack = NULL;
-	size_t depth = 0, cap = 0;
-	int rc = 0;
-	for (size_t i = 0; i <= a->nx && !rc; i++) {
-		bool new_row = i == a->nx || (i && a->x[i].row != a->x[i - 1].row);
-		while (depth && !rc && (new_row || stack[depth - 1].end <= a->x[i].ts)) {
-			depth--;
-			rc = emit(w, stack[depth].i, stack[depth].cursor, stack[depth].end);
-		}
-		if (i == a->nx || rc)
-			break;
-		const struct an_xrec *e = &a->x[i];
-		int64_t end = an_sat_add(e->ts, e->dur);
-		if (depth) {
-			struct open_ev *p = &stack[depth - 1];
-			rc = emit(w, p->i, p->cursor, e->ts);
-			int64_t upto = end < p->end ? end : p->end;
-			if (upto > p->cursor)
-				p->cursor = upto;
-		}
-		if (!rc)
-			rc = AN_PUSH(stack, depth, cap, (struct open_ev){i, e->ts, end});
-	}
-	free(stack);
-	return rc;
+	return stretches(w, false);
 }
 
 static int whole_ranges(struct walk *w)
 {
-	int rc = 0;
-	for (size_t i = 0; i < w->a->nx && !rc; i++)
-		rc = emit(w, i, w->a->x[i].ts, an_sat_add(w->a->x[i].ts, w->a->x[i].dur));
-	return rc;
+	return stretches(w, true);
 }
 
 #define ADDER(fn, T, table_expr, field)                                                                      \
@@ -232,8 +321,8 @@ static int op_index(struct an_trace *a, uint32_t **out)
 	return rc;
 }
 
-/* One pass: the stretches walk(w) gives, bucketed by key, each bucket's
- * union handed to add. */
+/* One pass (for a grouping unions() could not do): the stretches walk(w)
+ * gives, bucketed by key, each bucket's union handed to add. */
 static int pass(struct walk *w, int (*walk)(struct walk *w),
                 void (*add)(struct an_trace *, uint64_t, int64_t))
 {
@@ -270,6 +359,114 @@ static int pass(struct walk *w, int (*walk)(struct walk *w),
 	return rc;
 }
 
+/* A key's union so far: the stretch still growing, [s, e), and the length
+ * of those done. */
+struct acc {
+	int64_t s, e, done;
+	bool on;
+};
+
+/* Adds [s, e) to k's union. Stretches must come in start order only as
+ * far as the one still growing: one that starts before it is refused
+ * (false), as it might join a stretch already done. */
+static bool grow(struct acc *k, int64_t s, int64_t e)
+{
+	if (!k->on) {
+		*k = (struct acc){s, e, 0, true};
+	} else if (s < k->s) {
+		return false;
+	} else if (s <= k->e) {
+		k->e = e > k->e ? e : k->e;
+	} else {
+		k->done = an_sat_add(k->done, k->e - k->s);
+		k->s = s;
+		k->e = e;
+	}
+	return true;
+}
+
+/* A min-heap of rows by the start of their next stretch (head). */
+static bool row_less(const struct stretch *head, size_t x, size_t y)
+{
+	return head[x].from < head[y].from;
+}
+
+static void heap_down(size_t *heap, size_t n, const struct stretch *head)
+{
+	for (size_t at = 0;;) {
+		size_t c = 2 * at + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && row_less(head, heap[c + 1], heap[c]))
+			c++;
+		if (!row_less(head, heap[c], heap[at]))
+			return;
+		size_t t = heap[at];
+		heap[at] = heap[c];
+		heap[c] = t;
+		at = c;
+	}
+}
+
+static void heap_up(size_t *heap, size_t at, const struct stretch *head)
+{
+	while (at && row_less(head, heap[at], heap[(at - 1) / 2])) {
+		size_t t = heap[at];
+		heap[at] = heap[(at - 1) / 2];
+		heap[(at - 1) / 2] = t;
+		at = (at - 1) / 2;
+	}
+}
+
+/* Every row's stretches at once, merged in start order across the rows
+ * (each row gives its own in start order where its events nest), each
+ * grown into the unions of its keys as it comes, so that none is kept.
+ * ok[by] turns false when a key of that grouping met a stretch out of
+ * order; its unions are then to be made by pass(). */
+static int unions(struct walk *w, bool whole, struct acc *acc[3], bool ok[3])
+{
+	const struct an_trace *a = w->a;
+	size_t *starts, nrows;
+	int rc = row_starts(a, &starts, &nrows);
+	if (rc)
+		return rc;
+	struct row_walk *rows = calloc(nrows ? nrows : 1, sizeof(*rows));
+	struct stretch *head = malloc((nrows ? nrows : 1) * sizeof(*head));
+	size_t *heap = malloc((nrows ? nrows : 1) * sizeof(*heap)), nheap = 0;
+	rc = rows && head && heap ? 0 : -ENOMEM;
+	for (size_t k = 0; k < nrows && !rc; k++) {
+		rows[k] = (struct row_walk){.a = a, .whole = whole, .i = starts[k], .end = starts[k + 1]};
+		rc = rw_next(&rows[k], &head[k]);
+		if (rc == 1) {
+			heap[nheap++] = k;
+			heap_up(heap, nheap - 1, head);
+			rc = 0;
+		}
+	}
+	while (nheap && !rc) {
+		size_t k = heap[0];
+		const struct stretch *s = &head[k];
+		const struct an_xrec *x = &a->x[s->i];
+		uint32_t keys[3] = {x->name, ((const struct an_name *)an_table_item(&a->names, x->name))->cat,
+		                    w->op[s->i]};
+		for (int by = BY_NAME; by <= BY_OP; by++)
+			if (ok[by] && keys[by] != UINT32_MAX)
+				ok[by] = grow(&acc[by][keys[by]], s->from, s->to);
+		rc = rw_next(&rows[k], &head[k]);
+		if (rc == 0)
+			heap[0] = heap[--nheap];
+		rc = rc < 0 ? rc : 0;
+		heap_down(heap, nheap, head);
+	}
+	for (size_t k = 0; rows && k < nrows; k++)
+		rw_free(&rows[k]);
+	free(rows);
+	free(head);
+	free(heap);
+	free(starts);
+	return rc;
+}
+
 int an_wall_compute(struct an_trace *a)
 {
 	static void (*const adders[3][2])(struct an_trace *, uint64_t, int64_t) = {
@@ -277,15 +474,38 @@ int an_wall_compute(struct an_trace *a)
 	size_t nkeys[3] = {a->names.n, a->xcats.n, a->ncpu_ops}, most = 1;
 	for (int i = 0; i < 3; i++)
 		most = nkeys[i] > most ? nkeys[i] : most;
-	struct walk w = {.a = a, .at = calloc(most, sizeof(size_t))};
-	int rc = w.at ? op_index(a, &w.op) : -ENOMEM;
-	for (int by = BY_NAME; by <= BY_OP && !rc; by++) {
-		w.by = (enum group)by;
-		w.nkeys = nkeys[by];
-		rc = pass(&w, whole_ranges, adders[by][0]);
-		if (!rc)
-			rc = pass(&w, self_stretches, adders[by][1]);
+	struct walk w = {.a = a};
+	struct acc *acc[3] = {NULL};
+	int rc = op_index(a, &w.op);
+	for (int by = BY_NAME; by <= BY_OP && !rc; by++)
+		if (!(acc[by] = malloc((nkeys[by] ? nkeys[by] : 1) * sizeof(*acc[by]))))
+			rc = -ENOMEM;
+	/* Wall time, then self wall time: all three groupings in one walk each. */
+	for (int self = 0; self < 2 && !rc; self++) {
+		bool ok[3] = {true, true, true};
+		for (int by = BY_NAME; by <= BY_OP; by++)
+			memset(acc[by], 0, nkeys[by] * sizeof(*acc[by]));
+		rc = unions(&w, !self, acc, ok);
+		for (int by = BY_NAME; by <= BY_OP && !rc; by++) {
+			if (ok[by]) {
+				for (size_t k = 0; k < nkeys[by]; k++)
+					if (acc[by][k].on)
+						adders[by][self](
+						    a, k,
+						    an_sat_add(acc[by][k].done, acc[by][k].e - acc[by][k].s));
+				continue;
+			}
+			if (!w.at && !(w.at = calloc(most, sizeof(size_t)))) {
+				rc = -ENOMEM;
+				break;
+			}
+			w.by = (enum group)by;
+			w.nkeys = nkeys[by];
+			rc = pass(&w, self ? self_stretches : whole_ranges, adders[by][self]);
+		}
 	}
+	for (int by = BY_NAME; by <= BY_OP; by++)
+		free(acc[by]);
 	free(w.op);
 	free(w.v);
 	free(w.at);
