@@ -1256,44 +1256,61 @@ static int compute_cpu_ops(struct an_trace *a, struct an_table *by)
 
 /* ---- the analyses after the read, on one thread or two ------------------ */
 
-/* HTA's analyses on a thread of their own. */
-struct hta_job {
+/* A part of the analyses on a second thread when there is one
+ * (an_threads), beside what this thread does meanwhile: beside_start sets
+ * fn(a) going there, beside_end waits for it. With one thread, beside_end
+ * runs it, unless rc (this thread's result so far) is a failure. */
+struct beside {
 	struct an_trace *a;
+	int (*fn)(struct an_trace *a);
 	int rc;
+	bool threaded;
+	pthread_t th;
 };
 
-static void *hta_main(void *arg)
+static void *beside_main(void *arg)
 {
-	struct hta_job *job = arg;
-	job->rc = an_hta_compute(job->a);
+	struct beside *b = arg;
+	b->rc = b->fn(b->a);
 	return NULL;
 }
 
+static void beside_start(struct beside *b)
+{
+	b->threaded = an_threads().analyses > 1 && pthread_create(&b->th, NULL, beside_main, b) == 0;
+}
+
+static int beside_end(struct beside *b, int rc)
+{
+	if (b->threaded)
+		pthread_join(b->th, NULL);
+	else if (!rc)
+		b->rc = b->fn(b->a);
+	return rc ? rc : b->rc;
+}
+
 /* What follows self time: HTA's analyses, and GPU busy time, kernels,
- * copies and wall times. On two threads the two run at once: they read
- * what the read made (the events, names, rows and processes) and write
- * apart (hta.c's records and tables; the devices, kernel and copy tables
- * and the wall fields of names, categories and cpu_ops), so they need no
- * lock. One after the other, HTA's go first: their records are freed
- * before the GPU work's are made, which keeps the peak lower. */
+ * copies and wall times. They read what the read made (the events, names,
+ * rows and processes) and write apart (hta.c's records and tables; the
+ * devices, kernel and copy tables and the wall fields of names, categories
+ * and cpu_ops), so on two threads they need no lock. HTA's go before the
+ * GPU work's, whose records are made once HTA's are freed: that keeps the
+ * peak down. On two threads, wall times (which keep next to nothing) run
+ * beside HTA's, so the peak is the same as on one. */
 static int compute_rest(struct an_trace *a)
 {
-	struct hta_job job = {a, 0};
-	pthread_t th;
-	bool threaded = an_threads().analyses > 1 && pthread_create(&th, NULL, hta_main, &job) == 0;
-	int rc = threaded ? 0 : an_hta_compute(a);
+	struct beside hta = {.a = a, .fn = an_hta_compute};
+	beside_start(&hta);
+	int rc = hta.threaded ? an_wall_compute(a) : 0;
+	rc = beside_end(&hta, rc);
 	if (!rc)
 		rc = compute_devices(a);
 	if (!rc)
 		rc = compute_kernels(a);
 	if (!rc)
 		rc = compute_copies(a);
-	if (!rc)
+	if (!rc && !hta.threaded)
 		rc = an_wall_compute(a);
-	if (threaded) {
-		pthread_join(th, NULL);
-		rc = rc ? rc : job.rc;
-	}
 	return rc;
 }
 
@@ -1306,7 +1323,7 @@ struct an_threads an_threads(void)
 	}
 	cpu_set_t set;
 	bool two = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1;
-	return (struct an_threads){two ? 2 : 1, 1};
+	return (struct an_threads){two ? 2 : 1, two ? 2 : 1};
 }
 
 /* ---- the "strobe" accounting object -------------------------------------- */
@@ -1780,6 +1797,11 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)
 		rc = an_split_async(a);
+	/* HTA's launch matching needs neither the complete events' order nor
+	 * self time: on two threads it runs beside them. */
+	struct beside launches = {.a = a, .fn = an_hta_launches};
+	if (!rc)
+		beside_start(&launches);
 	if (!rc)
 		rc = compute_self(a, &cpu_ops);
 	if (!rc)
@@ -1789,6 +1811,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
 		rc = list_ranks(a);
+	rc = beside_end(&launches, rc);
 	if (!rc)
 		rc = compute_rest(a);
 	if (!rc)

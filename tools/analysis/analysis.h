@@ -19,11 +19,10 @@
  * A large plain file read in two halves at once (an_threads) holds the
  * same records, in two sets until they are merged.
  *
- * With two threads (an_threads), HTA's analyses run beside the device,
- * kernel, copy and wall-time passes once the read is done, so their
- * working memory adds up rather than following one another: about 40%
- * more at the peak (752 MB against 525 MB for a 1.43 GB trace), for about
- * an eighth less wall time (docs/benchmarks.md). */
+ * With two threads (an_threads), HTA's launch matching runs beside self
+ * time, and the rest of HTA's analyses beside wall times; neither of those
+ * keeps more than 4 bytes an event, so the peak is the same as on one
+ * thread (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
@@ -270,7 +269,7 @@ struct an_hrec {
 	int64_t ts, dur, stream;
 	union {
 		uint64_t corr;   /* as read: its correlation, UINT64_MAX for none */
-		uint64_t launch; /* once an_hta_compute has matched it (an_launch): its launch's index
+		uint64_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
 	uint8_t type; /* enum an_ktype; a MEMORY event's bandwidth is in an_trace.bws */
@@ -543,11 +542,10 @@ void an_free(struct an_trace *a);
 
 /* Threads an_read uses to read the file and for the analyses after it:
  * STROBE_TOOL_THREADS=1, one for both; =2, two for both; otherwise (unset,
- * or not a count) two to read when this process may run on two CPUs or
- * more, one for the analyses. Two threads read a plain JSON file of
- * an_split_min bytes or more in two halves at once, each into tables of
- * its own, merged once both are done; the results are the same either
- * way. */
+ * or not a count) two for both when this process may run on two CPUs or
+ * more, else one. Two threads read a plain JSON file of an_split_min bytes
+ * or more in two halves at once, each into tables of its own, merged once
+ * both are done; the results are the same either way. */
 #define AN_THREADS_MAX 2
 struct an_threads {
 	unsigned read, analyses;
@@ -587,6 +585,10 @@ int64_t an_sat_add(int64_t x, int64_t y);
  * whether its record holds it. */
 int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
                uint32_t what, uint64_t corr, bool *kept);
+/* First the launches: each kernel's launch latency and each GPU event's
+ * launch (an_launch), from HTA's records alone; then, once self time has
+ * sorted the complete events, everything else. */
+int an_hta_launches(struct an_trace *a);
 int an_hta_compute(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);
@@ -597,7 +599,7 @@ int64_t an_row_rank(const struct an_trace *a, uint32_t row);
 /* The category of names-table entry i. */
 const char *an_name_cat(const struct an_trace *a, uint32_t i);
 /* The CPU event with r's correlation in r's rank (the first in the file),
- * or NULL: what an_hta_compute matched to r once launch latency was done
+ * or NULL: what an_hta_launches matched to r once launch latency was done
  * (hta.c). */
 static inline const struct an_hcpu *an_launch(const struct an_trace *a, const struct an_hrec *r)
 {

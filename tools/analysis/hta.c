@@ -1023,19 +1023,26 @@ static int cmp_kname(const void *pa, const void *pb)
 	return strcmp(an_name(cmp_trace, x->name), an_name(cmp_trace, y->name));
 }
 
-int an_hta_compute(struct an_trace *a)
+int an_hta_launches(struct an_trace *a)
 {
 	cmp_trace = a;
 	sort_hcpus(a->hcpus, a->nhcpus);
 	int rc = launch_latency(a);
-	/* Each GPU event's launch, looked up once: the analyses below ask for
-	 * it several times each. */
+	/* Each GPU event's launch, looked up once: the analyses that follow
+	 * ask for it several times each. */
 	for (size_t i = 0; i < a->nhrecs; i++) {
 		struct an_hrec *r = &a->hrecs[i];
 		const struct an_hcpu *l = launch_of(a, r->corr, pid_rank(a, r->pid));
 		r->launch = l ? (uint64_t)(l - a->hcpus) + 1 : 0;
 	}
 	sort_hrecs_time(a->hrecs, a->nhrecs);
+	return rc;
+}
+
+int an_hta_compute(struct an_trace *a)
+{
+	cmp_trace = a;
+	int rc = 0;
 	struct an_step *steps = NULL;
 	struct rank_steps *ends = NULL;
 	size_t nsteps = 0, nends = 0;

@@ -32,10 +32,10 @@ struct tr_stats;
  * (analysis.h, an_threads), for their help texts. */
 #define CLI_THREADS_HELP                                                                                     \
 	"environment:\n"                                                                                     \
-	"  STROBE_TOOL_THREADS=N  unset: a plain JSON file of 64 MiB or more is read in two halves\n"        \
-	"              at once when it may use two CPUs; 1: one thread for everything; 2: also run\n"        \
-	"              HTA's analyses beside the others after the read (about an eighth less time,\n"        \
-	"              40% more peak memory). The output is the same either way.\n"
+	"  STROBE_TOOL_THREADS=N  1: one thread for everything; 2: a plain JSON file of 64 MiB or\n"         \
+	"              more is read in two halves at once, and the analyses after the read run on\n"         \
+	"              two threads, at the same peak memory; unset: 2 when the command may use two\n"        \
+	"              CPUs, else 1. The output is the same either way.\n"
 
 struct cli {
 	const char *cmd;      /* "convert", "config check": after "strobe: " in messages */
