@@ -1511,6 +1511,90 @@ enum { M_PHS, M_CATS, M_XCATS, M_NAMES, M_ROWS, M_PIDS, M_INSTANTS, M_COUNTERS, 
 
 /* What b read (the file after a's part) added to a, as one read of the
  * whole file would have made it. */
+/* How b's indexes become a's: per table, and b's file order after a's. */
+struct remap {
+	const uint32_t *names, *rows, *pids, *dirs;
+	uint32_t seq;
+};
+
+static void move_xrec(void *to, const void *from, const struct remap *m)
+{
+	const struct an_xrec *x = from;
+	*(struct an_xrec *)to = (struct an_xrec){m->rows[x->row], m->names[x->name], x->ts, x->dur};
+}
+
+static void move_copy(void *to, const void *from, const struct remap *m)
+{
+	struct an_copy c = *(const struct an_copy *)from;
+	c.pid = m->pids[c.pid];
+	c.dir = m->dirs[c.dir];
+	*(struct an_copy *)to = c;
+}
+
+static void move_corr(void *to, const void *from, const struct remap *m)
+{
+	struct an_corr c = *(const struct an_corr *)from;
+	c.pid = m->pids[c.pid];
+	c.seq += m->seq;
+	*(struct an_corr *)to = c;
+}
+
+static void move_hrec(void *to, const void *from, const struct remap *m)
+{
+	struct an_hrec h = *(const struct an_hrec *)from;
+	h.pid = m->pids[h.pid];
+	h.name = m->names[h.name];
+	h.seq += m->seq;
+	*(struct an_hrec *)to = h;
+}
+
+static void move_hcpu(void *to, const void *from, const struct remap *m)
+{
+	struct an_hcpu h = *(const struct an_hcpu *)from;
+	h.row = m->rows[h.row];
+	h.name = m->names[h.name];
+	h.seq += m->seq;
+	*(struct an_hcpu *)to = h;
+}
+
+static void move_bw(void *to, const void *from, const struct remap *m)
+{
+	const struct an_bw *w = from;
+	*(struct an_bw *)to = (struct an_bw){w->seq + m->seq, w->bw};
+}
+
+/* Moves n records of size bytes from src to dst (room for them reserved),
+ * converted by move, last first, a chunk at a time: src shrinks behind
+ * each chunk (realloc hands its tail back), so that the two halves' copies
+ * of the records never take much more memory than one. src is freed. */
+static void move_back(void *dst, void **src, size_t n, size_t *src_cap, size_t size, const struct remap *m,
+                      void (*move)(void *to, const void *from, const struct remap *m))
+{
+	const size_t chunk = (size_t)1 << 16;
+	while (n) {
+		size_t from = n > chunk ? n - chunk : 0;
+		for (size_t i = from; i < n; i++)
+			move((char *)dst + i * size, (const char *)*src + i * size, m);
+		n = from;
+		void *p = n ? realloc(*src, n * size) : NULL;
+		if (p) {
+			*src = p;
+			*src_cap = n;
+		}
+	}
+	free(*src);
+	*src = NULL;
+	*src_cap = 0;
+}
+
+/* b's array arr (bn records) onto the end of a's (an records), as move_back. */
+#define MOVE_BACK(aarr, an, barr, bn, bcap, m, move)                                                         \
+	do {                                                                                                 \
+		move_back((aarr) + (an), (void **)&(barr), (bn), &(bcap), sizeof(*(barr)), (m), (move));     \
+		(an) += (bn);                                                                                \
+		(bn) = 0;                                                                                    \
+	} while (0)
+
 static int merge_half(struct an_trace *a, struct an_trace *b)
 {
 	struct an_table *at[M_TABLES] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,
@@ -1606,40 +1690,16 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	     !reserve((void **)&a->hcpus, &a->caphcpus, a->nhcpus + b->nhcpus, sizeof(*a->hcpus)) ||
 	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws))))
 		rc = -ENOMEM;
-	for (size_t i = 0; !rc && i < b->nx; i++)
-		a->x[a->nx++] =
-		    (struct an_xrec){rows[b->x[i].row], names[b->x[i].name], b->x[i].ts, b->x[i].dur};
-	for (size_t i = 0; !rc && i < b->nopen; i++)
-		a->open[a->nopen++] = (struct an_xrec){rows[b->open[i].row], names[b->open[i].name],
-		                                       b->open[i].ts, b->open[i].dur};
-	for (size_t i = 0; !rc && i < b->ncopies; i++) {
-		struct an_copy c = b->copies[i];
-		c.pid = pids[c.pid];
-		c.dir = map[M_DIRS][c.dir];
-		a->copies[a->ncopies++] = c;
+	struct remap m = {names, rows, pids, map[M_DIRS], seq};
+	if (!rc) {
+		MOVE_BACK(a->x, a->nx, b->x, b->nx, b->capx, &m, move_xrec);
+		MOVE_BACK(a->open, a->nopen, b->open, b->nopen, b->capopen, &m, move_xrec);
+		MOVE_BACK(a->copies, a->ncopies, b->copies, b->ncopies, b->capcopies, &m, move_copy);
+		MOVE_BACK(a->corrs, a->ncorrs, b->corrs, b->ncorrs, b->capcorrs, &m, move_corr);
+		MOVE_BACK(a->hrecs, a->nhrecs, b->hrecs, b->nhrecs, b->caphrecs, &m, move_hrec);
+		MOVE_BACK(a->hcpus, a->nhcpus, b->hcpus, b->nhcpus, b->caphcpus, &m, move_hcpu);
+		MOVE_BACK(a->bws, a->nbws, b->bws, b->nbws, b->capbws, &m, move_bw);
 	}
-	for (size_t i = 0; !rc && i < b->ncorrs; i++) {
-		struct an_corr c = b->corrs[i];
-		c.pid = pids[c.pid];
-		c.seq += seq;
-		a->corrs[a->ncorrs++] = c;
-	}
-	for (size_t i = 0; !rc && i < b->nhrecs; i++) {
-		struct an_hrec h = b->hrecs[i];
-		h.pid = pids[h.pid];
-		h.name = names[h.name];
-		h.seq += seq;
-		a->hrecs[a->nhrecs++] = h;
-	}
-	for (size_t i = 0; !rc && i < b->nhcpus; i++) {
-		struct an_hcpu h = b->hcpus[i];
-		h.row = rows[h.row];
-		h.name = names[h.name];
-		h.seq += seq;
-		a->hcpus[a->nhcpus++] = h;
-	}
-	for (size_t i = 0; !rc && i < b->nbws; i++)
-		a->bws[a->nbws++] = (struct an_bw){b->bws[i].seq + seq, b->bws[i].bw};
 	for (size_t i = 0; !rc && i < b->nmemsamples; i++)
 		rc =
 		    an_memory_add(a, pids[b->memsamples[i].pid], b->memsamples[i].ts, b->memsamples[i].bytes);

@@ -17,7 +17,8 @@
  * outlives its parent.
  *
  * A large plain file read in two halves at once (an_threads) holds the
- * same records, in two sets until they are merged.
+ * same records, in two sets until they are merged; the merge moves the
+ * second set a chunk at a time, handing each chunk's memory back.
  *
  * With two threads (an_threads), HTA's launch matching runs beside self
  * time, and the rest of HTA's analyses beside wall times; neither of those
