@@ -53,6 +53,12 @@ struct cp_graph {
 	size_t capdist;
 };
 
+/* Where each row's events of the step are in ev: from from[row] to
+ * to[row] (equal when none), and the launch lookup's place in them. */
+struct cp_rows {
+	size_t *at, *to;
+};
+
 /* A GPU event with its launch (at lts), in launch order within its rank's
  * part of the list (struct gseg). */
 struct glink {
@@ -293,19 +299,17 @@ static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_gra
 	return rc;
 }
 
-/* The step's event for launch call l: same row, start and name. */
-static int32_t find_call(const struct cp_graph *g, size_t ncpu, const struct an_hcpu *l)
+/* The step's event for launch call l: same row, start and name. Each
+ * row's events are ev[from[row], to[row]) in start order, and launches
+ * come in start order too (glinks, per rank), so each row's cursor (at[])
+ * only moves on. */
+static int32_t find_call(const struct cp_graph *g, const struct cp_rows *rows, const struct an_hcpu *l)
 {
-	size_t lo = 0, hi = ncpu;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct cp_ev *e = &g->ev[mid];
-		if (e->row < l->row || (e->row == l->row && e->ts < l->ts))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < ncpu && g->ev[i].row == l->row && g->ev[i].ts == l->ts; i++)
+	size_t i = rows->at[l->row], to = rows->to[l->row];
+	while (i < to && g->ev[i].ts < l->ts)
+		i++;
+	rows->at[l->row] = i;
+	for (; i < to && g->ev[i].ts == l->ts; i++)
 		if (g->ev[i].name == l->name && g->ev[i].kind == K_CPU)
 			return (int32_t)i;
 	return -1;
@@ -525,6 +529,7 @@ struct cp_ctx {
 	int32_t *qrt, *qk;
 	uint32_t *stack;
 	size_t scap;
+	struct cp_rows rows; /* per row of the trace */
 };
 
 static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, const struct an_step *s,
@@ -533,10 +538,13 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	int64_t end = an_sat_add(s->ts, s->dur);
 	g->nev = g->nnodes = g->ne = 0;
 	int rc = 0;
-	for (uint32_t r = 0; r < a->rows.n && !rc; r++)
+	for (uint32_t r = 0; r < a->rows.n && !rc; r++) {
+		c->rows.at[r] = g->nev;
 		if (c->row_first[r] < c->row_first[r + 1] && an_row_rank(a, r) == s->rank)
 			rc = cpu_row(a, c->flags, g, c->row_first[r], c->row_first[r + 1], s->ts, end,
 			             &c->stack, &c->scap);
+		c->rows.to[r] = g->nev;
+	}
 	size_t ncpu = g->nev, lo = 0, hi = 0, sg = 0;
 	while (sg < c->nseg && c->seg[sg].rank != s->rank)
 		sg++;
@@ -561,7 +569,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .end = an_sat_add(h->ts, h->dur),
 		                              .name = h->name,
 		                              .parent = -1,
-		                              .launch = find_call(g, ncpu, l),
+		                              .launch = find_call(g, &c->rows, l),
 		                              .kind = K_GPU,
 		                              .sync = sync,
 		                              .comm = h->type == AN_COMMUNICATION,
@@ -594,7 +602,9 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	c.qrt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qrt));
 	c.qk = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qk));
 	c.flags = name_flags(a);
-	int rc = c.flags && c.row_first && c.gl && c.qrt && c.qk ? 0 : -ENOMEM;
+	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
+	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
+	int rc = c.flags && c.row_first && c.gl && c.qrt && c.qk && c.rows.at && c.rows.to ? 0 : -ENOMEM;
 	if (!rc) { /* x is sorted by row */
 		for (size_t i = 0; i < a->nx; i++)
 			c.row_first[a->x[i].row + 1]++;
@@ -620,6 +630,8 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
 	free(c.flags);
+	free(c.rows.at);
+	free(c.rows.to);
 	free(c.row_first);
 	free(c.gl);
 	free(c.seg);
