@@ -18,35 +18,32 @@ enum { K_PLAIN, K_CPU, K_GPU };                          /* event kinds: K_PLAIN
 enum { E_OP, E_DEPENDENCY, E_LAUNCH, E_KERNEL, E_SYNC }; /* HTA's CPEdgeType */
 enum { S_NONE, S_STREAM, S_CONTEXT, S_OTHER };           /* cuda_sync events */
 
+/* The graph is the largest working memory of the analyses (a step of a
+ * large trace has millions of nodes), so what can be looked up is not
+ * kept: an edge's weight comes from its nodes' times, a GPU event's
+ * stream, file order and queue lengths from its hrecs index. */
 struct cp_ev {
 	int64_t ts, end;
-	uint32_t name, row, node; /* node: its start node; the end is node + 1 */
-	int32_t parent;           /* CPU: the innermost step event around it, or -1 */
-	int32_t launch;           /* GPU: the event of its launch call, or -1 */
+	uint32_t name, node; /* node: its start node (even); the end is node + 1 */
+	int32_t parent;      /* CPU: the innermost step event around it, or -1 */
+	int32_t launch;      /* GPU: the event of its launch call, or -1 */
+	uint32_t h;          /* GPU: its index in hrecs */
 	uint8_t kind, sync;
 	bool blocking, comm;
-	const struct an_hrec *h;
-	int32_t qrt, qk; /* GPU: the stream's queue length after its launch and after its start */
-};
-
-/* A node: the start or end of event ev. */
-struct cp_node {
-	uint32_t ev;
-	bool start;
 };
 
 struct cp_edge {
 	uint32_t src, dst;
-	int64_t w;
 	int32_t attr; /* the event the edge's time belongs to, or -1 */
 	uint8_t type;
+	bool zero; /* no time, whatever its nodes' (a blocking call's end) */
 };
 
 struct cp_graph {
 	struct cp_ev *ev;
-	struct cp_node *nodes;
+	uint32_t *pair_ev; /* per pair of nodes (2k, 2k + 1): the event they start and end */
 	struct cp_edge *e;
-	size_t nev, capev, nnodes, capnodes, ne, cape;
+	size_t nev, capev, nnodes, cappairs, ne, cape;
 	/* the longest path */
 	int64_t *dist;
 	uint32_t *best, *order, *indeg, *first_in, *first_out, *in, *out;
@@ -142,32 +139,45 @@ static int queue_lengths(const struct an_trace *a, int32_t *qrt, int32_t *qk)
 
 /* ---- building one step's graph -------------------------------------------------- */
 
-static int add_node(struct cp_graph *g, uint32_t ev, bool start)
+/* Node v: the start (v even) or the end of event node_ev(g, v). */
+static uint32_t node_ev(const struct cp_graph *g, uint32_t v)
 {
-	return AN_PUSH(g->nodes, g->nnodes, g->capnodes, (struct cp_node){ev, start});
+	return g->pair_ev[v >> 1];
+}
+
+static bool node_start(uint32_t v)
+{
+	return !(v & 1);
 }
 
 /* The time of node v. */
 static int64_t node_ts(const struct cp_graph *g, uint32_t v)
 {
-	const struct cp_ev *e = &g->ev[g->nodes[v].ev];
-	return g->nodes[v].start ? e->ts : e->end;
+	const struct cp_ev *e = &g->ev[node_ev(g, v)];
+	return node_start(v) ? e->ts : e->end;
 }
 
 static int add_ev(struct cp_graph *g, struct cp_ev e)
 {
 	e.node = (uint32_t)g->nnodes;
-	if (e.kind != K_PLAIN &&
-	    (add_node(g, (uint32_t)g->nev, true) || add_node(g, (uint32_t)g->nev, false)))
+	size_t pairs = g->nnodes / 2;
+	if (e.kind != K_PLAIN && AN_PUSH(g->pair_ev, pairs, g->cappairs, (uint32_t)g->nev))
 		return -ENOMEM;
+	g->nnodes = 2 * pairs;
 	return AN_PUSH(g->ev, g->nev, g->capev, e);
 }
 
 static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type, bool zero, int32_t attr)
 {
-	int64_t w =
-	    zero || type == E_DEPENDENCY || type == E_SYNC ? 0 : an_span(node_ts(g, src), node_ts(g, dst));
-	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, w, attr, type});
+	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, attr, type, zero});
+}
+
+/* An edge's time, given its end node's (tdst): none for a dependency, a
+ * sync or a blocking call's end, else from its start node's to tdst. */
+static int64_t edge_w(const struct cp_graph *g, const struct cp_edge *e, int64_t tdst)
+{
+	return e->zero || e->type == E_DEPENDENCY || e->type == E_SYNC ? 0
+	                                                               : an_span(node_ts(g, e->src), tdst);
 }
 
 /* HTA's _attribute_edge for a span between two CPU nodes: the event that
@@ -175,9 +185,9 @@ static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type
  * the start of the next) their parent. */
 static int32_t attribute(const struct cp_graph *g, uint32_t src, uint32_t dst, int32_t parent)
 {
-	if (g->nodes[src].start)
-		return (int32_t)g->nodes[src].ev;
-	return !g->nodes[dst].start ? (int32_t)g->nodes[dst].ev : parent;
+	if (node_start(src))
+		return (int32_t)node_ev(g, src);
+	return !node_start(dst) ? (int32_t)node_ev(g, dst) : parent;
 }
 
 /* The walk of one thread's call stack (HTA's enter_func and exit_func). */
@@ -281,7 +291,6 @@ static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_gra
 		struct cp_ev ev = {.ts = x->ts,
 		                   .end = an_sat_add(x->ts, x->dur),
 		                   .name = x->name,
-		                   .row = x->row,
 		                   .parent = depth ? (int32_t)(*stack)[depth - 1] : -1,
 		                   .launch = -1,
 		                   .kind = node ? K_CPU : K_PLAIN,
@@ -339,7 +348,8 @@ struct last {
 
 /* HTA's _construct_graph_from_kernels over the step's GPU events
  * ev[first, nev), in start order (syncs at their end). */
-static int gpu_edges(struct cp_graph *g, size_t first)
+static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hrecs, const int32_t *qrt,
+                     const int32_t *qk)
 {
 	size_t n = g->nev - first, nlast = 0, lcap = 0;
 	struct gkey *key = malloc((n ? n : 1) * sizeof(*key));
@@ -347,15 +357,16 @@ static int gpu_edges(struct cp_graph *g, size_t first)
 	int rc = key ? 0 : -ENOMEM;
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct cp_ev *e = &g->ev[first + i];
-		key[i] = (struct gkey){e->sync ? e->end : e->ts, e->h->seq, (uint32_t)(first + i)};
+		key[i] = (struct gkey){e->sync ? e->end : e->ts, hrecs[e->h].seq, (uint32_t)(first + i)};
 	}
 	if (!rc)
 		sort_gkeys(key, n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct cp_ev *e = &g->ev[key[i].ev];
+		const struct an_hrec *h = &hrecs[e->h];
 		struct last *l = NULL;
 		for (size_t k = 0; k < nlast && !l; k++)
-			if (last[k].pid == e->h->pid && last[k].stream == e->h->stream)
+			if (last[k].pid == h->pid && last[k].stream == h->stream)
 				l = &last[k];
 		if (e->sync) {
 			/* a sync call ends after the stream's (or, for a context
@@ -368,12 +379,13 @@ static int gpu_edges(struct cp_graph *g, size_t first)
 		}
 		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)key[i].ev);
 		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
-		if (!rc && e->qrt == 1 && e->qk == 0 && e->launch >= 0 && (!l || node_ts(g, l->node) < lts))
+		if (!rc && qrt[e->h] == 1 && qk[e->h] == 0 && e->launch >= 0 &&
+		    (!l || node_ts(g, l->node) < lts))
 			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
 		else if (!rc && l)
-			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)g->nodes[l->node].ev);
+			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)node_ev(g, l->node));
 		if (!rc && !l) {
-			rc = AN_PUSH(last, nlast, lcap, (struct last){e->h->pid, e->h->stream, 0});
+			rc = AN_PUSH(last, nlast, lcap, (struct last){h->pid, h->stream, 0});
 			l = rc ? NULL : &last[nlast - 1];
 		}
 		if (l)
@@ -438,11 +450,12 @@ static int longest(struct cp_graph *g, bool *dag)
 			g->order[tail++] = (uint32_t)v;
 	while (head < tail) {
 		uint32_t v = g->order[head++];
+		int64_t tv = node_ts(g, v);
 		g->dist[v] = 0;
 		g->best[v] = UINT32_MAX;
 		for (uint32_t k = g->first_in[v]; k < g->first_in[v + 1]; k++) {
 			const struct cp_edge *e = &g->e[g->in[k]];
-			int64_t d = an_sat_add(g->dist[e->src], e->w);
+			int64_t d = an_sat_add(g->dist[e->src], edge_w(g, e, tv));
 			if (d >= 0 && (g->best[v] == UINT32_MAX || d > g->dist[v])) {
 				g->dist[v] = d;
 				g->best[v] = g->in[k];
@@ -483,23 +496,28 @@ static int summarise(const struct cp_graph *g, struct an_cpath *p)
 	for (size_t i = 1; i < nn; i++) /* the first node (in topological order) furthest in */
 		if (g->dist[g->order[i]] > g->dist[g->order[end]])
 			end = i;
-	struct an_cp_op *ops = malloc((nn ? nn : 1) * sizeof(*ops));
+	uint32_t from = nn ? g->order[end] : 0;
+	size_t len = 0; /* the path's edges: room for its ops */
+	for (uint32_t v = from, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src)
+		len++;
+	struct an_cp_op *ops = malloc((len ? len : 1) * sizeof(*ops));
 	if (!ops)
 		return -ENOMEM;
-	p->length = nn ? g->dist[g->order[end]] : 0;
-	for (uint32_t v = nn ? g->order[end] : 0, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
+	p->length = nn ? g->dist[from] : 0;
+	for (uint32_t v = from, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
 		const struct cp_edge *e = &g->e[k];
 		const struct cp_ev *ev = e->attr >= 0 ? &g->ev[e->attr] : NULL;
+		int64_t w = edge_w(g, e, node_ts(g, v));
 		if (e->type == E_LAUNCH)
-			p->launch += e->w;
+			p->launch += w;
 		else if (e->type == E_KERNEL)
-			p->kk += e->w;
+			p->kk += w;
 		else if (e->type == E_OP && ev && ev->kind == K_GPU)
-			*(ev->comm ? &p->comm : &p->compute) += e->w;
+			*(ev->comm ? &p->comm : &p->compute) += w;
 		else if (e->type == E_OP)
-			p->cpu += e->w;
-		if (e->type == E_OP && ev && e->w)
-			ops[n++] = (struct an_cp_op){ev->name, ev->kind == K_GPU, e->w};
+			p->cpu += w;
+		if (e->type == E_OP && ev && w)
+			ops[n++] = (struct an_cp_op){ev->name, ev->kind == K_GPU, w};
 	}
 	sort_ops(ops, n);
 	size_t m = 0;
@@ -522,6 +540,7 @@ static int summarise(const struct cp_graph *g, struct an_cpath *p)
 struct cp_ctx {
 	uint8_t *flags;    /* per name (name_flags) */
 	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
+	bool *row_nodes;   /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
 	struct glink *gl;
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
@@ -540,7 +559,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	int rc = 0;
 	for (uint32_t r = 0; r < a->rows.n && !rc; r++) {
 		c->rows.at[r] = g->nev;
-		if (c->row_first[r] < c->row_first[r + 1] && an_row_rank(a, r) == s->rank)
+		if (c->row_nodes[r] && an_row_rank(a, r) == s->rank)
 			rc = cpu_row(a, c->flags, g, c->row_first[r], c->row_first[r + 1], s->ts, end,
 			             &c->stack, &c->scap);
 		c->rows.to[r] = g->nev;
@@ -570,15 +589,13 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .name = h->name,
 		                              .parent = -1,
 		                              .launch = find_call(g, &c->rows, l),
+		                              .h = k->h,
 		                              .kind = K_GPU,
 		                              .sync = sync,
-		                              .comm = h->type == AN_COMMUNICATION,
-		                              .h = h,
-		                              .qrt = c->qrt[k->h],
-		                              .qk = c->qk[k->h]});
+		                              .comm = h->type == AN_COMMUNICATION});
 	}
 	if (!rc)
-		rc = gpu_edges(g, ncpu);
+		rc = gpu_edges(g, ncpu, a->hrecs, c->qrt, c->qk);
 	bool dag = false;
 	if (!rc && g->nnodes)
 		rc = longest(g, &dag);
@@ -598,16 +615,21 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	struct cp_graph g = {0};
 	size_t cap = 0;
 	c.row_first = calloc(a->rows.n + 1, sizeof(*c.row_first));
+	c.row_nodes = calloc(a->rows.n ? a->rows.n : 1, sizeof(*c.row_nodes));
 	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
 	c.qrt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qrt));
 	c.qk = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qk));
 	c.flags = name_flags(a);
 	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
-	int rc = c.flags && c.row_first && c.gl && c.qrt && c.qk && c.rows.at && c.rows.to ? 0 : -ENOMEM;
+	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.qrt && c.qk && c.rows.at && c.rows.to
+	             ? 0
+	             : -ENOMEM;
 	if (!rc) { /* x is sorted by row */
-		for (size_t i = 0; i < a->nx; i++)
+		for (size_t i = 0; i < a->nx; i++) {
 			c.row_first[a->x[i].row + 1]++;
+			c.row_nodes[a->x[i].row] |= (c.flags[a->x[i].name] & N_NODE) != 0;
+		}
 		for (size_t r = 0; r < a->rows.n; r++)
 			c.row_first[r + 1] += c.row_first[r];
 		rc = queue_lengths(a, c.qrt, c.qk);
@@ -633,13 +655,14 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(c.rows.at);
 	free(c.rows.to);
 	free(c.row_first);
+	free(c.row_nodes);
 	free(c.gl);
 	free(c.seg);
 	free(c.qrt);
 	free(c.qk);
 	free(c.stack);
 	free(g.ev);
-	free(g.nodes);
+	free(g.pair_ev);
 	free(g.e);
 	free(g.dist);
 	free(g.best);
