@@ -585,41 +585,41 @@ static int dev_unions(struct dev_work *w)
 	return rc;
 }
 
-struct edge {
-	int64_t t;
-	int bit; /* +bit at a start, -bit at an end */
-};
-
-static int cmp_edge(const void *pa, const void *pb)
+/* The time of edge i (2k: a start, 2k + 1: an end) of a type's union. */
+static int64_t union_edge(const struct ivals *u, size_t i)
 {
-	const struct edge *x = pa, *y = pb;
-	return x->t < y->t ? -1 : x->t > y->t;
+	return i & 1 ? u->v[i / 2].e : u->v[i / 2].s;
 }
 
-/* _get_gpu_kernel_type_time: the time each set of types ran together. */
+/* _get_gpu_kernel_type_time: the time each set of types ran together.
+ * Each type's union gives its starts and ends in time order, so the three
+ * are merged as they are walked; where edges meet at one time, their order
+ * cannot show (the time between them is 0). */
 static int type_times(struct an_trace *a, const struct dev_work *w, struct an_breakdown *b, size_t *cap)
 {
-	size_t ne = 0;
-	for (int k = 0; k < 3; k++)
-		ne += 2 * w->type[k].n;
-	struct edge *ed = malloc((ne ? ne : 1) * sizeof(*ed));
-	if (!ed)
-		return -ENOMEM;
-	ne = 0;
-	for (int k = 0; k < 3; k++)
-		for (size_t i = 0; i < w->type[k].n; i++) {
-			ed[ne++] = (struct edge){w->type[k].v[i].s, 1 << k};
-			ed[ne++] = (struct edge){w->type[k].v[i].e, -(1 << k)};
-		}
-	an_sort(ed, ne, sizeof(*ed), cmp_edge);
 	int64_t t[8] = {0}, total = 0;
+	size_t at[3] = {0}, end[3];
+	for (int k = 0; k < 3; k++)
+		end[k] = 2 * w->type[k].n;
 	int mask = 0;
-	for (size_t i = 0; i < ne; i++) {
-		mask += ed[i].bit;
-		if (i + 1 < ne && mask > 0 && mask < 8)
-			t[mask] = an_sat_add(t[mask], an_span(ed[i].t, ed[i + 1].t));
+	bool have = false;
+	int64_t prev = 0;
+	for (;;) {
+		int next = -1;
+		for (int k = 0; k < 3; k++)
+			if (at[k] < end[k] && (next < 0 || union_edge(&w->type[k], at[k]) <
+			                                       union_edge(&w->type[next], at[next])))
+				next = k;
+		if (next < 0)
+			break;
+		int64_t now = union_edge(&w->type[next], at[next]);
+		if (have && mask > 0 && mask < 8)
+			t[mask] = an_sat_add(t[mask], an_span(prev, now));
+		mask += at[next] & 1 ? -(1 << next) : 1 << next;
+		at[next]++;
+		prev = now;
+		have = true;
 	}
-	free(ed);
 	for (int m = 1; m < 8; m++)
 		total = an_sat_add(total, t[m]);
 	for (int m = 1; m < 8; m++)
@@ -713,26 +713,71 @@ static int64_t nth_counted(const uint32_t *hist, int64_t lo, size_t k)
 
 /* One stream's queue length summary: +1 at each launch (in HTA's runtime
  * set) of its events, -1 at each event's start. */
+/* The launches and starts of a stream's GPU events in qev order, one at
+ * a time: the starts (r, in start order already) and the launches (in the
+ * same order, which is theirs too on a stream that runs in launch order;
+ * sorted otherwise) merged as they are walked. */
+struct qwalk {
+	const struct an_trace *a;
+	const struct an_hrec *r;
+	size_t n, i; /* the next start: r[i] (one with a queued launch) */
+	const struct qev *l;
+	size_t nl, j; /* the next launch: l[j] */
+};
+
+static bool qw_start(struct qwalk *w)
+{
+	for (; w->i < w->n; w->i++) {
+		const struct an_hcpu *l = an_launch(w->a, &w->r[w->i]);
+		if (l && l->queue)
+			return true;
+	}
+	return false;
+}
+
+/* The next one's change of the queue's length (+1 a launch, -1 a start),
+ * 0 at the end. */
+static int qw_next(struct qwalk *w)
+{
+	bool start = qw_start(w);
+	if (!start && w->j == w->nl)
+		return 0;
+	if (start && w->j < w->nl) {
+		const struct qev s = {w->r[w->i].ts, -1, w->r[w->i].seq};
+		start = qev_less(&s, &w->l[w->j]);
+	}
+	if (start) {
+		w->i++;
+		return -1;
+	}
+	w->j++;
+	return 1;
+}
+
 static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const struct an_breakdown *b,
                     size_t *cap)
 {
-	struct qev *q = malloc((2 * n + 1) * sizeof(*q));
+	struct qev *q = malloc((n + 1) * sizeof(*q));
 	int rc = q ? 0 : -ENOMEM;
-	size_t nq = 0;
+	size_t nl = 0;
+	bool sorted = true;
 	for (size_t i = 0; !rc && i < n; i++) {
 		const struct an_hcpu *l = an_launch(a, &r[i]);
 		if (!l || !l->queue)
 			continue;
-		q[nq++] = (struct qev){l->ts, 1, l->seq};
-		q[nq++] = (struct qev){r[i].ts, -1, r[i].seq};
+		q[nl++] = (struct qev){l->ts, 1, l->seq};
+		sorted = sorted && (nl == 1 || !qev_less(&q[nl - 1], &q[nl - 2]));
 	}
+	if (!rc && !sorted)
+		sort_qevs(q, nl);
+	size_t nq = 2 * nl;
 	if (!rc && nq) {
-		sort_qevs(q, nq);
 		struct an_queue s = {b->pid, b->rank, r[0].stream, nq, 0, 0, INT64_MIN};
 		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
-		for (size_t i = 0; i < nq; i++) {
-			len += q[i].d;
+		struct qwalk w = {a, r, n, 0, q, nl, 0};
+		for (int d; (d = qw_next(&w));) {
+			len += d;
 			sum += (double)len;
 			s.max = len > s.max ? len : s.max;
 			least = len < least ? len : least;
@@ -743,8 +788,9 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 		uint32_t *hist = calloc((size_t)(s.max - least) + 1, sizeof(*hist));
 		rc = hist ? 0 : -ENOMEM;
 		len = 0;
-		for (size_t i = 0; !rc && i < nq; i++) {
-			len += q[i].d;
+		w = (struct qwalk){a, r, n, 0, q, nl, 0};
+		for (int d; !rc && (d = qw_next(&w));) {
+			len += d;
 			hist[len - least]++;
 		}
 		if (!rc) {
