@@ -420,6 +420,96 @@ static void test_chunks(void **state)
 	free(t);
 }
 
+/* Events plain enough for the fast read to take whole, without their
+ * tokens (trace_reader.c, fast_event): every kind of member and scalar,
+ * and each limit just kept and just passed (then the tokens take the event
+ * and cut or drop as they do), in a text read in chunks so that events
+ * fall across their ends. Both reads must agree on all of it. */
+static void test_events_taken_whole(void **state)
+{
+	(void)state;
+	size_t cap = (size_t)4 << 20;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	size_t o = (size_t)sprintf(t, "{\"traceEvents\":[");
+	/* members of every kind, in every order, blanks between tokens */
+	static const char *const plain[] = {
+	    "{}",
+	    "{ }",
+	    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1.5,\"dur\":2,"
+	    "\"args\":{\"External "
+	    "id\":1,\"stream\":7,\"correlation\":99,\"ok\":true,\"no\":false,\"none\":null,"
+	    "\"s\":\"v\",\"neg\":-0.25,\"big\":12345678901234567890123}}",
+	    " {\n\"name\" : \"n\" ,\t\"ph\" :\"i\", \"args\" : { } , \"s\" : \"g\", \"ts\" : 0 } ",
+	    "{\"ph\":\"f\",\"id\":\"0x1f\",\"pid\":\"Spans\",\"tid\":-3,\"ts\":10,\"cat\":\"ac2g\",\"bp\":"
+	    "\"e\"}",
+	    "{\"ph\":\"X\",\"pid\":1.5,\"tid\":1e3,\"id\":9223372036854775808,\"ts\":\"7\",\"dur\":true,"
+	    "\"name\":3,\"cat\":null,\"args\":5}",
+	    "{\"ph\":\"X\",\"ts\":1,\"dur\":-4,\"args\":{\"a\":1},\"args\":{\"b\":2},\"ph\":\"B\",\"name\":"
+	    "\"x\","
+	    "\"name\":\"y\"}",
+	    "{\"ph\":\"X\",\"ts\":99999999999999999999999,\"dur\":1e400,\"args\":{\"e\":1E+2,\"f\":0.5e-3}}",
+	    "{\"ph\":\"X\",\"ts\":-0,\"dur\":0.0005,\"args\":{\"\":\"\",\"k\\u0041\":1}}",
+	    "{\"ph\":\"X\",\"name\":\"\x7f\",\"args\":{\"u\":\"\xc3\xa9\"}}",
+	    "{\"ph\":\"X\",\"args\":{\"x\":[1]},\"name\":\"array in args\"}",
+	    "{\"ph\":\"X\",\"extra\":{\"x\":1},\"name\":\"object member\"}",
+	};
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+		o += (size_t)sprintf(t + o, "%s%s", i ? "," : "", plain[i]);
+	/* strings at their limits, one byte under (kept) and at (cut), each
+	 * in an event of its own: a cat, a pid, a member's key, an arg's key,
+	 * a name */
+	static const char *const forms[] = {"\"cat\":\"%s\"", "\"pid\":\"%s\"", "\"%s\":1",
+	                                    "\"args\":{\"%s\":1}", "\"name\":\"%s\""};
+	char *str = malloc(TR_NAME_MAX + 1);
+	assert_non_null(str);
+	for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++)
+		for (size_t len = (f < 4 ? TR_SHORT_MAX : TR_NAME_MAX) - 1;
+		     len <= (f < 4 ? TR_SHORT_MAX : TR_NAME_MAX); len++) {
+			memset(str, 'a' + (int)f, len);
+			str[len] = 0;
+			o += (size_t)sprintf(t + o, ",{\"ph\":\"X\",");
+			o += (size_t)sprintf(t + o, forms[f], str);
+			o += (size_t)sprintf(t + o, "}");
+		}
+	free(str);
+	/* an arg value that just fits with its quotes, and one that does not */
+	for (size_t v = TR_VALUE_MAX - 3; v <= TR_VALUE_MAX - 2; v++) {
+		o += (size_t)sprintf(t + o, ",{\"ph\":\"X\",\"args\":{\"v\":\"");
+		memset(t + o, 'v', v);
+		o += v;
+		o += (size_t)sprintf(t + o, "\",\"n\":");
+		memset(t + o, '7', TR_WORD_MAX); /* the longest number */
+		o += TR_WORD_MAX;
+		o += (size_t)sprintf(t + o, "}}");
+	}
+	/* as many args and extra members as are kept, and one more of each */
+	for (int over = 0; over < 3; over++) {
+		o += (size_t)sprintf(t + o, ",{\"ph\":\"X\",\"args\":{");
+		for (int i = 0; i < TR_ARGS_MAX + (over == 1); i++)
+			o += (size_t)sprintf(t + o, "%s\"a%d\":%d", i ? "," : "", i, i);
+		o += (size_t)sprintf(t + o, "}");
+		for (int i = 0; i < TR_EXTRA_MAX + (over == 2); i++)
+			o += (size_t)sprintf(t + o, ",\"x%d\":\"%d\"", i, i);
+		o += (size_t)sprintf(t + o, "}");
+	}
+	/* many small events, so that the chunks' ends fall inside some */
+	for (unsigned i = 0; o < cap - 4096; i++)
+		o += (size_t)sprintf(
+		    t + o,
+		    ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op%u\",\"pid\":%u,\"tid\":%u,"
+		    "\"ts\":%u.%03u,\"dur\":%u,\"args\":{\"External id\":%u,\"s\":\"%.*s\"}}",
+		    i % 97, i % 3, i % 5, i, i % 1000, i % 50, i, (int)(i % 23),
+		    "abcdefghijklmnopqrstuvwxyz");
+	o += (size_t)sprintf(t + o, "]}");
+	assert_true(o < cap);
+	assert_false(agree_stop(t, o, 0));
+	/* a callback that stops at an event the fast read took whole */
+	assert_false(agree_stop(t, o, 3));
+	assert_false(agree_stop(t, o, 5000));
+	free(t);
+}
+
 /* The libkineto traces in tests/data, as written. */
 static void test_libkineto_files(void **state)
 {
@@ -450,6 +540,7 @@ int main(void)
 	    cmocka_unit_test(test_defects_read_again),
 	    cmocka_unit_test(test_stop_the_same),
 	    cmocka_unit_test(test_chunks),
+	    cmocka_unit_test(test_events_taken_whole),
 	    cmocka_unit_test(test_libkineto_files),
 	    cmocka_unit_test(test_compressed_edges),
 	};

@@ -4,9 +4,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* What the grammar allows next. */
 enum need { N_VALUE, N_VALUE_OR_CLOSE, N_KEY, N_KEY_OR_CLOSE, N_COLON, N_COMMA_OR_CLOSE, N_END };
@@ -27,6 +24,7 @@ struct jl {
 	size_t dec_cap;
 	jl_next_cb next;
 	jl_token_cb token;
+	jl_object_cb object;
 	void *arg;
 	int depth;
 	unsigned char stack[JL_DEPTH_MAX];
@@ -94,40 +92,6 @@ static int more(struct jl *j, const unsigned char **pp)
 	return 0;
 }
 
-/* The first byte of [p, e) that a string cannot copy as is: a quote, a
- * backslash, a control byte or a byte of a multibyte character. Sixteen
- * bytes at a time with SSE2 (bytes from 0x80 are negative as signed, so one
- * compare finds them with the control bytes), else eight with bit tricks
- * that are exact for these. */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *e)
-{
-#ifdef __SSE2__
-	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-	while (e - p >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-		                           _mm_cmplt_epi8(v, space));
-		int m = _mm_movemask_epi8(hit);
-		if (m)
-			return p + __builtin_ctz((unsigned)m);
-		p += 16;
-	}
-#else
-	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-	while (e - p >= 8) {
-		uint64_t w;
-		memcpy(&w, p, sizeof(w));
-		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-		if ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & highs)
-			break;
-		p += 8;
-	}
-#endif
-	while (p < e && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-		p++;
-	return p;
-}
-
 static int hex(unsigned char c)
 {
 	return c >= '0' && c <= '9'   ? c - '0'
@@ -169,7 +133,7 @@ static enum scan scan_string(const unsigned char *p, const unsigned char *e, con
 	const unsigned char *q = p + 1;
 	*esc = false;
 	for (;;) {
-		q = plain_run(q, e);
+		q = jl_plain_run(q, e);
 		if (q - p >= JL_TOKEN_MAX)
 			return S_BAD;
 		if (q == e)
@@ -343,6 +307,20 @@ static int run(struct jl *j)
 		bool value = true, close = false;
 		switch (c) {
 		case '{':
+			if (j->object && (need == N_VALUE || need == N_VALUE_OR_CLOSE) &&
+			    j->depth < JL_DEPTH_MAX) {
+				int stop = 0;
+				size_t took =
+				    j->object(j->arg, p, j->e, j->base + (uint64_t)(p - j->w), &stop);
+				if (took) {
+					p += took;
+					need = j->depth ? N_COMMA_OR_CLOSE : N_END;
+					if (stop)
+						return stop;
+					continue;
+				}
+			}
+			/* fall through */
 		case '[':
 			if ((need != N_VALUE && need != N_VALUE_OR_CLOSE) || j->depth == JL_DEPTH_MAX)
 				return JL_GIVE_UP;
@@ -452,14 +430,42 @@ static int run(struct jl *j)
 	}
 }
 
+static bool number_byte(unsigned char c)
+{
+	return digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+const unsigned char *jl_number_end(const unsigned char *p, const unsigned char *e)
+{
+	/* Integers and decimals in one pass; an exponent, or a byte after
+	 * the number that scan_number would take into its run, goes to it. */
+	const unsigned char *q = p + (p < e && *p == '-');
+	if (q < e && *q == '0')
+		q++;
+	else if (!digits(&q, e))
+		return NULL;
+	if (q < e && *q == '.' && (++q, !digits(&q, e)))
+		return NULL;
+	if (q < e && number_byte(*q)) {
+		const unsigned char *end;
+		return scan_number(p, e, false, &end) == S_OK ? end : NULL;
+	}
+	return q < e && q - p <= (ptrdiff_t)JL_NUMBER_MAX ? q : NULL;
+}
+
 int jl_run(const unsigned char *first, size_t n, uint64_t base, jl_next_cb next, jl_token_cb token,
-           void *user_arg)
+           jl_object_cb object, void *user_arg)
 {
 	struct jl *j = malloc(sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	*j = (struct jl){
-	    .w = first, .e = first + n, .base = base, .next = next, .token = token, .arg = user_arg};
+	*j = (struct jl){.w = first,
+	                 .e = first + n,
+	                 .base = base,
+	                 .next = next,
+	                 .token = token,
+	                 .object = object,
+	                 .arg = user_arg};
 	int rc = run(j);
 	free(j->own);
 	free(j->dec);

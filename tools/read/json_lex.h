@@ -22,6 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 enum jl_tok {
 	JL_NULL,
@@ -52,11 +56,58 @@ typedef int (*jl_next_cb)(void *user_arg, const unsigned char **p, size_t *n);
 typedef int (*jl_token_cb)(void *user_arg, enum jl_tok t, const char *s, size_t len, bool decoded,
                            uint64_t end);
 
+/* An object where a value may begin: p is its '{', at offset in the text,
+ * and e the end of the text in hand. The callback may take the whole
+ * object itself, returning its length (with the closing brace, within
+ * [p, e)), or return 0 to have it tokenized. Setting *stop (0 on entry)
+ * stops the run after the object taken; jl_run returns it. */
+typedef size_t (*jl_object_cb)(void *user_arg, const unsigned char *p, const unsigned char *e,
+                               uint64_t offset, int *stop);
+
 /* Tokenizes the text that first (n bytes) starts and next goes on with,
- * whose first byte is at offset base. Returns 0 when it was one JSON value
- * and every token was handed over, JL_GIVE_UP, -ENOMEM, or what a callback
- * returned. */
+ * whose first byte is at offset base. object (may be NULL) is offered
+ * each object first. Returns 0 when it was one JSON value and every token
+ * was handed over, JL_GIVE_UP, -ENOMEM, or what a callback returned. */
 int jl_run(const unsigned char *first, size_t n, uint64_t base, jl_next_cb next, jl_token_cb token,
-           void *user_arg);
+           jl_object_cb object, void *user_arg);
+
+/* For an object callback, the tokenizer's own scans: where the JSON
+ * number at p ends, or NULL when it is not one (as the tokenizer judges
+ * it) or may go on past e; and the run of plain string bytes below. */
+const unsigned char *jl_number_end(const unsigned char *p, const unsigned char *e);
+
+/* The first byte of [p, e) that a string cannot copy as is: a quote, a
+ * backslash, a control byte or a byte of a multibyte character. Sixteen
+ * bytes at a time with SSE2 (bytes from 0x80 are negative as signed, so one
+ * compare finds them with the control bytes), else eight with bit tricks
+ * that are exact for these. */
+static inline const unsigned char *jl_plain_run(const unsigned char *p, const unsigned char *e)
+{
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+	while (e - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+		                           _mm_cmplt_epi8(v, space));
+		int m = _mm_movemask_epi8(hit);
+		if (m)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#else
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	while (e - p >= 8) {
+		uint64_t w;
+		memcpy(&w, p, sizeof(w));
+		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+		if ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & highs)
+			break;
+		p += 8;
+	}
+#endif
+	while (p < e && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		p++;
+	return p;
+}
 
 #endif

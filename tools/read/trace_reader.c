@@ -902,22 +902,31 @@ static int on_value(struct reader *r, enum jl_tok t, const char *s, size_t len)
 	return 0;
 }
 
+/* The event in r->ev is whole: to the caller. Returns 0 when the caller
+ * asks to stop (r->user_rc holds its value), else 1. */
+static int event_done(struct reader *r)
+{
+	r->in_event = false;
+	r->stats->events++;
+	if (r->skip_events) {
+		r->skip_events--;
+	} else if (r->h->event_cb) {
+		int rc = r->h->event_cb(r->ev, r->h->user_arg);
+		if (rc) {
+			r->user_rc = rc;
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static int on_end(struct reader *r)
 {
 	int ed = r->events_depth;
 	r->depth--;
 	if (ed && r->depth == ed) {
-		r->in_event = false;
-		r->stats->events++;
-		if (r->skip_events) {
-			r->skip_events--;
-		} else if (r->h->event_cb) {
-			int rc = r->h->event_cb(r->ev, r->h->user_arg);
-			if (rc) {
-				r->user_rc = rc;
-				return 0;
-			}
-		}
+		if (!event_done(r))
+			return 0;
 	} else if (ed && r->depth == ed - 1) {
 		r->events_depth = 0;
 		r->stats->events_end = json_offset(r);
@@ -1536,6 +1545,179 @@ static int fast_token(void *arg, enum jl_tok t, const char *s, size_t len, bool 
 	return on_token(r, t, s, len) ? 0 : FAST_STOP;
 }
 
+/* ---- events taken whole by the fast read ---------------------------- */
+
+static const unsigned char *skip_blank(const unsigned char *p, const unsigned char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* A scalar of an event, as its tokens would give it: t, and s (len
+ * bytes) its text (a string's without its quotes). */
+struct scalar {
+	enum jl_tok t;
+	const char *s;
+	size_t len;
+};
+
+/* The scalar at *p (before e): false when it is none, or not one that
+ * needs no decoding: a string with an escape or a byte from 0x80, an
+ * object or array, anything malformed or past e. *p moves past it. */
+static bool scan_scalar(const unsigned char **p, const unsigned char *e, struct scalar *v)
+{
+	const unsigned char *q = *p;
+	if (*q == '"') {
+		const unsigned char *end = jl_plain_run(q + 1, e);
+		if (end == e || *end != '"')
+			return false;
+		*v = (struct scalar){JL_STRING, (const char *)q + 1, (size_t)(end - q - 1)};
+		*p = end + 1;
+		return true;
+	}
+	static const char *const words[] = {"false", "true", "null"};
+	if (*q == 'f' || *q == 't' || *q == 'n') {
+		int w = *q == 'f' ? 0 : *q == 't' ? 1 : 2;
+		size_t wl = strlen(words[w]);
+		if ((size_t)(e - q) <= wl || memcmp(q, words[w], wl))
+			return false;
+		*v = (struct scalar){w == 2 ? JL_NULL : JL_BOOL, NULL, (size_t)(w == 1)};
+		*p = q + wl;
+		return true;
+	}
+	const unsigned char *end = jl_number_end(q, e);
+	if (!end)
+		return false;
+	*v = (struct scalar){JL_NUMBER, (const char *)q, (size_t)(end - q)};
+	*p = end;
+	return true;
+}
+
+/* v as a pair of arr (key k, klen bytes), as pair_value keeps a scalar;
+ * false when it would not be kept whole (arr full, or cut). */
+static bool scalar_pair(struct tr_pair *arr, unsigned *n, unsigned max, const char *k, size_t klen,
+                        const struct scalar *v)
+{
+	if (*n == max)
+		return false;
+	struct tr_pair *p = &arr[*n];
+	static const char *const words[] = {"false", "true"};
+	const char *text = v->t == JL_NULL ? "null" : v->t == JL_BOOL ? words[v->len] : v->s;
+	size_t len = v->t == JL_NULL || v->t == JL_BOOL ? strlen(text) : v->len;
+	size_t quotes = v->t == JL_STRING ? 2 : 0;
+	if (len + quotes >= sizeof(p->value))
+		return false;
+	memcpy(p->key, k, klen);
+	p->key[klen] = 0;
+	char *o = p->value;
+	if (quotes)
+		*o++ = '"';
+	memcpy(o, text, len);
+	o += len;
+	if (quotes)
+		*o++ = '"';
+	*o = 0;
+	p->truncated = false;
+	(*n)++;
+	return true;
+}
+
+/* An event taken whole from the text (jl_object_cb): one whose keys and
+ * strings are plain ASCII without escapes, whose members are scalars but
+ * for an "args" object of scalars, and whose strings all fit, so that it
+ * is exactly what its tokens would make of it, without them. Anything
+ * else is left to the tokens, which start the event again. */
+static size_t fast_event(void *arg, const unsigned char *p, const unsigned char *e, uint64_t offset,
+                         int *stop)
+{
+	struct reader *r = arg;
+	if (!r->events_depth || r->depth != r->events_depth || r->cap.target != CAP_NONE || r->pending)
+		return 0;
+	struct tr_event *ev = r->ev;
+	tr_event_reset(ev, offset);
+	r->no_nul = true;
+	uint64_t bad_times = 0, negative = 0;
+	int args = 0; /* 1 inside the args object */
+	const unsigned char *q = skip_blank(p + 1, e);
+	if (q < e && *q == '}')
+		goto whole;
+	for (;;) {
+		if (q == e || *q != '"')
+			return 0;
+		const unsigned char *k = q + 1, *ke = jl_plain_run(k, e);
+		if (ke == e || *ke != '"' || (size_t)(ke - k) >= TR_SHORT_MAX)
+			return 0;
+		size_t klen = (size_t)(ke - k);
+		q = skip_blank(ke + 1, e);
+		if (q == e || *q != ':')
+			return 0;
+		q = skip_blank(q + 1, e);
+		if (q == e)
+			return 0;
+		enum field f = args ? F_OTHER : field_of((const char *)k, klen);
+		struct scalar v;
+		if (f == F_ARGS && *q == '{') {
+			args = 1;
+			q = skip_blank(q + 1, e);
+			if (q < e && *q == '}') {
+				args = 0;
+				q++;
+			} else {
+				continue;
+			}
+		} else if (!scan_scalar(&q, e, &v)) {
+			return 0;
+		} else if (args) {
+			if (!scalar_pair(ev->args, &ev->nargs, TR_ARGS_MAX, (const char *)k, klen, &v))
+				return 0;
+		} else if ((f == F_PH || f == F_CAT || f == F_NAME) && v.t == JL_STRING) {
+			char *dst = f == F_PH ? ev->ph : f == F_CAT ? ev->cat : ev->name;
+			size_t cap = f == F_NAME ? sizeof(ev->name) : sizeof(ev->ph);
+			if (v.len >= cap)
+				return 0;
+			memcpy(dst, v.s, v.len);
+			dst[v.len] = 0;
+		} else if ((f == F_PID || f == F_TID || f == F_ID) &&
+		           (v.t == JL_STRING || v.t == JL_NUMBER)) {
+			if (v.len >= TR_SHORT_MAX)
+				return 0;
+			set_ident(r,
+			          f == F_PID   ? &ev->pid
+			          : f == F_TID ? &ev->tid
+			                       : &ev->id,
+			          v.t, v.s, v.len);
+		} else if ((f == F_TS || f == F_DUR) && v.t == JL_NUMBER) {
+			int64_t *time = f == F_TS ? &ev->ts_ns : &ev->dur_ns;
+			bool *has = f == F_TS ? &ev->has_ts : &ev->has_dur;
+			*has = tr_parse_us(v.s, v.len, time) == 0;
+			bad_times += !*has;
+			negative += *has && f == F_DUR && *time < 0;
+		} else if (!scalar_pair(ev->extra, &ev->nextra, TR_EXTRA_MAX, (const char *)k, klen, &v)) {
+			return 0;
+		}
+		q = skip_blank(q, e);
+		if (q < e && *q == '}' && args) {
+			args = 0;
+			q = skip_blank(q + 1, e);
+		}
+		if (q < e && *q == ',') {
+			q = skip_blank(q + 1, e);
+			continue;
+		}
+		if (q < e && *q == '}' && !args)
+			break;
+		return 0;
+	}
+whole:
+	r->stats->bad_times += bad_times;
+	r->stats->negative_durs += negative;
+	r->fast_end = offset + (uint64_t)(q + 1 - p);
+	if (!event_done(r))
+		*stop = FAST_STOP;
+	return (size_t)(q + 1 - p);
+}
+
 /* The whole text through the fast tokenizer. Returns 0, an event
  * callback's stop or -ENOMEM; or sets *again when the text must be read
  * again by the repairing parser: the tokenizer gave up, the reader failed
@@ -1546,7 +1728,7 @@ static int parse_fast(struct reader *r, const unsigned char *p, size_t n, bool *
 {
 	r->fast = true;
 	r->stats->json_bytes += n;
-	int rc = jl_run(p, n, r->json_base, fast_next, fast_token, r);
+	int rc = jl_run(p, n, r->json_base, fast_next, fast_token, fast_event, r);
 	r->fast = r->no_nul = false;
 	*again = r->input_failed || rc == JL_GIVE_UP ||
 	         (rc == FAST_STOP && (!r->user_rc || r->member_stopped)) || (!rc && !r->seen_events);

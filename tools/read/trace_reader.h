@@ -5,7 +5,10 @@
  * magic bytes, never by the file name. A Perfetto protobuf file (plain or
  * compressed) is recognised by its first packet and read as the same
  * events (perfetto_reader.h). JSON text goes in fixed-size chunks through
- * a strict tokenizer of its own (json_lex.h); at the first byte that is not
+ * a strict tokenizer of its own (json_lex.h), which leaves the plain
+ * events (scalars, an args object of scalars, ASCII strings without
+ * escapes that fit the limits below) to be filled in directly from the
+ * text and tokenizes the rest; at the first byte that is not
  * plain valid JSON, a regular file or a buffer is read again from the start
  * by yajl's callback parser behind the repair pass below, which hands over
  * nothing that the first read already did (a pipe goes to yajl directly).
