@@ -524,6 +524,9 @@ struct an_trace {
 	size_t nkseqs;
 	struct an_cpath *cpaths; /* by rank, then step start */
 	size_t ncpaths;
+	/* per hrecs entry: its stream's queue length after its launch and after
+	 * its start (an_queue_lengths), from the launches to the critical paths */
+	int32_t *queue_rt, *queue_k;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -612,6 +615,9 @@ int an_latency_compute(struct an_trace *a);
 /* The frequent kernel sequences, from the hrecs kept by HTA's step filter. */
 int an_kseq_compute(struct an_trace *a);
 void an_kseq_free(struct an_trace *a);
+/* Each GPU event's queue lengths (a->queue_rt, a->queue_k), for the
+ * critical paths, which free them. */
+int an_queue_lengths(struct an_trace *a);
 /* The critical path of each step (as find_steps gives them: one per step
  * and rank), from every GPU event (hrecs sorted by rank, pid, start). */
 int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t nsteps);

@@ -85,16 +85,14 @@ static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
 }
 
-/* A launch (+1) or GPU event start (-1) on a stream of one rank. */
+/* A launch (+1) or GPU event start (-1) on one stream of one rank. */
 struct qev {
-	int64_t stream, ts;
+	int64_t ts;
 	uint32_t seq, hd; /* hd: the hrecs index << 1, | 1 for a launch */
 };
 
 static bool qev_less(const struct qev *x, const struct qev *y)
 {
-	if (x->stream != y->stream)
-		return x->stream < y->stream;
 	if (x->ts != y->ts)
 		return x->ts < y->ts;
 	return x->seq != y->seq ? x->seq < y->seq : x->hd < y->hd;
@@ -102,39 +100,109 @@ static bool qev_less(const struct qev *x, const struct qev *y)
 
 AN_SORT_DEFINE(sort_qevs, struct qev, qev_less)
 
+/* The queued launches of hrecs[from, to) (one rank), their streams: the
+ * distinct values in order (streams), and each one's count (at). */
+struct qstreams {
+	int64_t *v;
+	size_t *at;
+	size_t n, cap, capat;
+};
+
+static size_t stream_index(const struct qstreams *s, int64_t stream)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->v[mid] < stream)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int list_streams(const struct an_trace *a, size_t from, size_t to, struct qstreams *s)
+{
+	s->n = 0;
+	int64_t last = 0;
+	bool any = false;
+	for (size_t i = from; i < to; i++) {
+		const struct an_hrec *r = &a->hrecs[i];
+		const struct an_hcpu *l = an_launch(a, r);
+		if (!l || !l->queue || (any && r->stream == last))
+			continue;
+		any = true;
+		last = r->stream;
+		size_t k = stream_index(s, r->stream);
+		if (k < s->n && s->v[k] == r->stream)
+			continue;
+		if (!an_grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
+			return -ENOMEM;
+		memmove(s->v + k + 1, s->v + k, (s->n - k) * sizeof(*s->v));
+		s->v[k] = r->stream;
+		s->n++;
+	}
+	if (!an_grow((void **)&s->at, s->n, &s->capat, sizeof(*s->at)))
+		return -ENOMEM;
+	memset(s->at, 0, (s->n + 1) * sizeof(*s->at));
+	return 0;
+}
+
 /* HTA's queue length per stream (TraceCounters), after each launch call
  * (qrt) and after each GPU event's start (qk); INT32_MIN where none. One
- * rank at a time (hrecs are sorted by rank). */
-static int queue_lengths(const struct an_trace *a, int32_t *qrt, int32_t *qk)
+ * rank at a time (hrecs are sorted by rank), each stream's launches and
+ * starts in a bucket of their own. */
+int an_queue_lengths(struct an_trace *a)
 {
 	if (a->nhrecs >= INT32_MAX / 2)
 		return -ENOMEM; /* the lengths and indexes below are 32 bits */
+	free(a->queue_rt);
+	free(a->queue_k);
+	int32_t *qrt = a->queue_rt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*qrt));
+	int32_t *qk = a->queue_k = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*qk));
 	struct qev *q = malloc((2 * a->nhrecs + 1) * sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	for (size_t from = 0, to; from < a->nhrecs; from = to) {
+	struct qstreams st = {0};
+	int rc = q && qrt && qk ? 0 : -ENOMEM;
+	for (size_t from = 0, to; !rc && from < a->nhrecs; from = to) {
 		int64_t rank = pid_rank(a, a->hrecs[from].pid);
-		size_t n = 0;
-		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++) {
-			const struct an_hrec *r = &a->hrecs[to];
-			const struct an_hcpu *l = an_launch(a, r);
+		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++)
 			qrt[to] = qk[to] = INT32_MIN;
+		if ((rc = list_streams(a, from, to, &st)))
+			break;
+		size_t k = 0;
+		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
+			const struct an_hcpu *l = an_launch(a, &a->hrecs[i]);
+			if (l && l->queue)
+				st.at[(k = a->hrecs[i].stream == st.v[k]
+				               ? k
+				               : stream_index(&st, a->hrecs[i].stream)) +
+				      1] += 2;
+		}
+		for (size_t s = 0; s < st.n; s++)
+			st.at[s + 1] += st.at[s];
+		k = 0;
+		for (size_t i = from; i < to; i++) {
+			const struct an_hrec *r = &a->hrecs[i];
+			const struct an_hcpu *l = an_launch(a, r);
 			if (!l || !l->queue)
 				continue;
-			q[n++] = (struct qev){r->stream, l->ts, l->seq, (uint32_t)to << 1 | 1};
-			q[n++] = (struct qev){r->stream, r->ts, r->seq, (uint32_t)to << 1};
+			k = r->stream == st.v[k] ? k : stream_index(&st, r->stream);
+			q[st.at[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
+			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
 		}
-		sort_qevs(q, n);
-		int32_t len = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (i && q[i].stream != q[i - 1].stream)
-				len = 0;
-			len += q[i].hd & 1 ? 1 : -1;
-			*(q[i].hd & 1 ? &qrt[q[i].hd >> 1] : &qk[q[i].hd >> 1]) = len;
+		for (size_t s = 0, b = 0; s < st.n; b = st.at[s++]) { /* at[s] now ends bucket s */
+			sort_qevs(q + b, st.at[s] - b);
+			int32_t len = 0;
+			for (size_t i = b; i < st.at[s]; i++) {
+				len += q[i].hd & 1 ? 1 : -1;
+				*(q[i].hd & 1 ? &qrt[q[i].hd >> 1] : &qk[q[i].hd >> 1]) = len;
+			}
 		}
 	}
 	free(q);
-	return 0;
+	free(st.v);
+	free(st.at);
+	return rc;
 }
 
 /* ---- building one step's graph -------------------------------------------------- */
@@ -545,7 +613,7 @@ struct cp_ctx {
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
 	size_t nseg, capseg;
-	int32_t *qrt, *qk;
+	const int32_t *qrt, *qk; /* a->queue_rt, a->queue_k */
 	uint32_t *stack;
 	size_t scap;
 	struct cp_rows rows; /* per row of the trace */
@@ -617,14 +685,14 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	c.row_first = calloc(a->rows.n + 1, sizeof(*c.row_first));
 	c.row_nodes = calloc(a->rows.n ? a->rows.n : 1, sizeof(*c.row_nodes));
 	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
-	c.qrt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qrt));
-	c.qk = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.qk));
 	c.flags = name_flags(a);
 	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
-	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.qrt && c.qk && c.rows.at && c.rows.to
-	             ? 0
-	             : -ENOMEM;
+	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.rows.at && c.rows.to ? 0 : -ENOMEM;
+	if (!rc && !a->queue_rt)
+		rc = an_queue_lengths(a);
+	c.qrt = a->queue_rt;
+	c.qk = a->queue_k;
 	if (!rc) { /* x is sorted by row */
 		for (size_t i = 0; i < a->nx; i++) {
 			c.row_first[a->x[i].row + 1]++;
@@ -632,7 +700,6 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 		}
 		for (size_t r = 0; r < a->rows.n; r++)
 			c.row_first[r + 1] += c.row_first[r];
-		rc = queue_lengths(a, c.qrt, c.qk);
 	}
 	/* hrecs come rank by rank */
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
@@ -658,8 +725,9 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(c.row_nodes);
 	free(c.gl);
 	free(c.seg);
-	free(c.qrt);
-	free(c.qk);
+	free(a->queue_rt); /* the queue lengths are done with */
+	free(a->queue_k);
+	a->queue_rt = a->queue_k = NULL;
 	free(c.stack);
 	free(g.ev);
 	free(g.pair_ev);

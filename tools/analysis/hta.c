@@ -1082,6 +1082,18 @@ int an_hta_launches(struct an_trace *a)
 		r->launch = l ? (uint64_t)(l - a->hcpus) + 1 : 0;
 	}
 	sort_hrecs_time(a->hrecs, a->nhrecs);
+	/* The critical paths' queue lengths need nothing else: here they are
+	 * worked out beside self time, when there are steps to need them. */
+	int64_t *num = NULL;
+	bool *prof = NULL, steps = false;
+	if (!rc)
+		rc = step_names(a, &num, &prof);
+	for (size_t i = 0; !rc && i < a->names.n && !steps; i++)
+		steps = num[i] >= 0;
+	free(num);
+	free(prof);
+	if (!rc && steps)
+		rc = an_queue_lengths(a);
 	return rc;
 }
 
@@ -1150,15 +1162,20 @@ int an_hta_compute(struct an_trace *a)
 	free(a->hrecs);
 	free(a->hcpus);
 	free(a->bws);
+	free(a->queue_rt);
+	free(a->queue_k);
 	a->hrecs = NULL;
 	a->hcpus = NULL;
 	a->bws = NULL;
+	a->queue_rt = a->queue_k = NULL;
 	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
 	return rc;
 }
 
 void an_hta_free(struct an_trace *a)
 {
+	free(a->queue_rt);
+	free(a->queue_k);
 	free(a->hrecs);
 	free(a->hcpus);
 	free(a->bws);
