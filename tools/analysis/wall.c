@@ -103,28 +103,51 @@ enum group { BY_NAME, BY_CAT, BY_OP };
  * key: a counting walk sizes each key's bucket, a second fills them. No key
  * is stored and each bucket is sorted alone, in place, so the memory is 16
  * bytes a stretch. */
+/* Each cpu_op event's row in a->cpu_ops (by rank and name), found as the
+ * events come: by keys rank and name to the row's index + 1, memo
+ * remembers each name's last, is_op which names are cpu_ops. */
+struct op_rows {
+	struct an_table by;
+	struct an_op_memo *memo;
+	bool *is_op;
+};
+
 struct walk {
 	struct an_trace *a;
 	enum group by;
-	uint32_t *op; /* per event: its cpu_ops index, UINT32_MAX for none */
-	bool fill;    /* false: count into at[key]; true: put at v[at[key]++] */
-	size_t *at;   /* per key */
+	struct op_rows op;
+	bool fill;  /* false: count into at[key]; true: put at v[at[key]++] */
+	size_t *at; /* per key */
 	size_t nkeys;
 	struct iv *v;
 	size_t cap;
 };
 
-static bool key_of(const struct walk *w, size_t i, uint64_t *key)
+/* Event i's cpu_ops index, UINT32_MAX for none. */
+static uint32_t op_of(struct walk *w, size_t i)
+{
+	const struct an_trace *a = w->a;
+	const struct an_xrec *x = &a->x[i];
+	if (!w->op.is_op[x->name])
+		return UINT32_MAX; /* only cpu_ops have a row there */
+	const struct an_row *row = an_table_item(&a->rows, x->row);
+	const struct an_process *p = an_table_item(&a->pids, row->pid);
+	const uint32_t *slot = an_op_item(&w->op.by, w->op.memo, p->rank, x->name, false);
+	return slot ? *slot - 1 : UINT32_MAX;
+}
+
+static bool key_of(struct walk *w, size_t i, uint64_t *key)
 {
 	const struct an_xrec *x = &w->a->x[i];
+	uint32_t op;
 	if (w->by == BY_NAME)
 		*key = x->name;
 	else if (w->by == BY_CAT)
 		*key = ((const struct an_name *)an_table_item(&w->a->names, x->name))->cat;
-	else if (w->op[i] == UINT32_MAX)
+	else if ((op = op_of(w, i)) == UINT32_MAX)
 		return false;
 	else
-		*key = w->op[i];
+		*key = op;
 	return true;
 }
 
@@ -285,40 +308,30 @@ ADDER(cat_self, struct an_category, an_table_item(&a->xcats, key), self_wall)
 ADDER(op_wall, struct an_cpu_op, &a->cpu_ops[key], wall)
 ADDER(op_self, struct an_cpu_op, &a->cpu_ops[key], self_wall)
 
-/* Each cpu_op event's row in a->cpu_ops (by rank and name). */
-static int op_index(struct an_trace *a, uint32_t **out)
+/* The table op_of looks cpu_op rows up in. */
+static int op_rows(struct an_trace *a, struct op_rows *o)
 {
-	struct an_table by = {.item_size = sizeof(uint32_t)};
-	uint32_t *op = malloc((a->nx ? a->nx : 1) * sizeof(*op));
-	bool *is_op = calloc(a->names.n ? a->names.n : 1, sizeof(*is_op));
-	struct an_op_memo *memo = calloc(a->names.n ? a->names.n : 1, sizeof(*memo));
-	int rc = op && is_op && memo ? 0 : -ENOMEM;
+	*o = (struct op_rows){.by = {.item_size = sizeof(uint32_t)}};
+	o->is_op = calloc(a->names.n ? a->names.n : 1, sizeof(*o->is_op));
+	o->memo = calloc(a->names.n ? a->names.n : 1, sizeof(*o->memo));
+	int rc = o->is_op && o->memo ? 0 : -ENOMEM;
 	for (uint32_t i = 0; !rc && i < a->names.n; i++)
-		is_op[i] = !strcmp(an_name_cat(a, i), "cpu_op");
+		o->is_op[i] = !strcmp(an_name_cat(a, i), "cpu_op");
 	for (size_t i = 0; i < a->ncpu_ops && !rc; i++) {
-		uint32_t *slot = an_op_item(&by, memo, a->cpu_ops[i].rank, a->cpu_ops[i].name, true);
+		uint32_t *slot = an_op_item(&o->by, o->memo, a->cpu_ops[i].rank, a->cpu_ops[i].name, true);
 		if (!slot)
 			rc = -ENOMEM;
 		else
 			*slot = (uint32_t)i + 1;
 	}
-	for (size_t i = 0; i < a->nx && !rc; i++) {
-		op[i] = UINT32_MAX;
-		if (!is_op[a->x[i].name])
-			continue; /* only cpu_ops have a row there */
-		const struct an_row *row = an_table_item(&a->rows, a->x[i].row);
-		const struct an_process *p = an_table_item(&a->pids, row->pid);
-		const uint32_t *slot = an_op_item(&by, memo, p->rank, a->x[i].name, false);
-		op[i] = slot ? *slot - 1 : UINT32_MAX;
-	}
-	an_table_free(&by);
-	free(is_op);
-	free(memo);
-	if (rc)
-		free(op);
-	else
-		*out = op;
 	return rc;
+}
+
+static void op_rows_free(struct op_rows *o)
+{
+	an_table_free(&o->by);
+	free(o->memo);
+	free(o->is_op);
 }
 
 /* One pass (for a grouping unions() could not do): the stretches walk(w)
@@ -448,7 +461,7 @@ static int unions(struct walk *w, bool whole, struct acc *acc[3], bool ok[3])
 		const struct stretch *s = &head[k];
 		const struct an_xrec *x = &a->x[s->i];
 		uint32_t keys[3] = {x->name, ((const struct an_name *)an_table_item(&a->names, x->name))->cat,
-		                    w->op[s->i]};
+		                    op_of(w, s->i)};
 		for (int by = BY_NAME; by <= BY_OP; by++)
 			if (ok[by] && keys[by] != UINT32_MAX)
 				ok[by] = grow(&acc[by][keys[by]], s->from, s->to);
@@ -476,7 +489,7 @@ int an_wall_compute(struct an_trace *a)
 		most = nkeys[i] > most ? nkeys[i] : most;
 	struct walk w = {.a = a};
 	struct acc *acc[3] = {NULL};
-	int rc = op_index(a, &w.op);
+	int rc = op_rows(a, &w.op);
 	for (int by = BY_NAME; by <= BY_OP && !rc; by++)
 		if (!(acc[by] = malloc((nkeys[by] ? nkeys[by] : 1) * sizeof(*acc[by]))))
 			rc = -ENOMEM;
@@ -506,7 +519,7 @@ int an_wall_compute(struct an_trace *a)
 	}
 	for (int by = BY_NAME; by <= BY_OP; by++)
 		free(acc[by]);
-	free(w.op);
+	op_rows_free(&w.op);
 	free(w.v);
 	free(w.at);
 	if (!rc)
