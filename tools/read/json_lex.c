@@ -248,35 +248,40 @@ static bool digits(const unsigned char **p, const unsigned char *e)
 	return any;
 }
 
-/* A number from p: the run of bytes a number may hold, then JSON's grammar
- * over it (a run that is not one number gives up, where yajl would take
- * its start as a number and fail after it). *end just past it. */
+static bool number_byte(unsigned char c)
+{
+	return digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* A number from p: the run of bytes a number may hold must be one JSON
+ * number (a run that is not gives up, where yajl would take its start as
+ * a number and fail after it). One pass: the grammar as far as it goes,
+ * then the rest of the run. *end just past it. */
 static enum scan scan_number(const unsigned char *p, const unsigned char *e, bool eof,
                              const unsigned char **end)
 {
-	const unsigned char *q = p;
-	while (q < e && (digit(*q) || *q == '-' || *q == '+' || *q == '.' || *q == 'e' || *q == 'E'))
+	const unsigned char *q = p + (*p == '-');
+	bool ok = true;
+	if (q < e && *q == '0')
+		q++;
+	else
+		ok = digits(&q, e);
+	if (ok && q < e && *q == '.')
+		q++, ok = digits(&q, e);
+	if (ok && q < e && (*q == 'e' || *q == 'E')) {
+		q++;
+		q += q < e && (*q == '+' || *q == '-');
+		ok = digits(&q, e);
+	}
+	const unsigned char *grammar = q;
+	while (q < e && number_byte(*q))
 		q++;
 	if (q - p > JL_NUMBER_MAX)
 		return S_BAD;
 	if (q == e && !eof)
 		return S_MORE;
 	*end = q;
-	e = q;
-	q = p + (*p == '-');
-	if (q < e && *q == '0')
-		q++;
-	else if (!digits(&q, e))
-		return S_BAD;
-	if (q < e && *q == '.' && (++q, !digits(&q, e)))
-		return S_BAD;
-	if (q < e && (*q == 'e' || *q == 'E')) {
-		q++;
-		q += q < e && (*q == '+' || *q == '-');
-		if (!digits(&q, e))
-			return S_BAD;
-	}
-	return q == e ? S_OK : S_BAD;
+	return ok && grammar == q ? S_OK : S_BAD;
 }
 
 static bool blank(unsigned char c)
@@ -430,27 +435,10 @@ static int run(struct jl *j)
 	}
 }
 
-static bool number_byte(unsigned char c)
-{
-	return digit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-}
-
 const unsigned char *jl_number_end(const unsigned char *p, const unsigned char *e)
 {
-	/* Integers and decimals in one pass; an exponent, or a byte after
-	 * the number that scan_number would take into its run, goes to it. */
-	const unsigned char *q = p + (p < e && *p == '-');
-	if (q < e && *q == '0')
-		q++;
-	else if (!digits(&q, e))
-		return NULL;
-	if (q < e && *q == '.' && (++q, !digits(&q, e)))
-		return NULL;
-	if (q < e && number_byte(*q)) {
-		const unsigned char *end;
-		return scan_number(p, e, false, &end) == S_OK ? end : NULL;
-	}
-	return q < e && q - p <= (ptrdiff_t)JL_NUMBER_MAX ? q : NULL;
+	const unsigned char *end;
+	return scan_number(p, e, false, &end) == S_OK ? end : NULL;
 }
 
 int jl_run(const unsigned char *first, size_t n, uint64_t base, jl_next_cb next, jl_token_cb token,
