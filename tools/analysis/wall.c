@@ -491,7 +491,7 @@ int an_wall_compute(struct an_trace *a)
 	struct acc *acc[3] = {NULL};
 	int rc = op_rows(a, &w.op);
 	for (int by = BY_NAME; by <= BY_OP && !rc; by++)
-		if (!(acc[by] = malloc((nkeys[by] ? nkeys[by] : 1) * sizeof(*acc[by]))))
+		if (!(acc[by] = calloc(nkeys[by] ? nkeys[by] : 1, sizeof(*acc[by]))))
 			rc = -ENOMEM;
 	/* Wall time, then self wall time: all three groupings in one walk each. */
 	for (int self = 0; self < 2 && !rc; self++) {
