@@ -711,8 +711,6 @@ static int64_t nth_counted(const uint32_t *hist, int64_t lo, size_t k)
 	return lo + v;
 }
 
-/* One stream's queue length summary: +1 at each launch (in HTA's runtime
- * set) of its events, -1 at each event's start. */
 /* The launches and starts of a stream's GPU events in qev order, one at
  * a time: the starts (r, in start order already) and the launches (in the
  * same order, which is theirs too on a stream that runs in launch order;
@@ -754,6 +752,8 @@ static int qw_next(struct qwalk *w)
 	return 1;
 }
 
+/* One stream's queue length summary: +1 at each launch (in HTA's runtime
+ * set) of its events, -1 at each event's start. */
 static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const struct an_breakdown *b,
                     size_t *cap)
 {
