@@ -962,18 +962,25 @@ static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec
 }
 
 /* The GPU work (kernels, copies, memsets) among the complete events. */
-static int gpu_records(struct an_trace *a)
+/* Per names-table entry: its enum an_gpu_kind, or UINT8_MAX for none. */
+static uint8_t *gpu_kinds(const struct an_trace *a)
 {
-	uint8_t *kind = malloc(a->names.n ? a->names.n : 1); /* enum an_gpu_kind, or UINT8_MAX */
-	if (!kind)
-		return -ENOMEM;
-	for (size_t i = 0; i < a->names.n; i++) {
+	uint8_t *kind = malloc(a->names.n ? a->names.n : 1);
+	for (size_t i = 0; kind && i < a->names.n; i++) {
 		const char *cat = an_name_cat(a, (uint32_t)i);
 		kind[i] = !strcmp(cat, "kernel") ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
 		          : !strcmp(cat, "gpu_memcpy") ? AN_MEMCPY
 		          : !strcmp(cat, "gpu_memset") ? AN_MEMSET
 		                                       : UINT8_MAX;
 	}
+	return kind;
+}
+
+static int gpu_records(struct an_trace *a)
+{
+	uint8_t *kind = gpu_kinds(a);
+	if (!kind)
+		return -ENOMEM;
 	int rc = 0;
 	for (size_t i = 0; i < a->nx && !rc; i++) {
 		const struct an_xrec *x = &a->x[i];
@@ -1100,15 +1107,24 @@ static int cmp_kernel(const void *pa, const void *pb)
 	return strcmp(an_name(sort_trace, x->name), an_name(sort_trace, y->name));
 }
 
+/* Kernel statistics per rank and name, from the complete events (not
+ * a->gpu, which compute_devices may be sorting meanwhile). */
 static int compute_kernels(struct an_trace *a)
 {
-	struct kdur *k = malloc((a->ngpu ? a->ngpu : 1) * sizeof(*k));
-	int64_t *durs = malloc((a->ngpu ? a->ngpu : 1) * sizeof(*durs));
+	uint8_t *kind = gpu_kinds(a);
 	size_t n = 0, cap = 0;
-	int rc = k && durs ? 0 : -ENOMEM;
-	for (size_t i = 0; !rc && i < a->ngpu; i++)
-		if (a->gpu[i].kind == AN_KERNEL || a->gpu[i].kind == AN_NCCL)
-			k[n++] = (struct kdur){rank_of_pid(a, a->gpu[i].pid), a->gpu[i].name, a->gpu[i].dur};
+	for (size_t i = 0; kind && i < a->nx; i++)
+		n += kind[a->x[i].name] == AN_KERNEL || kind[a->x[i].name] == AN_NCCL;
+	struct kdur *k = malloc((n ? n : 1) * sizeof(*k));
+	int64_t *durs = malloc((n ? n : 1) * sizeof(*durs));
+	int rc = kind && k && durs ? 0 : -ENOMEM;
+	n = 0;
+	for (size_t i = 0; !rc && i < a->nx; i++) {
+		const struct an_xrec *x = &a->x[i];
+		if (kind[x->name] == AN_KERNEL || kind[x->name] == AN_NCCL)
+			k[n++] = (struct kdur){an_row_rank(a, x->row), x->name, x->dur};
+	}
+	free(kind);
 	if (!rc)
 		sort_kdurs(k, n);
 	for (size_t i = 0, j; !rc && i < n; i = j) {
@@ -1300,23 +1316,24 @@ static int beside_end(struct beside *b, int rc)
 }
 
 /* What follows self time: HTA's analyses, and GPU busy time, kernels,
- * copies and wall times. They read what the read made (the events, names,
- * rows and processes) and write apart (hta.c's records and tables; the
- * devices, kernel and copy tables and the wall fields of names, categories
- * and cpu_ops), so on two threads they need no lock. HTA's go before the
- * GPU work's, whose records are made once HTA's are freed: that keeps the
- * peak down. On two threads, wall times (which keep next to nothing) run
- * beside HTA's, so the peak is the same as on one. */
+ * copies and wall times. Kernel statistics come beside GPU busy time. They read what the read made (the
+ * events, names, rows and processes) and write apart (hta.c's records and tables; the devices, kernel and
+ * copy tables and the wall fields of names, categories and cpu_ops), so on two threads they need no lock.
+ * HTA's go before the GPU work's, whose records are made once HTA's are freed: that keeps the peak down. On
+ * two threads, wall times (which keep next to nothing) run beside HTA's, so the peak is the same as on one.
+ */
 static int compute_rest(struct an_trace *a)
 {
 	struct beside hta = {.a = a, .fn = an_hta_compute};
 	beside_start(&hta);
 	int rc = hta.threaded ? an_wall_compute(a) : 0;
 	rc = beside_end(&hta, rc);
+	struct beside kernels = {.a = a, .fn = compute_kernels};
+	if (!rc)
+		beside_start(&kernels);
 	if (!rc)
 		rc = compute_devices(a);
-	if (!rc)
-		rc = compute_kernels(a);
+	rc = beside_end(&kernels, rc);
 	if (!rc)
 		rc = compute_copies(a);
 	if (!rc && !hta.threaded)
