@@ -12,9 +12,8 @@
  * (exact self time and exact percentiles need them all), plus about 50 per
  * GPU event and 40 per runtime call for HTA's analyses and launch latency,
  * which match launches to GPU events once the read is done. Wall times
- * (wall.c) take 4 bytes per event for a while at the end, and 16 per
- * self stretch (at most two per event) only in a trace where a child
- * outlives its parent.
+ * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
+ * two per event) only in a trace where a child outlives its parent.
  *
  * A large plain file read in two halves at once (an_threads) holds the
  * same records, in two sets until they are merged; the merge moves the

@@ -50,8 +50,9 @@ struct cp_graph {
 	size_t capdist;
 };
 
-/* Where each row's events of the step are in ev: from from[row] to
- * to[row] (equal when none), and the launch lookup's place in them. */
+/* Where each row's events of the step are in ev: up to to[row], from
+ * at[row], which starts at the row's first and is then the launch
+ * lookup's cursor (at == to: none left). */
 struct cp_rows {
 	size_t *at, *to;
 };
@@ -380,7 +381,7 @@ static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_gra
  * row's events are ev[from[row], to[row]) in start order, and launches
  * come in start order too (glinks, per rank), so each row's cursor (at[])
  * only moves on. */
-static int32_t find_call(const struct cp_graph *g, const struct cp_rows *rows, const struct an_hcpu *l)
+static int32_t find_call(const struct cp_graph *g, struct cp_rows *rows, const struct an_hcpu *l)
 {
 	size_t i = rows->at[l->row], to = rows->to[l->row];
 	while (i < to && g->ev[i].ts < l->ts)

@@ -1562,6 +1562,9 @@ struct scalar {
 	size_t len;
 };
 
+/* The words a scalar may be: JL_BOOL's len indexes the first two. */
+static const char *const scalar_words[] = {"false", "true", "null"};
+
 /* The scalar at *p (before e): false when it is none, or not one that
  * needs no decoding: a string with an escape or a byte from 0x80, an
  * object or array, anything malformed or past e. *p moves past it. */
@@ -1576,11 +1579,10 @@ static bool scan_scalar(const unsigned char **p, const unsigned char *e, struct 
 		*p = end + 1;
 		return true;
 	}
-	static const char *const words[] = {"false", "true", "null"};
 	if (*q == 'f' || *q == 't' || *q == 'n') {
 		int w = *q == 'f' ? 0 : *q == 't' ? 1 : 2;
-		size_t wl = strlen(words[w]);
-		if ((size_t)(e - q) <= wl || memcmp(q, words[w], wl))
+		size_t wl = strlen(scalar_words[w]);
+		if ((size_t)(e - q) <= wl || memcmp(q, scalar_words[w], wl))
 			return false;
 		*v = (struct scalar){w == 2 ? JL_NULL : JL_BOOL, NULL, (size_t)(w == 1)};
 		*p = q + wl;
@@ -1602,8 +1604,7 @@ static bool scalar_pair(struct tr_pair *arr, unsigned *n, unsigned max, const ch
 	if (*n == max)
 		return false;
 	struct tr_pair *p = &arr[*n];
-	static const char *const words[] = {"false", "true"};
-	const char *text = v->t == JL_NULL ? "null" : v->t == JL_BOOL ? words[v->len] : v->s;
+	const char *text = v->t == JL_NULL ? scalar_words[2] : v->t == JL_BOOL ? scalar_words[v->len] : v->s;
 	size_t len = v->t == JL_NULL || v->t == JL_BOOL ? strlen(text) : v->len;
 	size_t quotes = v->t == JL_STRING ? 2 : 0;
 	if (len + quotes >= sizeof(p->value))
@@ -1638,7 +1639,7 @@ static size_t fast_event(void *arg, const unsigned char *p, const unsigned char 
 	tr_event_reset(ev, offset);
 	r->no_nul = true;
 	uint64_t bad_times = 0, negative = 0;
-	int args = 0; /* 1 inside the args object */
+	bool args = false; /* inside the args object */
 	const unsigned char *q = skip_blank(p + 1, e);
 	if (q < e && *q == '}')
 		goto whole;
@@ -1658,10 +1659,10 @@ static size_t fast_event(void *arg, const unsigned char *p, const unsigned char 
 		enum field f = args ? F_OTHER : field_of((const char *)k, klen);
 		struct scalar v;
 		if (f == F_ARGS && *q == '{') {
-			args = 1;
+			args = true;
 			q = skip_blank(q + 1, e);
 			if (q < e && *q == '}') {
-				args = 0;
+				args = false;
 				q++;
 			} else {
 				continue;
@@ -1698,7 +1699,7 @@ static size_t fast_event(void *arg, const unsigned char *p, const unsigned char 
 		}
 		q = skip_blank(q, e);
 		if (q < e && *q == '}' && args) {
-			args = 0;
+			args = false;
 			q = skip_blank(q + 1, e);
 		}
 		if (q < e && *q == ',') {
