@@ -438,7 +438,8 @@ struct strobe_flight_opts {
 /* Starts the flight recorder. -EBUSY when a trace or a flight recorder is
  * running; STROBE_E_NOT_INIT before strobe_init. */
 STROBE_API int strobe_flight_start(const struct strobe_flight_opts *opts);
-/* Writes the last window now, with reason in its metadata; the recording
+/* Writes the window that ends now, with reason in its metadata (it ends at
+ * the call, however long the dump waits for one before it); the recording
  * goes on. The file's path goes to path (when not NULL). Thread-safe. */
 STROBE_API int strobe_flight_dump(const char *reason, char *path, size_t path_len);
 /* Stops the flight recorder (dumping first when dump_on_exit was set). */

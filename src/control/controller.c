@@ -472,9 +472,11 @@ out:
 }
 
 /* The flight window ending now; under map_lock. */
-static struct strb_window flight_window(uint64_t window_ns)
+/* The window_ns up to `now` (a tick of this session's). */
+static struct strb_window flight_window(uint64_t window_ns, uint64_t now)
 {
-	uint64_t now = strb_clock_ticks();
+	if (now < start_ticks)
+		now = start_ticks;
 	uint64_t span = strb_clock_ns_to_ticks(window_ns) - strb_clock_ns_to_ticks(0);
 	uint64_t from = now - start_ticks > span ? now - span : start_ticks;
 	strb_clock_map_sample(&clock_map);
@@ -512,7 +514,7 @@ int strb_control_flight_gpu(uint64_t window_ns, strobe_trace **out, uint64_t *ti
 		return strb_error(STROBE_E_STATE, "no flight recorder is running");
 	}
 	pthread_mutex_lock(&map_lock);
-	struct strb_window w = flight_window(window_ns);
+	struct strb_window w = flight_window(window_ns, strb_clock_ticks());
 	*ticks = w.stop_ticks;
 	struct strobe_trace *t = trace_for(&w);
 	int rc = t ? flight_gpu(t, &w) : -ENOMEM;
@@ -530,7 +532,8 @@ int strb_control_flight_gpu(uint64_t window_ns, strobe_trace **out, uint64_t *ti
 	return 0;
 }
 
-int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc)
+int strb_control_flight_dump(uint64_t window_ns, uint64_t asked, strobe_trace **out,
+                             struct strb_flight_counts *fc)
 {
 	int rc = 0;
 	*out = NULL;
@@ -543,7 +546,7 @@ int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb
 	/* The sampler adds to the map meanwhile: processing holds its lock
 	 * (the sampler waits; no capture thread takes it). */
 	pthread_mutex_lock(&map_lock);
-	struct strb_window w = flight_window(window_ns);
+	struct strb_window w = flight_window(window_ns, asked);
 	struct strobe_trace *t = trace_for(&w);
 	rc = t ? strb_process_cpu_flight(t, &w, fc) : -ENOMEM;
 	if (!rc)

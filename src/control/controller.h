@@ -50,10 +50,13 @@ enum strb_state strb_control_state(void);
  * into per-thread rings bounded by cfg->max_cpu_buffer_bytes; nothing else
  * may trace meanwhile (refused with -EBUSY and the reason). */
 int strb_control_flight_start(const struct strb_config *cfg);
-/* The last window_ns of the running flight session as a trace, without
- * stopping it; fc gets the rings' counts. */
+/* The window_ns of the running flight session up to the tick `asked` (when
+ * the dump was asked for: it may have waited for another dump or a GPU
+ * snapshot since) as a trace, without stopping it; fc gets the rings'
+ * counts. */
 struct strb_flight_counts;
-int strb_control_flight_dump(uint64_t window_ns, strobe_trace **out, struct strb_flight_counts *fc);
+int strb_control_flight_dump(uint64_t window_ns, uint64_t asked, strobe_trace **out,
+                             struct strb_flight_counts *fc);
 /* The running flight session's GPU records of the last window_ns, decoded
  * as a dump decodes them (rows and the backends' metadata too, no CPU
  * work), with the tick it ends at. */

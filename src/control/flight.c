@@ -128,10 +128,13 @@ static int add_meta(strobe_trace *t, const char *reason, const struct strb_fligh
 static int dump(const char *reason, char *path, size_t path_len)
 {
 	char file[4200];
+	/* The window ends here, at the trigger, however long this waits for
+	 * the dump before it or for a GPU snapshot. */
+	uint64_t asked = strb_clock_ticks();
 	pthread_mutex_lock(&dump_lock);
 	strobe_trace *t = NULL;
 	struct strb_flight_counts fc = {0};
-	int rc = strb_control_flight_dump(window_ns, &t, &fc);
+	int rc = strb_control_flight_dump(window_ns, asked, &t, &fc);
 	if (!rc && add_meta(t, reason, &fc))
 		rc = strb_error(-ENOMEM, "flight recorder dump: out of memory");
 	if (!rc) {

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "control/flight.h"
 #include "strobe/strobe.h"
 #include "testutil.h"
 
@@ -323,6 +324,58 @@ static void test_window_and_refusals(void **state)
 	strobe_trace_destroy(t);
 }
 
+/* A dump that holds the one before it: the first dump's hook (run under
+ * the dump lock) says when it is inside and waits 300 ms. */
+static struct waiter held = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, 0};
+
+static void hold_dump(const char *path, const char *reason, const char *error)
+{
+	(void)path, (void)error;
+	if (!reason || strcmp(reason, "first"))
+		return;
+	pthread_mutex_lock(&held.lock);
+	held.inside = true;
+	pthread_cond_broadcast(&held.cond);
+	pthread_mutex_unlock(&held.lock);
+	usleep(300000);
+}
+
+static void *first_dump(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)strobe_flight_dump("first", NULL, 0);
+}
+
+/* A dump's window ends when it was asked for, not when it got its turn:
+ * an event just before the ask is in it, though the dump waited longer
+ * than the window for the one before. */
+static void test_window_ends_at_the_ask(void **state)
+{
+	(void)state;
+	start(0, 100ull * 1000000ull, 0); /* 100 ms */
+	strb_flight_set_dump_hook(hold_dump);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, first_dump, NULL), 0);
+	pthread_mutex_lock(&held.lock);
+	while (!held.inside)
+		pthread_cond_wait(&held.cond, &held.lock);
+	pthread_mutex_unlock(&held.lock);
+	strobe_instant("just before the ask");
+	uint64_t asked = strobe_now_ns();
+	char path[1300];
+	yajl_val root = dump_and_load("second", path, sizeof(path));
+	uint64_t done = strobe_now_ns();
+	void *first_rc = NULL;
+	assert_int_equal(pthread_join(th, &first_rc), 0);
+	strb_flight_set_dump_hook(NULL);
+	assert_int_equal((intptr_t)first_rc, 0);
+	/* It did wait longer than its window. */
+	assert_true(done - asked > 100ull * 1000000ull);
+	assert_int_equal(tu_count(root, "i", NULL, "just before the ask"), 1);
+	yajl_tree_free(root);
+	assert_int_equal(strobe_flight_stop(), 0);
+}
+
 /* The watchdog, armed by the first strobe_step(), dumps once when the
  * steps stop, and re-arms when they resume. */
 static void test_hang_watchdog(void **state)
@@ -424,6 +477,7 @@ int main(void)
 	    cmocka_unit_test(test_dumps_of_a_busy_thread),
 	    cmocka_unit_test(test_late_thread),
 	    cmocka_unit_test(test_window_and_refusals),
+	    cmocka_unit_test(test_window_ends_at_the_ask),
 	    cmocka_unit_test(test_hang_watchdog),
 	    cmocka_unit_test(test_environment_and_exit),
 	    cmocka_unit_test(test_bad_environment),
