@@ -56,14 +56,20 @@ static atomic_bool written;
  * may keep it registered. */
 static void *alt_stack;
 
-/* The GPU records packed last (strb_flight_crash_set_gpu). */
+/* The GPU records packed last (strb_flight_crash_set_gpu). A handler reads
+ * them with atomics alone (set_gpu leaves the block to it once `writer` is
+ * set); a dump written outside a handler holds gpu_lock instead, which
+ * set_gpu takes too. */
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(void *) gpu_block;
 static _Atomic size_t gpu_len;
 static _Atomic uint64_t gpu_ticks, gpu_seq;
 
 void strb_flight_crash_set_gpu(void *block, size_t len, uint64_t ticks)
 {
+	pthread_mutex_lock(&gpu_lock);
 	if (atomic_load(&writer)) {
+		pthread_mutex_unlock(&gpu_lock);
 		free(block); /* a handler is writing the one there */
 		return;
 	}
@@ -75,6 +81,7 @@ void strb_flight_crash_set_gpu(void *block, size_t len, uint64_t ticks)
 	/* A handler that began before may still be writing it. */
 	if (!atomic_load(&writer))
 		free(old);
+	pthread_mutex_unlock(&gpu_lock);
 }
 
 /* The GPU block, async-signal-safe: unreadable bytes go out as zeros. */
@@ -127,7 +134,8 @@ static void sample_point(struct strb_clock_point *p)
 	}
 }
 
-int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid)
+/* What the handler writes; async-signal-safe. */
+static int write_dump(int fd, int sig, const siginfo_t *si, pid_t tid)
 {
 	static struct strb_crash_header h;
 	memcpy(&h, &hdr, sizeof(h));
@@ -151,6 +159,16 @@ int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid)
 	return strb_raw_write(fd, &end, sizeof(end)) < 0 ? -1 : 0;
 }
 
+int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid)
+{
+	/* Outside a handler the snapshot thread may replace the GPU block
+	 * meanwhile: it waits. */
+	pthread_mutex_lock(&gpu_lock);
+	int rc = write_dump(fd, sig, si, tid);
+	pthread_mutex_unlock(&gpu_lock);
+	return rc;
+}
+
 /* The disposition that was there runs: restored, and for a signal that
  * was sent (not a fault, which comes back when the instruction runs
  * again) sent again, pending until this handler returns. */
@@ -171,7 +189,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
 	if (atomic_load(&armed_pid) == getpid()) {
 		int none = 0;
 		if (atomic_compare_exchange_strong(&writer, &none, me)) {
-			strb_flight_crash_write(raw_fd, sig, si, me);
+			write_dump(raw_fd, sig, si, me);
 			atomic_store(&written, true);
 		} else if (none != me) {
 			struct timespec ms = {0, 1000000};

@@ -97,8 +97,9 @@ const char *strb_flight_crash_path(void);
  * for the handler to write: takes the malloc'd block, frees the one it
  * replaces. Not while a handler writes (the block is freed then). */
 void strb_flight_crash_set_gpu(void *block, size_t len, uint64_t ticks);
-/* What the handler writes, to fd (tests call it without a signal).
- * Async-signal-safe. Returns 0 or -1 when fd fails. */
+/* What the handler writes, to fd, outside a handler (tests call it
+ * without a signal): not async-signal-safe, it holds off the GPU
+ * snapshot's replacement meanwhile. Returns 0 or -1 when fd fails. */
 int strb_flight_crash_write(int fd, int sig, const siginfo_t *si, pid_t tid);
 
 /* flight_raw.c: the raw dump at `raw` as a trace saved to `out` (any

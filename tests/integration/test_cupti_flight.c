@@ -86,7 +86,7 @@ int main(void)
 {
 	ct_use_fake();
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_flight_rotates_cupti_buffers),
+	    cmocka_unit_test_teardown(test_flight_rotates_cupti_buffers, tu_flight_off),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

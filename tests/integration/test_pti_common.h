@@ -487,8 +487,8 @@ static int run_pti_tests(void)
 	    cmocka_unit_test(test_external_ids),
 	    cmocka_unit_test(test_many_buffers_pause_and_warmup),
 	    cmocka_unit_test(test_collectives),
-	    cmocka_unit_test(test_flight_recorder),
-	    cmocka_unit_test(test_crash_dump),
+	    cmocka_unit_test_teardown(test_flight_recorder, tu_flight_off),
+	    cmocka_unit_test_teardown(test_crash_dump, tu_flight_off),
 	};
 	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
 }

@@ -172,6 +172,13 @@ int tu_strobe_group_teardown(void **state)
 	return 0;
 }
 
+int tu_flight_off(void **state)
+{
+	(void)state;
+	(void)strobe_flight_stop(); /* STROBE_E_STATE when the test stopped it */
+	return 0;
+}
+
 void tu_record_at(const char *name, int type, int64_t start, int64_t dur, struct strobe_activity extra)
 {
 	extra.size = sizeof(extra);

@@ -51,6 +51,10 @@ void tu_rmrf(const char *path);
 extern char tu_dir[1024];
 int tu_strobe_group_setup(void **state);
 int tu_strobe_group_teardown(void **state);
+/* A flight recorder test's teardown: one whose assertion failed left the
+ * recorder running, which would refuse every test after it; it is
+ * stopped here (nothing happens when the test stopped it). */
+int tu_flight_off(void **state);
 
 /* strobe_record of `extra` with this type, name, start and duration; fails
  * the test if it is refused. */
