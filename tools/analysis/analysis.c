@@ -1316,12 +1316,14 @@ static int beside_end(struct beside *b, int rc)
 }
 
 /* What follows self time: HTA's analyses, and GPU busy time, kernels,
- * copies and wall times. Kernel statistics come beside GPU busy time. They read what the read made (the
- * events, names, rows and processes) and write apart (hta.c's records and tables; the devices, kernel and
- * copy tables and the wall fields of names, categories and cpu_ops), so on two threads they need no lock.
- * HTA's go before the GPU work's, whose records are made once HTA's are freed: that keeps the peak down. On
- * two threads, wall times (which keep next to nothing) run beside HTA's, so the peak is the same as on one.
- */
+ * copies and wall times. They read what the read made (the events, names,
+ * rows and processes) and write apart (hta.c's records and tables; the
+ * devices, kernel and copy tables and the wall fields of names, categories
+ * and cpu_ops), so on two threads they need no lock. HTA's go before the
+ * GPU work's, whose records are made once HTA's are freed: that keeps the
+ * peak down. On two threads, wall times (which keep next to nothing) run
+ * beside HTA's, and kernel statistics beside GPU busy time, so the peak is
+ * the same as on one. */
 static int compute_rest(struct an_trace *a)
 {
 	struct beside hta = {.a = a, .fn = an_hta_compute};
@@ -1536,8 +1538,6 @@ static void add_counts(struct an_table *at, const struct an_table *bt, const uin
 
 enum { M_PHS, M_CATS, M_XCATS, M_NAMES, M_ROWS, M_PIDS, M_INSTANTS, M_COUNTERS, M_DIRS, M_TNAMES, M_TABLES };
 
-/* What b read (the file after a's part) added to a, as one read of the
- * whole file would have made it. */
 /* How b's indexes become a's: per table, and b's file order after a's. */
 struct remap {
 	const uint32_t *names, *rows, *pids, *dirs;
@@ -1622,6 +1622,8 @@ static void move_back(void *dst, void **src, size_t n, size_t *src_cap, size_t s
 		(bn) = 0;                                                                                    \
 	} while (0)
 
+/* What b read (the file after a's part) added to a, as one read of the
+ * whole file would have made it. */
 static int merge_half(struct an_trace *a, struct an_trace *b)
 {
 	struct an_table *at[M_TABLES] = {&a->phs,  &a->cats,     &a->xcats,    &a->names, &a->rows,

@@ -122,6 +122,13 @@ static size_t stream_index(const struct qstreams *s, int64_t stream)
 	return lo;
 }
 
+/* stream's index in s, tried first at last (a stream's events come in
+ * runs). */
+static size_t stream_at(const struct qstreams *s, int64_t stream, size_t last)
+{
+	return s->v[last] == stream ? last : stream_index(s, stream);
+}
+
 static int list_streams(const struct an_trace *a, size_t from, size_t to, struct qstreams *s)
 {
 	s->n = 0;
@@ -173,11 +180,10 @@ int an_queue_lengths(struct an_trace *a)
 		size_t k = 0;
 		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
 			const struct an_hcpu *l = an_launch(a, &a->hrecs[i]);
-			if (l && l->queue)
-				st.at[(k = a->hrecs[i].stream == st.v[k]
-				               ? k
-				               : stream_index(&st, a->hrecs[i].stream)) +
-				      1] += 2;
+			if (l && l->queue) {
+				k = stream_at(&st, a->hrecs[i].stream, k);
+				st.at[k + 1] += 2;
+			}
 		}
 		for (size_t s = 0; s < st.n; s++)
 			st.at[s + 1] += st.at[s];
@@ -187,7 +193,7 @@ int an_queue_lengths(struct an_trace *a)
 			const struct an_hcpu *l = an_launch(a, r);
 			if (!l || !l->queue)
 				continue;
-			k = r->stream == st.v[k] ? k : stream_index(&st, r->stream);
+			k = stream_at(&st, r->stream, k);
 			q[st.at[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
 			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
 		}
@@ -378,7 +384,7 @@ static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_gra
 }
 
 /* The step's event for launch call l: same row, start and name. Each
- * row's events are ev[from[row], to[row]) in start order, and launches
+ * row's events left are ev[at[row], to[row]) in start order, and launches
  * come in start order too (glinks, per rank), so each row's cursor (at[])
  * only moves on. */
 static int32_t find_call(const struct cp_graph *g, struct cp_rows *rows, const struct an_hcpu *l)

@@ -1069,6 +1069,21 @@ static int cmp_kname(const void *pa, const void *pb)
 	return strcmp(an_name(cmp_trace, x->name), an_name(cmp_trace, y->name));
 }
 
+/* HTA's per-event records (and the queue lengths made from them). */
+static void free_records(struct an_trace *a)
+{
+	free(a->hrecs);
+	free(a->hcpus);
+	free(a->bws);
+	free(a->queue_rt);
+	free(a->queue_k);
+	a->hrecs = NULL;
+	a->hcpus = NULL;
+	a->bws = NULL;
+	a->queue_rt = a->queue_k = NULL;
+	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
+}
+
 int an_hta_launches(struct an_trace *a)
 {
 	cmp_trace = a;
@@ -1159,26 +1174,13 @@ int an_hta_compute(struct an_trace *a)
 	free(ends);
 	/* The per-event records are done with: their memory goes before the
 	 * computations that follow. */
-	free(a->hrecs);
-	free(a->hcpus);
-	free(a->bws);
-	free(a->queue_rt);
-	free(a->queue_k);
-	a->hrecs = NULL;
-	a->hcpus = NULL;
-	a->bws = NULL;
-	a->queue_rt = a->queue_k = NULL;
-	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
+	free_records(a);
 	return rc;
 }
 
 void an_hta_free(struct an_trace *a)
 {
-	free(a->queue_rt);
-	free(a->queue_k);
-	free(a->hrecs);
-	free(a->hcpus);
-	free(a->bws);
+	free_records(a);
 	free(a->steps);
 	free(a->breakdown);
 	free(a->ktypes);

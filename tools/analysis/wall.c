@@ -97,12 +97,6 @@ AN_SORT_DEFINE(sort_ivs, struct iv, iv_less)
 /* What an event counts towards: its name, its category, its cpu_op row. */
 enum group { BY_NAME, BY_CAT, BY_OP };
 
-/* The unions are grown as the stretches come, in start order (unions());
- * where a grouping's stretches do not come in order (a child that outlives
- * its parent), a pass over that grouping keeps them instead, bucketed by
- * key: a counting walk sizes each key's bucket, a second fills them. No key
- * is stored and each bucket is sorted alone, in place, so the memory is 16
- * bytes a stretch. */
 /* Each cpu_op event's row in a->cpu_ops (by rank and name), found as the
  * events come: by keys rank and name to the row's index + 1, memo
  * remembers each name's last, is_op which names are cpu_ops. */
@@ -112,6 +106,12 @@ struct op_rows {
 	bool *is_op;
 };
 
+/* The unions are grown as the stretches come, in start order (unions());
+ * where a grouping's stretches do not come in order (a child that outlives
+ * its parent), a pass over that grouping keeps them instead, bucketed by
+ * key: a counting walk sizes each key's bucket, a second fills them. No key
+ * is stored and each bucket is sorted alone, in place, so the memory is 16
+ * bytes a stretch. */
 struct walk {
 	struct an_trace *a;
 	enum group by;

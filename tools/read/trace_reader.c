@@ -1674,7 +1674,9 @@ static size_t fast_event(void *arg, const unsigned char *p, const unsigned char 
 				return 0;
 		} else if ((f == F_PH || f == F_CAT || f == F_NAME) && v.t == JL_STRING) {
 			char *dst = f == F_PH ? ev->ph : f == F_CAT ? ev->cat : ev->name;
-			size_t cap = f == F_NAME ? sizeof(ev->name) : sizeof(ev->ph);
+			size_t cap = f == F_PH    ? sizeof(ev->ph)
+			             : f == F_CAT ? sizeof(ev->cat)
+			                          : sizeof(ev->name);
 			if (v.len >= cap)
 				return 0;
 			memcpy(dst, v.s, v.len);
