@@ -1,8 +1,11 @@
 /* an_read with a second thread (STROBE_TOOL_THREADS=2: the read in
- * halves, HTA's launch matching beside self time and the rest of HTA's
- * analyses beside wall times) gives what it gives on one: the same summary text, --json and report page, byte
- * for byte, on the libkineto fixtures and on a generated two-rank trace that fills every table. Run under
- * ThreadSanitizer too, which sees the two threads inside this process. STROBE_TEST_LABELS: concurrency */
+ * halves, HTA's launch matching beside self time, the rest of HTA's
+ * analyses beside wall times, kernel statistics beside GPU busy time)
+ * gives what it gives on one: the same summary text, --json and report
+ * page, byte for byte, on the libkineto fixtures and on a generated
+ * two-rank trace that fills every table. Run under ThreadSanitizer too,
+ * which sees the two threads inside this process.
+ * STROBE_TEST_LABELS: concurrency */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
