@@ -16,10 +16,23 @@ void strb_gpu_pool_set_rotate_next(bool rotate)
 	atomic_store(&rotate_next, rotate);
 }
 
+/* Flight mode's smallest buffer: far above any vendor record. */
+#define ROTATE_MIN_BUFFER ((size_t)256 << 10)
+
 void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t buffer_bytes, bool can_reject)
 {
 	pthread_mutex_lock(&p->lock);
 	p->rotate = atomic_load(&rotate_next);
+	/* Flight mode: the buffer the vendor is given next takes its whole
+	 * size from the budget at once, recycling that much of the oldest
+	 * records, however little goes into it before the next flush. Buffers
+	 * of at most a quarter of the budget keep that to a quarter of the
+	 * history. */
+	size_t quarter = (size_t)(budget_bytes / 4) & ~(size_t)15;
+	if (p->rotate && quarter < buffer_bytes)
+		buffer_bytes = quarter > ROTATE_MIN_BUFFER        ? quarter
+		               : buffer_bytes > ROTATE_MIN_BUFFER ? ROTATE_MIN_BUFFER
+		                                                  : buffer_bytes;
 	p->buffer_bytes = buffer_bytes;
 	/* At least one buffer, whatever the budget. */
 	p->cap = (1 + (size_t)(budget_bytes / buffer_bytes)) * buffer_bytes;

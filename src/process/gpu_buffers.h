@@ -52,10 +52,12 @@ struct strb_gpu_pool {
 		.lock = PTHREAD_MUTEX_INITIALIZER, .ready_tail = &(pool).ready                               \
 	}
 
-/* A trace is prepared: buffers of buffer_bytes from a budget of
- * budget_bytes (at least one buffer); can_reject says whether the vendor
- * survives a refused request (else it gets memory and the records are
- * discarded when the buffer comes back). Zeroes the counts; active. */
+/* A trace is prepared: buffers of buffer_bytes (in flight mode at most a
+ * quarter of the budget, and not below 256 KiB: callers take the size
+ * strb_gpu_pool_request gives) from a budget of budget_bytes (at least one
+ * buffer); can_reject says whether the vendor survives a refused request
+ * (else it gets memory and the records are discarded when the buffer comes
+ * back). Zeroes the counts; active. */
 void strb_gpu_pool_begin(struct strb_gpu_pool *p, uint64_t budget_bytes, size_t buffer_bytes,
                          bool can_reject);
 void strb_gpu_pool_set_active(struct strb_gpu_pool *p, bool active);

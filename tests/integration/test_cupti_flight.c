@@ -49,7 +49,7 @@ static void test_flight_rotates_cupti_buffers(void **state)
 	char out[1200];
 	snprintf(out, sizeof(out), "%s/cuda.json", tu_dir);
 	/* 16 MiB: 2 MiB of GPU buffers (GPU snapshots take as much again),
-	 * one of CUPTI's; a 200 ms window. */
+	 * in buffers of 512 KiB; a 200 ms window. */
 	struct strobe_flight_opts o = STROBE_OPTS(
 	    strobe_flight_opts, .output = out, .memory_bytes = 16ull << 20, .window_ns = 200ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);

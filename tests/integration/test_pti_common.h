@@ -404,11 +404,10 @@ static void test_collectives(void **state)
 }
 
 /* The flight recorder keeps XPU work too: its buffers rotate at the GPU
- * share of the budget (32 MiB: 4 MiB, two of PTI's 4 MiB buffers, while
- * GPU snapshots take as much again), a dump holds
- * the newest work of its window linked to the op open around it (older
- * work still in the buffers is outside the window and counted so), and
- * the recording goes on. */
+ * share of the budget (32 MiB: 4 MiB, in buffers of 1 MiB, while GPU
+ * snapshots take as much again), a dump holds the newest work of its
+ * window linked to the op open around it (older work still in the buffers
+ * is outside the window and counted so), and the recording goes on. */
 static void test_flight_recorder(void **state)
 {
 	(void)state;

@@ -671,10 +671,11 @@ static void test_external_correlation(void **state)
 }
 
 /* The flight recorder keeps AMD work too: strobe's copies of the SDK's
- * records rotate within the GPU share of the budget (32 MiB: 4 MiB for
- * buffers, two of 4 MiB, while GPU snapshots take as much again), a dump holds the newest kernels
- * of its window linked to the op around their launch (older ones still kept are outside the window and
- * counted so), and the recording goes on. */
+ * records rotate within the GPU share of the budget (32 MiB: 4 MiB, in
+ * buffers of 1 MiB, while GPU snapshots take as much again), a dump holds
+ * the newest kernels of its window linked to the op around their launch
+ * (older ones still kept are outside the window and counted so), and the
+ * recording goes on. */
 static void test_flight_recorder(void **state)
 {
 	(void)state;
