@@ -355,6 +355,9 @@ static void test_many_buffers_pause_and_warmup(void **state)
 	for (int i = 0; i < N; i++)
 		launch(i & 1, (uint64_t)(i % 3), "many");
 	assert_true(F.completions() > done0); /* completed while the program ran */
+	/* The last kernel starts 2 us after its launch: paused before that,
+	 * it would be paused work. */
+	usleep(3000);
 	strobe_toggle_collection(false);
 	launch(0, 1, "paused");
 	usleep(3000);
