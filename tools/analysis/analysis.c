@@ -1282,31 +1282,19 @@ static int compute_cpu_ops(struct an_trace *a, struct an_table *by)
 
 /* ---- the analyses after the read, on one thread or two ------------------ */
 
-/* A part of the analyses on a second thread when there is one
- * (an_threads), beside what this thread does meanwhile: beside_start sets
- * fn(a) going there, beside_end waits for it. With one thread, beside_end
- * runs it, unless rc (this thread's result so far) is a failure. */
-struct beside {
-	struct an_trace *a;
-	int (*fn)(struct an_trace *a);
-	int rc;
-	bool threaded;
-	pthread_t th;
-};
-
 static void *beside_main(void *arg)
 {
-	struct beside *b = arg;
+	struct an_beside *b = arg;
 	b->rc = b->fn(b->a);
 	return NULL;
 }
 
-static void beside_start(struct beside *b)
+void an_beside_start(struct an_beside *b)
 {
 	b->threaded = an_threads().analyses > 1 && pthread_create(&b->th, NULL, beside_main, b) == 0;
 }
 
-static int beside_end(struct beside *b, int rc)
+int an_beside_end(struct an_beside *b, int rc)
 {
 	if (b->threaded)
 		pthread_join(b->th, NULL);
@@ -1326,16 +1314,16 @@ static int beside_end(struct beside *b, int rc)
  * the same as on one. */
 static int compute_rest(struct an_trace *a)
 {
-	struct beside hta = {.a = a, .fn = an_hta_compute};
-	beside_start(&hta);
+	struct an_beside hta = {.a = a, .fn = an_hta_compute};
+	an_beside_start(&hta);
 	int rc = hta.threaded ? an_wall_compute(a) : 0;
-	rc = beside_end(&hta, rc);
-	struct beside kernels = {.a = a, .fn = compute_kernels};
+	rc = an_beside_end(&hta, rc);
+	struct an_beside kernels = {.a = a, .fn = compute_kernels};
 	if (!rc)
-		beside_start(&kernels);
+		an_beside_start(&kernels);
 	if (!rc)
 		rc = compute_devices(a);
-	rc = beside_end(&kernels, rc);
+	rc = an_beside_end(&kernels, rc);
 	if (!rc)
 		rc = compute_copies(a);
 	if (!rc && !hta.threaded)
@@ -1888,9 +1876,9 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		rc = an_split_async(a);
 	/* HTA's launch matching needs neither the complete events' order nor
 	 * self time: on two threads it runs beside them. */
-	struct beside launches = {.a = a, .fn = an_hta_launches};
+	struct an_beside launches = {.a = a, .fn = an_hta_launches};
 	if (!rc)
-		beside_start(&launches);
+		an_beside_start(&launches);
 	if (!rc)
 		rc = compute_self(a, &cpu_ops);
 	if (!rc)
@@ -1900,7 +1888,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 		an_sort(a->open, a->nopen, sizeof(*a->open), cmp_xrec); /* outermost first */
 	if (!rc)
 		rc = list_ranks(a);
-	rc = beside_end(&launches, rc);
+	rc = an_beside_end(&launches, rc);
 	if (!rc)
 		rc = compute_rest(a);
 	if (!rc)

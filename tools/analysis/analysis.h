@@ -27,6 +27,7 @@
 #define STROBE_TOOLS_ANALYSIS_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -555,6 +556,22 @@ struct an_threads {
 };
 struct an_threads an_threads(void);
 extern size_t an_split_min; /* 64 MiB; the tests lower it */
+
+/* A part of the analyses on a second thread when there is one
+ * (an_threads), beside what the calling thread does meanwhile:
+ * an_beside_start sets fn(a) going there, an_beside_end waits for it and
+ * returns rc (the caller's result so far) when it is a failure, else fn's.
+ * With one thread, an_beside_end runs fn itself, unless rc is a failure.
+ * The two sides must write apart. */
+struct an_beside {
+	struct an_trace *a;
+	int (*fn)(struct an_trace *a);
+	int rc;
+	bool threaded;
+	pthread_t th;
+};
+void an_beside_start(struct an_beside *b);
+int an_beside_end(struct an_beside *b, int rc);
 
 /* wall.c: moves start/end ranges' events into their own categories (after
  * the read, before self time), then computes every wall and self_wall

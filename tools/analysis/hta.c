@@ -630,49 +630,69 @@ static int type_times(struct an_trace *a, const struct dev_work *w, struct an_br
 	return 0;
 }
 
-/* Not a total order: only sums are taken in this order, and per_stream
- * sorts the device's events again. */
-static bool by_type_name_less(const struct an_hrec *x, const struct an_hrec *y)
+/* One name's row of get_gpu_kernel_breakdown, from its durations d[0, n)
+ * (sorted here: the sums are taken smallest first). */
+static int name_row(struct an_trace *a, const struct an_breakdown *b, unsigned type, uint32_t name,
+                    int64_t *d, size_t n, size_t *cap)
 {
-	if (x->type != y->type)
-		return x->type < y->type;
-	return x->name != y->name ? x->name < y->name : x->dur < y->dur;
+	sort_i64s(d, n);
+	struct an_kname k = {b->pid, b->rank, type, name, n, 0, d[0], d[n - 1], 0, 0};
+	for (size_t i = 0; i < n; i++)
+		k.sum = an_sat_add(k.sum, d[i]);
+	k.mean = (double)k.sum / (double)k.count;
+	double ss = 0;
+	for (size_t i = 0; i < n; i++)
+		ss += ((double)d[i] - k.mean) * ((double)d[i] - k.mean);
+	k.std = k.count > 1 ? sqrt(ss / (double)(k.count - 1)) : 0;
+	return AN_PUSH(a->knames, a->nknames, *cap, k);
 }
 
-AN_SORT_DEFINE(sort_hrecs_type_name, struct an_hrec, by_type_name_less)
-
-/* get_gpu_kernel_breakdown's per-name rows (before its "others" grouping). */
-static int name_stats(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *cap)
+/* get_gpu_kernel_breakdown's per-name rows (before its "others" grouping),
+ * in (type, name) order. A name has one type, so the device's durations
+ * are gathered by name (a count per name, then each name's place): the
+ * events themselves stay in start order, for per_stream and for the
+ * analyses beside these. */
+static int name_stats(struct an_trace *a, const struct dev_work *w, const struct an_breakdown *b, size_t *cap)
 {
-	struct an_hrec *r = w->r; /* the unions are made: time order is no longer needed */
-	sort_hrecs_type_name(r, w->n);
-	int rc = 0;
-	for (size_t i = 0, j; i < w->n && !rc; i = j) {
-		struct an_kname k = {b->pid, b->rank, r[i].type, r[i].name, 0, 0, r[i].dur, r[i].dur, 0, 0};
-		for (j = i; j < w->n && r[j].type == r[i].type && r[j].name == r[i].name; j++) {
-			k.count++;
-			k.sum = an_sat_add(k.sum, r[j].dur);
-			k.max = r[j].dur > k.max ? r[j].dur : k.max;
-			k.min = r[j].dur < k.min ? r[j].dur : k.min;
-		}
-		k.mean = (double)k.sum / (double)k.count;
-		double ss = 0;
-		for (size_t q = i; q < j; q++)
-			ss += ((double)r[q].dur - k.mean) * ((double)r[q].dur - k.mean);
-		k.std = k.count > 1 ? sqrt(ss / (double)(k.count - 1)) : 0;
-		rc = AN_PUSH(a->knames, a->nknames, *cap, k);
+	size_t nn = a->names.n ? a->names.n : 1;
+	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
+	uint8_t *type = malloc(nn);
+	int64_t *d = malloc((w->n ? w->n : 1) * sizeof(*d));
+	int rc = count && end && type && d ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < w->n; i++) {
+		count[w->r[i].name]++;
+		type[w->r[i].name] = w->r[i].type;
 	}
+	size_t place = 0;
+	for (unsigned t = 0; !rc && t < 4; t++)
+		for (size_t k = 0; k < nn; k++)
+			if (count[k] && type[k] == t) {
+				end[k] = place;
+				place += count[k];
+			}
+	for (size_t i = 0; !rc && i < w->n; i++)
+		d[end[w->r[i].name]++] = w->r[i].dur;
+	for (unsigned t = 0; !rc && t < 4; t++)
+		for (size_t k = 0; !rc && k < nn; k++)
+			if (count[k] && type[k] == t)
+				rc = name_row(a, b, t, (uint32_t)k, d + end[k] - count[k], count[k], cap);
+	free(count);
+	free(end);
+	free(type);
+	free(d);
 	return rc;
 }
 
-static bool by_stream_less(const struct an_hrec *x, const struct an_hrec *y)
+/* A device's events by stream, each stream's in start order. */
+static bool by_stream_less(const struct an_hrec *const *px, const struct an_hrec *const *py)
 {
+	const struct an_hrec *x = *px, *y = *py;
 	if (x->stream != y->stream)
 		return x->stream < y->stream;
 	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
 
-AN_SORT_DEFINE(sort_hrecs_stream, struct an_hrec, by_stream_less)
+AN_SORT_DEFINE(sort_by_stream, const struct an_hrec *, by_stream_less)
 
 struct qev {
 	int64_t t;
@@ -717,7 +737,7 @@ static int64_t nth_counted(const uint32_t *hist, int64_t lo, size_t k)
  * sorted otherwise) merged as they are walked. */
 struct qwalk {
 	const struct an_trace *a;
-	const struct an_hrec *r;
+	const struct an_hrec *const *r;
 	size_t n, i; /* the next start: r[i] (one with a queued launch) */
 	const struct qev *l;
 	size_t nl, j; /* the next launch: l[j] */
@@ -726,7 +746,7 @@ struct qwalk {
 static bool qw_start(struct qwalk *w)
 {
 	for (; w->i < w->n; w->i++) {
-		const struct an_hcpu *l = an_launch(w->a, &w->r[w->i]);
+		const struct an_hcpu *l = an_launch(w->a, w->r[w->i]);
 		if (l && l->queue)
 			return true;
 	}
@@ -741,7 +761,7 @@ static int qw_next(struct qwalk *w)
 	if (!start && w->j == w->nl)
 		return 0;
 	if (start && w->j < w->nl) {
-		const struct qev s = {w->r[w->i].ts, -1, w->r[w->i].seq};
+		const struct qev s = {w->r[w->i]->ts, -1, w->r[w->i]->seq};
 		start = qev_less(&s, &w->l[w->j]);
 	}
 	if (start) {
@@ -754,15 +774,15 @@ static int qw_next(struct qwalk *w)
 
 /* One stream's queue length summary: +1 at each launch (in HTA's runtime
  * set) of its events, -1 at each event's start. */
-static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const struct an_breakdown *b,
-                    size_t *cap)
+static int queue_of(struct an_trace *a, const struct an_hrec *const *r, size_t n,
+                    const struct an_breakdown *b, size_t *cap)
 {
 	struct qev *q = malloc((n + 1) * sizeof(*q));
 	int rc = q ? 0 : -ENOMEM;
 	size_t nl = 0;
 	bool sorted = true;
 	for (size_t i = 0; !rc && i < n; i++) {
-		const struct an_hcpu *l = an_launch(a, &r[i]);
+		const struct an_hcpu *l = an_launch(a, r[i]);
 		if (!l || !l->queue)
 			continue;
 		q[nl++] = (struct qev){l->ts, 1, l->seq};
@@ -772,7 +792,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 		sort_qevs(q, nl);
 	size_t nq = 2 * nl;
 	if (!rc && nq) {
-		struct an_queue s = {b->pid, b->rank, r[0].stream, nq, 0, 0, INT64_MIN};
+		struct an_queue s = {b->pid, b->rank, r[0]->stream, nq, 0, 0, INT64_MIN};
 		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
 		struct qwalk w = {a, r, n, 0, q, nl, 0};
@@ -807,28 +827,92 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, size_t n, const
 	return rc;
 }
 
-/* get_idle_time_breakdown and the queue length, per stream. */
-static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_breakdown *b, size_t *icap,
-                      size_t *qcap)
+/* The index of stream st in v[0, n), sorted and holding it. */
+static size_t stream_slot(const int64_t *v, size_t n, int64_t st)
 {
-	struct an_hrec *r = w->r; /* sorted in place, as for name_stats */
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid] < st)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The device's events grouped by stream in stream order, each stream's in
+ * start order (the device's order): *out, pointers into w->r. Streams are
+ * few, so each event's place comes from a count per stream; past
+ * STREAMS_COUNTED distinct streams, the pointers are sorted instead. */
+#define STREAMS_COUNTED 1024
+static int by_stream(const struct dev_work *w, const struct an_hrec ***out)
+{
+	const struct an_hrec **p = *out = malloc((w->n ? w->n : 1) * sizeof(*p));
+	int64_t v[STREAMS_COUNTED];
+	size_t at[STREAMS_COUNTED + 1] = {0}, n = 0, k = 0;
+	bool counted = true;
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n && counted; i++) {
+		int64_t st = w->r[i].stream;
+		if (n && v[k] == st)
+			continue;
+		k = stream_slot(v, n, st);
+		if (k < n && v[k] == st)
+			continue;
+		counted = n < STREAMS_COUNTED;
+		if (counted) {
+			memmove(v + k + 1, v + k, (n - k) * sizeof(*v));
+			v[k] = st;
+			n++;
+		}
+	}
+	if (!counted) {
+		for (size_t i = 0; i < w->n; i++)
+			p[i] = &w->r[i];
+		sort_by_stream(p, w->n);
+		return 0;
+	}
+	/* at[k + 1]: stream k's count; then at[k]: where its next event goes */
+	k = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		if (v[k] != w->r[i].stream)
+			k = stream_slot(v, n, w->r[i].stream);
+		at[k + 1]++;
+	}
+	for (size_t s = 0; s < n; s++)
+		at[s + 1] += at[s];
+	k = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		if (v[k] != w->r[i].stream)
+			k = stream_slot(v, n, w->r[i].stream);
+		p[at[k]++] = &w->r[i];
+	}
+	return 0;
+}
+
+/* get_idle_time_breakdown and the queue length, per stream. */
+static int per_stream(struct an_trace *a, const struct dev_work *w, const struct an_breakdown *b,
+                      size_t *icap, size_t *qcap)
+{
+	const struct an_hrec **r = NULL;
 	size_t all = w->n;
-	sort_hrecs_stream(r, all);
-	int rc = 0;
+	int rc = by_stream(w, &r);
 	for (size_t i = 0, j; i < all && !rc; i = j) {
-		for (j = i; j < all && r[j].stream == r[i].stream; j++)
+		for (j = i; j < all && r[j]->stream == r[i]->stream; j++)
 			;
 		rc = queue_of(a, r + i, j - i, b, qcap);
-		struct an_idle s = {b->pid, b->rank, r[i].stream, 0, 0, 0};
+		struct an_idle s = {b->pid, b->rank, r[i]->stream, 0, 0, 0};
 		bool any = false, have_prev = false;
 		int64_t prev_end = 0;
 		for (size_t k = i; k < j && !rc; k++) {
-			if (!r[k].work)
+			if (!r[k]->work)
 				continue;
 			any = true;
 			if (have_prev) {
-				const struct an_hcpu *l = an_launch(a, &r[k]);
-				int64_t gap = an_span(prev_end, r[k].ts);
+				const struct an_hcpu *l = an_launch(a, r[k]);
+				int64_t gap = an_span(prev_end, r[k]->ts);
 				if (l && l->ts > prev_end)
 					s.host_wait = an_sat_add(s.host_wait, gap);
 				else if (gap < AN_KERNEL_WAIT_NS)
@@ -836,12 +920,13 @@ static int per_stream(struct an_trace *a, struct dev_work *w, const struct an_br
 				else
 					s.other = an_sat_add(s.other, gap);
 			}
-			prev_end = an_sat_add(r[k].ts, r[k].dur);
+			prev_end = an_sat_add(r[k]->ts, r[k]->dur);
 			have_prev = true;
 		}
 		if (any && !rc)
 			rc = AN_PUSH(a->idle, a->nidle, *icap, s);
 	}
+	free(r);
 	return rc;
 }
 
@@ -1153,13 +1238,17 @@ int an_hta_compute(struct an_trace *a)
 		a->hrecs[kept++] = *r;
 	}
 	a->nhrecs = kept;
+	/* From here the records are only read: the kernel sequences (which
+	 * write only a->kseqs) go beside the per-device analyses. */
+	struct an_beside kseq = {.a = a, .fn = an_kseq_compute};
+	if (!rc)
+		an_beside_start(&kseq);
 	size_t caps[6] = {0};
 	if (!rc)
 		rc = each_device(a, hta_of_device, caps);
 	for (size_t i = 0; !rc && filter && i < a->nbreakdown; i++)
 		a->breakdown[i].filtered = true;
-	if (!rc)
-		rc = an_kseq_compute(a);
+	rc = an_beside_end(&kseq, rc);
 	/* Steps of ranks without GPU work: one row each, without GPU columns. */
 	for (size_t i = 0; !rc && i < nsteps; i++) {
 		bool dev = false;

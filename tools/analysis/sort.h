@@ -8,7 +8,8 @@
  *
  * an introsort (quicksort, median of three; heapsort past 2 log2 n levels;
  * insertion sort below 16 elements) by less(const type *x, const type *y),
- * a macro or inline function. It is not stable: use it only where less is
+ * a macro or inline function. An array already in order (a trace written
+ * in time order often gives one) is left after one pass over it. It is not stable: use it only where less is
  * a total order, or where the order of equal elements cannot show. */
 #ifndef STROBE_TOOLS_SORT_H
 #define STROBE_TOOLS_SORT_H
@@ -88,6 +89,11 @@
 	}                                                                                                    \
 	static inline void name(type *v, size_t n)                                                           \
 	{                                                                                                    \
+		size_t s_ = 1;                                                                               \
+		while (s_ < n && !less(&v[s_], &v[s_ - 1]))                                                  \
+			s_++;                                                                                \
+		if (s_ >= n)                                                                                 \
+			return;                                                                              \
 		unsigned depth = 0;                                                                          \
 		for (size_t k = n; k > 1; k >>= 1)                                                           \
 			depth += 2;                                                                          \
