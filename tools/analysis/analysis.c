@@ -1068,12 +1068,10 @@ size_t an_shown(size_t n, size_t top)
 	return top && top < n ? top : n;
 }
 
-int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p)
+size_t an_rank_index(size_t n, unsigned p)
 {
-	if (!n)
-		return 0;
 	size_t rank = ((size_t)p * n + 99) / 100;
-	return sorted[rank ? rank - 1 : 0];
+	return rank ? rank - 1 : 0;
 }
 
 struct kdur {
@@ -1109,38 +1107,63 @@ static int cmp_kernel(const void *pa, const void *pb)
 
 /* Kernel statistics per rank and name, from the complete events (not
  * a->gpu, which compute_devices may be sorting meanwhile). */
+/* One kernel row per rank of a kernel name's durations k[0, n) (its ranks
+ * together); each rank's percentiles are selected, not sorted. */
+static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap)
+{
+	int rc = 0;
+	for (size_t i = 0, j; !rc && i < n; i = j) {
+		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
+		for (j = i; j < n && k[j].rank == k[i].rank; j++) {
+			s.total = an_sat_add(s.total, k[j].dur);
+			s.max = k[j].dur > s.max ? k[j].dur : s.max;
+		}
+		s.count = j - i;
+		size_t p99 = an_rank_index(j - i, 99), p50 = an_rank_index(j - i, 50);
+		sort_kdurs_nth(k + i, j - i, p99);
+		s.p99 = k[i + p99].dur;
+		sort_kdurs_nth(k + i, p99 + 1, p50);
+		s.p50 = k[i + p50].dur;
+		rc = AN_PUSH(a->kernels, a->nkernel_stats, *cap, s);
+	}
+	return rc;
+}
+
+/* Kernel statistics per rank and name. The kernels are gathered by name
+ * (a count per name, then each name's place); a name's ranks are sorted
+ * together only when it ran in more than one. */
 static int compute_kernels(struct an_trace *a)
 {
 	uint8_t *kind = gpu_kinds(a);
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; kind && i < a->nx; i++)
-		n += kind[a->x[i].name] == AN_KERNEL || kind[a->x[i].name] == AN_NCCL;
-	struct kdur *k = malloc((n ? n : 1) * sizeof(*k));
-	int64_t *durs = malloc((n ? n : 1) * sizeof(*durs));
-	int rc = kind && k && durs ? 0 : -ENOMEM;
-	n = 0;
+	size_t nn = a->names.n ? a->names.n : 1, n = 0, cap = 0;
+	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
+	int rc = kind && count && end ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < a->nx; i++)
+		if (kind[a->x[i].name] == AN_KERNEL || kind[a->x[i].name] == AN_NCCL)
+			count[a->x[i].name]++, n++;
+	struct kdur *k = rc ? NULL : malloc((n ? n : 1) * sizeof(*k));
+	rc = rc || !k ? -ENOMEM : 0;
+	for (size_t i = 0, place = 0; !rc && i < nn; place += count[i++])
+		end[i] = place;
 	for (size_t i = 0; !rc && i < a->nx; i++) {
 		const struct an_xrec *x = &a->x[i];
 		if (kind[x->name] == AN_KERNEL || kind[x->name] == AN_NCCL)
-			k[n++] = (struct kdur){an_row_rank(a, x->row), x->name, x->dur};
+			k[end[x->name]++] = (struct kdur){an_row_rank(a, x->row), x->name, x->dur};
+	}
+	for (size_t i = 0; !rc && i < nn; i++) {
+		struct kdur *g = k + end[i] - count[i];
+		bool one_rank = true;
+		for (size_t j = 1; j < count[i] && one_rank; j++)
+			one_rank = g[j].rank == g[0].rank;
+		if (!one_rank)
+			sort_kdurs(g, count[i]);
+		if (count[i])
+			rc = kernel_rows(a, g, count[i], &cap);
 	}
 	free(kind);
-	if (!rc)
-		sort_kdurs(k, n);
-	for (size_t i = 0, j; !rc && i < n; i = j) {
-		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
-		for (j = i; j < n && k[j].rank == k[i].rank && k[j].name == k[i].name; j++) {
-			durs[j - i] = k[j].dur;
-			s.total = an_sat_add(s.total, k[j].dur);
-		}
-		s.count = j - i;
-		s.p50 = an_percentile(durs, j - i, 50);
-		s.p99 = an_percentile(durs, j - i, 99);
-		s.max = durs[j - i - 1];
-		rc = AN_PUSH(a->kernels, a->nkernel_stats, cap, s);
-	}
+	free(count);
+	free(end);
 	free(k);
-	free(durs);
 	sort_trace = a;
 	if (!rc)
 		an_sort(a->kernels, a->nkernel_stats, sizeof(*a->kernels), cmp_kernel);
@@ -1191,18 +1214,28 @@ static bool lat_less(const struct an_lat *x, const struct an_lat *y)
 
 AN_SORT_DEFINE(sort_lats, struct an_lat, lat_less)
 
-/* an_percentile of n latencies in order. */
-static int64_t lat_percentile(const struct an_lat *l, size_t n, unsigned p)
+/* The percentile p of one rank's n latencies l, selected among l[0,
+ * *within): each call leaves the smallest up to that percentile there,
+ * for the next, lower p. */
+static int64_t lat_percentile(struct an_lat *l, size_t n, size_t *within, unsigned p)
 {
-	size_t rank = ((size_t)p * n + 99) / 100;
-	return n ? l[rank ? rank - 1 : 0].latency : 0;
+	if (!n)
+		return 0;
+	size_t k = an_rank_index(n, p);
+	sort_lats_nth(l, *within, k);
+	*within = k + 1;
+	return l[k].latency;
 }
 
 int an_latency_compute(struct an_trace *a)
 {
 	struct an_lat *l = a->lats;
 	size_t n = a->nlats;
-	sort_lats(l, n);
+	bool one_rank = true; /* the common case: no sort to put ranks together */
+	for (size_t i = 1; i < n && one_rank; i++)
+		one_rank = l[i].rank == l[0].rank;
+	if (!one_rank)
+		sort_lats(l, n);
 	size_t cap = 0;
 	int rc = 0;
 	/* Every rank with kernels gets a row, matched or not. */
@@ -1229,10 +1262,11 @@ int an_latency_compute(struct an_trace *a)
 		while (i + m < n && l[i + m].rank == s->rank)
 			m++;
 		s->matched = m;
-		s->p50 = lat_percentile(l + i, m, 50);
-		s->p90 = lat_percentile(l + i, m, 90);
-		s->p99 = lat_percentile(l + i, m, 99);
-		s->max = m ? l[i + m - 1].latency : 0;
+		size_t within = m;
+		s->max = lat_percentile(l + i, m, &within, 100);
+		s->p99 = lat_percentile(l + i, m, &within, 99);
+		s->p90 = lat_percentile(l + i, m, &within, 90);
+		s->p50 = lat_percentile(l + i, m, &within, 50);
 	}
 	for (size_t i = 1; i < a->nlatency; i++) {
 		struct an_latency s = a->latency[i];

@@ -676,8 +676,9 @@ int64_t an_window(const struct an_trace *a);
 bool an_parse_top(const char *text, size_t *top);
 /* Rows shown of n under a --top limit (0 = all). */
 size_t an_shown(size_t n, size_t top);
-/* Nearest-rank percentile (p in percent) of n sorted values. */
-int64_t an_percentile(const int64_t *sorted, size_t n, unsigned p);
+/* Where the nearest-rank percentile p (in percent) of n values lies in
+ * their sorted order (0 for none): a sort's name_nth finds it unsorted. */
+size_t an_rank_index(size_t n, unsigned p);
 /* How a GPU pid is shown: its "rank N · ..." name, else "GPU 0 (pid 0)"
  * from its label, else "pid 0". */
 const char *an_device_label(const struct an_trace *a, uint32_t pid, char *buf, size_t len);

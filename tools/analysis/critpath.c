@@ -105,8 +105,8 @@ AN_SORT_DEFINE(sort_qevs, struct qev, qev_less)
  * distinct values in order (streams), and each one's count (at). */
 struct qstreams {
 	int64_t *v;
-	size_t *at;
-	size_t n, cap, capat;
+	size_t *at, *half;
+	size_t n, cap, capat, caphalf;
 };
 
 static size_t stream_index(const struct qstreams *s, int64_t stream)
@@ -150,7 +150,8 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 		s->v[k] = r->stream;
 		s->n++;
 	}
-	if (!an_grow((void **)&s->at, s->n, &s->capat, sizeof(*s->at)))
+	if (!an_grow((void **)&s->at, s->n, &s->capat, sizeof(*s->at)) ||
+	    !an_grow((void **)&s->half, s->n, &s->caphalf, sizeof(*s->half)))
 		return -ENOMEM;
 	memset(s->at, 0, (s->n + 1) * sizeof(*s->at));
 	return 0;
@@ -187,6 +188,12 @@ int an_queue_lengths(struct an_trace *a)
 		}
 		for (size_t s = 0; s < st.n; s++)
 			st.at[s + 1] += st.at[s];
+		/* A bucket holds its stream's starts, then its launches: each
+		 * half comes in order (starts in hrecs order, launches in the
+		 * order a stream runs them), sorted only when not, and the two
+		 * are merged as they are walked. */
+		for (size_t s = 0; s < st.n; s++)
+			st.half[s] = st.at[s] + (st.at[s + 1] - st.at[s]) / 2;
 		k = 0;
 		for (size_t i = from; i < to; i++) {
 			const struct an_hrec *r = &a->hrecs[i];
@@ -194,21 +201,26 @@ int an_queue_lengths(struct an_trace *a)
 			if (!l || !l->queue)
 				continue;
 			k = stream_at(&st, r->stream, k);
-			q[st.at[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
 			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
+			q[st.half[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
 		}
-		for (size_t s = 0, b = 0; s < st.n; b = st.at[s++]) { /* at[s] now ends bucket s */
-			sort_qevs(q + b, st.at[s] - b);
+		for (size_t s = 0, b = 0; s < st.n; b = st.half[s++]) { /* half[s] now ends bucket s */
+			size_t mid = st.at[s], e = st.half[s];          /* at[s] now ends its starts */
+			sort_qevs(q + b, mid - b);
+			sort_qevs(q + mid, e - mid);
 			int32_t len = 0;
-			for (size_t i = b; i < st.at[s]; i++) {
-				len += q[i].hd & 1 ? 1 : -1;
-				*(q[i].hd & 1 ? &qrt[q[i].hd >> 1] : &qk[q[i].hd >> 1]) = len;
+			for (size_t i = b, j = mid; i < mid || j < e;) {
+				const struct qev *v =
+				    j == e || (i < mid && qev_less(&q[i], &q[j])) ? &q[i++] : &q[j++];
+				len += v->hd & 1 ? 1 : -1;
+				*(v->hd & 1 ? &qrt[v->hd >> 1] : &qk[v->hd >> 1]) = len;
 			}
 		}
 	}
 	free(q);
 	free(st.v);
 	free(st.at);
+	free(st.half);
 	return rc;
 }
 

@@ -949,11 +949,16 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		b->cpu_total = an_sat_add(b->cpu_total, l->dur);
 		b->gpu_total = an_sat_add(b->gpu_total, w->r[i].dur);
 	}
-	sort_i64s(d, n);
 	b->launches = n;
-	b->delay_p50 = an_percentile(d, n, 50);
-	b->delay_p99 = an_percentile(d, n, 99);
-	b->delay_max = n ? d[n - 1] : 0;
+	if (n) {
+		size_t p99 = an_rank_index(n, 99), p50 = an_rank_index(n, 50);
+		for (size_t i = 0; i < n; i++)
+			b->delay_max = d[i] > b->delay_max ? d[i] : b->delay_max;
+		sort_i64s_nth(d, n, p99);
+		b->delay_p99 = d[p99];
+		sort_i64s_nth(d, p99 + 1, p50);
+		b->delay_p50 = d[p50];
+	}
 	free(d);
 	return 0;
 }
