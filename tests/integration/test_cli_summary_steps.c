@@ -322,6 +322,57 @@ static void test_stream_names(void **state)
 	yajl_tree_free(v);
 }
 
+/* A step over 1100 streams of one device, more than the per-stream
+ * buckets start with and more than the per-device analyses count streams
+ * for (they sort past 1024): stream s has two launches and kernels, at
+ * 100 s µs: launch [0,5], kernel [10,20], launch [30,35], kernel [40,50].
+ * Each stream waits 20 µs for its second launch (host wait) and its queue
+ * goes 1, 0, 1, 0. */
+#define MANY_STREAMS 1100
+static void test_many_streams(void **state)
+{
+	(void)state;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	fprintf(f, "{\"traceEvents\": [\n" STEP(1, 0, 200000));
+	for (long s = 1; s <= MANY_STREAMS; s++)
+		for (long k = 0; k < 2; k++) {
+			long t = 100 * s + 30 * k, corr = 2 * s + k;
+			fprintf(
+			    f,
+			    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+			    "\"pid\": 100, \"tid\": 100, \"ts\": %ld, \"dur\": 5, \"args\": "
+			    "{\"correlation\": "
+			    "%ld}},\n"
+			    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": "
+			    "%ld, \"ts\": %ld, \"dur\": 10, \"args\": {\"stream\": %ld, \"correlation\": "
+			    "%ld}},\n",
+			    t, corr, s, t + 10, s, corr);
+		}
+	fprintf(f, "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, "
+	           "\"args\": {\"labels\": \"GPU 0\"}}\n]}\n");
+	assert_int_equal(fclose(f), 0);
+	char args[4200];
+	snprintf(args, sizeof(args), "--json --top 0 '%s'", write_trace(text, "streams.json"));
+	free(text);
+	yajl_val v = summary_json(args);
+	yajl_val idle = tu_get(v, "idle_time"), queues = tu_get(v, "queue_length");
+	assert_int_equal(idle->u.array.len, MANY_STREAMS);
+	assert_int_equal(queues->u.array.len, MANY_STREAMS);
+	for (size_t i = 0; i < MANY_STREAMS; i++) {
+		assert_int_equal(num(at(idle, i), "stream"), (long long)i + 1);
+		assert_int_equal(num(at(idle, i), "host_wait_ns"), 20000);
+		assert_int_equal(num(at(idle, i), "kernel_wait_ns"), 0);
+		assert_int_equal(num(at(queues, i), "stream"), (long long)i + 1);
+		assert_int_equal(num(at(queues, i), "max"), 1);
+		assert_true(tu_get_num(at(queues, i), "mean") == 0.5);
+	}
+	assert_int_equal(tu_get(v, "critical_path")->u.array.len, 1);
+	yajl_tree_free(v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -345,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_report_steps),
 	    cmocka_unit_test(test_no_communication),
 	    cmocka_unit_test(test_stream_names),
+	    cmocka_unit_test(test_many_streams),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -144,6 +144,10 @@ bool an_grow(void **arr, size_t n, size_t *cap, size_t size)
 	if (n < *cap)
 		return true;
 	size_t ncap = *cap ? *cap * 2 : 1024;
+	if (ncap <= n) /* a jump past the room (list_streams' counts) */
+		ncap = n + 1;
+	if (ncap > SIZE_MAX / size)
+		return false;
 	void *p = realloc(*arr, ncap * size);
 	if (!p)
 		return false;
