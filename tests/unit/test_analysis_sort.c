@@ -1,7 +1,8 @@
 /* The in-place sort of the per-event arrays (tools/analysis/sort.h): the
  * same order as qsort for a total order, on the shapes that make quicksorts
  * go wrong (sorted, reversed, all equal, few values, sawtooth), on sizes
- * around its insertion-sort cutoff, and past its depth limit (heapsort). */
+ * around its insertion-sort cutoff, and past its depth limit (heapsort);
+ * and its selection (name_nth) against the sorted order. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -99,11 +100,53 @@ static void test_heapsort_fallback(void **state)
 	free(w);
 }
 
+/* shape as in check: after sort_recs_nth(v, n, k), v[k] is the sorted
+ * order's k-th, nothing after it is less and nothing before it greater. */
+static void check_nth(size_t n, int shape, size_t k)
+{
+	struct rec *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
+	assert_non_null(v);
+	assert_non_null(w);
+	for (size_t i = 0; i < n; i++) {
+		int64_t key = shape == 0   ? (int64_t)(next() % 1000) - 500
+		              : shape == 1 ? (int64_t)i
+		              : shape == 2 ? -(int64_t)i
+		              : shape == 3 ? 7
+		              : shape == 4 ? (int64_t)(next() % 3)
+		                           : (int64_t)(i % 97);
+		v[i] = (struct rec){key, (uint32_t)i};
+	}
+	memcpy(w, v, n * sizeof(*v));
+	qsort(w, n, sizeof(*w), cmp_rec);
+	sort_recs_nth(v, n, k);
+	assert_int_equal(v[k].key, w[k].key);
+	assert_int_equal(v[k].id, w[k].id);
+	for (size_t i = 0; i < n; i++)
+		assert_true(i < k ? !rec_less(&v[k], &v[i]) : i == k || !rec_less(&v[i], &v[k]));
+	free(v);
+	free(w);
+}
+
+static void test_nth(void **state)
+{
+	(void)state;
+	static const size_t sizes[] = {1, 2, 16, 17, 100, 5000, 100000};
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		for (int shape = 0; shape < 6; shape++) {
+			size_t n = sizes[s];
+			check_nth(n, shape, 0);
+			check_nth(n, shape, n - 1);
+			check_nth(n, shape, n / 2);
+			check_nth(n, shape, (size_t)(next() % n));
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_same_order_as_qsort),
 	    cmocka_unit_test(test_heapsort_fallback),
+	    cmocka_unit_test(test_nth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
