@@ -1218,13 +1218,11 @@ static bool lat_less(const struct an_lat *x, const struct an_lat *y)
 
 AN_SORT_DEFINE(sort_lats, struct an_lat, lat_less)
 
-/* The percentile p of one rank's n latencies l, selected among l[0,
+/* The percentile p of one rank's n latencies l (n > 0), selected among l[0,
  * *within): each call leaves the smallest up to that percentile there,
  * for the next, lower p. */
 static int64_t lat_percentile(struct an_lat *l, size_t n, size_t *within, unsigned p)
 {
-	if (!n)
-		return 0;
 	size_t k = an_rank_index(n, p);
 	sort_lats_nth(l, *within, k);
 	*within = k + 1;
@@ -1267,6 +1265,8 @@ int an_latency_compute(struct an_trace *a)
 			m++;
 		s->matched = m;
 		size_t within = m;
+		if (!m)
+			continue;
 		s->max = lat_percentile(l + i, m, &within, 100);
 		s->p99 = lat_percentile(l + i, m, &within, 99);
 		s->p90 = lat_percentile(l + i, m, &within, 90);
@@ -1616,18 +1616,19 @@ static void move_bw(void *to, const void *from, const struct remap *m)
 	*(struct an_bw *)to = (struct an_bw){w->seq + m->seq, w->bw};
 }
 
-/* Moves n records of size bytes from src to dst (room for them reserved),
- * converted by move, last first, a chunk at a time: src shrinks behind
- * each chunk (realloc hands its tail back), so that the two halves' copies
- * of the records never take much more memory than one. src is freed. */
-static void move_back(void *dst, void **src, size_t n, size_t *src_cap, size_t size, const struct remap *m,
-                      void (*move)(void *to, const void *from, const struct remap *m))
+/* Moves n records of size bytes from src to dst, from index at on (room
+ * for them reserved), converted by move, last first, a chunk at a time:
+ * src shrinks behind each chunk (realloc hands its tail back), so that the
+ * two halves' copies of the records never take much more memory than one.
+ * src is freed. */
+static void move_back(void *dst, size_t at, void **src, size_t n, size_t *src_cap, size_t size,
+                      const struct remap *m, void (*move)(void *to, const void *from, const struct remap *m))
 {
 	const size_t chunk = (size_t)1 << 16;
 	while (n) {
 		size_t from = n > chunk ? n - chunk : 0;
 		for (size_t i = from; i < n; i++)
-			move((char *)dst + i * size, (const char *)*src + i * size, m);
+			move((char *)dst + (at + i) * size, (const char *)*src + i * size, m);
 		n = from;
 		void *p = n ? realloc(*src, n * size) : NULL;
 		if (p) {
@@ -1643,7 +1644,7 @@ static void move_back(void *dst, void **src, size_t n, size_t *src_cap, size_t s
 /* b's array arr (bn records) onto the end of a's (an records), as move_back. */
 #define MOVE_BACK(aarr, an, barr, bn, bcap, m, move)                                                         \
 	do {                                                                                                 \
-		move_back((aarr) + (an), (void **)&(barr), (bn), &(bcap), sizeof(*(barr)), (m), (move));     \
+		move_back((aarr), (an), (void **)&(barr), (bn), &(bcap), sizeof(*(barr)), (m), (move));      \
 		(an) += (bn);                                                                                \
 		(bn) = 0;                                                                                    \
 	} while (0)

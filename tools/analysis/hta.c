@@ -684,7 +684,9 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 }
 
 /* A device's events by stream, each stream's in start order. */
-static bool by_stream_less(const struct an_hrec *const *px, const struct an_hrec *const *py)
+typedef const struct an_hrec *hrec_ptr;
+
+static bool by_stream_less(const hrec_ptr *px, const hrec_ptr *py)
 {
 	const struct an_hrec *x = *px, *y = *py;
 	if (x->stream != y->stream)
@@ -692,7 +694,7 @@ static bool by_stream_less(const struct an_hrec *const *px, const struct an_hrec
 	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
 
-AN_SORT_DEFINE(sort_by_stream, const struct an_hrec *, by_stream_less)
+AN_SORT_DEFINE(sort_by_stream, hrec_ptr, by_stream_less)
 
 struct qev {
 	int64_t t;

@@ -108,7 +108,7 @@
 	}                                                                                                    \
 	/* Puts the k-th smallest of v[0, n) (k < n) at v[k], nothing greater                                \
 	 * before it and nothing less after it. */                                                           \
-	static inline void name##_nth(type *v, size_t n, size_t k)                                           \
+	__attribute__((unused)) static inline void name##_nth(type *v, size_t n, size_t k)                   \
 	{                                                                                                    \
 		unsigned depth = name##_depth(n);                                                            \
 		while (n > 16 && depth--) {                                                                  \
