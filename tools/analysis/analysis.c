@@ -377,12 +377,21 @@ static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool la
 
 /* GPU work (its record is x's, see gpu_records), and for launch latency
  * (*what, *corr) a launch or kernel with its "correlation" arg. */
-static int add_gpu(struct an_trace *a, const struct tr_event *ev, uint32_t row, int64_t dur, uint32_t *what,
-                   uint64_t *corr)
+static enum an_cat_kind cat_kind(const char *cat)
 {
-	bool kernel = !strcmp(ev->cat, "kernel"), copy = !strcmp(ev->cat, "gpu_memcpy");
-	bool launch = !strcmp(ev->cat, "cuda_runtime") || !strcmp(ev->cat, "cuda_driver");
-	if (!kernel && !copy && strcmp(ev->cat, "gpu_memset") && !launch)
+	return !strcmp(cat, "kernel")                                        ? AN_CAT_KERNEL
+	       : !strcmp(cat, "gpu_memcpy")                                  ? AN_CAT_COPY
+	       : !strcmp(cat, "gpu_memset")                                  ? AN_CAT_MEMSET
+	       : !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") ? AN_CAT_LAUNCH
+	                                                                     : AN_CAT_OTHER;
+}
+
+static int add_gpu(struct an_trace *a, const struct tr_event *ev, const struct an_name *sn, uint32_t row,
+                   int64_t dur, uint32_t *what, uint64_t *corr)
+{
+	bool kernel = sn->gpu == AN_CAT_KERNEL, copy = sn->gpu == AN_CAT_COPY,
+	     launch = sn->gpu == AN_CAT_LAUNCH;
+	if (sn->gpu == AN_CAT_OTHER)
 		return 0;
 	/* The row already knows its process. */
 	uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, row))->pid;
@@ -483,6 +492,7 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 		c->names++;
 		sn->cat = (uint32_t)an_table_index(&a->xcats, c);
 		sn->cat_len = (uint32_t)strlen(ev->cat);
+		sn->gpu = (uint8_t)cat_kind(ev->cat);
 	}
 	struct an_category *c = an_table_item(&a->xcats, sn->cat);
 	c->events++;
@@ -502,7 +512,7 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	uint32_t what = 0;
 	uint64_t corr = 0;
 	bool kept = false;
-	int rc = add_gpu(a, ev, r, dur, &what, &corr);
+	int rc = add_gpu(a, ev, sn, r, dur, &what, &corr);
 	if (!rc)
 		rc = an_hta_add(a, ev, r, name, dur, what, corr, &kept);
 	if (rc || !what || kept)
@@ -567,23 +577,47 @@ static int count_key(struct an_table *t, const char *key)
 	return 0;
 }
 
+/* Whether ev's phase is the one character c. */
+static inline bool ph_is(const struct tr_event *ev, char c)
+{
+	return ev->ph[0] == c && !ev->ph[1];
+}
+
+/* count_key for an event's phase: a one-character phase's item is found
+ * from the character after its first time. */
+static int count_ph(struct an_trace *a, const char *ph)
+{
+	unsigned char c = (unsigned char)ph[0];
+	if (c && !ph[1] && a->ph_at[c]) {
+		((struct an_count *)an_table_item(&a->phs, a->ph_at[c] - 1))->n++;
+		return 0;
+	}
+	struct an_count *n = an_table_get(&a->phs, ph);
+	if (!n)
+		return -ENOMEM;
+	n->n++;
+	if (c && !ph[1])
+		a->ph_at[c] = (uint32_t)an_table_index(&a->phs, n) + 1;
+	return 0;
+}
+
 static int on_event(const struct tr_event *ev, void *arg)
 {
 	struct an_trace *a = arg;
 	if (a->progress_cb && a->reading && !(a->reading->events & 0xffff))
 		a->progress_cb("reading", a->reading, a->progress_arg);
-	if (count_key(&a->phs, ev->ph) || count_key(&a->cats, ev->cat))
+	if (count_ph(a, ev->ph) || count_key(&a->cats, ev->cat))
 		return -ENOMEM;
-	if (!strcmp(ev->name, "unknown"))
+	if (ev->name[0] == 'u' && !strcmp(ev->name, "unknown"))
 		a->unknown++;
-	const struct tr_pair *fin = tr_event_arg(ev, "finished");
+	const struct tr_pair *fin = ev->nargs ? tr_event_arg(ev, "finished") : NULL;
 	bool open = fin && !strcmp(fin->value, "false");
 	if (open)
 		a->unfinished++;
 
-	bool complete = !strcmp(ev->ph, "X");
+	bool complete = ph_is(ev, 'X');
 	/* Metadata events carry the capture start as ts; they are not activity. */
-	if (ev->has_ts && strcmp(ev->ph, "M")) {
+	if (ev->has_ts && !ph_is(ev, 'M')) {
 		int64_t end =
 		    an_sat_add(ev->ts_ns, complete && ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0);
 		if (!a->timed || ev->ts_ns < a->first_ts)
@@ -593,7 +627,7 @@ static int on_event(const struct tr_event *ev, void *arg)
 		a->timed = true;
 	}
 	int rc = 0;
-	if (!strcmp(ev->ph, "s") || !strcmp(ev->ph, "f"))
+	if (ph_is(ev, 's') || ph_is(ev, 'f'))
 		rc = on_flow(a, ev);
 	/* A flow belongs to the event just before it, or to none. */
 	a->pending_flow.active = false;
@@ -606,11 +640,11 @@ static int on_event(const struct tr_event *ev, void *arg)
 			rc = -ENOMEM;
 		return rc;
 	}
-	if (!strcmp(ev->ph, "M"))
+	if (ph_is(ev, 'M'))
 		return on_metadata(a, ev);
-	if (!strcmp(ev->ph, "C"))
+	if (ph_is(ev, 'C'))
 		return add_counter(a, ev);
-	if (!strcmp(ev->ph, "i") || !strcmp(ev->ph, "I")) {
+	if (ph_is(ev, 'i') || ph_is(ev, 'I')) {
 		struct an_instant *in = an_table_get(&a->instants, join(a, ev->cat, ev->name));
 		if (!in)
 			return -ENOMEM;

@@ -86,6 +86,7 @@ struct an_name {
 	uint64_t count;
 	int64_t total, self, max, wall, self_wall; /* as in an_category */
 	uint8_t hta; /* what HTA's analyses make of the name (hta.c), once known */
+	uint8_t gpu; /* enum an_cat_kind of its category, set when first seen */
 };
 
 struct an_instant {
@@ -130,6 +131,9 @@ struct an_xrec {
 };
 
 enum an_gpu_kind { AN_KERNEL, AN_NCCL, AN_MEMCPY, AN_MEMSET };
+
+/* What the read makes of a complete event's category (an_name.gpu). */
+enum an_cat_kind { AN_CAT_OTHER, AN_CAT_KERNEL, AN_CAT_COPY, AN_CAT_MEMSET, AN_CAT_LAUNCH };
 
 /* GPU work: a kernel, copy or memset on a device (pid) and stream (tid). */
 struct an_gpurec {
@@ -444,6 +448,7 @@ struct an_trace {
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
 	struct an_last_row last_row;
+	uint32_t ph_at[256];   /* a one-character phase's index in phs + 1, 0 before it is seen */
 	struct an_corr *corrs; /* launches and kernels HTA's records miss */
 	size_t ncorrs, capcorrs;
 	struct an_lat *lats; /* one per kernel with a launch found (hta.c) */
