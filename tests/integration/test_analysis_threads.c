@@ -1,6 +1,7 @@
 /* an_read with a second thread (STROBE_TOOL_THREADS=2: the read in
  * halves, HTA's launch matching beside self time, the rest of HTA's
- * analyses beside wall times, kernel statistics beside GPU busy time)
+ * analyses beside wall times and within them the kernel sequences beside
+ * the per-device analyses, kernel statistics beside GPU busy time)
  * gives what it gives on one: the same summary text, --json and report
  * page, byte for byte, on the libkineto fixtures and on a generated
  * two-rank trace that fills every table. Run under ThreadSanitizer too,

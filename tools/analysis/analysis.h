@@ -22,7 +22,8 @@
  * With two threads (an_threads), HTA's launch matching runs beside self
  * time, and the rest of HTA's analyses beside wall times; neither of those
  * keeps more than 4 bytes an event, so the peak is the same as on one
- * thread (docs/benchmarks.md). */
+ * thread (docs/benchmarks.md). Within HTA's, the kernel sequences run
+ * beside the per-device analyses, after the critical paths (the peak). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
