@@ -48,19 +48,25 @@ static uint64_t next(void)
 	return rng;
 }
 
-/* shape 0 random, 1 sorted, 2 reversed, 3 all equal, 4 three values, 5 sawtooth */
+/* The key of element i in shape 0 random (among range values), 1 sorted,
+ * 2 reversed, 3 all equal, 4 three values, 5 sawtooth. */
+static int64_t shape_key(int shape, size_t i, uint64_t range)
+{
+	return shape == 0   ? (int64_t)(next() % range) - (int64_t)(range / 2)
+	       : shape == 1 ? (int64_t)i
+	       : shape == 2 ? -(int64_t)i
+	       : shape == 3 ? 7
+	       : shape == 4 ? (int64_t)(next() % 3)
+	                    : (int64_t)(i % 97);
+}
+
 static void check(size_t n, int shape)
 {
 	struct rec *v = malloc((n ? n : 1) * sizeof(*v)), *w = malloc((n ? n : 1) * sizeof(*w));
 	assert_non_null(v);
 	assert_non_null(w);
 	for (size_t i = 0; i < n; i++) {
-		int64_t k = shape == 0   ? (int64_t)(next() % 1000000) - 500000
-		            : shape == 1 ? (int64_t)i
-		            : shape == 2 ? -(int64_t)i
-		            : shape == 3 ? 7
-		            : shape == 4 ? (int64_t)(next() % 3)
-		                         : (int64_t)(i % 97);
+		int64_t k = shape_key(shape, i, 1000000);
 		v[i] = (struct rec){k, (uint32_t)(next() % 4 == 0 ? n - i : i + n)};
 	}
 	memcpy(w, v, n * sizeof(*v));
@@ -100,22 +106,15 @@ static void test_heapsort_fallback(void **state)
 	free(w);
 }
 
-/* shape as in check: after sort_recs_nth(v, n, k), v[k] is the sorted
+/* shape as in shape_key: after sort_recs_nth(v, n, k), v[k] is the sorted
  * order's k-th, nothing after it is less and nothing before it greater. */
 static void check_nth(size_t n, int shape, size_t k)
 {
 	struct rec *v = malloc(n * sizeof(*v)), *w = malloc(n * sizeof(*w));
 	assert_non_null(v);
 	assert_non_null(w);
-	for (size_t i = 0; i < n; i++) {
-		int64_t key = shape == 0   ? (int64_t)(next() % 1000) - 500
-		              : shape == 1 ? (int64_t)i
-		              : shape == 2 ? -(int64_t)i
-		              : shape == 3 ? 7
-		              : shape == 4 ? (int64_t)(next() % 3)
-		                           : (int64_t)(i % 97);
-		v[i] = (struct rec){key, (uint32_t)i};
-	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct rec){shape_key(shape, i, 1000), (uint32_t)i};
 	memcpy(w, v, n * sizeof(*v));
 	qsort(w, n, sizeof(*w), cmp_rec);
 	sort_recs_nth(v, n, k);

@@ -375,8 +375,7 @@ static void remember_flow(struct an_trace *a, const struct tr_event *ev, bool la
 	a->pending_flow.seq = (uint32_t)a->nseq;
 }
 
-/* GPU work (its record is x's, see gpu_records), and for launch latency
- * (*what, *corr) a launch or kernel with its "correlation" arg. */
+/* What a complete event's category is for the GPU tables (an_name.gpu). */
 static enum an_cat_kind cat_kind(const char *cat)
 {
 	return !strcmp(cat, "kernel")                                        ? AN_CAT_KERNEL
@@ -386,6 +385,8 @@ static enum an_cat_kind cat_kind(const char *cat)
 	                                                                     : AN_CAT_OTHER;
 }
 
+/* GPU work (its record is x's, see gpu_records), and for launch latency
+ * (*what, *corr) a launch or kernel with its "correlation" arg. */
 static int add_gpu(struct an_trace *a, const struct tr_event *ev, const struct an_name *sn, uint32_t row,
                    int64_t dur, uint32_t *what, uint64_t *corr)
 {
@@ -1143,8 +1144,6 @@ static int cmp_kernel(const void *pa, const void *pb)
 	return strcmp(an_name(sort_trace, x->name), an_name(sort_trace, y->name));
 }
 
-/* Kernel statistics per rank and name, from the complete events (not
- * a->gpu, which compute_devices may be sorting meanwhile). */
 /* One kernel row per rank of a kernel name's durations k[0, n) (its ranks
  * together); each rank's percentiles are selected, not sorted. */
 static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap)
@@ -1167,9 +1166,10 @@ static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap
 	return rc;
 }
 
-/* Kernel statistics per rank and name. The kernels are gathered by name
- * (a count per name, then each name's place); a name's ranks are sorted
- * together only when it ran in more than one. */
+/* Kernel statistics per rank and name, from the complete events (not
+ * a->gpu, which compute_devices may be sorting meanwhile). The kernels
+ * are gathered by name (a count per name, then each name's place); a
+ * name's ranks are sorted together only when it ran in more than one. */
 static int compute_kernels(struct an_trace *a)
 {
 	uint8_t *kind = gpu_kinds(a);

@@ -683,9 +683,9 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 	return rc;
 }
 
-/* A device's events by stream, each stream's in start order. */
 typedef const struct an_hrec *hrec_ptr;
 
+/* A device's events by stream, each stream's in start order. */
 static bool by_stream_less(const hrec_ptr *px, const hrec_ptr *py)
 {
 	const struct an_hrec *x = *px, *y = *py;
