@@ -204,6 +204,52 @@ static void test_device_busy_and_gaps(void **state)
 	remove_trace(path);
 }
 
+/* Communication against computation on one device, in shapes where one
+ * span meets several of the other; the events are written out of time
+ * order, and each union is made of kernels on two streams (times in µs):
+ *
+ *   NCCL    N1 [0,10]; N2 = [100,300] on 9 and [250,400] on 10; N3 [500,510];
+ *           N4 [520,530]; N5 [540,550]; N6 [710,720]            comm 350
+ *   compute C1 [5,20]; C2 [150,160]; C3 [200,210] on 8; C4 = [390,410] on 7
+ *           and [400,420] on 8; C5 [505,545]; C6 [600,610]; C7 [700,710]
+ *                                                                compute 125
+ *   both: C1 5, C2 10, C3 10, C4 10 (to 400), C5 5 + 10 + 5; C7 only
+ *         touches N6: 55, 15.7% of communication hidden.
+ *   busy: [0,20] + [100,420] + [500,550] + [600,610] + [700,720] = 420;
+ *   streams 7: 105, 8: 30, 9: 240, 10: 160. */
+#define NCCL(stream, ts, dur)                                                                                \
+	X("kernel", "ncclDevKernel_AllGather", 0, stream, ts, dur, "\"stream\": " #stream)
+#define GEMM(stream, ts, dur) X("kernel", "gemm", 0, stream, ts, dur, "\"stream\": " #stream)
+static const char overlap_trace[] = "{\"traceEvents\": [\n" GEMM(7, 700, 10) NCCL(9, 710, 10) NCCL(9, 540, 10)
+    GEMM(7, 505, 40) NCCL(9, 500, 10) NCCL(10, 520, 10) GEMM(8, 400, 20) GEMM(7, 390, 20) NCCL(10, 250, 150)
+        NCCL(9, 100, 200) GEMM(8, 200, 10) GEMM(7, 150, 10) GEMM(7, 5, 15) NCCL(9, 0, 10)
+            GEMM(7, 600, 10) "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, "
+                             "\"args\": {\"labels\": \"GPU 0\"}}\n]}\n";
+
+static void test_comm_overlap_shapes(void **state)
+{
+	(void)state;
+	char *path = strdup(write_trace(overlap_trace, "overlap.json"));
+	yajl_val v = summary_json(path);
+	yajl_val d = at(tu_get(v, "gpu_devices"), 0);
+	assert_int_equal(num(d, "events"), 15);
+	assert_int_equal(num(d, "busy_ns"), 420000);
+	yajl_val cc = tu_get(d, "comm_compute");
+	assert_int_equal(num(cc, "comm_ns"), 350000);
+	assert_int_equal(num(cc, "compute_ns"), 125000);
+	assert_int_equal(num(cc, "both_ns"), 55000);
+	yajl_val streams = tu_get(d, "streams");
+	assert_int_equal(len(streams), 4);
+	/* streams in the order the trace first shows them */
+	long long busy[] = {105000, 240000, 160000, 30000}, tids[] = {7, 9, 10, 8};
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(num(at(streams, i), "tid"), tids[i]);
+		assert_int_equal(num(at(streams, i), "busy_ns"), busy[i]);
+	}
+	yajl_tree_free(v);
+	remove_trace(path);
+}
+
 static void test_kernels_copies_latency(void **state)
 {
 	(void)state;
@@ -426,6 +472,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_device_busy_and_gaps),
+	    cmocka_unit_test(test_comm_overlap_shapes),
 	    cmocka_unit_test(test_kernels_copies_latency),
 	    cmocka_unit_test(test_graph_launch_and_later_launch),
 	    cmocka_unit_test(test_merged_ranks),

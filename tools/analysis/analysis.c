@@ -837,86 +837,94 @@ static int cmp_rank(int64_t x, int64_t y)
 	return ux < uy ? -1 : ux > uy;
 }
 
-/* GPU work by device, then time (longest first among equal starts); the
- * rest of the fields only make the order total, so the in-place sort gives
- * one answer. */
-static bool gpu_time_less(const struct an_gpurec *x, const struct an_gpurec *y)
+/* GPU time is worked out from the complete events as self time left them
+ * (by row, then time): a device's rows (its streams) are walked together
+ * in time order, and its busy time grown as they come, so nothing is
+ * copied or sorted. */
+
+/* Per names-table entry: its enum an_gpu_kind, or UINT8_MAX for none. */
+static uint8_t *gpu_kinds(const struct an_trace *a)
 {
+	uint8_t *kind = malloc(a->names.n ? a->names.n : 1);
+	for (size_t i = 0; kind && i < a->names.n; i++) {
+		const char *cat = an_name_cat(a, (uint32_t)i);
+		kind[i] = !strcmp(cat, "kernel") ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
+		          : !strcmp(cat, "gpu_memcpy") ? AN_MEMCPY
+		          : !strcmp(cat, "gpu_memset") ? AN_MEMSET
+		                                       : UINT8_MAX;
+	}
+	return kind;
+}
+
+/* A row's run of a->x that holds GPU work. */
+struct gpu_run {
+	uint32_t pid, row;
+	size_t from, to;
+};
+
+static int cmp_run(const void *pa, const void *pb)
+{
+	const struct gpu_run *x = pa, *y = pb;
 	if (x->pid != y->pid)
-		return x->pid < y->pid;
-	if (x->ts != y->ts)
-		return x->ts < y->ts;
-	if (x->dur != y->dur)
-		return x->dur > y->dur;
-	if (x->row != y->row)
-		return x->row < y->row;
-	return x->name != y->name ? x->name < y->name : x->kind < y->kind;
+		return x->pid < y->pid ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-AN_SORT_DEFINE(sort_gpu_time, struct an_gpurec, gpu_time_less)
-
-/* By row (stream), then time; total as above. */
-static bool gpu_row_less(const struct an_gpurec *x, const struct an_gpurec *y)
+/* The runs of the rows with GPU work, by pid, then row. */
+static int gpu_runs(const struct an_trace *a, const uint8_t *kind, struct gpu_run **out, size_t *n)
 {
-	if (x->row != y->row)
-		return x->row < y->row;
-	if (x->ts != y->ts)
-		return x->ts < y->ts;
-	if (x->dur != y->dur)
-		return x->dur > y->dur;
-	return x->name != y->name ? x->name < y->name : x->kind < y->kind;
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0, j; i < a->nx; i = j) {
+		bool gpu = false;
+		for (j = i; j < a->nx && a->x[j].row == a->x[i].row; j++)
+			gpu = gpu || kind[a->x[j].name] != UINT8_MAX;
+		if (!gpu)
+			continue;
+		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, a->x[i].row))->pid;
+		if (AN_PUSH(*out, *n, cap, (struct gpu_run){pid, a->x[i].row, i, j}))
+			return -ENOMEM;
+	}
+	an_sort(*out, *n, sizeof(**out), cmp_run);
+	return 0;
 }
-
-AN_SORT_DEFINE(sort_gpu_row, struct an_gpurec, gpu_row_less)
 
 struct span {
 	int64_t start, end;
 };
 
-/* The union of the intervals of recs (in start order) whose kind is in
- * kinds (a bit mask), as disjoint spans in order. */
-static int union_of(const struct an_gpurec *recs, size_t n, unsigned kinds, struct span **out, size_t *nout)
+/* The union of intervals that come in start order, grown as they come:
+ * the span open now (n: the spans so far, it included) and the total of
+ * those before it. */
+struct growing {
+	struct span cur;
+	size_t n;
+	int64_t total;
+};
+
+/* Adds [s, e) to u. True when that closed u's open span, then in *closed. */
+static bool grow(struct growing *u, int64_t s, int64_t e, struct span *closed)
 {
-	size_t cap = 0;
-	*out = NULL;
-	*nout = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!(kinds & (1u << recs[i].kind)))
-			continue;
-		int64_t s = recs[i].ts, e = an_sat_add(recs[i].ts, recs[i].dur);
-		if (*nout && s <= (*out)[*nout - 1].end) {
-			if (e > (*out)[*nout - 1].end)
-				(*out)[*nout - 1].end = e;
-			continue;
-		}
-		if (AN_PUSH(*out, *nout, cap, (struct span){s, e}))
-			return -ENOMEM;
+	if (u->n && s <= u->cur.end) {
+		if (e > u->cur.end)
+			u->cur.end = e;
+		return false;
 	}
-	return 0;
+	bool had = u->n > 0;
+	if (had) {
+		*closed = u->cur;
+		u->total = an_sat_add(u->total, an_span(u->cur.start, u->cur.end));
+	}
+	u->cur = (struct span){s, e};
+	u->n++;
+	return had;
 }
 
-static int64_t spans_total(const struct span *s, size_t n)
+/* u's total, its open span included. */
+static int64_t grown_total(const struct growing *u)
 {
-	int64_t t = 0;
-	for (size_t i = 0; i < n; i++)
-		t = an_sat_add(t, an_span(s[i].start, s[i].end));
-	return t;
-}
-
-static int64_t spans_intersection(const struct span *x, size_t nx, const struct span *y, size_t ny)
-{
-	int64_t t = 0;
-	for (size_t i = 0, j = 0; i < nx && j < ny;) {
-		int64_t s = x[i].start > y[j].start ? x[i].start : y[j].start;
-		int64_t e = x[i].end < y[j].end ? x[i].end : y[j].end;
-		if (e > s)
-			t = an_sat_add(t, an_span(s, e));
-		if (x[i].end < y[j].end)
-			i++;
-		else
-			j++;
-	}
-	return t;
+	return u->n ? an_sat_add(u->total, an_span(u->cur.start, u->cur.end)) : 0;
 }
 
 static void add_gap(struct an_device *d, int64_t start, int64_t dur)
@@ -950,105 +958,178 @@ static void add_buckets(const struct an_trace *a, struct an_device *d, const str
 	}
 }
 
-static int device_time(struct an_trace *a, struct an_device *d, struct an_gpurec *recs, size_t n)
+/* One device's walk in time order: the union of all its work, of its NCCL
+ * kernels (comm) and of its other kernels (compute). Their overlap is
+ * added up as each compute span closes, against the comm spans it may
+ * overlap: the closed ones still kept, and the open one, which cannot
+ * grow into it any more (whatever comes next starts after its end). */
+struct dev_walk {
+	struct an_trace *a;
+	struct an_device *d;
+	struct growing all, comm, compute;
+	struct span *cspans; /* closed comm spans a compute span may still overlap, from head */
+	size_t head, n, cap;
+	int64_t both;
+};
+
+static void overlap_add(int64_t *t, struct span x, struct span y)
 {
-	struct span *all, *comm = NULL, *compute = NULL;
-	size_t nall, ncomm = 0, ncompute = 0;
-	int rc = union_of(recs, n, 1u << AN_KERNEL | 1u << AN_NCCL | 1u << AN_MEMCPY | 1u << AN_MEMSET, &all,
-	                  &nall);
-	if (!rc)
-		rc = union_of(recs, n, 1u << AN_NCCL, &comm, &ncomm);
-	if (!rc)
-		rc = union_of(recs, n, 1u << AN_KERNEL, &compute, &ncompute);
-	if (!rc) {
-		d->events = n;
-		d->busy = spans_total(all, nall);
-		d->first = all[0].start;
-		d->last = all[nall - 1].end;
-		for (size_t i = 0; i < nall; i++) {
-			if (i)
-				add_gap(d, all[i - 1].end, an_span(all[i - 1].end, all[i].start));
-			add_buckets(a, d, &all[i]);
-		}
-		d->has_comm = ncomm > 0;
-		d->comm = spans_total(comm, ncomm);
-		d->compute = spans_total(compute, ncompute);
-		d->both = spans_intersection(comm, ncomm, compute, ncompute);
+	int64_t s = x.start > y.start ? x.start : y.start;
+	int64_t e = x.end < y.end ? x.end : y.end;
+	if (e > s)
+		*t = an_sat_add(*t, an_span(s, e));
+}
+
+/* A compute span closed: its overlap with comm; then the comm spans that
+ * end before next (the next compute span's start) are done with. */
+static void compute_closed(struct dev_walk *w, struct span c, int64_t next)
+{
+	for (size_t i = w->head; i < w->n && w->cspans[i].start < c.end; i++)
+		overlap_add(&w->both, c, w->cspans[i]);
+	if (w->comm.n)
+		overlap_add(&w->both, c, w->comm.cur);
+	while (w->head < w->n && w->cspans[w->head].end <= next)
+		w->head++;
+	if (w->head > 1024 && w->head * 2 > w->n) {
+		memmove(w->cspans, w->cspans + w->head, (w->n - w->head) * sizeof(*w->cspans));
+		w->n -= w->head;
+		w->head = 0;
 	}
-	free(all);
-	free(comm);
-	free(compute);
+}
+
+static int walk_event(struct dev_walk *w, const struct an_xrec *x, uint8_t kind)
+{
+	int64_t s = x->ts, e = an_sat_add(x->ts, x->dur);
+	struct span closed;
+	if (!w->d->events++)
+		w->d->first = s;
+	if (grow(&w->all, s, e, &closed)) {
+		add_buckets(w->a, w->d, &closed);
+		add_gap(w->d, closed.end, an_span(closed.end, s));
+	}
+	/* a comm span that ends before the open compute span can meet no
+	 * compute span not yet closed */
+	if (kind == AN_NCCL && grow(&w->comm, s, e, &closed) &&
+	    !(w->compute.n && closed.end <= w->compute.cur.start))
+		return AN_PUSH(w->cspans, w->n, w->cap, closed);
+	if (kind == AN_KERNEL && grow(&w->compute, s, e, &closed))
+		compute_closed(w, closed, s);
+	return 0;
+}
+
+/* A min-heap of a device's runs by the time of their next GPU event. */
+struct run_cursor {
+	int64_t ts;
+	size_t at, to;
+};
+
+static void cursor_down(struct run_cursor *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < n && h[l].ts < h[m].ts)
+			m = l;
+		if (l + 1 < n && h[l + 1].ts < h[m].ts)
+			m = l + 1;
+		if (m == i)
+			return;
+		struct run_cursor t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* The next GPU event of [at, to), or to. */
+static size_t next_gpu(const struct an_trace *a, const uint8_t *kind, size_t at, size_t to)
+{
+	while (at < to && kind[a->x[at].name] == UINT8_MAX)
+		at++;
+	return at;
+}
+
+static int device_time(struct an_trace *a, struct an_device *d, const uint8_t *kind,
+                       const struct gpu_run *runs, size_t nruns)
+{
+	struct dev_walk w = {.a = a, .d = d};
+	struct run_cursor *h = malloc(nruns * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < nruns; i++) {
+		size_t at = next_gpu(a, kind, runs[i].from, runs[i].to);
+		if (at < runs[i].to)
+			h[n++] = (struct run_cursor){a->x[at].ts, at, runs[i].to};
+	}
+	for (size_t i = n / 2; i-- > 0;)
+		cursor_down(h, n, i);
+	int rc = 0;
+	while (n && !rc) {
+		const struct an_xrec *x = &a->x[h[0].at];
+		rc = walk_event(&w, x, kind[x->name]);
+		h[0].at = next_gpu(a, kind, h[0].at + 1, h[0].to);
+		if (h[0].at < h[0].to)
+			h[0].ts = a->x[h[0].at].ts;
+		else
+			h[0] = h[--n];
+		cursor_down(h, n, 0);
+	}
+	free(h);
+	if (!rc && w.all.n) {
+		add_buckets(a, d, &w.all.cur);
+		d->busy = grown_total(&w.all);
+		d->last = w.all.cur.end;
+		d->has_comm = w.comm.n > 0;
+		d->comm = grown_total(&w.comm);
+		d->compute = grown_total(&w.compute);
+		if (w.compute.n)
+			compute_closed(&w, w.compute.cur, INT64_MAX);
+		d->both = w.both;
+	}
+	free(w.cspans);
 	if (rc)
 		return rc;
 
-	/* Per stream, after the device-wide views that need time order. */
-	sort_gpu_row(recs, n);
+	/* Per stream: each run on its own. */
 	size_t cap = 0;
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i; j < n && recs[j].row == recs[i].row; j++)
-			;
-		struct span *sp;
-		size_t nsp;
-		if (union_of(recs + i, j - i, ~0u, &sp, &nsp))
+	for (size_t i = 0; i < nruns; i++) {
+		struct growing u = {0};
+		struct span closed;
+		uint64_t count = 0;
+		for (size_t k = runs[i].from; k < runs[i].to; k++) {
+			const struct an_xrec *x = &a->x[k];
+			if (kind[x->name] == UINT8_MAX)
+				continue;
+			count++;
+			grow(&u, x->ts, an_sat_add(x->ts, x->dur), &closed);
+		}
+		if (AN_PUSH(d->streams, d->nstreams, cap,
+		            (struct an_stream){runs[i].row, count, grown_total(&u)}))
 			return -ENOMEM;
-		rc = AN_PUSH(d->streams, d->nstreams, cap,
-		             (struct an_stream){recs[i].row, j - i, spans_total(sp, nsp)});
-		free(sp);
-		if (rc)
-			return rc;
 	}
 	return 0;
 }
 
-/* The GPU work (kernels, copies, memsets) among the complete events. */
-/* Per names-table entry: its enum an_gpu_kind, or UINT8_MAX for none. */
-static uint8_t *gpu_kinds(const struct an_trace *a)
-{
-	uint8_t *kind = malloc(a->names.n ? a->names.n : 1);
-	for (size_t i = 0; kind && i < a->names.n; i++) {
-		const char *cat = an_name_cat(a, (uint32_t)i);
-		kind[i] = !strcmp(cat, "kernel") ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
-		          : !strcmp(cat, "gpu_memcpy") ? AN_MEMCPY
-		          : !strcmp(cat, "gpu_memset") ? AN_MEMSET
-		                                       : UINT8_MAX;
-	}
-	return kind;
-}
-
-static int gpu_records(struct an_trace *a)
-{
-	uint8_t *kind = gpu_kinds(a);
-	if (!kind)
-		return -ENOMEM;
-	int rc = 0;
-	for (size_t i = 0; i < a->nx && !rc; i++) {
-		const struct an_xrec *x = &a->x[i];
-		if (kind[x->name] == UINT8_MAX)
-			continue;
-		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, x->row))->pid;
-		rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
-		             (struct an_gpurec){x->row, x->name, x->ts, x->dur, kind[x->name], pid});
-	}
-	free(kind);
-	return rc;
-}
-
+/* GPU busy time, idle gaps and utilisation per device, from the complete
+ * events. */
 static int compute_devices(struct an_trace *a)
 {
-	int rc = gpu_records(a);
+	uint8_t *kind = gpu_kinds(a);
+	struct gpu_run *runs = NULL;
+	size_t nruns = 0, cap = 0;
+	int rc = kind ? gpu_runs(a, kind, &runs, &nruns) : -ENOMEM;
+	for (size_t i = 0, j; !rc && i < nruns; i = j) {
+		for (j = i; j < nruns && runs[j].pid == runs[i].pid; j++)
+			;
+		struct an_device d = {.pid = runs[i].pid, .rank = rank_of_pid(a, runs[i].pid)};
+		rc = AN_PUSH(a->devices, a->ndevices, cap, d);
+		if (!rc)
+			rc = device_time(a, &a->devices[a->ndevices - 1], kind, runs + i, j - i);
+	}
+	free(kind);
+	free(runs);
 	if (rc)
 		return rc;
-	sort_gpu_time(a->gpu, a->ngpu);
-	size_t cap = 0;
-	for (size_t i = 0, j; i < a->ngpu; i = j) {
-		for (j = i; j < a->ngpu && a->gpu[j].pid == a->gpu[i].pid; j++)
-			;
-		struct an_device d = {.pid = a->gpu[i].pid, .rank = rank_of_pid(a, a->gpu[i].pid)};
-		if (AN_PUSH(a->devices, a->ndevices, cap, d))
-			return -ENOMEM;
-		if (device_time(a, &a->devices[a->ndevices - 1], a->gpu + i, j - i))
-			return -ENOMEM;
-	}
 	/* Devices by rank, then in pid order as the trace's viewer shows them. */
 	for (size_t i = 1; i < a->ndevices; i++) {
 		struct an_device d = a->devices[i];
@@ -1058,6 +1139,28 @@ static int compute_devices(struct an_trace *a)
 		a->devices[k] = d;
 	}
 	return 0;
+}
+
+/* The GPU work (kernels, copies, memsets) of the complete events, by
+ * device, then stream, then time (a->gpu), for the report, the diff and
+ * the memory timeline. */
+static int gpu_records(struct an_trace *a)
+{
+	uint8_t *kind = gpu_kinds(a);
+	struct gpu_run *runs = NULL;
+	size_t nruns = 0;
+	int rc = kind ? gpu_runs(a, kind, &runs, &nruns) : -ENOMEM;
+	for (size_t i = 0; !rc && i < nruns; i++)
+		for (size_t k = runs[i].from; k < runs[i].to && !rc; k++) {
+			const struct an_xrec *x = &a->x[k];
+			if (kind[x->name] != UINT8_MAX)
+				rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
+				             (struct an_gpurec){x->row, x->name, x->ts, x->dur, kind[x->name],
+				                                runs[i].pid});
+		}
+	free(kind);
+	free(runs);
+	return rc;
 }
 
 static int list_ranks(struct an_trace *a)
@@ -1113,18 +1216,18 @@ size_t an_rank_index(size_t n, unsigned p)
 	return rank ? rank - 1 : 0;
 }
 
+/* A kernel's duration; its rank is the rank's index in a->ranks, which
+ * are in output order. */
 struct kdur {
-	int64_t rank;
-	uint32_t name;
 	int64_t dur;
+	uint32_t rank, name;
 };
 
 /* Every field compared: equal ones are alike. */
 static bool kdur_less(const struct kdur *x, const struct kdur *y)
 {
-	int c = cmp_rank(x->rank, y->rank);
-	if (c)
-		return c < 0;
+	if (x->rank != y->rank)
+		return x->rank < y->rank;
 	if (x->name != y->name)
 		return x->name < y->name;
 	return x->dur < y->dur;
@@ -1150,7 +1253,7 @@ static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap
 {
 	int rc = 0;
 	for (size_t i = 0, j; !rc && i < n; i = j) {
-		struct an_kernel s = {.rank = k[i].rank, .name = k[i].name};
+		struct an_kernel s = {.rank = a->ranks[k[i].rank], .name = k[i].name};
 		for (j = i; j < n && k[j].rank == k[i].rank; j++) {
 			s.total = an_sat_add(s.total, k[j].dur);
 			s.max = k[j].dur > s.max ? k[j].dur : s.max;
@@ -1166,8 +1269,7 @@ static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap
 	return rc;
 }
 
-/* Kernel statistics per rank and name, from the complete events (not
- * a->gpu, which compute_devices may be sorting meanwhile). The kernels
+/* Kernel statistics per rank and name, from the complete events. The kernels
  * are gathered by name (a count per name, then each name's place); a
  * name's ranks are sorted together only when it ran in more than one. */
 static int compute_kernels(struct an_trace *a)
@@ -1175,7 +1277,11 @@ static int compute_kernels(struct an_trace *a)
 	uint8_t *kind = gpu_kinds(a);
 	size_t nn = a->names.n ? a->names.n : 1, n = 0, cap = 0;
 	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
-	int rc = kind && count && end ? 0 : -ENOMEM;
+	uint32_t *rank_at = malloc((a->pids.n ? a->pids.n : 1) * sizeof(*rank_at)); /* per pid */
+	int rc = kind && count && end && rank_at ? 0 : -ENOMEM;
+	for (uint32_t p = 0; !rc && p < a->pids.n; p++)
+		for (rank_at[p] = 0; a->ranks[rank_at[p]] != rank_of_pid(a, p); rank_at[p]++)
+			;
 	for (size_t i = 0; !rc && i < a->nx; i++)
 		if (kind[a->x[i].name] == AN_KERNEL || kind[a->x[i].name] == AN_NCCL)
 			count[a->x[i].name]++, n++;
@@ -1186,7 +1292,9 @@ static int compute_kernels(struct an_trace *a)
 	for (size_t i = 0; !rc && i < a->nx; i++) {
 		const struct an_xrec *x = &a->x[i];
 		if (kind[x->name] == AN_KERNEL || kind[x->name] == AN_NCCL)
-			k[end[x->name]++] = (struct kdur){an_row_rank(a, x->row), x->name, x->dur};
+			k[end[x->name]++] = (struct kdur){
+			    x->dur, rank_at[((const struct an_row *)an_table_item(&a->rows, x->row))->pid],
+			    x->name};
 	}
 	for (size_t i = 0; !rc && i < nn; i++) {
 		struct kdur *g = k + end[i] - count[i];
@@ -1201,6 +1309,7 @@ static int compute_kernels(struct an_trace *a)
 	free(kind);
 	free(count);
 	free(end);
+	free(rank_at);
 	free(k);
 	sort_trace = a;
 	if (!rc)
@@ -1379,26 +1488,31 @@ int an_beside_end(struct an_beside *b, int rc)
  * copies and wall times. They read what the read made (the events, names,
  * rows and processes) and write apart (hta.c's records and tables; the
  * devices, kernel and copy tables and the wall fields of names, categories
- * and cpu_ops), so on two threads they need no lock. HTA's go before the
- * GPU work's, whose records are made once HTA's are freed: that keeps the
- * peak down. On two threads, wall times (which keep next to nothing) run
- * beside HTA's, and kernel statistics beside GPU busy time, so the peak is
- * the same as on one. */
+ * and cpu_ops), so on two threads they need no lock. The peak is the
+ * critical paths' (an_hta_paths), and what goes beside them keeps next to
+ * nothing: wall times and GPU busy time. Kernel statistics (16 bytes a
+ * kernel) go beside HTA's per-device analyses, which keep more, and the
+ * GPU work's records (a->gpu) are made once HTA's are freed. On one
+ * thread the order is the same. */
 static int compute_rest(struct an_trace *a)
 {
-	struct an_beside hta = {.a = a, .fn = an_hta_compute};
-	an_beside_start(&hta);
-	int rc = hta.threaded ? an_wall_compute(a) : 0;
-	rc = an_beside_end(&hta, rc);
-	struct an_beside kernels = {.a = a, .fn = compute_kernels};
-	if (!rc)
-		an_beside_start(&kernels);
+	struct an_beside paths = {.a = a, .fn = an_hta_paths};
+	an_beside_start(&paths);
+	int rc = paths.threaded ? an_wall_compute(a) : 0;
 	if (!rc)
 		rc = compute_devices(a);
-	rc = an_beside_end(&kernels, rc);
+	rc = an_beside_end(&paths, rc);
+	struct an_beside devices = {.a = a, .fn = an_hta_devices};
+	if (!rc)
+		an_beside_start(&devices);
+	if (!rc)
+		rc = compute_kernels(a);
+	rc = an_beside_end(&devices, rc);
+	if (!rc)
+		rc = gpu_records(a);
 	if (!rc)
 		rc = compute_copies(a);
-	if (!rc && !hta.threaded)
+	if (!rc && !paths.threaded)
 		rc = an_wall_compute(a);
 	return rc;
 }

@@ -20,10 +20,10 @@
  * second set a chunk at a time, handing each chunk's memory back.
  *
  * With two threads (an_threads), HTA's launch matching runs beside self
- * time, and the rest of HTA's analyses beside wall times; neither of those
- * keeps more than 4 bytes an event, so the peak is the same as on one
- * thread (docs/benchmarks.md). Within HTA's, the kernel sequences run
- * beside the per-device analyses, after the critical paths (the peak). */
+ * time; wall times and GPU busy time beside HTA's critical paths (the
+ * peak), and kernel statistics and HTA's kernel sequences beside its
+ * per-device analyses. What goes beside the peak keeps next to nothing,
+ * so the peak is the same as on one thread (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 
@@ -503,7 +503,12 @@ struct an_trace {
 	size_t nbws, capbws;
 	uint64_t nseq;
 	struct an_step *steps; /* by rank, then start, then device */
-	size_t nsteps;
+	size_t nsteps, capsteps;
+	/* from an_hta_paths to an_hta_devices: every step found (one per step
+	 * and rank), and whether HTA's step filter applied */
+	struct an_step *found_steps;
+	size_t nfound_steps;
+	bool step_filter;
 	struct an_breakdown *breakdown; /* by rank, then pid */
 	size_t nbreakdown;
 	struct an_ktype_time *ktypes;
@@ -615,7 +620,13 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
  * launch (an_launch), from HTA's records alone; then, once self time has
  * sorted the complete events, everything else. */
 int an_hta_launches(struct an_trace *a);
-int an_hta_compute(struct an_trace *a);
+/* Then the rest, in two parts, so that other work can go beside each:
+ * an_hta_paths finds the steps, works out the critical paths and applies
+ * HTA's step filter; an_hta_devices (which only reads the records, and
+ * frees them when done) does the per-device analyses and the kernel
+ * sequences. */
+int an_hta_paths(struct an_trace *a);
+int an_hta_devices(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);
 /* Whether name is one of the NULL-ended set. */

@@ -1204,36 +1204,34 @@ int an_hta_launches(struct an_trace *a)
 	return rc;
 }
 
-int an_hta_compute(struct an_trace *a)
+int an_hta_paths(struct an_trace *a)
 {
 	cmp_trace = a;
-	int rc = 0;
-	struct an_step *steps = NULL;
 	struct rank_steps *ends = NULL;
-	size_t nsteps = 0, nends = 0;
-	bool filter = false, *prof = NULL;
+	size_t nends = 0;
+	bool *prof = NULL;
 	int64_t *num = NULL;
+	int rc = step_names(a, &num, &prof);
 	if (!rc)
-		rc = step_names(a, &num, &prof);
+		rc = find_steps(a, num, &a->found_steps, &a->nfound_steps);
 	if (!rc)
-		rc = find_steps(a, num, &steps, &nsteps);
-	if (!rc)
-		rc = profiler_step_ends(a, prof, &ends, &nends, &filter);
+		rc = profiler_step_ends(a, prof, &ends, &nends, &a->step_filter);
 	free(num);
 	free(prof);
 	/* Steps see all GPU work; then HTA's step filter (its default,
 	 * include_last_profiler_step=False): keep GPU events launched (same
 	 * correlation, same rank) before the start of the rank's last
 	 * ProfilerStep. */
-	struct steps_arg sa = {steps, nsteps, 0};
+	struct steps_arg sa = {a->found_steps, a->nfound_steps, 0};
 	if (!rc)
 		rc = each_device(a, steps_of_device, &sa);
+	a->capsteps = sa.cap;
 	if (!rc)
-		rc = an_critpath_compute(a, steps, nsteps);
+		rc = an_critpath_compute(a, a->found_steps, a->nfound_steps);
 	size_t kept = 0;
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
-		if (filter) {
+		if (a->step_filter) {
 			int64_t rank = pid_rank(a, r->pid), last = INT64_MIN;
 			for (size_t k = 0; k < nends; k++)
 				if (ends[k].rank == rank)
@@ -1244,30 +1242,37 @@ int an_hta_compute(struct an_trace *a)
 		}
 		a->hrecs[kept++] = *r;
 	}
-	a->nhrecs = kept;
-	/* From here the records are only read: the kernel sequences (which
+	if (!rc)
+		a->nhrecs = kept;
+	free(ends);
+	return rc;
+}
+
+int an_hta_devices(struct an_trace *a)
+{
+	cmp_trace = a;
+	/* The records are only read from here: the kernel sequences (which
 	 * write only a->kseqs) go beside the per-device analyses. */
 	struct an_beside kseq = {.a = a, .fn = an_kseq_compute};
-	if (!rc)
-		an_beside_start(&kseq);
+	an_beside_start(&kseq);
 	size_t caps[6] = {0};
-	if (!rc)
-		rc = each_device(a, hta_of_device, caps);
-	for (size_t i = 0; !rc && filter && i < a->nbreakdown; i++)
+	int rc = each_device(a, hta_of_device, caps);
+	for (size_t i = 0; !rc && a->step_filter && i < a->nbreakdown; i++)
 		a->breakdown[i].filtered = true;
 	rc = an_beside_end(&kseq, rc);
 	/* Steps of ranks without GPU work: one row each, without GPU columns. */
-	for (size_t i = 0; !rc && i < nsteps; i++) {
+	for (size_t i = 0; !rc && i < a->nfound_steps; i++) {
 		bool dev = false;
 		for (size_t k = 0; k < a->nbreakdown && !dev; k++)
-			dev = a->breakdown[k].rank == steps[i].rank;
+			dev = a->breakdown[k].rank == a->found_steps[i].rank;
 		if (!dev)
-			rc = AN_PUSH(a->steps, a->nsteps, sa.cap, steps[i]);
+			rc = AN_PUSH(a->steps, a->nsteps, a->capsteps, a->found_steps[i]);
 	}
 	an_sort(a->steps, a->nsteps, sizeof(*a->steps), cmp_step);
 	an_sort(a->knames, a->nknames, sizeof(*a->knames), cmp_kname);
-	free(steps);
-	free(ends);
+	free(a->found_steps);
+	a->found_steps = NULL;
+	a->nfound_steps = 0;
 	/* The per-event records are done with: their memory goes before the
 	 * computations that follow. */
 	free_records(a);
@@ -1277,6 +1282,7 @@ int an_hta_compute(struct an_trace *a)
 void an_hta_free(struct an_trace *a)
 {
 	free_records(a);
+	free(a->found_steps);
 	free(a->steps);
 	free(a->breakdown);
 	free(a->ktypes);
