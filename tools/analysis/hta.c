@@ -245,20 +245,33 @@ static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
 AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
 
 /* The CPU event with correlation corr in rank (the first in the file), or
- * NULL; hcpus sorted by correlation. */
-static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank)
+ * NULL; hcpus sorted by correlation. *from is where the last search
+ * ended: GPU events come mostly in correlation order, so the search
+ * gallops on from there when it can. */
+static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, size_t *from)
 {
 	if (corr == UINT64_MAX)
 		return NULL;
-	size_t lo = 0, hi = a->nhcpus;
+	size_t n = a->nhcpus, lo = 0, hi = n;
+	if (*from < n && a->hcpus[*from].corr < corr) {
+		/* everything before lo is below corr; hi is n or not below */
+		lo = hi = *from + 1;
+		for (size_t step = 1; hi < n && a->hcpus[hi].corr < corr; step *= 2) {
+			lo = hi + 1;
+			hi = n - lo > step ? lo + step : n;
+		}
+	} else if (*from < n) {
+		hi = *from;
+	}
 	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
+		size_t mid = lo + (hi - lo) / 2;
 		if (a->hcpus[mid].corr < corr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < a->nhcpus && a->hcpus[i].corr == corr; i++)
+	*from = lo;
+	for (size_t i = lo; i < n && a->hcpus[i].corr == corr; i++)
 		if (an_row_rank(a, a->hcpus[i].row) == rank)
 			return &a->hcpus[i];
 	return NULL;
@@ -1183,9 +1196,10 @@ int an_hta_launches(struct an_trace *a)
 	int rc = launch_latency(a);
 	/* Each GPU event's launch, looked up once: the analyses that follow
 	 * ask for it several times each. */
+	size_t from = SIZE_MAX;
 	for (size_t i = 0; i < a->nhrecs; i++) {
 		struct an_hrec *r = &a->hrecs[i];
-		const struct an_hcpu *l = launch_of(a, r->corr, pid_rank(a, r->pid));
+		const struct an_hcpu *l = launch_of(a, r->corr, pid_rank(a, r->pid), &from);
 		r->launch = l ? (uint64_t)(l - a->hcpus) + 1 : 0;
 	}
 	sort_hrecs_time(a->hrecs, a->nhrecs);
