@@ -1,7 +1,7 @@
 /* an_read with a second thread (STROBE_TOOL_THREADS=2: the read in
- * halves, HTA's launch matching beside self time, the rest of HTA's
- * analyses beside wall times and within them the kernel sequences beside
- * the per-device analyses, kernel statistics beside GPU busy time)
+ * halves, HTA's launch matching beside self time, HTA's critical paths
+ * beside wall times and GPU busy time, then its per-device analyses beside
+ * its kernel sequences and kernel statistics)
  * gives what it gives on one: the same summary text, --json and report
  * page, byte for byte, on the libkineto fixtures and on a generated
  * two-rank trace that fills every table. Run under ThreadSanitizer too,
