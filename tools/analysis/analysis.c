@@ -1279,7 +1279,7 @@ static int compute_kernels(struct an_trace *a)
 	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
 	uint32_t *rank_at = malloc((a->pids.n ? a->pids.n : 1) * sizeof(*rank_at)); /* per pid */
 	int rc = kind && count && end && rank_at ? 0 : -ENOMEM;
-	for (uint32_t p = 0; !rc && p < a->pids.n; p++)
+	for (uint32_t p = 0; !rc && p < a->pids.n; p++) /* list_ranks put every pid's rank there */
 		for (rank_at[p] = 0; a->ranks[rank_at[p]] != rank_of_pid(a, p); rank_at[p]++)
 			;
 	for (size_t i = 0; !rc && i < a->nx; i++)
