@@ -870,23 +870,39 @@ static int cmp_run(const void *pa, const void *pb)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* The runs of the rows with GPU work, by pid, then row. */
-static int gpu_runs(const struct an_trace *a, const uint8_t *kind, struct gpu_run **out, size_t *n)
+/* The GPU work among the complete events once self time has sorted them:
+ * each name's kind (gpu_kinds), and the runs of the rows that hold some,
+ * by pid, then row. Worked out once for GPU busy time, kernel statistics
+ * and a->gpu. */
+struct gpu_work {
+	uint8_t *kind;
+	struct gpu_run *runs;
+	size_t nruns;
+};
+
+static void gpu_work_free(struct gpu_work *g)
+{
+	free(g->kind);
+	free(g->runs);
+}
+
+static int gpu_work_of(const struct an_trace *a, struct gpu_work *g)
 {
 	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
+	*g = (struct gpu_work){gpu_kinds(a), NULL, 0};
+	if (!g->kind)
+		return -ENOMEM;
 	for (size_t i = 0, j; i < a->nx; i = j) {
 		bool gpu = false;
 		for (j = i; j < a->nx && a->x[j].row == a->x[i].row; j++)
-			gpu = gpu || kind[a->x[j].name] != UINT8_MAX;
+			gpu = gpu || g->kind[a->x[j].name] != UINT8_MAX;
 		if (!gpu)
 			continue;
 		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, a->x[i].row))->pid;
-		if (AN_PUSH(*out, *n, cap, (struct gpu_run){pid, a->x[i].row, i, j}))
+		if (AN_PUSH(g->runs, g->nruns, cap, (struct gpu_run){pid, a->x[i].row, i, j}))
 			return -ENOMEM;
 	}
-	an_sort(*out, *n, sizeof(**out), cmp_run);
+	an_sort(g->runs, g->nruns, sizeof(*g->runs), cmp_run);
 	return 0;
 }
 
@@ -1112,24 +1128,19 @@ static int device_time(struct an_trace *a, struct an_device *d, const uint8_t *k
 
 /* GPU busy time, idle gaps and utilisation per device, from the complete
  * events. */
-static int compute_devices(struct an_trace *a)
+static int compute_devices(struct an_trace *a, const struct gpu_work *g)
 {
-	uint8_t *kind = gpu_kinds(a);
-	struct gpu_run *runs = NULL;
-	size_t nruns = 0, cap = 0;
-	int rc = kind ? gpu_runs(a, kind, &runs, &nruns) : -ENOMEM;
-	for (size_t i = 0, j; !rc && i < nruns; i = j) {
-		for (j = i; j < nruns && runs[j].pid == runs[i].pid; j++)
+	size_t cap = 0;
+	for (size_t i = 0, j; i < g->nruns; i = j) {
+		for (j = i; j < g->nruns && g->runs[j].pid == g->runs[i].pid; j++)
 			;
-		struct an_device d = {.pid = runs[i].pid, .rank = rank_of_pid(a, runs[i].pid)};
-		rc = AN_PUSH(a->devices, a->ndevices, cap, d);
+		struct an_device d = {.pid = g->runs[i].pid, .rank = rank_of_pid(a, g->runs[i].pid)};
+		int rc = AN_PUSH(a->devices, a->ndevices, cap, d);
 		if (!rc)
-			rc = device_time(a, &a->devices[a->ndevices - 1], kind, runs + i, j - i);
+			rc = device_time(a, &a->devices[a->ndevices - 1], g->kind, g->runs + i, j - i);
+		if (rc)
+			return rc;
 	}
-	free(kind);
-	free(runs);
-	if (rc)
-		return rc;
 	/* Devices by rank, then in pid order as the trace's viewer shows them. */
 	for (size_t i = 1; i < a->ndevices; i++) {
 		struct an_device d = a->devices[i];
@@ -1144,22 +1155,17 @@ static int compute_devices(struct an_trace *a)
 /* The GPU work (kernels, copies, memsets) of the complete events, by
  * device, then stream, then time (a->gpu), for the report, the diff and
  * the memory timeline. */
-static int gpu_records(struct an_trace *a)
+static int gpu_records(struct an_trace *a, const struct gpu_work *g)
 {
-	uint8_t *kind = gpu_kinds(a);
-	struct gpu_run *runs = NULL;
-	size_t nruns = 0;
-	int rc = kind ? gpu_runs(a, kind, &runs, &nruns) : -ENOMEM;
-	for (size_t i = 0; !rc && i < nruns; i++)
-		for (size_t k = runs[i].from; k < runs[i].to && !rc; k++) {
+	int rc = 0;
+	for (size_t i = 0; !rc && i < g->nruns; i++)
+		for (size_t k = g->runs[i].from; k < g->runs[i].to && !rc; k++) {
 			const struct an_xrec *x = &a->x[k];
-			if (kind[x->name] != UINT8_MAX)
+			if (g->kind[x->name] != UINT8_MAX)
 				rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
-				             (struct an_gpurec){x->row, x->name, x->ts, x->dur, kind[x->name],
-				                                runs[i].pid});
+				             (struct an_gpurec){x->row, x->name, x->ts, x->dur,
+				                                g->kind[x->name], g->runs[i].pid});
 		}
-	free(kind);
-	free(runs);
 	return rc;
 }
 
@@ -1272,13 +1278,12 @@ static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap
 /* Kernel statistics per rank and name, from the complete events. The kernels
  * are gathered by name (a count per name, then each name's place); a
  * name's ranks are sorted together only when it ran in more than one. */
-static int compute_kernels(struct an_trace *a)
+static int compute_kernels(struct an_trace *a, const uint8_t *kind)
 {
-	uint8_t *kind = gpu_kinds(a);
 	size_t nn = a->names.n ? a->names.n : 1, n = 0, cap = 0;
 	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
 	uint32_t *rank_at = malloc((a->pids.n ? a->pids.n : 1) * sizeof(*rank_at)); /* per pid */
-	int rc = kind && count && end && rank_at ? 0 : -ENOMEM;
+	int rc = count && end && rank_at ? 0 : -ENOMEM;
 	for (uint32_t p = 0; !rc && p < a->pids.n; p++) /* list_ranks put every pid's rank there */
 		for (rank_at[p] = 0; a->ranks[rank_at[p]] != rank_of_pid(a, p); rank_at[p]++)
 			;
@@ -1306,7 +1311,6 @@ static int compute_kernels(struct an_trace *a)
 		if (count[i])
 			rc = kernel_rows(a, g, count[i], &cap);
 	}
-	free(kind);
 	free(count);
 	free(end);
 	free(rank_at);
@@ -1498,18 +1502,22 @@ static int compute_rest(struct an_trace *a)
 {
 	struct an_beside paths = {.a = a, .fn = an_hta_paths};
 	an_beside_start(&paths);
-	int rc = paths.threaded ? an_wall_compute(a) : 0;
+	struct gpu_work g;
+	int rc = gpu_work_of(a, &g);
+	if (!rc && paths.threaded)
+		rc = an_wall_compute(a);
 	if (!rc)
-		rc = compute_devices(a);
+		rc = compute_devices(a, &g);
 	rc = an_beside_end(&paths, rc);
 	struct an_beside devices = {.a = a, .fn = an_hta_devices};
 	if (!rc)
 		an_beside_start(&devices);
 	if (!rc)
-		rc = compute_kernels(a);
+		rc = compute_kernels(a, g.kind);
 	rc = an_beside_end(&devices, rc);
 	if (!rc)
-		rc = gpu_records(a);
+		rc = gpu_records(a, &g);
+	gpu_work_free(&g);
 	if (!rc)
 		rc = compute_copies(a);
 	if (!rc && !paths.threaded)
