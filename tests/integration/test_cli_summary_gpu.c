@@ -144,6 +144,17 @@ static yajl_val with(yajl_val arr, const char *key, const char *str)
 	return NULL;
 }
 
+/* Device d's streams: n of them, with these tids and busy times, in order. */
+static void assert_streams(yajl_val d, size_t n, const long long *tids, const long long *busy)
+{
+	yajl_val streams = tu_get(d, "streams");
+	assert_int_equal(len(streams), n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(num(at(streams, i), "tid"), tids[i]);
+		assert_int_equal(num(at(streams, i), "busy_ns"), busy[i]);
+	}
+}
+
 static void test_device_busy_and_gaps(void **state)
 {
 	(void)state;
@@ -170,12 +181,7 @@ static void test_device_busy_and_gaps(void **state)
 		assert_int_equal(num(at(top, i), "duration_ns"), durs[i]);
 	}
 	yajl_val streams = tu_get(d, "streams");
-	assert_int_equal(len(streams), 3);
-	long long busy[] = {100000, 34000, 40000}, tids[] = {7, 8, 9};
-	for (size_t i = 0; i < 3; i++) {
-		assert_int_equal(num(at(streams, i), "tid"), tids[i]);
-		assert_int_equal(num(at(streams, i), "busy_ns"), busy[i]);
-	}
+	assert_streams(d, 3, (const long long[]){7, 8, 9}, (const long long[]){100000, 34000, 40000});
 	assert_true(tu_get_num(at(streams, 0), "busy_pct") == 20.0);
 	assert_true(tu_get_num(at(streams, 1), "busy_pct") == 6.8);
 
@@ -238,15 +244,17 @@ static void test_comm_overlap_shapes(void **state)
 	assert_int_equal(num(cc, "comm_ns"), 350000);
 	assert_int_equal(num(cc, "compute_ns"), 125000);
 	assert_int_equal(num(cc, "both_ns"), 55000);
-	yajl_val streams = tu_get(d, "streams");
-	assert_int_equal(len(streams), 4);
 	/* streams in the order the trace first shows them */
-	long long busy[] = {105000, 240000, 160000, 30000}, tids[] = {7, 9, 10, 8};
-	for (size_t i = 0; i < 4; i++) {
-		assert_int_equal(num(at(streams, i), "tid"), tids[i]);
-		assert_int_equal(num(at(streams, i), "busy_ns"), busy[i]);
-	}
+	assert_streams(d, 4, (const long long[]){7, 9, 10, 8},
+	               (const long long[]){105000, 240000, 160000, 30000});
 	yajl_tree_free(v);
+
+	char *out = NULL;
+	assert_int_equal(summary(path, 0, &out), 0);
+	char *line = tu_line_with(out, "NCCL");
+	tu_assert_contains(line, "15.7% of communication hidden");
+	free(line);
+	free(out);
 	remove_trace(path);
 }
 
