@@ -211,16 +211,39 @@ static struct an_process *process_of(struct an_trace *a, const struct tr_ident *
 	return p;
 }
 
+bool an_parse_int(const char *s, int64_t *v)
+{
+	/* Up to 18 digits cannot overflow: the common case, without strtoll. */
+	size_t i = s[0] == '-', n = 0;
+	int64_t x = 0;
+	for (; n < 18 && s[i + n] >= '0' && s[i + n] <= '9'; n++)
+		x = x * 10 + (s[i + n] - '0');
+	if (n && !s[i + n]) {
+		*v = s[0] == '-' ? -x : x;
+		return true;
+	}
+	char *end;
+	errno = 0;
+	long long y = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return false;
+	*v = y;
+	return true;
+}
+
 /* A positive integer arg ("correlation", "bytes"); 0 when absent or not one. */
 static uint64_t uint_arg(const struct tr_event *ev, const char *key)
 {
 	const struct tr_pair *p = tr_event_arg(ev, key);
 	if (!p || p->truncated || p->value[0] < '0' || p->value[0] > '9')
 		return 0;
+	int64_t v;
+	if (an_parse_int(p->value, &v))
+		return (uint64_t)v;
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(p->value, &end, 10);
-	return errno || *end ? 0 : v;
+	unsigned long long u = strtoull(p->value, &end, 10);
+	return errno || *end ? 0 : u;
 }
 
 /* A JSON string's text without quotes and escapes (\u escapes become
@@ -448,14 +471,17 @@ static bool same_ident(const struct tr_ident *id, int kind, const char *text)
 	return (int)id->kind == kind && !strcmp(id->text, text);
 }
 
-/* The row of ev's pid and tid, NULL when out of memory. The last one is
- * remembered: a thread's events come in runs. */
+/* The row of ev's pid and tid, NULL when out of memory. The last few are
+ * remembered (an_recent_rows). */
 static struct an_row *row_of(struct an_trace *a, const struct tr_event *ev)
 {
-	struct an_last_row *last = &a->last_row;
-	if (last->valid && same_ident(&ev->pid, last->pid_kind, last->pid) &&
-	    same_ident(&ev->tid, last->tid_kind, last->tid))
-		return an_table_item(&a->rows, last->row);
+	struct an_recent_rows *recent = &a->recent_rows;
+	for (unsigned i = 0; i < AN_RECENT_ROWS; i++) {
+		const struct an_last_row *r = &recent->row[i];
+		if (r->valid && same_ident(&ev->pid, r->pid_kind, r->pid) &&
+		    same_ident(&ev->tid, r->tid_kind, r->tid))
+			return an_table_item(&a->rows, r->row);
+	}
 	char pid[TR_SHORT_MAX + 2], tid[TR_SHORT_MAX + 2];
 	ident_key(&ev->pid, pid, sizeof(pid));
 	struct an_row *row = an_table_get(&a->rows, join(a, pid, ident_key(&ev->tid, tid, sizeof(tid))));
@@ -468,6 +494,8 @@ static struct an_row *row_of(struct an_trace *a, const struct tr_event *ev)
 		row->pid = (uint32_t)an_table_index(&a->pids, p);
 		row->tid_off = (uint32_t)strlen(pid) + 2;
 	}
+	struct an_last_row *last = &recent->row[recent->next];
+	recent->next = (recent->next + 1) % AN_RECENT_ROWS;
 	*last = (struct an_last_row){
 	    true, (int)ev->pid.kind, (int)ev->tid.kind, (uint32_t)an_table_index(&a->rows, row), "", ""};
 	memcpy(last->pid, ev->pid.text, strlen(ev->pid.text) + 1);
@@ -485,6 +513,13 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	struct an_name *sn = an_table_get(&a->names, join(a, ev->cat, ev->name));
 	if (!sn)
 		return -ENOMEM;
+	if (!sn->cats) {
+		struct an_count *n = an_table_get(&a->cats, ev->cat);
+		if (!n)
+			return -ENOMEM;
+		sn->cats = (uint32_t)an_table_index(&a->cats, n) + 1;
+	}
+	((struct an_count *)an_table_item(&a->cats, sn->cats - 1))->n++;
 	uint32_t name = (uint32_t)an_table_index(&a->names, sn);
 	if (!sn->count) {
 		struct an_category *c = an_table_get(&a->xcats, ev->cat);
@@ -569,12 +604,20 @@ static int add_counter(struct an_trace *a, const struct tr_event *ev)
 	return 0;
 }
 
-static int count_key(struct an_table *t, const char *key)
+/* Counts an event's category; the last one is remembered. */
+static int count_cat(struct an_trace *a, const char *cat)
 {
-	struct an_count *c = an_table_get(t, key);
+	struct an_last_cat *last = &a->last_cat;
+	if (last->at && !strcmp(last->cat, cat)) {
+		((struct an_count *)an_table_item(&a->cats, last->at - 1))->n++;
+		return 0;
+	}
+	struct an_count *c = an_table_get(&a->cats, cat);
 	if (!c)
 		return -ENOMEM;
 	c->n++;
+	last->at = (uint32_t)an_table_index(&a->cats, c) + 1;
+	memcpy(last->cat, cat, strlen(cat) + 1);
 	return 0;
 }
 
@@ -584,7 +627,7 @@ static inline bool ph_is(const struct tr_event *ev, char c)
 	return ev->ph[0] == c && !ev->ph[1];
 }
 
-/* count_key for an event's phase: a one-character phase's item is found
+/* Counts an event's phase: a one-character phase's item is found
  * from the character after its first time. */
 static int count_ph(struct an_trace *a, const char *ph)
 {
@@ -607,7 +650,9 @@ static int on_event(const struct tr_event *ev, void *arg)
 	struct an_trace *a = arg;
 	if (a->progress_cb && a->reading && !(a->reading->events & 0xffff))
 		a->progress_cb("reading", a->reading, a->progress_arg);
-	if (count_ph(a, ev->ph) || count_key(&a->cats, ev->cat))
+	bool complete = ph_is(ev, 'X');
+	/* A timed complete event's category is counted through its name. */
+	if (count_ph(a, ev->ph) || (!(complete && ev->has_ts) && count_cat(a, ev->cat)))
 		return -ENOMEM;
 	if (ev->name[0] == 'u' && !strcmp(ev->name, "unknown"))
 		a->unknown++;
@@ -616,7 +661,6 @@ static int on_event(const struct tr_event *ev, void *arg)
 	if (open)
 		a->unfinished++;
 
-	bool complete = ph_is(ev, 'X');
 	/* Metadata events carry the capture start as ts; they are not activity. */
 	if (ev->has_ts && !ph_is(ev, 'M')) {
 		int64_t end =
@@ -1858,6 +1902,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		if (fresh[M_NAMES][i]) {
 			*x = *y;
 			x->cat = map[M_XCATS][y->cat];
+			x->cats = y->cats ? map[M_CATS][y->cats - 1] + 1 : 0;
 			((struct an_category *)an_table_item(&a->xcats, x->cat))->names++;
 			continue;
 		}
@@ -1942,7 +1987,8 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 			a->has_base = b->has_base;
 			a->base_ns = b->base_ns;
 		}
-		a->last_row.valid = false;
+		a->recent_rows = (struct an_recent_rows){0};
+		a->last_cat.at = 0;
 		a->pending_flow.active = false;
 	}
 	for (int t = 0; t < M_TABLES; t++) {

@@ -86,8 +86,9 @@ struct an_name {
 	uint32_t cat_len; /* the name starts after cat_len + 1 key bytes */
 	uint64_t count;
 	int64_t total, self, max, wall, self_wall; /* as in an_category */
-	uint8_t hta; /* what HTA's analyses make of the name (hta.c), once known */
-	uint8_t gpu; /* enum an_cat_kind of its category, set when first seen */
+	uint32_t cats; /* its category's index in the cats table + 1, 0 before it is looked up */
+	uint8_t hta;   /* what HTA's analyses make of the name (hta.c), once known */
+	uint8_t gpu;   /* enum an_cat_kind of its category, set when first seen */
 };
 
 struct an_instant {
@@ -426,12 +427,29 @@ struct an_meta_num {
 	const char *raw;
 };
 
-/* The row the last complete event was on. */
+/* A row a recent complete event was on. */
 struct an_last_row {
 	bool valid;
 	int pid_kind, tid_kind; /* enum tr_ident_kind */
 	uint32_t row;
 	char pid[TR_SHORT_MAX], tid[TR_SHORT_MAX];
+};
+
+/* The rows of the last few complete events: a trace's events alternate
+ * between a handful of rows (a thread's launches, a stream's kernels), so
+ * most find theirs here without building its key. */
+#define AN_RECENT_ROWS 4
+struct an_recent_rows {
+	struct an_last_row row[AN_RECENT_ROWS];
+	unsigned next; /* the entry a miss replaces */
+};
+
+/* The category (cats table) of the last event that was not a timed
+ * complete event, whose names carry theirs (an_name.cats): mostly flows,
+ * which all have one. */
+struct an_last_cat {
+	uint32_t at; /* index + 1, 0 for none */
+	char cat[TR_SHORT_MAX];
 };
 
 struct an_trace {
@@ -448,7 +466,8 @@ struct an_trace {
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
-	struct an_last_row last_row;
+	struct an_recent_rows recent_rows;
+	struct an_last_cat last_cat;
 	uint32_t ph_at[256];   /* a one-character phase's index in phs + 1, 0 before it is seen */
 	struct an_corr *corrs; /* launches and kernels HTA's records miss */
 	size_t ncorrs, capcorrs;
@@ -606,6 +625,9 @@ bool an_grow(void **arr, size_t n, size_t *cap, size_t size);
 	(an_grow((void **)&(arr), (n), &(cap), sizeof(*(arr))) ? ((arr)[(n)++] = (__VA_ARGS__), 0) : -ENOMEM)
 /* qsort, for arrays that may be empty (and NULL). */
 void an_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* s as strtoll reads a whole decimal integer (true), without its cost
+ * in the common case; false when s is not one or leaves int64. */
+bool an_parse_int(const char *s, int64_t *v);
 /* x + y, held at INT64_MAX or INT64_MIN. */
 int64_t an_sat_add(int64_t x, int64_t y);
 

@@ -20,15 +20,7 @@
 static bool int_arg(const struct tr_event *ev, const char *key, int64_t *out)
 {
 	const struct tr_pair *p = tr_event_arg(ev, key);
-	if (!p || p->truncated)
-		return false;
-	char *end;
-	errno = 0;
-	long long v = strtoll(p->value, &end, 10);
-	if (errno || end == p->value || *end)
-		return false;
-	*out = v;
-	return true;
+	return p && !p->truncated && an_parse_int(p->value, out);
 }
 
 /* The "memory bandwidth (GB/s)" arg libkineto writes on copies and
@@ -112,15 +104,8 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	bool has_corr = int_arg(ev, "correlation", &corr);
 	unsigned h = name_hta(a, name, ev);
 	bool work = h & H_WORK;
-	if (work && !has_stream) {
-		/* strobe's and other writers' GPU rows: the tid is the stream */
-		char *end;
-		const char *tid = an_row_tid(a, row);
-		errno = 0;
-		long long v = strtoll(tid, &end, 10);
-		if (!errno && end != tid && !*end)
-			stream = v;
-	}
+	if (work && !has_stream) /* strobe's and other writers' GPU rows: the tid is the stream */
+		an_parse_int(an_row_tid(a, row), &stream);
 	uint32_t seq = (uint32_t)a->nseq++;
 	if (stream != -1) {
 		*kept = what == AN_CORR_KERNEL && has_corr && (uint64_t)corr == lcorr;
