@@ -48,6 +48,7 @@ struct cp_graph {
 	int64_t *dist;
 	uint32_t *best, *order, *indeg, *first_in, *first_out, *in, *out;
 	size_t capdist;
+	uint32_t end; /* the first node in the topological order with the longest way in */
 };
 
 /* Where each row's events of the step are in ev: up to to[row], from
@@ -495,7 +496,9 @@ static bool grow_u32(uint32_t **p, size_t n)
 
 /* dist and best (the in-edge it came by, or UINT32_MAX) of every node, in
  * a topological order (Kahn's); false when the graph has a cycle. Among
- * equally long ways in, the first edge added wins, as in networkx. */
+ * equally long ways in, the first edge added wins, as in networkx; g->end
+ * is where the path ends. in holds each node's in-edges, out each node's
+ * successors (the nodes, not the edges: only their in-degree is needed). */
 static int longest(struct cp_graph *g, bool *dag)
 {
 	size_t nn = g->nnodes, ne = g->ne;
@@ -524,7 +527,7 @@ static int longest(struct cp_graph *g, bool *dag)
 	}
 	for (size_t i = 0; i < ne; i++) { /* edges by dst and by src, in the order added */
 		g->in[g->first_in[g->e[i].dst]++] = (uint32_t)i;
-		g->out[g->first_out[g->e[i].src]++] = (uint32_t)i;
+		g->out[g->first_out[g->e[i].src]++] = g->e[i].dst;
 	}
 	for (size_t v = nn; v > 0; v--) { /* the fills moved each start one list on: move them back */
 		g->first_in[v] = g->first_in[v - 1];
@@ -535,6 +538,7 @@ static int longest(struct cp_graph *g, bool *dag)
 	for (size_t v = 0; v < nn; v++)
 		if (!g->indeg[v])
 			g->order[tail++] = (uint32_t)v;
+	g->end = tail ? g->order[0] : 0;
 	while (head < tail) {
 		uint32_t v = g->order[head++];
 		int64_t tv = node_ts(g, v);
@@ -548,50 +552,45 @@ static int longest(struct cp_graph *g, bool *dag)
 				g->best[v] = g->in[k];
 			}
 		}
+		if (g->dist[v] > g->dist[g->end])
+			g->end = v;
 		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++)
-			if (!--g->indeg[g->e[g->out[k]].dst])
-				g->order[tail++] = g->e[g->out[k]].dst;
+			if (!--g->indeg[g->out[k]])
+				g->order[tail++] = g->out[k];
 	}
 	*dag = tail == nn;
 	return 0;
 }
 
-/* CPU ops first, then by name: equal ones are one op, added up below. */
-static bool op_less(const struct an_cp_op *x, const struct an_cp_op *y)
+/* Most time first, then CPU ops first, then by name: (gpu, name) is
+ * unique once added up (struct op_sums), so this is total. */
+static bool op_time_less(const struct an_cp_op *x, const struct an_cp_op *y)
 {
+	if (x->time != y->time)
+		return x->time > y->time;
 	if (x->gpu != y->gpu)
 		return !x->gpu;
 	return x->name < y->name;
 }
 
-AN_SORT_DEFINE(sort_ops, struct an_cp_op, op_less)
-
-/* Most time first; once added up, (gpu, name) is unique, so this is total. */
-static bool op_time_less(const struct an_cp_op *x, const struct an_cp_op *y)
-{
-	if (x->time != y->time)
-		return x->time > y->time;
-	return op_less(x, y);
-}
-
 AN_SORT_DEFINE(sort_ops_time, struct an_cp_op, op_time_less)
 
+/* Each op's time on a path, added up per name (2 * name + gpu): at[k] is
+ * that key's index in ops + 1, 0 while it has none. */
+struct op_sums {
+	uint32_t *at;
+	struct an_cp_op *ops;
+	size_t cap;
+};
+
 /* The path's time by class, and the ops and GPU events it spends most in. */
-static int summarise(const struct cp_graph *g, struct an_cpath *p)
+static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpath *p)
 {
-	size_t nn = g->nnodes, end = 0, n = 0;
-	for (size_t i = 1; i < nn; i++) /* the first node (in topological order) furthest in */
-		if (g->dist[g->order[i]] > g->dist[g->order[end]])
-			end = i;
-	uint32_t from = nn ? g->order[end] : 0;
-	size_t len = 0; /* the path's edges: room for its ops */
-	for (uint32_t v = from, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src)
-		len++;
-	struct an_cp_op *ops = malloc((len ? len : 1) * sizeof(*ops));
-	if (!ops)
-		return -ENOMEM;
+	size_t nn = g->nnodes, n = 0;
+	uint32_t from = g->end;
 	p->length = nn ? g->dist[from] : 0;
-	for (uint32_t v = from, k; nn && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
+	int rc = 0;
+	for (uint32_t v = from, k; nn && !rc && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
 		const struct cp_edge *e = &g->e[k];
 		const struct cp_ev *ev = e->attr >= 0 ? &g->ev[e->attr] : NULL;
 		int64_t w = edge_w(g, e, node_ts(g, v));
@@ -603,21 +602,24 @@ static int summarise(const struct cp_graph *g, struct an_cpath *p)
 			*(ev->comm ? &p->comm : &p->compute) += w;
 		else if (e->type == E_OP)
 			p->cpu += w;
-		if (e->type == E_OP && ev && w)
-			ops[n++] = (struct an_cp_op){ev->name, ev->kind == K_GPU, w};
+		if (e->type != E_OP || !ev || !w)
+			continue;
+		bool gpu = ev->kind == K_GPU;
+		uint32_t *at = &o->at[2 * (size_t)ev->name + gpu];
+		if (*at) {
+			o->ops[*at - 1].time += w;
+		} else if (!(rc = AN_PUSH(o->ops, n, o->cap, (struct an_cp_op){ev->name, gpu, w}))) {
+			*at = (uint32_t)n;
+		}
 	}
-	sort_ops(ops, n);
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (m && !op_less(&ops[m - 1], &ops[i]))
-			ops[m - 1].time += ops[i].time;
-		else
-			ops[m++] = ops[i];
-	}
-	sort_ops_time(ops, m);
-	p->nops = m < AN_CP_OPS ? m : AN_CP_OPS;
-	memcpy(p->ops, ops, p->nops * sizeof(*ops));
-	free(ops);
+	for (size_t i = 0; i < n; i++) /* ready for the next step */
+		o->at[2 * (size_t)o->ops[i].name + o->ops[i].gpu] = 0;
+	if (rc)
+		return rc;
+	sort_ops_time(o->ops, n);
+	p->nops = n < AN_CP_OPS ? n : AN_CP_OPS;
+	if (p->nops) /* none: ops may never have been allocated */
+		memcpy(p->ops, o->ops, p->nops * sizeof(*o->ops));
 	p->gpu_bound = an_sat_add(an_sat_add(p->compute, p->comm), p->kk) > an_sat_add(p->cpu, p->launch);
 	return 0;
 }
@@ -636,6 +638,7 @@ struct cp_ctx {
 	uint32_t *stack;
 	size_t scap;
 	struct cp_rows rows; /* per row of the trace */
+	struct op_sums sums;
 };
 
 static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, const struct an_step *s,
@@ -690,7 +693,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		return rc; /* no op in the step, or a graph HTA would refuse too */
 	struct an_cpath p = {
 	    .rank = s->rank, .name = s->name, .number = s->number, .ts = s->ts, .dur = s->dur};
-	rc = summarise(g, &p);
+	rc = summarise(g, &c->sums, &p);
 	return rc ? rc : AN_PUSH(a->cpaths, a->ncpaths, *cap, p);
 }
 
@@ -707,7 +710,10 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	c.flags = name_flags(a);
 	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
-	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.rows.at && c.rows.to ? 0 : -ENOMEM;
+	c.sums.at = calloc(2 * a->names.n + 1, sizeof(*c.sums.at));
+	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.rows.at && c.rows.to && c.sums.at
+	             ? 0
+	             : -ENOMEM;
 	if (!rc && !a->queue_rt)
 		rc = an_queue_lengths(a);
 	c.qrt = a->queue_rt;
@@ -748,6 +754,8 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(a->queue_k);
 	a->queue_rt = a->queue_k = NULL;
 	free(c.stack);
+	free(c.sums.at);
+	free(c.sums.ops);
 	free(g.ev);
 	free(g.pair_ev);
 	free(g.e);
