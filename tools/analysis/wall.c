@@ -58,12 +58,30 @@ static void recount(struct an_trace *a)
 
 int an_split_async(struct an_trace *a)
 {
+	/* Which rows are async ones, and where each name moved to (its new
+	 * index + 1), each worked out once rather than once an event. */
+	uint32_t first = 0;
+	while (first < a->rows.n && !async_row(a, first))
+		first++;
+	if (first == a->rows.n)
+		return 0; /* most traces have none */
+	size_t nnames = a->names.n;
+	bool *async = calloc(a->rows.n, sizeof(*async));
+	uint32_t *to = calloc(nnames ? nnames : 1, sizeof(*to));
+	int rc = async && to ? 0 : -ENOMEM;
+	for (uint32_t r = first; !rc && r < a->rows.n; r++)
+		async[r] = async_row(a, r);
 	bool moved = false;
 	char key[TR_NAME_MAX + TR_SHORT_MAX + 64], cat[TR_SHORT_MAX + 32];
-	for (size_t i = 0; i < a->nx; i++) {
+	for (size_t i = 0; !rc && i < a->nx; i++) {
 		struct an_xrec *x = &a->x[i];
-		if (!async_row(a, x->row))
+		if (!async[x->row])
 			continue;
+		if (to[x->name]) {
+			moved = true;
+			x->name = to[x->name] - 1;
+			continue;
+		}
 		const struct an_name *old = an_table_item(&a->names, x->name);
 		const char *oldcat = a->xcats.keys[old->cat];
 		if (strstr(oldcat, AN_ASYNC_CAT))
@@ -72,16 +90,22 @@ int an_split_async(struct an_trace *a)
 		snprintf(key, sizeof(key), "%s" AN_SEP "%s", cat, an_name(a, x->name));
 		struct an_category *c = an_table_get(&a->xcats, cat);
 		struct an_name *sn = c ? an_table_get(&a->names, key) : NULL;
-		if (!sn)
-			return -ENOMEM;
+		if (!sn) {
+			rc = -ENOMEM;
+			break;
+		}
 		sn->cat = (uint32_t)an_table_index(&a->xcats, c);
 		sn->cat_len = (uint32_t)strlen(cat);
-		x->name = (uint32_t)an_table_index(&a->names, sn);
+		uint32_t name = (uint32_t)an_table_index(&a->names, sn);
+		to[x->name] = name + 1;
+		x->name = name;
 		moved = true;
 	}
-	if (moved)
+	free(async);
+	free(to);
+	if (!rc && moved)
 		recount(a);
-	return 0;
+	return rc;
 }
 
 /* By start only: stretches that start together merge into one union
