@@ -229,14 +229,11 @@ static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
 
 AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
 
-/* The CPU event with correlation corr in rank (the first in the file), or
- * NULL; hcpus sorted by correlation. *from is where the last search
- * ended: GPU events come mostly in correlation order, so the search
- * gallops on from there when it can. */
-static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, size_t *from)
+/* The first of hcpus (sorted by correlation) with correlation corr or
+ * above. *from is where the last search ended: GPU events come mostly in
+ * correlation order, so the search gallops on from there when it can. */
+static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 {
-	if (corr == UINT64_MAX)
-		return NULL;
 	size_t n = a->nhcpus, lo = 0, hi = n;
 	if (*from < n && a->hcpus[*from].corr < corr) {
 		/* everything before lo is below corr; hi is n or not below */
@@ -255,8 +252,17 @@ static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, 
 		else
 			hi = mid;
 	}
-	*from = lo;
-	for (size_t i = lo; i < n && a->hcpus[i].corr == corr; i++)
+	return *from = lo;
+}
+
+/* The CPU event with correlation corr in rank (the first in the file), or
+ * NULL; from as hcpu_lower's. */
+static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, size_t *from)
+{
+	if (corr == UINT64_MAX)
+		return NULL;
+	size_t n = a->nhcpus;
+	for (size_t i = hcpu_lower(a, corr, from); i < n && a->hcpus[i].corr == corr; i++)
 		if (an_row_rank(a, a->hcpus[i].row) == rank)
 			return &a->hcpus[i];
 	return NULL;
@@ -291,18 +297,11 @@ static void consider(const struct an_trace *a, const struct an_corr *k, bool bef
 }
 
 /* The launch latency of kernel k, from the launches with its correlation:
- * flagged hcpus (sorted by correlation) and the launches of corrs (sorted
- * by key). False when none is in its rank. */
-static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, int64_t *lat)
+ * flagged hcpus (sorted by correlation; from as hcpu_lower's) and the
+ * launches of corrs (sorted by key). False when none is in its rank. */
+static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, int64_t *lat, size_t *from)
 {
-	size_t lo = 0, hi = a->nhcpus, lo2 = 0, hi2 = a->ncorrs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (a->hcpus[mid].corr < k->key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = hcpu_lower(a, k->key, from), lo2 = 0, hi2 = a->ncorrs;
 	while (lo2 < hi2) {
 		size_t mid = (lo2 + hi2) / 2;
 		if (a->corrs[mid].key < k->key)
@@ -336,7 +335,7 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 static int launch_latency(struct an_trace *a)
 {
 	sort_corrs(a->corrs, a->ncorrs);
-	size_t cap = 0;
+	size_t cap = 0, from = SIZE_MAX;
 	for (size_t i = 0; i < a->nhrecs + a->ncorrs; i++) {
 		struct an_corr k;
 		if (i < a->nhrecs) {
@@ -350,7 +349,7 @@ static int launch_latency(struct an_trace *a)
 				continue;
 		}
 		int64_t lat = 0;
-		if (kernel_latency(a, &k, &lat) &&
+		if (kernel_latency(a, &k, &lat, &from) &&
 		    AN_PUSH(a->lats, a->nlats, cap, (struct an_lat){pid_rank(a, k.pid), lat}))
 			return -ENOMEM;
 	}
