@@ -503,7 +503,77 @@ static struct an_row *row_of(struct an_trace *a, const struct tr_event *ev)
 	return row;
 }
 
-static int add_complete(struct an_trace *a, const struct tr_event *ev)
+/* Room in a->xrows for n rows (new ones empty). */
+static bool reserve_rows(struct an_trace *a, size_t n)
+{
+	if (n <= a->nxrows)
+		return true;
+	size_t cap = a->nxrows ? a->nxrows : 16;
+	while (cap < n)
+		cap *= 2;
+	struct an_xrow *v = realloc(a->xrows, cap * sizeof(*v));
+	if (!v)
+		return false;
+	memset(v + a->nxrows, 0, (cap - a->nxrows) * sizeof(*v));
+	a->xrows = v;
+	a->nxrows = cap;
+	return true;
+}
+
+/* Room for one more complete event on row r, NULL when out of memory. */
+static struct an_xrec *xrow_push(struct an_trace *a, uint32_t r)
+{
+	if (!reserve_rows(a, (size_t)r + 1))
+		return NULL;
+	struct an_xrow *w = &a->xrows[r];
+	if (!w->tail || w->tail->n == w->tail->cap) {
+		uint32_t cap = w->tail ? AN_XCHUNK_MAX : AN_XCHUNK_FIRST;
+		struct an_xchunk *c = malloc(sizeof(*c) + cap * sizeof(c->rec[0]));
+		if (!c)
+			return NULL;
+		*c = (struct an_xchunk){NULL, 0, cap};
+		*(w->tail ? &w->tail->next : &w->head) = c;
+		w->tail = c;
+	}
+	a->nx++;
+	return &w->tail->rec[w->tail->n++];
+}
+
+static void xrows_free(struct an_trace *a)
+{
+	for (size_t r = 0; r < a->nxrows; r++)
+		for (struct an_xchunk *c = a->xrows[r].head, *next; c; c = next) {
+			next = c->next;
+			free(c);
+		}
+	free(a->xrows);
+	a->xrows = NULL;
+	a->nxrows = 0;
+}
+
+/* The rows' events into a->x, row after row, each chunk handed back as it
+ * is copied: the two copies never take much more than one. */
+static int xrows_layout(struct an_trace *a)
+{
+	a->x = malloc((a->nx ? a->nx : 1) * sizeof(*a->x));
+	if (!a->x)
+		return -ENOMEM;
+	size_t at = 0;
+	for (size_t r = 0; r < a->nxrows; r++) {
+		for (struct an_xchunk *c = a->xrows[r].head, *next; c; c = next) {
+			next = c->next;
+			memcpy(a->x + at, c->rec, c->n * sizeof(c->rec[0]));
+			at += c->n;
+			free(c);
+		}
+		a->xrows[r] = (struct an_xrow){NULL, NULL};
+	}
+	xrows_free(a);
+	return 0;
+}
+
+/* *added: its record, when it has one. */
+static int add_complete(struct an_trace *a, const struct tr_event *ev, const struct an_xrec **added)
 {
 	if (!ev->has_ts) {
 		a->untimed++;
@@ -543,8 +613,11 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev)
 	if (!row)
 		return -ENOMEM;
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
-	if (AN_PUSH(a->x, a->nx, a->capx, (struct an_xrec){r, name, ev->ts_ns, dur}))
+	struct an_xrec *x = xrow_push(a, r);
+	if (!x)
 		return -ENOMEM;
+	*x = (struct an_xrec){r, name, ev->ts_ns, dur};
+	*added = x;
 	uint32_t what = 0;
 	uint64_t corr = 0;
 	bool kept = false;
@@ -679,9 +752,9 @@ static int on_event(const struct tr_event *ev, void *arg)
 	if (rc)
 		return rc;
 	if (complete) {
-		size_t nx = a->nx;
-		rc = add_complete(a, ev);
-		if (!rc && open && a->nx > nx && AN_PUSH(a->open, a->nopen, a->capopen, a->x[a->nx - 1]))
+		const struct an_xrec *x = NULL;
+		rc = add_complete(a, ev, &x);
+		if (!rc && open && x && AN_PUSH(a->open, a->nopen, a->capopen, *x))
 			rc = -ENOMEM;
 		return rc;
 	}
@@ -814,7 +887,13 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 {
 	if (!a->nx)
 		return 0;
-	sort_xrecs(a->x, a->nx);
+	/* The rows are laid out already: each is sorted alone, which takes one
+	 * pass over a row the file had in order. */
+	for (size_t i = 0, j; i < a->nx; i = j) {
+		for (j = i + 1; j < a->nx && a->x[j].row == a->x[i].row; j++)
+			;
+		sort_xrecs(a->x + i, j - i);
+	}
 	bool *cpu_op = calloc(a->names.n, sizeof(*cpu_op));
 	struct an_op_memo *memo = calloc(a->names.n, sizeof(*memo));
 	if (!cpu_op || !memo) {
@@ -1776,6 +1855,26 @@ static void move_xrec(void *to, const void *from, const struct remap *m)
 	*(struct an_xrec *)to = (struct an_xrec){m->rows[x->row], m->names[x->name], x->ts, x->dur};
 }
 
+/* Each of b's rows' events after those of the same row in a (b read the
+ * file after a's part), converted in place, their chunks a's now. */
+static void merge_xrows(struct an_trace *a, struct an_trace *b, const struct remap *m)
+{
+	for (size_t i = 0; i < b->nxrows; i++) {
+		struct an_xrow *from = &b->xrows[i];
+		if (!from->head)
+			continue;
+		for (struct an_xchunk *c = from->head; c; c = c->next)
+			for (uint32_t k = 0; k < c->n; k++)
+				move_xrec(&c->rec[k], &c->rec[k], m);
+		struct an_xrow *to = &a->xrows[m->rows[i]];
+		*(to->tail ? &to->tail->next : &to->head) = from->head;
+		to->tail = from->tail;
+		*from = (struct an_xrow){NULL, NULL};
+	}
+	a->nx += b->nx;
+	b->nx = 0;
+}
+
 static void move_copy(void *to, const void *from, const struct remap *m)
 {
 	struct an_copy c = *(const struct an_copy *)from;
@@ -1939,7 +2038,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	const uint32_t *names = map[M_NAMES], *rows = map[M_ROWS], *pids = map[M_PIDS];
 	uint32_t seq = (uint32_t)a->nseq;
 	if (!rc &&
-	    (!reserve((void **)&a->x, &a->capx, a->nx + b->nx, sizeof(*a->x)) ||
+	    (!reserve_rows(a, a->rows.n) ||
 	     !reserve((void **)&a->open, &a->capopen, a->nopen + b->nopen, sizeof(*a->open)) ||
 	     !reserve((void **)&a->copies, &a->capcopies, a->ncopies + b->ncopies, sizeof(*a->copies)) ||
 	     !reserve((void **)&a->corrs, &a->capcorrs, a->ncorrs + b->ncorrs, sizeof(*a->corrs)) ||
@@ -1949,7 +2048,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		rc = -ENOMEM;
 	struct remap m = {names, rows, pids, map[M_DIRS], seq};
 	if (!rc) {
-		MOVE_BACK(a->x, a->nx, b->x, b->nx, b->capx, &m, move_xrec);
+		merge_xrows(a, b, &m);
 		MOVE_BACK(a->open, a->nopen, b->open, b->nopen, b->capopen, &m, move_xrec);
 		MOVE_BACK(a->copies, a->ncopies, b->copies, b->ncopies, b->capcopies, &m, move_copy);
 		MOVE_BACK(a->corrs, a->ncorrs, b->corrs, b->ncorrs, b->capcorrs, &m, move_corr);
@@ -2115,11 +2214,13 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	struct an_table cpu_ops = {.item_size = sizeof(struct an_cpu_op)};
 	if (!rc)
 		rc = an_split_async(a);
-	/* HTA's launch matching needs neither the complete events' order nor
-	 * self time: on two threads it runs beside them. */
+	/* HTA's launch matching needs neither the complete events nor self
+	 * time: on two threads it runs beside their layout and self time. */
 	struct an_beside launches = {.a = a, .fn = an_hta_launches};
 	if (!rc)
 		an_beside_start(&launches);
+	if (!rc)
+		rc = xrows_layout(a);
 	if (!rc)
 		rc = compute_self(a, &cpu_ops);
 	if (!rc)
@@ -2152,6 +2253,7 @@ void an_free(struct an_trace *a)
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		an_table_free(tables[i]);
 	free(a->x);
+	xrows_free(a);
 	free(a->open);
 	free(a->gpu);
 	free(a->copies);

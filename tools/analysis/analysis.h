@@ -15,12 +15,18 @@
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
  * two per event) only in a trace where a child outlives its parent.
  *
- * A large plain file read in two halves at once (an_threads) holds the
- * same records, in two sets until they are merged; the merge moves the
- * second set a chunk at a time, handing each chunk's memory back.
+ * The complete events are kept per row while the file is read, and laid
+ * out row after row once it is done (each chunk handed back as it is
+ * copied), so that self time sorts each row alone: one pass over a row
+ * the file had in order.
  *
- * With two threads (an_threads), HTA's launch matching runs beside self
- * time; wall times and GPU busy time beside HTA's critical paths (the
+ * A large plain file read in two halves at once (an_threads) holds the
+ * same records, in two sets until they are merged; the merge hands the
+ * second set's rows of complete events on as they are, and moves its
+ * other records a chunk at a time, handing each chunk's memory back.
+ *
+ * With two threads (an_threads), HTA's launch matching runs beside the
+ * complete events' layout and self time; wall times and GPU busy time beside HTA's critical paths (the
  * peak), and kernel statistics and HTA's kernel sequences beside its
  * per-device analyses. What goes beside the peak keeps next to nothing,
  * so the peak is the same as on one thread (docs/benchmarks.md). */
@@ -130,6 +136,21 @@ struct an_tname {
 struct an_xrec {
 	uint32_t row, name;
 	int64_t ts, dur;
+};
+
+/* One row's complete events as the read appends them, in chunks (the
+ * first small, the rest AN_XCHUNK_MAX events), each handed back once
+ * an_read has laid the rows out in a->x. */
+#define AN_XCHUNK_FIRST 64
+#define AN_XCHUNK_MAX   65536
+struct an_xchunk {
+	struct an_xchunk *next;
+	uint32_t n, cap;
+	struct an_xrec rec[];
+};
+
+struct an_xrow {
+	struct an_xchunk *head, *tail;
 };
 
 enum an_gpu_kind { AN_KERNEL, AN_NCCL, AN_MEMCPY, AN_MEMSET };
@@ -455,8 +476,15 @@ struct an_last_cat {
 struct an_trace {
 	/* collected */
 	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs, tnames;
+	/* Every complete event, row by row (in row order), each row's in
+	 * start order once self time has sorted it. While the file is read
+	 * they are kept per row in xrows (indexed as the rows table; nxrows
+	 * entries, those past the table's rows empty), which a trace written
+	 * in time order leaves in order already. */
 	struct an_xrec *x;
-	size_t nx, capx;
+	size_t nx;
+	struct an_xrow *xrows;
+	size_t nxrows;
 	/* Complete events with "finished": false: ranges open when the trace
 	 * was written (a flight recorder dump), each lasting to that moment;
 	 * sorted by row, then outermost (earliest) first. */

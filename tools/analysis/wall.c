@@ -38,70 +38,74 @@ static void recount(struct an_trace *a)
 		sn->count = 0;
 		sn->total = sn->self = sn->max = 0;
 	}
-	for (size_t i = 0; i < a->nx; i++) {
-		const struct an_xrec *x = &a->x[i];
-		struct an_name *sn = an_table_item(&a->names, x->name);
-		struct an_category *c = an_table_item(&a->xcats, sn->cat);
-		c->names += !sn->count;
-		c->events++;
-		c->total = an_sat_add(c->total, x->dur);
-		sn->count++;
-		sn->total = an_sat_add(sn->total, x->dur);
-		if (x->dur > sn->max)
-			sn->max = x->dur;
-	}
+	for (size_t r = 0; r < a->nxrows; r++)
+		for (const struct an_xchunk *ch = a->xrows[r].head; ch; ch = ch->next)
+			for (uint32_t k = 0; k < ch->n; k++) {
+				const struct an_xrec *x = &ch->rec[k];
+				struct an_name *sn = an_table_item(&a->names, x->name);
+				struct an_category *c = an_table_item(&a->xcats, sn->cat);
+				c->names += !sn->count;
+				c->events++;
+				c->total = an_sat_add(c->total, x->dur);
+				sn->count++;
+				sn->total = an_sat_add(sn->total, x->dur);
+				if (x->dur > sn->max)
+					sn->max = x->dur;
+			}
 	for (size_t i = 0; i < a->names.n; i++) {
 		struct an_name *sn = an_table_item(&a->names, i);
 		sn->self = sn->total;
 	}
 }
 
+/* Moves x (on an async row) into its category's start/end-range twin;
+ * to remembers where each name went. */
+static int move_async(struct an_trace *a, struct an_xrec *x, uint32_t *to, char *key, size_t keylen,
+                      char *cat, size_t catlen, bool *moved)
+{
+	if (to[x->name]) {
+		x->name = to[x->name] - 1;
+		*moved = true;
+		return 0;
+	}
+	const struct an_name *old = an_table_item(&a->names, x->name);
+	const char *oldcat = a->xcats.keys[old->cat];
+	if (strstr(oldcat, AN_ASYNC_CAT))
+		return 0;
+	snprintf(cat, catlen, "%s%s", oldcat, AN_ASYNC_CAT);
+	snprintf(key, keylen, "%s" AN_SEP "%s", cat, an_name(a, x->name));
+	struct an_category *c = an_table_get(&a->xcats, cat);
+	struct an_name *sn = c ? an_table_get(&a->names, key) : NULL;
+	if (!sn)
+		return -ENOMEM;
+	sn->cat = (uint32_t)an_table_index(&a->xcats, c);
+	sn->cat_len = (uint32_t)strlen(cat);
+	uint32_t name = (uint32_t)an_table_index(&a->names, sn);
+	to[x->name] = name + 1;
+	x->name = name;
+	*moved = true;
+	return 0;
+}
+
 int an_split_async(struct an_trace *a)
 {
-	/* Which rows are async ones, and where each name moved to (its new
-	 * index + 1), each worked out once rather than once an event. */
-	uint32_t first = 0;
-	while (first < a->rows.n && !async_row(a, first))
-		first++;
-	if (first == a->rows.n)
-		return 0; /* most traces have none */
+	/* Only the async rows' events are visited, and where each name moves
+	 * to (its new index + 1) is worked out once. */
 	size_t nnames = a->names.n;
-	bool *async = calloc(a->rows.n, sizeof(*async));
-	uint32_t *to = calloc(nnames ? nnames : 1, sizeof(*to));
-	int rc = async && to ? 0 : -ENOMEM;
-	for (uint32_t r = first; !rc && r < a->rows.n; r++)
-		async[r] = async_row(a, r);
+	uint32_t *to = NULL;
 	bool moved = false;
+	int rc = 0;
 	char key[TR_NAME_MAX + TR_SHORT_MAX + 64], cat[TR_SHORT_MAX + 32];
-	for (size_t i = 0; !rc && i < a->nx; i++) {
-		struct an_xrec *x = &a->x[i];
-		if (!async[x->row])
+	for (uint32_t r = 0; !rc && r < a->rows.n && r < a->nxrows; r++) {
+		if (!a->xrows[r].head || !async_row(a, r))
 			continue;
-		if (to[x->name]) {
-			moved = true;
-			x->name = to[x->name] - 1;
-			continue;
-		}
-		const struct an_name *old = an_table_item(&a->names, x->name);
-		const char *oldcat = a->xcats.keys[old->cat];
-		if (strstr(oldcat, AN_ASYNC_CAT))
-			continue;
-		snprintf(cat, sizeof(cat), "%s%s", oldcat, AN_ASYNC_CAT);
-		snprintf(key, sizeof(key), "%s" AN_SEP "%s", cat, an_name(a, x->name));
-		struct an_category *c = an_table_get(&a->xcats, cat);
-		struct an_name *sn = c ? an_table_get(&a->names, key) : NULL;
-		if (!sn) {
+		if (!to && !(to = calloc(nnames ? nnames : 1, sizeof(*to))))
 			rc = -ENOMEM;
-			break;
-		}
-		sn->cat = (uint32_t)an_table_index(&a->xcats, c);
-		sn->cat_len = (uint32_t)strlen(cat);
-		uint32_t name = (uint32_t)an_table_index(&a->names, sn);
-		to[x->name] = name + 1;
-		x->name = name;
-		moved = true;
+		for (struct an_xchunk *c = a->xrows[r].head; !rc && c; c = c->next)
+			for (uint32_t k = 0; !rc && k < c->n; k++)
+				rc =
+				    move_async(a, &c->rec[k], to, key, sizeof(key), cat, sizeof(cat), &moved);
 	}
-	free(async);
 	free(to);
 	if (!rc && moved)
 		recount(a);
