@@ -322,6 +322,35 @@ static void test_stream_names(void **state)
 	yajl_tree_free(v);
 }
 
+/* A trace written as it is built: trace_open gives the stream, after
+ * whose events trace_summary adds GPU 0's label, writes it as name and
+ * returns its summary's JSON. */
+struct built {
+	char *text;
+	size_t len;
+	FILE *f;
+};
+
+static FILE *trace_open(struct built *b)
+{
+	*b = (struct built){0};
+	b->f = open_memstream(&b->text, &b->len);
+	assert_non_null(b->f);
+	fputs("{\"traceEvents\": [\n", b->f);
+	return b->f;
+}
+
+static yajl_val trace_summary(struct built *b, const char *name)
+{
+	fprintf(b->f, "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, "
+	              "\"args\": {\"labels\": \"GPU 0\"}}\n]}\n");
+	assert_int_equal(fclose(b->f), 0);
+	char args[4200];
+	snprintf(args, sizeof(args), "--json --top 0 '%s'", write_trace(b->text, name));
+	free(b->text);
+	return summary_json(args);
+}
+
 /* A step over 1100 streams of one device, more than the per-stream
  * buckets start with and more than the per-device analyses count streams
  * for (they sort past 1024): stream s has two launches and kernels, at
@@ -332,11 +361,9 @@ static void test_stream_names(void **state)
 static void test_many_streams(void **state)
 {
 	(void)state;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	assert_non_null(f);
-	fprintf(f, "{\"traceEvents\": [\n" STEP(1, 0, 200000));
+	struct built b;
+	FILE *f = trace_open(&b);
+	fprintf(f, STEP(1, 0, 200000));
 	for (long s = 1; s <= MANY_STREAMS; s++)
 		for (long k = 0; k < 2; k++) {
 			long t = 100 * s + 30 * k, corr = 2 * s + k;
@@ -351,13 +378,7 @@ static void test_many_streams(void **state)
 			    "%ld}},\n",
 			    t, corr, s, t + 10, s, corr);
 		}
-	fprintf(f, "{\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": 0, \"tid\": 0, "
-	           "\"args\": {\"labels\": \"GPU 0\"}}\n]}\n");
-	assert_int_equal(fclose(f), 0);
-	char args[4200];
-	snprintf(args, sizeof(args), "--json --top 0 '%s'", write_trace(text, "streams.json"));
-	free(text);
-	yajl_val v = summary_json(args);
+	yajl_val v = trace_summary(&b, "streams.json");
 	yajl_val idle = tu_get(v, "idle_time"), queues = tu_get(v, "queue_length");
 	assert_int_equal(idle->u.array.len, MANY_STREAMS);
 	assert_int_equal(queues->u.array.len, MANY_STREAMS);
@@ -370,6 +391,55 @@ static void test_many_streams(void **state)
 		assert_true(tu_get_num(at(queues, i), "mean") == 0.5);
 	}
 	assert_int_equal(tu_get(v, "critical_path")->u.array.len, 1);
+	yajl_tree_free(v);
+}
+
+/* Kernel statistics by name, past the size where durations are sorted
+ * by their bytes: 3 000 gemm kernels lasting 1 to 3 000 µs and 1 100 relu
+ * kernels lasting 1 to 1 100 times 65 537 µs (up to 72 s, so that five of
+ * their bytes differ), each name's in a shuffled order (k * 7919 mod n is
+ * a permutation). gemm: sum n(n+1)/2 = 4 501 500 µs, mean 1 500.5 µs,
+ * sample std sqrt(n(n+1)/12) = 866.1697 µs; relu: 65 537 times its
+ * 1..1 100's, sum 39 685 930 350 µs, mean 36 078 118.5 µs, std 20 820 249.828 µs. */
+static void test_kernel_stats_many(void **state)
+{
+	(void)state;
+	struct built b;
+	FILE *f = trace_open(&b);
+	fprintf(f, STEP(1, 0, 100000000000));
+	static const struct {
+		const char *name;
+		long n, scale, stream;
+	} kinds[] = {{"gemm", 3000, 1, 7}, {"relu", 1100, 65537, 9}};
+	for (size_t i = 0; i < 2; i++)
+		for (long k = 0, t = 10; k < kinds[i].n; k++) {
+			long dur = ((k * 7919) % kinds[i].n + 1) * kinds[i].scale;
+			fprintf(f,
+			        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, "
+			        "\"tid\": %ld, \"ts\": %ld, \"dur\": %ld, \"args\": {\"stream\": %ld, "
+			        "\"correlation\": %ld}},\n",
+			        kinds[i].name, kinds[i].stream, t, dur, kinds[i].stream,
+			        10000 * (long)i + k + 1);
+			t += dur + 1;
+		}
+	yajl_val v = trace_summary(&b, "kernels.json");
+	yajl_val kn = tu_get(v, "kernels_by_type");
+	assert_int_equal(kn->u.array.len, 2);
+	yajl_val relu = at(kn, 0), gemm = at(kn, 1); /* the most time first */
+	assert_string_equal(tu_get_str(gemm, "name"), "gemm");
+	assert_int_equal(num(gemm, "count"), 3000);
+	assert_int_equal(num(gemm, "sum_ns"), 4501500000LL);
+	assert_int_equal(num(gemm, "min_ns"), 1000);
+	assert_int_equal(num(gemm, "max_ns"), 3000000);
+	assert_int_equal(num(gemm, "mean_ns"), 1500500);
+	assert_int_equal(num(gemm, "std_ns"), 866170);
+	assert_string_equal(tu_get_str(relu, "name"), "relu");
+	assert_int_equal(num(relu, "count"), 1100);
+	assert_int_equal(num(relu, "sum_ns"), 39685930350000LL);
+	assert_int_equal(num(relu, "min_ns"), 65537000);
+	assert_int_equal(num(relu, "max_ns"), 72090700000LL);
+	assert_int_equal(num(relu, "mean_ns"), 36078118500LL);
+	assert_int_equal(num(relu, "std_ns"), 20820249828LL);
 	yajl_tree_free(v);
 }
 
@@ -397,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(test_no_communication),
 	    cmocka_unit_test(test_stream_names),
 	    cmocka_unit_test(test_many_streams),
+	    cmocka_unit_test(test_kernel_stats_many),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

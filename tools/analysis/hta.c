@@ -627,12 +627,54 @@ static int type_times(struct an_trace *a, const struct dev_work *w, struct an_br
 	return 0;
 }
 
-/* One name's row of get_gpu_kernel_breakdown, from its durations d[0, n)
- * (sorted here: the sums are taken smallest first). */
-static int name_row(struct an_trace *a, const struct an_breakdown *b, unsigned type, uint32_t name,
-                    int64_t *d, size_t n, size_t *cap)
+/* Sorts durations by their bytes, lowest first, through tmp (room for n):
+ * a byte every value shares takes no pass. Values below 0 (which the read
+ * never keeps) are sorted in place instead. */
+static void sort_durs(int64_t *d, size_t n, int64_t *tmp)
 {
-	sort_i64s(d, n);
+	if (n < 1024) { /* not worth the counts */
+		sort_i64s(d, n);
+		return;
+	}
+	size_t count[8][256] = {{0}};
+	for (size_t i = 0; i < n; i++) {
+		if (d[i] < 0) {
+			sort_i64s(d, n);
+			return;
+		}
+		for (unsigned k = 0; k < 8; k++)
+			count[k][(uint64_t)d[i] >> (8 * k) & 0xff]++;
+	}
+	int64_t *from = d, *to = tmp;
+	for (unsigned k = 0; k < 8; k++) {
+		if (count[k][(uint64_t)d[0] >> (8 * k) & 0xff] == n)
+			continue;
+		size_t at = 0;
+		for (unsigned v = 0; v < 256; v++) {
+			size_t c = count[k][v];
+			count[k][v] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			to[count[k][(uint64_t)from[i] >> (8 * k) & 0xff]++] = from[i];
+		int64_t *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != d)
+		memcpy(d, from, n * sizeof(*d));
+}
+
+/* One name's row of get_gpu_kernel_breakdown, from its durations d[0, n)
+ * (sorted here: the sums are taken smallest first; through tmp, room for
+ * n, or in place when tmp is NULL). */
+static int name_row(struct an_trace *a, const struct an_breakdown *b, unsigned type, uint32_t name,
+                    int64_t *d, size_t n, int64_t *tmp, size_t *cap)
+{
+	if (tmp)
+		sort_durs(d, n, tmp);
+	else
+		sort_i64s(d, n);
 	struct an_kname k = {b->pid, b->rank, type, name, n, 0, d[0], d[n - 1], 0, 0};
 	for (size_t i = 0; i < n; i++)
 		k.sum = an_sat_add(k.sum, d[i]);
@@ -669,14 +711,20 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 			}
 	for (size_t i = 0; !rc && i < w->n; i++)
 		d[end[w->r[i].name]++] = w->r[i].dur;
+	size_t most = 0;
+	for (size_t k = 0; !rc && k < nn; k++)
+		most = count[k] > most ? count[k] : most;
+	int64_t *tmp = rc ? NULL : malloc((most ? most : 1) * sizeof(*tmp)); /* NULL: sorted in place */
 	for (unsigned t = 0; !rc && t < 4; t++)
 		for (size_t k = 0; !rc && k < nn; k++)
 			if (count[k] && type[k] == t)
-				rc = name_row(a, b, t, (uint32_t)k, d + end[k] - count[k], count[k], cap);
+				rc =
+				    name_row(a, b, t, (uint32_t)k, d + end[k] - count[k], count[k], tmp, cap);
 	free(count);
 	free(end);
 	free(type);
 	free(d);
+	free(tmp);
 	return rc;
 }
 
