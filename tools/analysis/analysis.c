@@ -143,7 +143,9 @@ bool an_grow(void **arr, size_t n, size_t *cap, size_t size)
 {
 	if (n < *cap)
 		return true;
-	size_t ncap = *cap ? *cap * 2 : 1024;
+	/* Small to start: some arrays are one per row (the wall-time walks), and
+	 * a trace may have tens of thousands of rows. */
+	size_t ncap = *cap ? *cap * 2 : 16;
 	if (ncap <= n) /* a jump past the room (list_streams' counts) */
 		ncap = n + 1;
 	if (ncap > SIZE_MAX / size)
@@ -527,7 +529,9 @@ static struct an_xrec *xrow_push(struct an_trace *a, uint32_t r)
 		return NULL;
 	struct an_xrow *w = &a->xrows[r];
 	if (!w->tail || w->tail->n == w->tail->cap) {
-		uint32_t cap = w->tail ? AN_XCHUNK_MAX : AN_XCHUNK_FIRST;
+		uint32_t cap = !w->tail                            ? AN_XCHUNK_FIRST
+		               : w->tail->cap >= AN_XCHUNK_MAX / 8 ? AN_XCHUNK_MAX
+		                                                   : w->tail->cap * 8;
 		struct an_xchunk *c = malloc(sizeof(*c) + cap * sizeof(c->rec[0]));
 		if (!c)
 			return NULL;

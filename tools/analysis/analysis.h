@@ -139,9 +139,11 @@ struct an_xrec {
 };
 
 /* One row's complete events as the read appends them, in chunks (the
- * first small, the rest AN_XCHUNK_MAX events), each handed back once
- * an_read has laid the rows out in a->x. */
-#define AN_XCHUNK_FIRST 64
+ * first of AN_XCHUNK_FIRST events, each next eight times larger up to
+ * AN_XCHUNK_MAX, so that a trace of many short rows keeps little more
+ * than its events), each handed back once an_read has laid the rows out
+ * in a->x. */
+#define AN_XCHUNK_FIRST 8
 #define AN_XCHUNK_MAX   65536
 struct an_xchunk {
 	struct an_xchunk *next;
