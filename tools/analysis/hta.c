@@ -628,11 +628,11 @@ static int type_times(struct an_trace *a, const struct dev_work *w, struct an_br
 }
 
 /* Sorts durations by their bytes, lowest first, through tmp (room for n):
- * a byte every value shares takes no pass. Values below 0 (which the read
- * never keeps) are sorted in place instead. */
+ * a byte every value shares takes no pass. Few values, values below 0
+ * (which the read never keeps) or no tmp: sorted in place instead. */
 static void sort_durs(int64_t *d, size_t n, int64_t *tmp)
 {
-	if (n < 1024) { /* not worth the counts */
+	if (n < 1024 || !tmp) { /* not worth the counts, or no room */
 		sort_i64s(d, n);
 		return;
 	}
@@ -671,10 +671,7 @@ static void sort_durs(int64_t *d, size_t n, int64_t *tmp)
 static int name_row(struct an_trace *a, const struct an_breakdown *b, unsigned type, uint32_t name,
                     int64_t *d, size_t n, int64_t *tmp, size_t *cap)
 {
-	if (tmp)
-		sort_durs(d, n, tmp);
-	else
-		sort_i64s(d, n);
+	sort_durs(d, n, tmp);
 	struct an_kname k = {b->pid, b->rank, type, name, n, 0, d[0], d[n - 1], 0, 0};
 	for (size_t i = 0; i < n; i++)
 		k.sum = an_sat_add(k.sum, d[i]);
