@@ -563,15 +563,13 @@ static int xrows_layout(struct an_trace *a)
 	if (!a->x)
 		return -ENOMEM;
 	size_t at = 0;
-	for (size_t r = 0; r < a->nxrows; r++) {
-		for (struct an_xchunk *c = a->xrows[r].head, *next; c; c = next) {
-			next = c->next;
+	for (size_t r = 0; r < a->nxrows; r++)
+		for (struct an_xchunk *c; (c = a->xrows[r].head);) {
 			memcpy(a->x + at, c->rec, c->n * sizeof(c->rec[0]));
 			at += c->n;
+			a->xrows[r].head = c->next;
 			free(c);
 		}
-		a->xrows[r] = (struct an_xrow){NULL, NULL};
-	}
 	xrows_free(a);
 	return 0;
 }
@@ -894,8 +892,7 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 	/* The rows are laid out already: each is sorted alone, which takes one
 	 * pass over a row the file had in order. */
 	for (size_t i = 0, j; i < a->nx; i = j) {
-		for (j = i + 1; j < a->nx && a->x[j].row == a->x[i].row; j++)
-			;
+		j = an_row_end(a, i);
 		sort_xrecs(a->x + i, j - i);
 	}
 	bool *cpu_op = calloc(a->names.n, sizeof(*cpu_op));
@@ -969,16 +966,17 @@ static int cmp_rank(int64_t x, int64_t y)
  * in time order, and its busy time grown as they come, so nothing is
  * copied or sorted. */
 
-/* Per names-table entry: its enum an_gpu_kind, or UINT8_MAX for none. */
+/* Per names-table entry: its enum an_gpu_kind, or UINT8_MAX for none,
+ * from its category's kind as the read found it (an_name.gpu). */
 static uint8_t *gpu_kinds(const struct an_trace *a)
 {
 	uint8_t *kind = malloc(a->names.n ? a->names.n : 1);
 	for (size_t i = 0; kind && i < a->names.n; i++) {
-		const char *cat = an_name_cat(a, (uint32_t)i);
-		kind[i] = !strcmp(cat, "kernel") ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
-		          : !strcmp(cat, "gpu_memcpy") ? AN_MEMCPY
-		          : !strcmp(cat, "gpu_memset") ? AN_MEMSET
-		                                       : UINT8_MAX;
+		const struct an_name *sn = an_table_item(&a->names, i);
+		kind[i] = sn->gpu == AN_CAT_KERNEL ? (is_nccl(an_name(a, (uint32_t)i)) ? AN_NCCL : AN_KERNEL)
+		          : sn->gpu == AN_CAT_COPY ? AN_MEMCPY
+		          : sn->gpu == AN_CAT_MEMSET ? AN_MEMSET
+		                                     : UINT8_MAX;
 	}
 	return kind;
 }
@@ -1020,9 +1018,10 @@ static int gpu_work_of(const struct an_trace *a, struct gpu_work *g)
 	if (!g->kind)
 		return -ENOMEM;
 	for (size_t i = 0, j; i < a->nx; i = j) {
+		j = an_row_end(a, i);
 		bool gpu = false;
-		for (j = i; j < a->nx && a->x[j].row == a->x[i].row; j++)
-			gpu = gpu || g->kind[a->x[j].name] != UINT8_MAX;
+		for (size_t k = i; k < j && !gpu; k++)
+			gpu = g->kind[a->x[k].name] != UINT8_MAX;
 		if (!gpu)
 			continue;
 		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, a->x[i].row))->pid;

@@ -707,6 +707,16 @@ int an_queue_lengths(struct an_trace *a);
  * and rank), from every GPU event (hrecs sorted by rank, pid, start). */
 int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t nsteps);
 
+/* Past the run of a->x that holds x[i]'s row (the events are row by row
+ * once read). */
+static inline size_t an_row_end(const struct an_trace *a, size_t i)
+{
+	size_t j = i;
+	while (j < a->nx && a->x[j].row == a->x[i].row)
+		j++;
+	return j;
+}
+
 /* The display name of names-table entry i (the part after its category). */
 const char *an_name(const struct an_trace *a, uint32_t i);
 /* The tid text of a row (the number, or the string). */

@@ -173,9 +173,7 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 		gpu[a->gpu[i].row] = true;
 	/* The rows, in order; the events of each are a run of a->x. */
 	for (size_t i = 0; !rc && i < a->nx;) {
-		size_t j = i;
-		while (j < a->nx && a->x[j].row == a->x[i].row)
-			j++;
+		size_t j = an_row_end(a, i);
 		uint32_t row = a->x[i].row;
 		const char *tname = an_row_label(a, row);
 		enum an_ov_kind kind = gpu[row]                      ? AN_OV_STREAM
