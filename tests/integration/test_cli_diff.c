@@ -102,12 +102,8 @@ static void test_text_and_usage(void **state)
 	tu_assert_contains(line, "+7.000 µs");
 	tu_assert_contains(line, "slower");
 	free(line);
-	line = tu_line_with(out, "3 matched");
-	tu_assert_contains(line, "+5.000 µs, new 2.000 µs, gone 0 ns");
-	free(line);
-	line = tu_line_with(out, "100.000 µs 120.000 µs");
-	tu_assert_contains(line, "+20.000 µs");
-	free(line);
+	tu_assert_line(out, "3 matched", "+5.000 µs, new 2.000 µs, gone 0 ns");
+	tu_assert_line(out, "100.000 µs 120.000 µs", "+20.000 µs");
 	free(out);
 
 	snprintf(args, sizeof(args), "'%s'", pa);

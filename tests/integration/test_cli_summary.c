@@ -121,12 +121,8 @@ static void test_libkineto_fixture(void **state)
 	tu_assert_contains(line, "50.234 µs");
 	tu_assert_contains(line, "45.234 µs");
 	free(line);
-	line = tu_line_with(out, "cudaLaunchKernel");
-	tu_assert_contains(line, "5.000 µs");
-	free(line);
-	line = tu_line_with(out, "span");
-	tu_assert_contains(line, "1.000 ms");
-	free(line);
+	tu_assert_line(out, "cudaLaunchKernel", "5.000 µs");
+	tu_assert_line(out, "span", "1.000 ms");
 	free(out);
 }
 
@@ -206,18 +202,10 @@ static void test_times_within_the_window(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = tu_line_with(out, "  outer ");
-	tu_assert_contains(line, "150.000 µs 140.000 µs");
-	free(line);
-	line = tu_line_with(out, "  user_annotation (start/end ranges) ");
-	tu_assert_contains(line, "2       1 150.000 µs 150.000 µs");
-	free(line);
-	line = tu_line_with(out, "  batch in flight ");
-	tu_assert_contains(line, "2 150.000 µs 150.000 µs  85.000 µs 120.000 µs");
-	free(line);
-	line = tu_line_with(out, "  user_annotation  ");
-	tu_assert_contains(line, "4       2 150.000 µs 150.000 µs");
-	free(line);
+	tu_assert_line(out, "  outer ", "150.000 µs 140.000 µs");
+	tu_assert_line(out, "  user_annotation (start/end ranges) ", "2       1 150.000 µs 150.000 µs");
+	tu_assert_line(out, "  batch in flight ", "2 150.000 µs 150.000 µs  85.000 µs 120.000 µs");
+	tu_assert_line(out, "  user_annotation  ", "4       2 150.000 µs 150.000 µs");
 	const char *sums[] = {"250.000 µs", "190.000 µs", "260.000 µs", "170.000 µs"};
 	for (size_t i = 0; i < sizeof(sums) / sizeof(sums[0]); i++)
 		if (strstr(out, sums[i]))
@@ -320,12 +308,8 @@ static void test_instants_counters_and_accounting(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = tu_line_with(out, "dropped_events");
-	tu_assert_contains(line, "3");
-	free(line);
-	line = tu_line_with(out, "mem (bytes)");
-	tu_assert_contains(line, "300");
-	free(line);
+	tu_assert_line(out, "dropped_events", "3");
+	tu_assert_line(out, "mem (bytes)", "300");
 	free(out);
 	tu_rmrf(dir);
 	free(dir);

@@ -200,12 +200,8 @@ static void test_device_busy_and_gaps(void **state)
 	tu_assert_contains(line, "166.000 µs");
 	tu_assert_contains(line, "76.000 µs");
 	free(line);
-	line = tu_line_with(out, "longest gaps:");
-	tu_assert_contains(line, "76.000 µs at +324.000 µs, 40.000 µs at +160.000 µs");
-	free(line);
-	line = tu_line_with(out, "NCCL");
-	tu_assert_contains(line, "50.0% of communication hidden");
-	free(line);
+	tu_assert_line(out, "longest gaps:", "76.000 µs at +324.000 µs, 40.000 µs at +160.000 µs");
+	tu_assert_line(out, "NCCL", "50.0% of communication hidden");
 	free(out);
 	remove_trace(path);
 }
@@ -251,9 +247,7 @@ static void test_comm_overlap_shapes(void **state)
 
 	char *out = NULL;
 	assert_int_equal(summary(path, 0, &out), 0);
-	char *line = tu_line_with(out, "NCCL");
-	tu_assert_contains(line, "15.7% of communication hidden");
-	free(line);
+	tu_assert_line(out, "NCCL", "15.7% of communication hidden");
 	free(out);
 	remove_trace(path);
 }
@@ -377,9 +371,7 @@ static void test_merged_ranks(void **state)
 	assert_int_equal(summary(path, 0, &out), 0);
 	tu_assert_contains(out, "ranks: 0, 1 (from process names");
 	tu_assert_contains(out, "cpu_op by self time, per rank");
-	char *line = tu_line_with(out, "rank 1 · hostB · GPU 0");
-	tu_assert_contains(line, "30.0%");
-	free(line);
+	tu_assert_line(out, "rank 1 · hostB · GPU 0", "30.0%");
 	free(out);
 	remove_trace(path);
 }

@@ -112,9 +112,8 @@ static void test_text_and_report(void **state)
 	assert_int_equal(tu_strobe("summary", args, 0, &out), 0);
 	const char *sec = strstr(out, "\nfrequent kernel sequences");
 	assert_non_null(sec);
-	char *line = tu_line_with(sec, "aten::linear ");
-	tu_assert_contains(line, "aten::linear                         3      2  40.000 µs 200.000 µs");
-	free(line);
+	tu_assert_line(sec, "aten::linear ",
+	               "aten::linear                         3      2  40.000 µs 200.000 µs");
 	tu_assert_contains(sec, "    sequence: gemm, bias, relu\n");
 	tu_assert_contains(sec, "    sequence: relu, conv, conv\n");
 	free(out);

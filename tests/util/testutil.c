@@ -208,6 +208,13 @@ char *tu_line_with(const char *text, const char *needle)
 	return strndup(start, (size_t)((end ? end : at + strlen(at)) - start));
 }
 
+void tu_assert_line(const char *text, const char *needle, const char *want)
+{
+	char *line = tu_line_with(text, needle);
+	tu_assert_contains(line, want);
+	free(line);
+}
+
 int tu_run(const char *cmd, int merge_stderr, char **out)
 {
 	char *full = malloc(strlen(cmd) + 16);

@@ -88,6 +88,9 @@ void tu_assert_contains(const char *text, const char *needle);
 /* The whole line of text that holds needle, malloc'd; fails the test when
  * there is none. */
 char *tu_line_with(const char *text, const char *needle);
+/* The line of text that holds needle must hold want too (fails the test
+ * otherwise, naming both). */
+void tu_assert_line(const char *text, const char *needle, const char *want);
 int tu_run(const char *cmd, int merge_stderr, char **out);
 /* tu_run of "strobe COMMAND ARGS" (the built strobe command; ARGS is shell
  * text, quoted by the caller). */
