@@ -505,77 +505,8 @@ static struct an_row *row_of(struct an_trace *a, const struct tr_event *ev)
 	return row;
 }
 
-/* Room in a->xrows for n rows (new ones empty). */
-static bool reserve_rows(struct an_trace *a, size_t n)
-{
-	if (n <= a->nxrows)
-		return true;
-	size_t cap = a->nxrows ? a->nxrows : 16;
-	while (cap < n)
-		cap *= 2;
-	struct an_xrow *v = realloc(a->xrows, cap * sizeof(*v));
-	if (!v)
-		return false;
-	memset(v + a->nxrows, 0, (cap - a->nxrows) * sizeof(*v));
-	a->xrows = v;
-	a->nxrows = cap;
-	return true;
-}
-
-/* Room for one more complete event on row r, NULL when out of memory. */
-static struct an_xrec *xrow_push(struct an_trace *a, uint32_t r)
-{
-	if (!reserve_rows(a, (size_t)r + 1))
-		return NULL;
-	struct an_xrow *w = &a->xrows[r];
-	if (!w->tail || w->tail->n == w->tail->cap) {
-		uint32_t cap = !w->tail                            ? AN_XCHUNK_FIRST
-		               : w->tail->cap >= AN_XCHUNK_MAX / 8 ? AN_XCHUNK_MAX
-		                                                   : w->tail->cap * 8;
-		struct an_xchunk *c = malloc(sizeof(*c) + cap * sizeof(c->rec[0]));
-		if (!c)
-			return NULL;
-		*c = (struct an_xchunk){NULL, 0, cap};
-		*(w->tail ? &w->tail->next : &w->head) = c;
-		w->tail = c;
-	}
-	a->nx++;
-	return &w->tail->rec[w->tail->n++];
-}
-
-static void xrows_free(struct an_trace *a)
-{
-	for (size_t r = 0; r < a->nxrows; r++)
-		for (struct an_xchunk *c = a->xrows[r].head, *next; c; c = next) {
-			next = c->next;
-			free(c);
-		}
-	free(a->xrows);
-	a->xrows = NULL;
-	a->nxrows = 0;
-}
-
-/* The rows' events into a->x, row after row, each chunk handed back as it
- * is copied: the two copies never take much more than one. */
-static int xrows_layout(struct an_trace *a)
-{
-	a->x = malloc((a->nx ? a->nx : 1) * sizeof(*a->x));
-	if (!a->x)
-		return -ENOMEM;
-	size_t at = 0;
-	for (size_t r = 0; r < a->nxrows; r++)
-		for (struct an_xchunk *c; (c = a->xrows[r].head);) {
-			memcpy(a->x + at, c->rec, c->n * sizeof(c->rec[0]));
-			at += c->n;
-			a->xrows[r].head = c->next;
-			free(c);
-		}
-	xrows_free(a);
-	return 0;
-}
-
 /* *added: its record, when it has one. */
-static int add_complete(struct an_trace *a, const struct tr_event *ev, const struct an_xrec **added)
+static int add_complete(struct an_trace *a, const struct tr_event *ev, struct an_xrec *added, bool *has)
 {
 	if (!ev->has_ts) {
 		a->untimed++;
@@ -615,11 +546,10 @@ static int add_complete(struct an_trace *a, const struct tr_event *ev, const str
 	if (!row)
 		return -ENOMEM;
 	uint32_t r = (uint32_t)an_table_index(&a->rows, row);
-	struct an_xrec *x = xrow_push(a, r);
-	if (!x)
+	if (an_xadd(a, r, ev->ts_ns, dur, name))
 		return -ENOMEM;
-	*x = (struct an_xrec){r, name, ev->ts_ns, dur};
-	*added = x;
+	*added = (struct an_xrec){r, name, ev->ts_ns, dur};
+	*has = true;
 	uint32_t what = 0;
 	uint64_t corr = 0;
 	bool kept = false;
@@ -754,9 +684,10 @@ static int on_event(const struct tr_event *ev, void *arg)
 	if (rc)
 		return rc;
 	if (complete) {
-		const struct an_xrec *x = NULL;
-		rc = add_complete(a, ev, &x);
-		if (!rc && open && x && AN_PUSH(a->open, a->nopen, a->capopen, *x))
+		struct an_xrec x;
+		bool has = false;
+		rc = add_complete(a, ev, &x, &has);
+		if (!rc && open && has && AN_PUSH(a->open, a->nopen, a->capopen, x))
 			rc = -ENOMEM;
 		return rc;
 	}
@@ -829,23 +760,10 @@ static int cmp_xrec(const void *pa, const void *pb)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static bool xrec_less(const struct an_xrec *x, const struct an_xrec *y)
-{
-	if (x->row != y->row)
-		return x->row < y->row;
-	if (x->ts != y->ts)
-		return x->ts < y->ts;
-	if (x->dur != y->dur)
-		return x->dur > y->dur;
-	return x->name < y->name;
-}
-
-AN_SORT_DEFINE(sort_xrecs, struct an_xrec, xrec_less)
-
 /* An open event of the walk below and its self time so far. */
 struct self_frame {
-	size_t i;
-	int64_t self;
+	struct an_xrec x;
+	int64_t end, self;
 };
 
 void *an_op_item(struct an_table *t, struct an_op_memo *memo, int64_t rank, uint32_t name, bool add)
@@ -865,7 +783,7 @@ void *an_op_item(struct an_table *t, struct an_op_memo *memo, int64_t rank, uint
 static int add_cpu_op(struct an_trace *a, struct an_table *by, struct an_op_memo *memo,
                       const struct self_frame *f)
 {
-	const struct an_xrec *x = &a->x[f->i];
+	const struct an_xrec *x = &f->x;
 	const struct an_row *row = an_table_item(&a->rows, x->row);
 	int64_t rank = ((const struct an_process *)an_table_item(&a->pids, row->pid))->rank;
 	struct an_cpu_op *op = an_op_item(by, memo, rank, x->name, true);
@@ -879,8 +797,8 @@ static int add_cpu_op(struct an_trace *a, struct an_table *by, struct an_op_memo
 	return 0;
 }
 
-/* Takes from each event's self time what its direct children cover. After
- * the sort a row's events come in start order with parents before the
+/* Takes from each event's self time what its direct children cover. The
+ * layout left each row's events in start order with parents before the
  * children that start with them, so a stack of open events finds the
  * parent. A child that outlives its parent only gives back the overlap.
  * An event's self time is whole when it leaves the stack: cpu_ops are
@@ -889,12 +807,6 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 {
 	if (!a->nx)
 		return 0;
-	/* The rows are laid out already: each is sorted alone, which takes one
-	 * pass over a row the file had in order. */
-	for (size_t i = 0, j; i < a->nx; i = j) {
-		j = an_row_end(a, i);
-		sort_xrecs(a->x + i, j - i);
-	}
 	bool *cpu_op = calloc(a->names.n, sizeof(*cpu_op));
 	struct an_op_memo *memo = calloc(a->names.n, sizeof(*memo));
 	if (!cpu_op || !memo) {
@@ -907,33 +819,33 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 	struct self_frame *stack = NULL;
 	size_t depth = 0, cap = 0;
 	int rc = 0;
-	for (size_t i = 0; i <= a->nx && !rc; i++) {
-		const struct an_xrec *e = i < a->nx ? &a->x[i] : NULL;
-		bool row_end = !e || (i && e->row != a->x[i - 1].row);
-		while (depth && !rc &&
-		       (row_end ||
-		        an_sat_add(a->x[stack[depth - 1].i].ts, a->x[stack[depth - 1].i].dur) <= e->ts)) {
-			depth--;
-			if (cpu_op[a->x[stack[depth].i].name])
-				rc = add_cpu_op(a, by, memo, &stack[depth]);
+	for (uint32_t r = 0; r < a->rows.n && !rc; r++) {
+		struct an_xcur c;
+		struct an_xrec x;
+		an_xrow(a, r, &c);
+		for (bool more = true; more && !rc;) {
+			more = an_xnext(&c, &x);
+			while (depth && !rc && (!more || stack[depth - 1].end <= x.ts)) {
+				depth--;
+				if (cpu_op[stack[depth].x.name])
+					rc = add_cpu_op(a, by, memo, &stack[depth]);
+			}
+			if (!more || rc)
+				break;
+			int64_t end = an_sat_add(x.ts, x.dur);
+			if (depth) {
+				struct self_frame *parent = &stack[depth - 1];
+				int64_t covered = (end < parent->end ? end : parent->end) - x.ts;
+				struct an_name *sn = an_table_item(&a->names, parent->x.name);
+				sn->self -= covered;
+				parent->self -= covered;
+			}
+			if (!an_grow((void **)&stack, depth, &cap, sizeof(*stack))) {
+				rc = -ENOMEM;
+				break;
+			}
+			stack[depth++] = (struct self_frame){x, end, x.dur};
 		}
-		if (!e || rc)
-			break;
-		int64_t end = an_sat_add(e->ts, e->dur);
-		if (depth) {
-			struct self_frame *parent = &stack[depth - 1];
-			const struct an_xrec *p = &a->x[parent->i];
-			int64_t pend = an_sat_add(p->ts, p->dur);
-			int64_t covered = (end < pend ? end : pend) - e->ts;
-			struct an_name *sn = an_table_item(&a->names, p->name);
-			sn->self -= covered;
-			parent->self -= covered;
-		}
-		if (!an_grow((void **)&stack, depth, &cap, sizeof(*stack))) {
-			rc = -ENOMEM;
-			break;
-		}
-		stack[depth++] = (struct self_frame){i, e->dur};
 	}
 	free(stack);
 	free(cpu_op);
@@ -981,10 +893,9 @@ static uint8_t *gpu_kinds(const struct an_trace *a)
 	return kind;
 }
 
-/* A row's run of a->x that holds GPU work. */
+/* A row that holds GPU work. */
 struct gpu_run {
 	uint32_t pid, row;
-	size_t from, to;
 };
 
 static int cmp_run(const void *pa, const void *pb)
@@ -995,7 +906,7 @@ static int cmp_run(const void *pa, const void *pb)
 	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-/* The GPU work among the complete events once self time has sorted them:
+/* The GPU work among the complete events once laid out:
  * each name's kind (gpu_kinds), and the runs of the rows that hold some,
  * by pid, then row. Worked out once for GPU busy time, kernel statistics
  * and a->gpu. */
@@ -1017,15 +928,17 @@ static int gpu_work_of(const struct an_trace *a, struct gpu_work *g)
 	*g = (struct gpu_work){gpu_kinds(a), NULL, 0};
 	if (!g->kind)
 		return -ENOMEM;
-	for (size_t i = 0, j; i < a->nx; i = j) {
-		j = an_row_end(a, i);
+	for (uint32_t r = 0; r < a->rows.n; r++) {
+		struct an_xcur c;
+		struct an_xrec x;
 		bool gpu = false;
-		for (size_t k = i; k < j && !gpu; k++)
-			gpu = g->kind[a->x[k].name] != UINT8_MAX;
+		an_xrow(a, r, &c);
+		while (!gpu && an_xnext(&c, &x))
+			gpu = g->kind[x.name] != UINT8_MAX;
 		if (!gpu)
 			continue;
-		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, a->x[i].row))->pid;
-		if (AN_PUSH(g->runs, g->nruns, cap, (struct gpu_run){pid, a->x[i].row, i, j}))
+		uint32_t pid = ((const struct an_row *)an_table_item(&a->rows, r))->pid;
+		if (AN_PUSH(g->runs, g->nruns, cap, (struct gpu_run){pid, r}))
 			return -ENOMEM;
 	}
 	an_sort(g->runs, g->nruns, sizeof(*g->runs), cmp_run);
@@ -1162,7 +1075,13 @@ static int walk_event(struct dev_walk *w, const struct an_xrec *x, uint8_t kind)
 /* A min-heap of a device's runs by the time of their next GPU event. */
 struct run_cursor {
 	int64_t ts;
-	size_t at, to;
+	size_t k; /* its row's walk */
+};
+
+/* A row's walk for the merge below: its next GPU event. */
+struct run_walk {
+	struct an_xcur c;
+	struct an_xrec x;
 };
 
 static void cursor_down(struct run_cursor *h, size_t n, size_t i)
@@ -1182,12 +1101,13 @@ static void cursor_down(struct run_cursor *h, size_t n, size_t i)
 	}
 }
 
-/* The next GPU event of [at, to), or to. */
-static size_t next_gpu(const struct an_trace *a, const uint8_t *kind, size_t at, size_t to)
+/* The row's next GPU event into w->x; false past its last. */
+static bool next_gpu(struct run_walk *w, const uint8_t *kind)
 {
-	while (at < to && kind[a->x[at].name] == UINT8_MAX)
-		at++;
-	return at;
+	while (an_xnext(&w->c, &w->x))
+		if (kind[w->x.name] != UINT8_MAX)
+			return true;
+	return false;
 }
 
 static int device_time(struct an_trace *a, struct an_device *d, const uint8_t *kind,
@@ -1195,28 +1115,32 @@ static int device_time(struct an_trace *a, struct an_device *d, const uint8_t *k
 {
 	struct dev_walk w = {.a = a, .d = d};
 	struct run_cursor *h = malloc(nruns * sizeof(*h));
-	if (!h)
+	struct run_walk *rw = malloc(nruns * sizeof(*rw));
+	if (!h || !rw) {
+		free(h);
+		free(rw);
 		return -ENOMEM;
+	}
 	size_t n = 0;
 	for (size_t i = 0; i < nruns; i++) {
-		size_t at = next_gpu(a, kind, runs[i].from, runs[i].to);
-		if (at < runs[i].to)
-			h[n++] = (struct run_cursor){a->x[at].ts, at, runs[i].to};
+		an_xrow(a, runs[i].row, &rw[i].c);
+		if (next_gpu(&rw[i], kind))
+			h[n++] = (struct run_cursor){rw[i].x.ts, i};
 	}
 	for (size_t i = n / 2; i-- > 0;)
 		cursor_down(h, n, i);
 	int rc = 0;
 	while (n && !rc) {
-		const struct an_xrec *x = &a->x[h[0].at];
-		rc = walk_event(&w, x, kind[x->name]);
-		h[0].at = next_gpu(a, kind, h[0].at + 1, h[0].to);
-		if (h[0].at < h[0].to)
-			h[0].ts = a->x[h[0].at].ts;
+		struct run_walk *r = &rw[h[0].k];
+		rc = walk_event(&w, &r->x, kind[r->x.name]);
+		if (next_gpu(r, kind))
+			h[0].ts = r->x.ts;
 		else
 			h[0] = h[--n];
 		cursor_down(h, n, 0);
 	}
 	free(h);
+	free(rw);
 	if (!rc && w.all.n) {
 		add_buckets(a, d, &w.all.cur);
 		d->busy = grown_total(&w.all);
@@ -1238,12 +1162,11 @@ static int device_time(struct an_trace *a, struct an_device *d, const uint8_t *k
 		struct growing u = {0};
 		struct span closed;
 		uint64_t count = 0;
-		for (size_t k = runs[i].from; k < runs[i].to; k++) {
-			const struct an_xrec *x = &a->x[k];
-			if (kind[x->name] == UINT8_MAX)
-				continue;
+		struct run_walk r;
+		an_xrow(a, runs[i].row, &r.c);
+		while (next_gpu(&r, kind)) {
 			count++;
-			grow(&u, x->ts, an_sat_add(x->ts, x->dur), &closed);
+			grow(&u, r.x.ts, an_sat_add(r.x.ts, r.x.dur), &closed);
 		}
 		if (AN_PUSH(d->streams, d->nstreams, cap,
 		            (struct an_stream){runs[i].row, count, grown_total(&u)}))
@@ -1284,14 +1207,14 @@ static int compute_devices(struct an_trace *a, const struct gpu_work *g)
 static int gpu_records(struct an_trace *a, const struct gpu_work *g)
 {
 	int rc = 0;
-	for (size_t i = 0; !rc && i < g->nruns; i++)
-		for (size_t k = g->runs[i].from; k < g->runs[i].to && !rc; k++) {
-			const struct an_xrec *x = &a->x[k];
-			if (g->kind[x->name] != UINT8_MAX)
-				rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
-				             (struct an_gpurec){x->row, x->name, x->ts, x->dur,
-				                                g->kind[x->name], g->runs[i].pid});
-		}
+	for (size_t i = 0; !rc && i < g->nruns; i++) {
+		struct run_walk r;
+		an_xrow(a, g->runs[i].row, &r.c);
+		while (!rc && next_gpu(&r, g->kind))
+			rc = AN_PUSH(a->gpu, a->ngpu, a->capgpu,
+			             (struct an_gpurec){r.x.row, r.x.name, r.x.ts, r.x.dur, g->kind[r.x.name],
+			                                g->runs[i].pid});
+	}
 	return rc;
 }
 
@@ -1404,38 +1327,55 @@ static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap
 /* Kernel statistics per rank and name, from the complete events. The kernels
  * are gathered by name (a count per name, then each name's place); a
  * name's ranks are sorted together only when it ran in more than one. */
-static int compute_kernels(struct an_trace *a, const uint8_t *kind)
+static bool u32_less(const uint32_t *x, const uint32_t *y)
 {
+	return *x < *y;
+}
+
+AN_SORT_DEFINE(sort_u32s, uint32_t, u32_less)
+
+static int compute_kernels(struct an_trace *a, const struct gpu_work *g)
+{
+	const uint8_t *kind = g->kind;
 	size_t nn = a->names.n ? a->names.n : 1, n = 0, cap = 0;
 	size_t *count = calloc(nn, sizeof(*count)), *end = malloc(nn * sizeof(*end));
 	uint32_t *rank_at = malloc((a->pids.n ? a->pids.n : 1) * sizeof(*rank_at)); /* per pid */
-	int rc = count && end && rank_at ? 0 : -ENOMEM;
+	uint32_t *rows = malloc((g->nruns ? g->nruns : 1) * sizeof(*rows)); /* the GPU rows, in order */
+	int rc = count && end && rank_at && rows ? 0 : -ENOMEM;
 	for (uint32_t p = 0; !rc && p < a->pids.n; p++) /* list_ranks put every pid's rank there */
 		for (rank_at[p] = 0; a->ranks[rank_at[p]] != rank_of_pid(a, p); rank_at[p]++)
 			;
-	for (size_t i = 0; !rc && i < a->nx; i++)
-		if (kind[a->x[i].name] == AN_KERNEL || kind[a->x[i].name] == AN_NCCL)
-			count[a->x[i].name]++, n++;
+	for (size_t i = 0; !rc && i < g->nruns; i++)
+		rows[i] = g->runs[i].row;
+	if (!rc)
+		sort_u32s(rows, g->nruns);
+	struct an_xcur c;
+	struct an_xrec x;
+	for (size_t i = 0; !rc && i < g->nruns; i++)
+		for (an_xrow(a, rows[i], &c); an_xnext(&c, &x);)
+			if (kind[x.name] == AN_KERNEL || kind[x.name] == AN_NCCL)
+				count[x.name]++, n++;
 	struct kdur *k = rc ? NULL : malloc((n ? n : 1) * sizeof(*k));
 	rc = rc || !k ? -ENOMEM : 0;
 	for (size_t i = 0, place = 0; !rc && i < nn; place += count[i++])
 		end[i] = place;
-	for (size_t i = 0; !rc && i < a->nx; i++) {
-		const struct an_xrec *x = &a->x[i];
-		if (kind[x->name] == AN_KERNEL || kind[x->name] == AN_NCCL)
-			k[end[x->name]++] = (struct kdur){
-			    x->dur, rank_at[((const struct an_row *)an_table_item(&a->rows, x->row))->pid],
-			    x->name};
-	}
+	for (size_t i = 0; !rc && i < g->nruns; i++)
+		for (an_xrow(a, rows[i], &c); an_xnext(&c, &x);)
+			if (kind[x.name] == AN_KERNEL || kind[x.name] == AN_NCCL)
+				k[end[x.name]++] = (struct kdur){
+				    x.dur,
+				    rank_at[((const struct an_row *)an_table_item(&a->rows, x.row))->pid],
+				    x.name};
+	free(rows);
 	for (size_t i = 0; !rc && i < nn; i++) {
-		struct kdur *g = k + end[i] - count[i];
+		struct kdur *run = k + end[i] - count[i];
 		bool one_rank = true;
 		for (size_t j = 1; j < count[i] && one_rank; j++)
-			one_rank = g[j].rank == g[0].rank;
+			one_rank = run[j].rank == run[0].rank;
 		if (!one_rank)
-			sort_kdurs(g, count[i]);
+			sort_kdurs(run, count[i]);
 		if (count[i])
-			rc = kernel_rows(a, g, count[i], &cap);
+			rc = kernel_rows(a, run, count[i], &cap);
 	}
 	free(count);
 	free(end);
@@ -1639,7 +1579,7 @@ static int compute_rest(struct an_trace *a)
 	if (!rc)
 		an_beside_start(&devices);
 	if (!rc)
-		rc = compute_kernels(a, g.kind);
+		rc = compute_kernels(a, &g);
 	rc = an_beside_end(&devices, rc);
 	if (!rc)
 		rc = gpu_records(a, &g);
@@ -1858,26 +1798,6 @@ static void move_xrec(void *to, const void *from, const struct remap *m)
 	*(struct an_xrec *)to = (struct an_xrec){m->rows[x->row], m->names[x->name], x->ts, x->dur};
 }
 
-/* Each of b's rows' events after those of the same row in a (b read the
- * file after a's part), converted in place, their chunks a's now. */
-static void merge_xrows(struct an_trace *a, struct an_trace *b, const struct remap *m)
-{
-	for (size_t i = 0; i < b->nxrows; i++) {
-		struct an_xrow *from = &b->xrows[i];
-		if (!from->head)
-			continue;
-		for (struct an_xchunk *c = from->head; c; c = c->next)
-			for (uint32_t k = 0; k < c->n; k++)
-				move_xrec(&c->rec[k], &c->rec[k], m);
-		struct an_xrow *to = &a->xrows[m->rows[i]];
-		*(to->tail ? &to->tail->next : &to->head) = from->head;
-		to->tail = from->tail;
-		*from = (struct an_xrow){NULL, NULL};
-	}
-	a->nx += b->nx;
-	b->nx = 0;
-}
-
 static void move_copy(void *to, const void *from, const struct remap *m)
 {
 	struct an_copy c = *(const struct an_copy *)from;
@@ -2041,8 +1961,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	const uint32_t *names = map[M_NAMES], *rows = map[M_ROWS], *pids = map[M_PIDS];
 	uint32_t seq = (uint32_t)a->nseq;
 	if (!rc &&
-	    (!reserve_rows(a, a->rows.n) ||
-	     !reserve((void **)&a->open, &a->capopen, a->nopen + b->nopen, sizeof(*a->open)) ||
+	    (!reserve((void **)&a->open, &a->capopen, a->nopen + b->nopen, sizeof(*a->open)) ||
 	     !reserve((void **)&a->copies, &a->capcopies, a->ncopies + b->ncopies, sizeof(*a->copies)) ||
 	     !reserve((void **)&a->corrs, &a->capcorrs, a->ncorrs + b->ncorrs, sizeof(*a->corrs)) ||
 	     !reserve((void **)&a->hrecs, &a->caphrecs, a->nhrecs + b->nhrecs, sizeof(*a->hrecs)) ||
@@ -2051,7 +1970,10 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		rc = -ENOMEM;
 	struct remap m = {names, rows, pids, map[M_DIRS], seq};
 	if (!rc) {
-		merge_xrows(a, b, &m);
+		rc = an_xmerge(a, b, rows, map[M_NAMES]);
+		map[M_NAMES] = NULL; /* a's now */
+	}
+	if (!rc) {
 		MOVE_BACK(a->open, a->nopen, b->open, b->nopen, b->capopen, &m, move_xrec);
 		MOVE_BACK(a->copies, a->ncopies, b->copies, b->ncopies, b->capcopies, &m, move_copy);
 		MOVE_BACK(a->corrs, a->ncorrs, b->corrs, b->ncorrs, b->capcorrs, &m, move_corr);
@@ -2223,7 +2145,7 @@ int an_read(struct an_trace *a, const char *file, struct tr_stats *st, char *err
 	if (!rc)
 		an_beside_start(&launches);
 	if (!rc)
-		rc = xrows_layout(a);
+		rc = an_xlayout(a);
 	if (!rc)
 		rc = compute_self(a, &cpu_ops);
 	if (!rc)
@@ -2255,8 +2177,7 @@ void an_free(struct an_trace *a)
 	                             &a->pids, &a->instants, &a->counters, &a->dirs,  &a->tnames};
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		an_table_free(tables[i]);
-	free(a->x);
-	xrows_free(a);
+	an_xfree(a);
 	free(a->open);
 	free(a->gpu);
 	free(a->copies);

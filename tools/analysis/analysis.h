@@ -8,8 +8,9 @@
  * "rank <N> · ..." (what strobe merge writes) fold pids into ranks; they
  * may come after the events, so everything per rank is computed at the end.
  *
- * Memory: fixed per name and per row, plus 24 bytes per complete event
- * (exact self time and exact percentiles need them all), plus about 50 per
+ * Memory: fixed per name and per row, plus about 6 bytes per complete
+ * event, packed ("the complete events, packed" below; exact self time and
+ * exact percentiles need them all), plus about 50 per
  * GPU event and 40 per runtime call for HTA's analyses and launch latency,
  * which match launches to GPU events once the read is done. Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
@@ -17,12 +18,13 @@
  *
  * The complete events are kept per row while the file is read, and laid
  * out row after row once it is done (each chunk handed back as it is
- * copied), so that self time sorts each row alone: one pass over a row
- * the file had in order.
+ * read), each row sorted alone: one pass over a row the file had in
+ * order.
  *
  * A large plain file read in two halves at once (an_threads) holds the
  * same records, in two sets until they are merged; the merge hands the
- * second set's rows of complete events on as they are, and moves its
+ * second set's rows of complete events on as they are (their names
+ * mapped by the layout), and moves its
  * other records a chunk at a time, handing each chunk's memory back.
  *
  * With two threads (an_threads), HTA's launch matching runs beside the
@@ -138,22 +140,87 @@ struct an_xrec {
 	int64_t ts, dur;
 };
 
-/* One row's complete events as the read appends them, in chunks (the
- * first of AN_XCHUNK_FIRST events, each next eight times larger up to
- * AN_XCHUNK_MAX, so that a trace of many short rows keeps little more
- * than its events), each handed back once an_read has laid the rows out
- * in a->x. */
-#define AN_XCHUNK_FIRST 8
-#define AN_XCHUNK_MAX   65536
+/* ---- the complete events, packed (xstore.c) ------------------------------ */
+
+/* Each complete event is kept as three unsigned LEB128 varints: its start
+ * less the previous event's on its row (zigzag-coded: a row the file has
+ * out of order goes back in time), its duration and its name's index.
+ * Most take 5 or 6 bytes where struct an_xrec takes 24.
+ *
+ * While the file is read, each row's events are appended to chunks of
+ * their own (the first AN_XCHUNK_FIRST bytes, each next eight times
+ * larger up to AN_XCHUNK_MAX), each chunk coded on its own. an_xlayout
+ * then codes them again row after row into one array (each chunk handed
+ * back as it is read), each row in start order (xrec order: start, the
+ * enclosing event first, then name), and notes every AN_XMARK-th event
+ * of a row so that a search by time decodes at most AN_XMARK events. */
+#define AN_XCHUNK_FIRST 64
+#define AN_XCHUNK_MAX   (512 * 1024)
+#define AN_XREC_MAX     25 /* bytes: 10 + 10 + 5 */
+#define AN_XMARK        64
+
 struct an_xchunk {
 	struct an_xchunk *next;
-	uint32_t n, cap;
-	struct an_xrec rec[];
+	const uint32_t *names; /* set by the halves' merge: the events' names through this map */
+	int64_t last;          /* the start the next event is coded against (0 first) */
+	uint32_t n, len, cap;  /* events, bytes used, bytes of room */
+	uint8_t bytes[];
 };
 
 struct an_xrow {
 	struct an_xchunk *head, *tail;
 };
+
+/* Where a row's events are once laid out: bytes [off, the next row's
+ * off), n events, its first mark. */
+struct an_xspan {
+	size_t off, n, mark;
+};
+
+/* Decoding starts at a mark: from the start ts (the previous event's, 0
+ * for a row's first) at byte off. */
+struct an_xmark {
+	int64_t ts;
+	size_t off;
+};
+
+static inline uint64_t an_xvar(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = *p++;
+	if (v >= 0x80) {
+		v &= 0x7f;
+		for (unsigned s = 7;; s += 7) {
+			uint64_t b = *p++;
+			v |= (b & 0x7f) << s;
+			if (b < 0x80)
+				break;
+		}
+	}
+	*pp = p;
+	return v;
+}
+
+/* A walk over one row's events once laid out. */
+struct an_xcur {
+	const uint8_t *p, *end;
+	int64_t ts; /* the last event's start */
+	uint32_t row;
+};
+
+/* The cursor's next event into *x (its row included), false past the last. */
+static inline bool an_xnext(struct an_xcur *c, struct an_xrec *x)
+{
+	if (c->p >= c->end)
+		return false;
+	uint64_t z = an_xvar(&c->p);
+	c->ts = (int64_t)((uint64_t)c->ts + ((z >> 1) ^ (0 - (z & 1))));
+	x->ts = c->ts;
+	x->dur = (int64_t)an_xvar(&c->p);
+	x->name = (uint32_t)an_xvar(&c->p);
+	x->row = c->row;
+	return true;
+}
 
 enum an_gpu_kind { AN_KERNEL, AN_NCCL, AN_MEMCPY, AN_MEMSET };
 
@@ -478,15 +545,19 @@ struct an_last_cat {
 struct an_trace {
 	/* collected */
 	struct an_table phs, cats, xcats, names, rows, pids, instants, counters, dirs, tnames;
-	/* Every complete event, row by row (in row order), each row's in
-	 * start order once self time has sorted it. While the file is read
-	 * they are kept per row in xrows (indexed as the rows table; nxrows
-	 * entries, those past the table's rows empty), which a trace written
-	 * in time order leaves in order already. */
-	struct an_xrec *x;
+	/* Every complete event (nx of them), packed (an_xcur). While the file
+	 * is read they are kept per row in xrows (indexed as the rows table;
+	 * nxrows entries, those past the table's rows empty); an_xlayout then
+	 * puts them in xbytes, row after row, each row's in start order:
+	 * xspan[r] (rows.n + 1 entries) says where row r's are. */
 	size_t nx;
 	struct an_xrow *xrows;
 	size_t nxrows;
+	uint32_t **xmaps; /* the names maps of the halves' merge, until the layout */
+	size_t nxmaps;
+	uint8_t *xbytes;
+	struct an_xspan *xspan;
+	struct an_xmark *xmarks;
 	/* Complete events with "finished": false: ranges open when the trace
 	 * was written (a flight recorder dump), each lasting to that moment;
 	 * sorted by row, then outermost (earliest) first. */
@@ -707,14 +778,43 @@ int an_queue_lengths(struct an_trace *a);
  * and rank), from every GPU event (hrecs sorted by rank, pid, start). */
 int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t nsteps);
 
-/* Past the run of a->x that holds x[i]'s row (the events are row by row
- * once read). */
-static inline size_t an_row_end(const struct an_trace *a, size_t i)
+/* The packed complete events (xstore.c). While the file is read: */
+/* Appends an event to row r's; 0 or -ENOMEM. */
+int an_xadd(struct an_trace *a, uint32_t r, int64_t ts, int64_t dur, uint32_t name);
+/* Calls fn on each event of row r in file order; with rewrite, what fn
+ * leaves in x (its name) is kept. Stops at fn's first nonzero result. */
+int an_xrow_each(struct an_trace *a, uint32_t r, int (*fn)(struct an_trace *a, struct an_xrec *x, void *arg),
+                 void *arg, bool rewrite);
+/* Hands b's rows' events on to a after a's own (b read the file after
+ * a's part): rows[i] is b's row i in a, names b's names in a (a frees
+ * it, whatever the result, once the layout no longer needs it). */
+int an_xmerge(struct an_trace *a, struct an_trace *b, const uint32_t *rows, uint32_t *names);
+/* Lays the rows out (each sorted) in xbytes; 0 or -ENOMEM. */
+int an_xlayout(struct an_trace *a);
+void an_xfree(struct an_trace *a);
+/* Once laid out: row r's events from its first, or from at most AN_XMARK
+ * events before its first that starts at ts or later. */
+void an_xrow(const struct an_trace *a, uint32_t r, struct an_xcur *c);
+void an_xrow_from(const struct an_trace *a, uint32_t r, int64_t ts, struct an_xcur *c);
+static inline size_t an_xrow_count(const struct an_trace *a, uint32_t r)
 {
-	size_t j = i;
-	while (j < a->nx && a->x[j].row == a->x[i].row)
-		j++;
-	return j;
+	return a->xspan ? a->xspan[r].n : 0;
+}
+
+/* Every event, row after row: an_xall(a, &it), then an_xall_next. */
+struct an_xall {
+	const struct an_trace *a;
+	struct an_xcur c;
+};
+void an_xall(const struct an_trace *a, struct an_xall *it);
+static inline bool an_xall_next(struct an_xall *it, struct an_xrec *x)
+{
+	while (!an_xnext(&it->c, x)) {
+		if ((size_t)it->c.row + 1 >= it->a->rows.n)
+			return false;
+		an_xrow(it->a, it->c.row + 1, &it->c);
+	}
+	return true;
 }
 
 /* The display name of names-table entry i (the part after its category). */

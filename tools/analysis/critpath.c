@@ -349,23 +349,21 @@ static uint8_t *name_flags(const struct an_trace *a)
 }
 
 /* The CPU events of one row that start in [s, e] and last, nested by a
- * stack, with the graph's edges along the way. x[from, to) is the row. */
-static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_graph *g, size_t from, size_t to,
+ * stack, with the graph's edges along the way. */
+static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_graph *g, uint32_t row,
                    int64_t s, int64_t e, uint32_t **stack, size_t *scap)
 {
-	size_t lo = from, hi = to, depth = 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (a->x[mid].ts < s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t depth = 0;
+	struct an_xcur c;
+	struct an_xrec cur;
+	bool more;
+	an_xrow_from(a, row, s, &c);
+	while ((more = an_xnext(&c, &cur)) && cur.ts < s)
+		;
 	struct walk w = {-1, -1, -1, 0};
 	int rc = 0;
-	for (size_t i = lo; !rc && i <= to; i++) {
-		bool done = i == to || a->x[i].ts > e;
-		const struct an_xrec *x = done ? NULL : &a->x[i];
+	for (; !rc; more = an_xnext(&c, &cur)) {
+		const struct an_xrec *x = more && cur.ts <= e ? &cur : NULL;
 		if (x && x->dur <= 0)
 			continue;
 		while (!rc && depth && (!x || g->ev[(*stack)[depth - 1]].end <= x->ts)) {
@@ -627,9 +625,8 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 /* ---- per step ------------------------------------------------------------------------ */
 
 struct cp_ctx {
-	uint8_t *flags;    /* per name (name_flags) */
-	size_t *row_first; /* x[row_first[r], row_first[r + 1]) is row r */
-	bool *row_nodes;   /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
+	uint8_t *flags;  /* per name (name_flags) */
+	bool *row_nodes; /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
 	struct glink *gl;
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
@@ -650,8 +647,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	for (uint32_t r = 0; r < a->rows.n && !rc; r++) {
 		c->rows.at[r] = g->nev;
 		if (c->row_nodes[r] && an_row_rank(a, r) == s->rank)
-			rc = cpu_row(a, c->flags, g, c->row_first[r], c->row_first[r + 1], s->ts, end,
-			             &c->stack, &c->scap);
+			rc = cpu_row(a, c->flags, g, r, s->ts, end, &c->stack, &c->scap);
 		c->rows.to[r] = g->nev;
 	}
 	size_t ncpu = g->nev, lo = 0, hi = 0, sg = 0;
@@ -704,28 +700,22 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	struct cp_ctx c = {0};
 	struct cp_graph g = {0};
 	size_t cap = 0;
-	c.row_first = calloc(a->rows.n + 1, sizeof(*c.row_first));
 	c.row_nodes = calloc(a->rows.n ? a->rows.n : 1, sizeof(*c.row_nodes));
 	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
 	c.flags = name_flags(a);
 	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
 	c.sums.at = calloc(2 * a->names.n + 1, sizeof(*c.sums.at));
-	int rc = c.flags && c.row_first && c.row_nodes && c.gl && c.rows.at && c.rows.to && c.sums.at
-	             ? 0
-	             : -ENOMEM;
+	int rc = c.flags && c.row_nodes && c.gl && c.rows.at && c.rows.to && c.sums.at ? 0 : -ENOMEM;
 	if (!rc && !a->queue_rt)
 		rc = an_queue_lengths(a);
 	c.qrt = a->queue_rt;
 	c.qk = a->queue_k;
-	if (!rc) { /* x is sorted by row */
-		for (size_t i = 0; i < a->nx; i++) {
-			c.row_first[a->x[i].row + 1]++;
-			c.row_nodes[a->x[i].row] |= (c.flags[a->x[i].name] & N_NODE) != 0;
-		}
-		for (size_t r = 0; r < a->rows.n; r++)
-			c.row_first[r + 1] += c.row_first[r];
-	}
+	struct an_xcur xc;
+	struct an_xrec x;
+	for (uint32_t r = 0; !rc && r < a->rows.n; r++)
+		for (an_xrow(a, r, &xc); !c.row_nodes[r] && an_xnext(&xc, &x);)
+			c.row_nodes[r] = (c.flags[x.name] & N_NODE) != 0;
 	/* hrecs come rank by rank */
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *h = &a->hrecs[i];
@@ -746,7 +736,6 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(c.flags);
 	free(c.rows.at);
 	free(c.rows.to);
-	free(c.row_first);
 	free(c.row_nodes);
 	free(c.gl);
 	free(c.seg);

@@ -118,17 +118,22 @@ static int items_of(const struct an_trace *t, const struct tstep *steps, size_t 
 	size_t cap = 0;
 	*out = NULL;
 	*n = 0;
-	size_t count = kernels ? t->ngpu : t->nx;
-	for (size_t i = 0; i < count; i++) {
+	struct an_xall all;
+	struct an_xrec ev, *x = &ev;
+	an_xall(t, &all);
+	for (size_t i = 0;; i++) {
 		uint32_t name, pid;
 		int64_t ts, dur;
 		if (kernels) {
+			if (i >= t->ngpu)
+				break;
 			const struct an_gpurec *g = &t->gpu[i];
 			if (g->kind != AN_KERNEL && g->kind != AN_NCCL)
 				continue;
 			name = g->name, pid = g->pid, ts = g->ts, dur = g->dur;
 		} else {
-			const struct an_xrec *x = &t->x[i];
+			if (!an_xall_next(&all, x))
+				break;
 			if (!is_op(t, x->name) || is_step_name(t, x->name))
 				continue;
 			name = x->name, ts = x->ts, dur = x->dur;

@@ -458,8 +458,9 @@ static int find_steps(struct an_trace *a, const int64_t *num, struct an_step **o
 	size_t cap = 0;
 	*out = NULL;
 	*nout = 0;
-	for (size_t i = 0; i < a->nx; i++) {
-		const struct an_xrec *x = &a->x[i];
+	struct an_xall it;
+	struct an_xrec ev, *x = &ev;
+	for (an_xall(a, &it); an_xall_next(&it, x);) {
 		const struct an_name *sn = an_table_item(&a->names, x->name);
 		const char *cat = a->xcats.keys[sn->cat];
 		if (num[x->name] < 0 || !strcmp(cat, "gpu_user_annotation") || !strcmp(cat, "kernel"))
@@ -504,8 +505,9 @@ static int profiler_step_ends(struct an_trace *a, const bool *prof, struct rank_
 			names = 2;
 	}
 	*filter = names >= 2;
-	for (size_t i = 0; i < a->nx; i++) {
-		const struct an_xrec *x = &a->x[i];
+	struct an_xall it;
+	struct an_xrec ev, *x = &ev;
+	for (an_xall(a, &it); an_xall_next(&it, x);) {
 		if (!prof[x->name])
 			continue;
 		int64_t rank = pid_rank(a, ((const struct an_row *)an_table_item(&a->rows, x->row))->pid);

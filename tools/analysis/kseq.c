@@ -120,25 +120,32 @@ struct min_depths {
 	size_t n, cap;
 };
 
-/* The candidate ops (x sorted by row, start, longest first, as self time
- * leaves it): with seq_op, CPU events whose name holds it, at the
+/* The candidate ops (by row, start, longest first, as the layout leaves
+ * them): with seq_op, CPU events whose name holds it, at the
  * shallowest depth of their rank's candidates (min, from a first walk with
  * c NULL); else cpu_ops with no cpu_op around them. Each is counted as it
  * is found. */
 static int walk_roots(const struct an_trace *a, const uint8_t *flags, struct min_depths *min,
                       struct count_ctx *c)
 {
-	size_t *stack = NULL, depth = 0, scap = 0, ops = 0;
+	struct open_op {
+		int64_t end;
+		bool cpu_op;
+	} *stack = NULL;
+	size_t depth = 0, scap = 0, ops = 0;
 	int rc = 0;
-	for (size_t i = 0; i < a->nx && !rc; i++) {
-		const struct an_xrec *e = &a->x[i];
+	struct an_xall it;
+	struct an_xrec ev, *e = &ev;
+	uint32_t row = 0;
+	for (an_xall(a, &it); !rc && an_xall_next(&it, e);) {
 		uint8_t f = flags[e->name];
 		if (f & 1)
 			continue;
-		if (depth && e->row != a->x[stack[0]].row)
+		if (depth && e->row != row)
 			depth = ops = 0;
-		while (depth && an_sat_add(a->x[stack[depth - 1]].ts, a->x[stack[depth - 1]].dur) <= e->ts)
-			ops -= (flags[a->x[stack[--depth]].name] & 2) != 0;
+		row = e->row;
+		while (depth && stack[depth - 1].end <= e->ts)
+			ops -= stack[--depth].cpu_op;
 		bool cpu_op = f & 2;
 		bool cand = a->seq_op ? (f & 4) != 0 : cpu_op && !ops;
 		if (cand) {
@@ -157,7 +164,7 @@ static int walk_roots(const struct an_trace *a, const uint8_t *flags, struct min
 		if (!rc && !an_grow((void **)&stack, depth, &scap, sizeof(*stack)))
 			rc = -ENOMEM;
 		if (!rc) {
-			stack[depth++] = i;
+			stack[depth++] = (struct open_op){an_sat_add(e->ts, e->dur), cpu_op};
 			ops += cpu_op;
 		}
 	}

@@ -41,8 +41,9 @@ static uint32_t op_at(const struct an_trace *a, uint32_t pid, int64_t ts)
 {
 	uint32_t best = UINT32_MAX;
 	int64_t best_dur = INT64_MAX;
-	for (size_t i = 0; i < a->nx; i++) {
-		const struct an_xrec *x = &a->x[i];
+	struct an_xall it;
+	struct an_xrec ev, *x = &ev;
+	for (an_xall(a, &it); an_xall_next(&it, x);) {
 		if (x->ts > ts || ts - x->ts > x->dur || x->dur >= best_dur)
 			continue;
 		if (category_is(a, x->name, "cpu_op") || category_is(a, x->name, "user_annotation")) {

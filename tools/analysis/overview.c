@@ -71,12 +71,14 @@ static int64_t tid_number(const char *tid)
 	return *tid && !*end && !errno && v >= 0 ? v : -1;
 }
 
-/* Whether events x[from..to) are all the profiler's span over the trace
+/* Whether a row's events are all the profiler's span over the trace
  * (category "Trace": libkineto's "PyTorch Profiler (0)", strobe's). */
-static bool profiler_span(const struct an_trace *a, size_t from, size_t to)
+static bool profiler_span(const struct an_trace *a, uint32_t row)
 {
-	for (size_t i = from; i < to; i++) {
-		const struct an_name *sn = an_table_item(&a->names, a->x[i].name);
+	struct an_xcur c;
+	struct an_xrec x;
+	for (an_xrow(a, row, &c); an_xnext(&c, &x);) {
+		const struct an_name *sn = an_table_item(&a->names, x.name);
 		if (strcmp(a->xcats.keys[sn->cat], "Trace"))
 			return false;
 	}
@@ -103,17 +105,18 @@ struct scratch {
 	size_t capgaps, capends;
 };
 
-/* The union of one row's events x[from..to) (sorted by start, parents
- * first) at depth level (0: all of them; 1: those directly inside a
+/* The union of one row's events (sorted by start, parents first) at
+ * depth level (0: all of them; 1: those directly inside a
  * top-level one), each stretch with its count and its longest event's
  * name. Events that only touch stay apart: one step ending as the next
  * starts is two stretches. */
-static int row_union(const struct an_trace *a, size_t from, size_t to, int level, struct scratch *m)
+static int row_union(const struct an_trace *a, uint32_t row, int level, struct scratch *m)
 {
 	size_t depth = 0;
 	m->ns = 0;
-	for (size_t i = from; i < to; i++) {
-		const struct an_xrec *x = &a->x[i];
+	struct an_xcur c;
+	struct an_xrec ev, *x = &ev;
+	for (an_xrow(a, row, &c); an_xnext(&c, x);) {
 		int64_t ts = an_span(a->first_ts, x->ts), end = an_sat_add(ts, x->dur);
 		while (depth && m->ends[depth - 1] <= ts)
 			depth--;
@@ -143,7 +146,7 @@ static int row_union(const struct an_trace *a, size_t from, size_t to, int level
 static int row_spans(const struct an_trace *a, const struct an_ov_row *o, int level, size_t cap,
                      struct scratch *m, struct an_ov_span **out, size_t *nout, int64_t *busy)
 {
-	int rc = row_union(a, o->first, o->end, level, m);
+	int rc = row_union(a, o->row, level, m);
 	for (size_t i = 0; !rc && i < m->ns; i++)
 		*busy = an_sat_add(*busy, m->s[i].dur);
 	if (!rc && m->ns > m->capgaps) {
@@ -171,24 +174,20 @@ int an_overview(const struct an_trace *a, size_t max_rows, size_t max_spans, str
 	int rc = gpu ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < a->ngpu; i++)
 		gpu[a->gpu[i].row] = true;
-	/* The rows, in order; the events of each are a run of a->x. */
-	for (size_t i = 0; !rc && i < a->nx;) {
-		size_t j = an_row_end(a, i);
-		uint32_t row = a->x[i].row;
+	/* The rows with events, in order. */
+	for (uint32_t row = 0; !rc && row < a->rows.n; row++) {
+		if (!an_xrow_count(a, row))
+			continue;
 		const char *tname = an_row_label(a, row);
 		enum an_ov_kind kind = gpu[row]                      ? AN_OV_STREAM
 		                       : strstr(tname, AN_ASYNC_ROW) ? AN_OV_ASYNC
-		                       : profiler_span(a, i, j)      ? AN_OV_SPAN
+		                       : profiler_span(a, row)       ? AN_OV_SPAN
 		                                                     : AN_OV_THREAD;
 		const struct an_row *r = an_table_item(&a->rows, row);
-		rc = AN_PUSH(ov->rows, ov->nrows, caprows,
-		             (struct an_ov_row){.row = row,
-		                                .pid = r->pid,
-		                                .kind = kind,
-		                                .tid = tid_number(an_row_tid(a, row)),
-		                                .first = i,
-		                                .end = j});
-		i = j;
+		rc = AN_PUSH(
+		    ov->rows, ov->nrows, caprows,
+		    (struct an_ov_row){
+		        .row = row, .pid = r->pid, .kind = kind, .tid = tid_number(an_row_tid(a, row))});
 	}
 	an_sort(ov->rows, ov->nrows, sizeof(*ov->rows), cmp_row);
 	if (ov->nrows > max_rows) {

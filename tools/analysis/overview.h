@@ -24,8 +24,7 @@ struct an_ov_span {
 struct an_ov_row {
 	uint32_t row, pid;
 	enum an_ov_kind kind;
-	int64_t tid;       /* the tid as a number, -1 when it is text (sorted after) */
-	size_t first, end; /* its events: a->x[first..end) */
+	int64_t tid; /* the tid as a number, -1 when it is text (sorted after) */
 	char label[2 * TR_SHORT_MAX + 48];
 	int64_t busy; /* the union's length */
 	struct an_ov_span *spans;

@@ -23,6 +23,21 @@ static bool async_row(const struct an_trace *a, uint32_t row)
 	return t && strstr(t->name, AN_ASYNC_ROW);
 }
 
+static int count_event(struct an_trace *a, struct an_xrec *x, void *arg)
+{
+	(void)arg;
+	struct an_name *sn = an_table_item(&a->names, x->name);
+	struct an_category *c = an_table_item(&a->xcats, sn->cat);
+	c->names += !sn->count;
+	c->events++;
+	c->total = an_sat_add(c->total, x->dur);
+	sn->count++;
+	sn->total = an_sat_add(sn->total, x->dur);
+	if (x->dur > sn->max)
+		sn->max = x->dur;
+	return 0;
+}
+
 /* Sums each name's and category's events again (after events changed
  * names): counts, total, self (before compute_self: the whole dur), max. */
 static void recount(struct an_trace *a)
@@ -38,31 +53,29 @@ static void recount(struct an_trace *a)
 		sn->count = 0;
 		sn->total = sn->self = sn->max = 0;
 	}
-	for (size_t r = 0; r < a->nxrows; r++)
-		for (const struct an_xchunk *ch = a->xrows[r].head; ch; ch = ch->next)
-			for (uint32_t k = 0; k < ch->n; k++) {
-				const struct an_xrec *x = &ch->rec[k];
-				struct an_name *sn = an_table_item(&a->names, x->name);
-				struct an_category *c = an_table_item(&a->xcats, sn->cat);
-				c->names += !sn->count;
-				c->events++;
-				c->total = an_sat_add(c->total, x->dur);
-				sn->count++;
-				sn->total = an_sat_add(sn->total, x->dur);
-				if (x->dur > sn->max)
-					sn->max = x->dur;
-			}
+	for (uint32_t r = 0; r < a->rows.n; r++)
+		an_xrow_each(a, r, count_event, NULL, false);
 	for (size_t i = 0; i < a->names.n; i++) {
 		struct an_name *sn = an_table_item(&a->names, i);
 		sn->self = sn->total;
 	}
 }
 
-/* Moves x (on an async row) into its category's start/end-range twin;
- * to remembers where each name went. */
-static int move_async(struct an_trace *a, struct an_xrec *x, uint32_t *to, char *key, size_t keylen,
-                      char *cat, size_t catlen, bool *moved)
+/* Where names move to (each one's new index + 1), and whether any did. */
+struct moves {
+	uint32_t *to;
+	bool moved;
+	char key[TR_NAME_MAX + TR_SHORT_MAX + 64], cat[TR_SHORT_MAX + 32];
+};
+
+/* Moves x (on an async row) into its category's start/end-range twin. */
+static int move_async(struct an_trace *a, struct an_xrec *x, void *arg)
 {
+	struct moves *mv = arg;
+	uint32_t *to = mv->to;
+	char *key = mv->key, *cat = mv->cat;
+	size_t keylen = sizeof(mv->key), catlen = sizeof(mv->cat);
+	bool *moved = &mv->moved;
 	if (to[x->name]) {
 		x->name = to[x->name] - 1;
 		*moved = true;
@@ -92,22 +105,18 @@ int an_split_async(struct an_trace *a)
 	/* Only the async rows' events are visited, and where each name moves
 	 * to (its new index + 1) is worked out once. */
 	size_t nnames = a->names.n;
-	uint32_t *to = NULL;
-	bool moved = false;
+	struct moves mv = {0};
 	int rc = 0;
-	char key[TR_NAME_MAX + TR_SHORT_MAX + 64], cat[TR_SHORT_MAX + 32];
 	for (uint32_t r = 0; !rc && r < a->rows.n && r < a->nxrows; r++) {
 		if (!a->xrows[r].head || !async_row(a, r))
 			continue;
-		if (!to && !(to = calloc(nnames ? nnames : 1, sizeof(*to))))
+		if (!mv.to && !(mv.to = calloc(nnames ? nnames : 1, sizeof(*mv.to))))
 			rc = -ENOMEM;
-		for (struct an_xchunk *c = a->xrows[r].head; !rc && c; c = c->next)
-			for (uint32_t k = 0; !rc && k < c->n; k++)
-				rc =
-				    move_async(a, &c->rec[k], to, key, sizeof(key), cat, sizeof(cat), &moved);
+		if (!rc)
+			rc = an_xrow_each(a, r, move_async, &mv, true);
 	}
-	free(to);
-	if (!rc && moved)
+	free(mv.to);
+	if (!rc && mv.moved)
 		recount(a);
 	return rc;
 }
@@ -151,117 +160,122 @@ struct walk {
 	size_t cap;
 };
 
-/* Event i's cpu_ops index, UINT32_MAX for none. */
-static uint32_t op_of(struct walk *w, size_t i)
+/* A cpu_op event's cpu_ops index (name, on row), UINT32_MAX for none. */
+static uint32_t op_of(struct walk *w, uint32_t name, uint32_t row)
 {
 	const struct an_trace *a = w->a;
-	const struct an_xrec *x = &a->x[i];
-	if (!w->op.is_op[x->name])
+	if (!w->op.is_op[name])
 		return UINT32_MAX; /* only cpu_ops have a row there */
-	const struct an_row *row = an_table_item(&a->rows, x->row);
-	const struct an_process *p = an_table_item(&a->pids, row->pid);
-	const uint32_t *slot = an_op_item(&w->op.by, w->op.memo, p->rank, x->name, false);
+	const struct an_row *r = an_table_item(&a->rows, row);
+	const struct an_process *p = an_table_item(&a->pids, r->pid);
+	const uint32_t *slot = an_op_item(&w->op.by, w->op.memo, p->rank, name, false);
 	return slot ? *slot - 1 : UINT32_MAX;
 }
 
-static bool key_of(struct walk *w, size_t i, uint64_t *key)
-{
-	const struct an_xrec *x = &w->a->x[i];
-	uint32_t op;
-	if (w->by == BY_NAME)
-		*key = x->name;
-	else if (w->by == BY_CAT)
-		*key = ((const struct an_name *)an_table_item(&w->a->names, x->name))->cat;
-	else if ((op = op_of(w, i)) == UINT32_MAX)
-		return false;
-	else
-		*key = op;
-	return true;
-}
-
-static int emit(struct walk *w, size_t i, int64_t from, int64_t to)
-{
-	uint64_t key;
-	if (to <= from || !key_of(w, i, &key))
-		return 0;
-	if (w->fill)
-		w->v[w->at[key]++] = (struct iv){from, to};
-	else
-		w->at[key]++;
-	return 0;
-}
-
-/* One row's stretches, an event at a time (x is sorted by row, then
+/* One row's stretches, an event at a time (the layout sorted each row by
  * start, parents first): each event's range (whole), or its self
  * stretches, its range less its direct children's, given as the stack of
  * open events shows them (cursor: how far an open event's stretches have
  * been given). On a row of nested events the stretches come in start
  * order; where a child outlives its parent they may not. */
 struct open_ev {
-	size_t i;
+	uint32_t name;
 	int64_t cursor, end;
 };
 
+/* A stretch of an event (name, on row). */
 struct stretch {
-	size_t i;
+	uint32_t name, row;
 	int64_t from, to;
 };
 
+static bool key_of(struct walk *w, const struct stretch *s, uint64_t *key)
+{
+	uint32_t op;
+	if (w->by == BY_NAME)
+		*key = s->name;
+	else if (w->by == BY_CAT)
+		*key = ((const struct an_name *)an_table_item(&w->a->names, s->name))->cat;
+	else if ((op = op_of(w, s->name, s->row)) == UINT32_MAX)
+		return false;
+	else
+		*key = op;
+	return true;
+}
+
+static int emit(struct walk *w, const struct stretch *s)
+{
+	uint64_t key;
+	if (s->to <= s->from || !key_of(w, s, &key))
+		return 0;
+	if (w->fill)
+		w->v[w->at[key]++] = (struct iv){s->from, s->to};
+	else
+		w->at[key]++;
+	return 0;
+}
+
 struct row_walk {
-	const struct an_trace *a;
 	bool whole;
-	size_t i, end; /* the row's next event, and past its last */
+	struct an_xcur c;
+	struct an_xrec x; /* the row's next event, when has */
+	bool has;
 	struct open_ev *stack;
 	size_t depth, cap;
 	struct stretch *q; /* given, not yet taken: q[head, n) */
 	size_t head, n, qcap;
 };
 
-static int give(struct row_walk *r, size_t i, int64_t from, int64_t to)
+static void rw_start(struct row_walk *r, const struct an_trace *a, uint32_t row, bool whole)
+{
+	*r = (struct row_walk){.whole = whole};
+	an_xrow(a, row, &r->c);
+	r->has = an_xnext(&r->c, &r->x);
+}
+
+static int give(struct row_walk *r, uint32_t name, int64_t from, int64_t to)
 {
 	if (to <= from)
 		return 0;
 	if (r->head == r->n)
 		r->head = r->n = 0;
-	return AN_PUSH(r->q, r->n, r->qcap, (struct stretch){i, from, to});
+	return AN_PUSH(r->q, r->n, r->qcap, (struct stretch){name, r->c.row, from, to});
 }
 
 /* Takes the row's next event, or its end (which closes every open event). */
 static int rw_step(struct row_walk *r)
 {
-	const struct an_xrec *x = r->a->x;
-	bool row_end = r->i == r->end;
+	const struct an_xrec *e = &r->x;
 	int rc = 0;
 	if (r->whole) {
-		rc = give(r, r->i, x[r->i].ts, an_sat_add(x[r->i].ts, x[r->i].dur));
-		r->i++;
+		rc = give(r, e->name, e->ts, an_sat_add(e->ts, e->dur));
+		r->has = an_xnext(&r->c, &r->x);
 		return rc;
 	}
-	while (r->depth && !rc && (row_end || r->stack[r->depth - 1].end <= x[r->i].ts)) {
+	while (r->depth && !rc && (!r->has || r->stack[r->depth - 1].end <= e->ts)) {
 		r->depth--;
-		rc = give(r, r->stack[r->depth].i, r->stack[r->depth].cursor, r->stack[r->depth].end);
+		rc = give(r, r->stack[r->depth].name, r->stack[r->depth].cursor, r->stack[r->depth].end);
 	}
-	if (row_end || rc)
+	if (!r->has || rc)
 		return rc;
-	const struct an_xrec *e = &x[r->i];
 	int64_t end = an_sat_add(e->ts, e->dur);
 	if (r->depth) {
 		struct open_ev *p = &r->stack[r->depth - 1];
-		rc = give(r, p->i, p->cursor, e->ts);
+		rc = give(r, p->name, p->cursor, e->ts);
 		int64_t upto = end < p->end ? end : p->end;
 		if (upto > p->cursor)
 			p->cursor = upto;
 	}
 	if (!rc)
-		rc = AN_PUSH(r->stack, r->depth, r->cap, (struct open_ev){r->i, e->ts, end});
-	r->i++;
+		rc = AN_PUSH(r->stack, r->depth, r->cap, (struct open_ev){e->name, e->ts, end});
+	r->has = an_xnext(&r->c, &r->x);
 	return rc;
 }
 
 /* The row's next stretch in *s: 1, 0 when the row has no more, or -ENOMEM. */
 static int rw_next(struct row_walk *r, struct stretch *s)
 {
-	while (r->head == r->n && (r->i < r->end || r->depth)) {
+	while (r->head == r->n && (r->has || r->depth)) {
 		int rc = rw_step(r);
 		if (rc)
 			return rc;
@@ -278,38 +292,17 @@ static void rw_free(struct row_walk *r)
 	free(r->q);
 }
 
-/* Each x index where a row's events begin, and nx: *n + 1 entries. */
-static int row_starts(const struct an_trace *a, size_t **out, size_t *n)
-{
-	size_t cap = 0, k = 0;
-	size_t *v = NULL;
-	int rc = 0;
-	for (size_t i = 0; i < a->nx && !rc; i++)
-		if (!i || a->x[i].row != a->x[i - 1].row)
-			rc = AN_PUSH(v, k, cap, i);
-	if (!rc)
-		rc = AN_PUSH(v, k, cap, a->nx);
-	if (rc) {
-		free(v);
-		return rc;
-	}
-	*out = v;
-	*n = k - 1;
-	return 0;
-}
-
 static int stretches(struct walk *w, bool whole)
 {
-	size_t *starts, nrows;
-	int rc = row_starts(w->a, &starts, &nrows);
-	for (size_t k = 0; k < nrows && !rc; k++) {
-		struct row_walk r = {.a = w->a, .whole = whole, .i = starts[k], .end = starts[k + 1]};
+	int rc = 0;
+	for (uint32_t k = 0; k < w->a->rows.n && !rc; k++) {
+		struct row_walk r;
 		struct stretch s;
-		while ((rc = rw_next(&r, &s)) == 1 && !(rc = emit(w, s.i, s.from, s.to)))
+		rw_start(&r, w->a, k, whole);
+		while ((rc = rw_next(&r, &s)) == 1 && !(rc = emit(w, &s)))
 			;
 		rw_free(&r);
 	}
-	free(starts);
 	return rc;
 }
 
@@ -467,16 +460,13 @@ static void heap_up(size_t *heap, size_t at, const struct stretch *head)
 static int unions(struct walk *w, bool whole, struct acc *acc[3], bool ok[3])
 {
 	const struct an_trace *a = w->a;
-	size_t *starts, nrows;
-	int rc = row_starts(a, &starts, &nrows);
-	if (rc)
-		return rc;
+	size_t nrows = a->rows.n;
 	struct row_walk *rows = calloc(nrows ? nrows : 1, sizeof(*rows));
 	struct stretch *head = malloc((nrows ? nrows : 1) * sizeof(*head));
 	size_t *heap = malloc((nrows ? nrows : 1) * sizeof(*heap)), nheap = 0;
-	rc = rows && head && heap ? 0 : -ENOMEM;
+	int rc = rows && head && heap ? 0 : -ENOMEM;
 	for (size_t k = 0; k < nrows && !rc; k++) {
-		rows[k] = (struct row_walk){.a = a, .whole = whole, .i = starts[k], .end = starts[k + 1]};
+		rw_start(&rows[k], a, (uint32_t)k, whole);
 		rc = rw_next(&rows[k], &head[k]);
 		if (rc == 1) {
 			heap[nheap++] = k;
@@ -487,9 +477,8 @@ static int unions(struct walk *w, bool whole, struct acc *acc[3], bool ok[3])
 	while (nheap && !rc) {
 		size_t k = heap[0];
 		const struct stretch *s = &head[k];
-		const struct an_xrec *x = &a->x[s->i];
-		uint32_t keys[3] = {x->name, ((const struct an_name *)an_table_item(&a->names, x->name))->cat,
-		                    op_of(w, s->i)};
+		uint32_t keys[3] = {s->name, ((const struct an_name *)an_table_item(&a->names, s->name))->cat,
+		                    op_of(w, s->name, s->row)};
 		for (int by = BY_NAME; by <= BY_OP; by++)
 			if (ok[by] && keys[by] != UINT32_MAX)
 				ok[by] = grow(&acc[by][keys[by]], s->from, s->to);
@@ -504,7 +493,6 @@ static int unions(struct walk *w, bool whole, struct acc *acc[3], bool ok[3])
 	free(rows);
 	free(head);
 	free(heap);
-	free(starts);
 	return rc;
 }
 
