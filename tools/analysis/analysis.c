@@ -1814,22 +1814,22 @@ static void move_corr(void *to, const void *from, const struct remap *m)
 	*(struct an_corr *)to = c;
 }
 
-static void move_hrec(void *to, const void *from, const struct remap *m)
+static void move_hgpu(void *to, const void *from, const struct remap *m)
 {
-	struct an_hrec h = *(const struct an_hrec *)from;
-	h.pid = m->pids[h.pid];
-	h.name = m->names[h.name];
-	h.seq += m->seq;
-	*(struct an_hrec *)to = h;
+	struct an_hgpu g = *(const struct an_hgpu *)from;
+	g.r.pid = m->pids[g.r.pid];
+	g.r.name = m->names[g.r.name];
+	g.r.seq += m->seq;
+	*(struct an_hgpu *)to = g;
 }
 
-static void move_hcpu(void *to, const void *from, const struct remap *m)
+static void move_hcall(void *to, const void *from, const struct remap *m)
 {
-	struct an_hcpu h = *(const struct an_hcpu *)from;
-	h.row = m->rows[h.row];
-	h.name = m->names[h.name];
-	h.seq += m->seq;
-	*(struct an_hcpu *)to = h;
+	struct an_hcall h = *(const struct an_hcall *)from;
+	h.c.row = m->rows[h.c.row];
+	h.c.name = m->names[h.c.name];
+	h.c.seq += m->seq;
+	*(struct an_hcall *)to = h;
 }
 
 static void move_bw(void *to, const void *from, const struct remap *m)
@@ -1964,8 +1964,8 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	    (!reserve((void **)&a->open, &a->capopen, a->nopen + b->nopen, sizeof(*a->open)) ||
 	     !reserve((void **)&a->copies, &a->capcopies, a->ncopies + b->ncopies, sizeof(*a->copies)) ||
 	     !reserve((void **)&a->corrs, &a->capcorrs, a->ncorrs + b->ncorrs, sizeof(*a->corrs)) ||
-	     !reserve((void **)&a->hrecs, &a->caphrecs, a->nhrecs + b->nhrecs, sizeof(*a->hrecs)) ||
-	     !reserve((void **)&a->hcpus, &a->caphcpus, a->nhcpus + b->nhcpus, sizeof(*a->hcpus)) ||
+	     !reserve((void **)&a->hgpus, &a->caphgpus, a->nhgpus + b->nhgpus, sizeof(*a->hgpus)) ||
+	     !reserve((void **)&a->hcalls, &a->caphcalls, a->nhcalls + b->nhcalls, sizeof(*a->hcalls)) ||
 	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws))))
 		rc = -ENOMEM;
 	struct remap m = {names, rows, pids, map[M_DIRS], seq};
@@ -1977,8 +1977,8 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		MOVE_BACK(a->open, a->nopen, b->open, b->nopen, b->capopen, &m, move_xrec);
 		MOVE_BACK(a->copies, a->ncopies, b->copies, b->ncopies, b->capcopies, &m, move_copy);
 		MOVE_BACK(a->corrs, a->ncorrs, b->corrs, b->ncorrs, b->capcorrs, &m, move_corr);
-		MOVE_BACK(a->hrecs, a->nhrecs, b->hrecs, b->nhrecs, b->caphrecs, &m, move_hrec);
-		MOVE_BACK(a->hcpus, a->nhcpus, b->hcpus, b->nhcpus, b->caphcpus, &m, move_hcpu);
+		MOVE_BACK(a->hgpus, a->nhgpus, b->hgpus, b->nhgpus, b->caphgpus, &m, move_hgpu);
+		MOVE_BACK(a->hcalls, a->nhcalls, b->hcalls, b->nhcalls, b->caphcalls, &m, move_hcall);
 		MOVE_BACK(a->bws, a->nbws, b->bws, b->nbws, b->capbws, &m, move_bw);
 	}
 	for (size_t i = 0; !rc && i < b->nmemsamples; i++)

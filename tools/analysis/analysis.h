@@ -362,17 +362,21 @@ enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
  * "stream" arg other than -1 (kernels, copies, memsets, syncs), or a
  * kernel, copy or memset without one (its tid is the stream). */
 struct an_hrec {
-	uint32_t pid, name;
 	int64_t ts, dur, stream;
+	uint32_t pid, name; /* its HTA kind (an_hrec_type, an_hrec_work) is its name's */
+	uint32_t seq;       /* file order */
 	union {
-		uint64_t corr;   /* as read: its correlation, UINT64_MAX for none */
-		uint64_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
+		uint32_t lat;    /* as read: a kernel for launch latency, with its correlation (an_hgpu) */
+		uint32_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
-	uint8_t type; /* enum an_ktype; a MEMORY event's bandwidth is in an_trace.bws */
-	bool work;    /* kernel, copy or memset (HTA's idle breakdown) */
-	bool lat;     /* a kernel for launch latency, with corr as its correlation */
-	uint32_t seq; /* file order */
+};
+
+/* An an_hrec as read, with its correlation (UINT64_MAX for none): what
+ * an_hta_launches matches it by, before it keeps the an_hrec alone. */
+struct an_hgpu {
+	struct an_hrec r;
+	uint64_t corr;
 };
 
 /* The "memory bandwidth (GB/s)" arg of a MEMORY event (an_hrec) with one. */
@@ -384,13 +388,19 @@ struct an_bw {
 /* A CPU-side event with a "correlation" arg (a runtime or driver call);
  * its pid is its row's. */
 struct an_hcpu {
+	int64_t ts, dur;
 	uint32_t row, name;
 	uint32_t seq;
 	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
 	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
 	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
+};
+
+/* An an_hcpu as read, with its correlation: what an_hta_launches matches
+ * GPU events by, before it keeps the an_hcpu alone (8 bytes less each). */
+struct an_hcall {
+	struct an_hcpu c;
 	uint64_t corr;
-	int64_t ts, dur;
 };
 
 /* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
@@ -615,10 +625,14 @@ struct an_trace {
 	size_t nmemory;
 	/* steps and HTA's analyses (hta.c) */
 	const char *step_name; /* set before an_read: ranges with this name are steps */
+	struct an_hgpu *hgpus; /* as read, until an_hta_launches makes hrecs of them */
+	size_t nhgpus, caphgpus;
 	struct an_hrec *hrecs;
-	size_t nhrecs, caphrecs;
+	size_t nhrecs;
+	struct an_hcall *hcalls; /* as read, until an_hta_launches makes hcpus of them */
+	size_t nhcalls, caphcalls;
 	struct an_hcpu *hcpus;
-	size_t nhcpus, caphcpus;
+	size_t nhcpus;
 	struct an_bw *bws; /* in seq order */
 	size_t nbws, capbws;
 	uint64_t nseq;
@@ -655,9 +669,10 @@ struct an_trace {
 	size_t nkseqs;
 	struct an_cpath *cpaths; /* by rank, then step start */
 	size_t ncpaths;
-	/* per hrecs entry: its stream's queue length after its launch and after
-	 * its start (an_queue_lengths), from the launches to the critical paths */
-	int32_t *queue_rt, *queue_k;
+	/* per hrecs entry: what the critical paths ask of its stream's queue
+	 * length after its launch and after its start (an_queue_lengths), from
+	 * the launches to the critical paths */
+	uint8_t *queue;
 	void *meta_root; /* the "strobe" object, parsed */
 	struct an_meta_num *meta;
 	size_t nmeta, capmeta;
@@ -761,6 +776,11 @@ const char *an_name_cat(const struct an_trace *a, uint32_t i);
 /* The CPU event with r's correlation in r's rank (the first in the file),
  * or NULL: what an_hta_launches matched to r once launch latency was done
  * (hta.c). */
+/* HTA's kind of a GPU event (enum an_ktype; a MEMORY event's bandwidth
+ * is in an_trace.bws), and whether it is a kernel, copy or memset (HTA's
+ * idle breakdown), from its name (an_name.hta, hta.c). */
+unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r);
+bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r);
 static inline const struct an_hcpu *an_launch(const struct an_trace *a, const struct an_hrec *r)
 {
 	return r->launch ? &a->hcpus[r->launch - 1] : NULL;
@@ -771,8 +791,8 @@ int an_latency_compute(struct an_trace *a);
 /* The frequent kernel sequences, from the hrecs kept by HTA's step filter. */
 int an_kseq_compute(struct an_trace *a);
 void an_kseq_free(struct an_trace *a);
-/* Each GPU event's queue lengths (a->queue_rt, a->queue_k), for the
- * critical paths, which free them. */
+/* Each GPU event's queue lengths as the critical paths ask for them
+ * (a->queue), for the critical paths, which free them. */
 int an_queue_lengths(struct an_trace *a);
 /* The critical path of each step (as find_steps gives them: one per step
  * and rank), from every GPU event (hrecs sorted by rank, pid, start). */

@@ -87,6 +87,9 @@ static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
 }
 
+/* What a->queue says of a GPU event (an_queue_lengths). */
+enum { Q_LAUNCH_ONE = 1, Q_START_NONE = 2 };
+
 /* A launch (+1) or GPU event start (-1) on one stream of one rank. */
 struct qev {
 	int64_t ts;
@@ -159,24 +162,23 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 }
 
 /* HTA's queue length per stream (TraceCounters), after each launch call
- * (qrt) and after each GPU event's start (qk); INT32_MIN where none. One
- * rank at a time (hrecs are sorted by rank), each stream's launches and
- * starts in a bucket of their own. */
+ * and after each GPU event's start, as the critical paths ask: whether it
+ * is 1 after the launch (Q_LAUNCH_ONE) and 0 after the start
+ * (Q_START_NONE). One rank at a time (hrecs are sorted by rank), each
+ * stream's launches and starts in a bucket of their own. */
 int an_queue_lengths(struct an_trace *a)
 {
 	if (a->nhrecs >= INT32_MAX / 2)
 		return -ENOMEM; /* the lengths and indexes below are 32 bits */
-	free(a->queue_rt);
-	free(a->queue_k);
-	int32_t *qrt = a->queue_rt = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*qrt));
-	int32_t *qk = a->queue_k = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*qk));
+	free(a->queue);
+	uint8_t *qf = a->queue = calloc(a->nhrecs ? a->nhrecs : 1, 1);
 	struct qev *q = malloc((2 * a->nhrecs + 1) * sizeof(*q));
 	struct qstreams st = {0};
-	int rc = q && qrt && qk ? 0 : -ENOMEM;
+	int rc = q && qf ? 0 : -ENOMEM;
 	for (size_t from = 0, to; !rc && from < a->nhrecs; from = to) {
 		int64_t rank = pid_rank(a, a->hrecs[from].pid);
 		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++)
-			qrt[to] = qk[to] = INT32_MIN;
+			;
 		if ((rc = list_streams(a, from, to, &st)))
 			break;
 		size_t k = 0;
@@ -214,7 +216,8 @@ int an_queue_lengths(struct an_trace *a)
 				const struct qev *v =
 				    j == e || (i < mid && qev_less(&q[i], &q[j])) ? &q[i++] : &q[j++];
 				len += v->hd & 1 ? 1 : -1;
-				*(v->hd & 1 ? &qrt[v->hd >> 1] : &qk[v->hd >> 1]) = len;
+				if (v->hd & 1 ? len == 1 : len == 0)
+					qf[v->hd >> 1] |= v->hd & 1 ? Q_LAUNCH_ONE : Q_START_NONE;
 			}
 		}
 	}
@@ -434,8 +437,7 @@ struct last {
 
 /* HTA's _construct_graph_from_kernels over the step's GPU events
  * ev[first, nev), in start order (syncs at their end). */
-static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hrecs, const int32_t *qrt,
-                     const int32_t *qk)
+static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hrecs, const uint8_t *queue)
 {
 	size_t n = g->nev - first, nlast = 0, lcap = 0;
 	struct gkey *key = malloc((n ? n : 1) * sizeof(*key));
@@ -465,8 +467,8 @@ static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hre
 		}
 		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)key[i].ev);
 		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
-		if (!rc && qrt[e->h] == 1 && qk[e->h] == 0 && e->launch >= 0 &&
-		    (!l || node_ts(g, l->node) < lts))
+		if (!rc && (queue[e->h] & (Q_LAUNCH_ONE | Q_START_NONE)) == (Q_LAUNCH_ONE | Q_START_NONE) &&
+		    e->launch >= 0 && (!l || node_ts(g, l->node) < lts))
 			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
 		else if (!rc && l)
 			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)node_ev(g, l->node));
@@ -631,7 +633,7 @@ struct cp_ctx {
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
 	size_t nseg, capseg;
-	const int32_t *qrt, *qk; /* a->queue_rt, a->queue_k */
+	const uint8_t *queue; /* a->queue */
 	uint32_t *stack;
 	size_t scap;
 	struct cp_rows rows; /* per row of the trace */
@@ -678,10 +680,10 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .h = k->h,
 		                              .kind = K_GPU,
 		                              .sync = sync,
-		                              .comm = h->type == AN_COMMUNICATION});
+		                              .comm = an_hrec_type(a, h) == AN_COMMUNICATION});
 	}
 	if (!rc)
-		rc = gpu_edges(g, ncpu, a->hrecs, c->qrt, c->qk);
+		rc = gpu_edges(g, ncpu, a->hrecs, c->queue);
 	bool dag = false;
 	if (!rc && g->nnodes)
 		rc = longest(g, &dag);
@@ -707,10 +709,9 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
 	c.sums.at = calloc(2 * a->names.n + 1, sizeof(*c.sums.at));
 	int rc = c.flags && c.row_nodes && c.gl && c.rows.at && c.rows.to && c.sums.at ? 0 : -ENOMEM;
-	if (!rc && !a->queue_rt)
+	if (!rc && !a->queue)
 		rc = an_queue_lengths(a);
-	c.qrt = a->queue_rt;
-	c.qk = a->queue_k;
+	c.queue = a->queue;
 	struct an_xcur xc;
 	struct an_xrec x;
 	for (uint32_t r = 0; !rc && r < a->rows.n; r++)
@@ -739,9 +740,8 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(c.row_nodes);
 	free(c.gl);
 	free(c.seg);
-	free(a->queue_rt); /* the queue lengths are done with */
-	free(a->queue_k);
-	a->queue_rt = a->queue_k = NULL;
+	free(a->queue); /* the queue lengths are done with */
+	a->queue = NULL;
 	free(c.stack);
 	free(c.sums.at);
 	free(c.sums.ops);

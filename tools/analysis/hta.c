@@ -113,24 +113,33 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
-		return AN_PUSH(a->hrecs, a->nhrecs, a->caphrecs,
-		               (struct an_hrec){.pid = r->pid,
-		                                .name = name,
-		                                .ts = ev->ts_ns,
-		                                .dur = dur,
-		                                .stream = stream,
-		                                .corr = has_corr ? (uint64_t)corr : UINT64_MAX,
-		                                .type = (uint8_t)type,
-		                                .work = work,
-		                                .lat = *kept,
-		                                .seq = seq});
+		return AN_PUSH(a->hgpus, a->nhgpus, a->caphgpus,
+		               (struct an_hgpu){{.ts = ev->ts_ns,
+		                                 .dur = dur,
+		                                 .stream = stream,
+		                                 .pid = r->pid,
+		                                 .name = name,
+		                                 .seq = seq,
+		                                 .lat = *kept},
+		                                has_corr ? (uint64_t)corr : UINT64_MAX});
 	}
 	if (!has_corr || corr == -1)
 		return 0;
 	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
-	return AN_PUSH(a->hcpus, a->nhcpus, a->caphcpus,
-	               (struct an_hcpu){row, name, seq, (h & H_LAUNCH) != 0, (h & H_QUEUE) != 0, *kept,
-	                                (uint64_t)corr, ev->ts_ns, dur});
+	return AN_PUSH(a->hcalls, a->nhcalls, a->caphcalls,
+	               (struct an_hcall){
+	                   {ev->ts_ns, dur, row, name, seq, (h & H_LAUNCH) != 0, (h & H_QUEUE) != 0, *kept},
+	                   (uint64_t)corr});
+}
+
+unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r)
+{
+	return ((const struct an_name *)an_table_item(&a->names, r->name))->hta & 3;
+}
+
+bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r)
+{
+	return ((const struct an_name *)an_table_item(&a->names, r->name))->hta & H_WORK;
 }
 
 /* ---- spans ------------------------------------------------------------------ */
@@ -219,26 +228,26 @@ static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 	return ((const struct an_process *)an_table_item(&a->pids, pid))->rank;
 }
 
-static bool hcpu_less(const struct an_hcpu *x, const struct an_hcpu *y)
+static bool hcall_less(const struct an_hcall *x, const struct an_hcall *y)
 {
 	if (x->corr != y->corr)
 		return x->corr < y->corr;
-	int64_t rx = an_row_rank(cmp_trace, x->row), ry = an_row_rank(cmp_trace, y->row);
-	return rx != ry ? rx < ry : x->seq < y->seq;
+	int64_t rx = an_row_rank(cmp_trace, x->c.row), ry = an_row_rank(cmp_trace, y->c.row);
+	return rx != ry ? rx < ry : x->c.seq < y->c.seq;
 }
 
-AN_SORT_DEFINE(sort_hcpus, struct an_hcpu, hcpu_less)
+AN_SORT_DEFINE(sort_hcalls, struct an_hcall, hcall_less)
 
-/* The first of hcpus (sorted by correlation) with correlation corr or
+/* The first of hcalls (sorted by correlation) with correlation corr or
  * above. *from is where the last search ended: GPU events come mostly in
  * correlation order, so the search gallops on from there when it can. */
 static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 {
-	size_t n = a->nhcpus, lo = 0, hi = n;
-	if (*from < n && a->hcpus[*from].corr < corr) {
+	size_t n = a->nhcalls, lo = 0, hi = n;
+	if (*from < n && a->hcalls[*from].corr < corr) {
 		/* everything before lo is below corr; hi is n or not below */
 		lo = hi = *from + 1;
-		for (size_t step = 1; hi < n && a->hcpus[hi].corr < corr; step *= 2) {
+		for (size_t step = 1; hi < n && a->hcalls[hi].corr < corr; step *= 2) {
 			lo = hi + 1;
 			hi = n - lo > step ? lo + step : n;
 		}
@@ -247,7 +256,7 @@ static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (a->hcpus[mid].corr < corr)
+		if (a->hcalls[mid].corr < corr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -255,17 +264,17 @@ static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 	return *from = lo;
 }
 
-/* The CPU event with correlation corr in rank (the first in the file), or
- * NULL; from as hcpu_lower's. */
-static const struct an_hcpu *launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, size_t *from)
+/* The index in hcalls of the CPU event with correlation corr in rank (the
+ * first in the file), or SIZE_MAX; from as hcpu_lower's. */
+static size_t launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, size_t *from)
 {
 	if (corr == UINT64_MAX)
-		return NULL;
-	size_t n = a->nhcpus;
-	for (size_t i = hcpu_lower(a, corr, from); i < n && a->hcpus[i].corr == corr; i++)
-		if (an_row_rank(a, a->hcpus[i].row) == rank)
-			return &a->hcpus[i];
-	return NULL;
+		return SIZE_MAX;
+	size_t n = a->nhcalls;
+	for (size_t i = hcpu_lower(a, corr, from); i < n && a->hcalls[i].corr == corr; i++)
+		if (an_row_rank(a, a->hcalls[i].c.row) == rank)
+			return i;
+	return SIZE_MAX;
 }
 
 /* ---- launch latency ---------------------------------------------------------- */
@@ -297,7 +306,7 @@ static void consider(const struct an_trace *a, const struct an_corr *k, bool bef
 }
 
 /* The launch latency of kernel k, from the launches with its correlation:
- * flagged hcpus (sorted by correlation; from as hcpu_lower's) and the
+ * flagged hcalls (sorted by correlation; from as hcpu_lower's) and the
  * launches of corrs (sorted by key). False when none is in its rank. */
 static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, int64_t *lat, size_t *from)
 {
@@ -310,19 +319,19 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 			hi2 = mid;
 	}
 	size_t end = lo, end2 = lo2;
-	while (end < a->nhcpus && a->hcpus[end].corr == k->key)
+	while (end < a->nhcalls && a->hcalls[end].corr == k->key)
 		end++;
 	while (end2 < a->ncorrs && a->corrs[end2].key == k->key)
 		end2++;
 	bool before = false, found = false;
 	for (size_t i = lo; i < end && !before; i++)
-		before = a->hcpus[i].lat && a->hcpus[i].seq < k->seq;
+		before = a->hcalls[i].c.lat && a->hcalls[i].c.seq < k->seq;
 	for (size_t i = lo2; i < end2 && !before; i++)
 		before = a->corrs[i].what == AN_CORR_LAUNCH && a->corrs[i].seq < k->seq;
 	for (size_t i = lo; i < end; i++)
-		if (a->hcpus[i].lat)
-			consider(a, k, before, a->hcpus[i].seq, an_row_rank(a, a->hcpus[i].row),
-			         a->hcpus[i].ts, lat, &found);
+		if (a->hcalls[i].c.lat)
+			consider(a, k, before, a->hcalls[i].c.seq, an_row_rank(a, a->hcalls[i].c.row),
+			         a->hcalls[i].c.ts, lat, &found);
 	for (size_t i = lo2; i < end2; i++)
 		if (a->corrs[i].what == AN_CORR_LAUNCH)
 			consider(a, k, before, a->corrs[i].seq, pid_rank(a, a->corrs[i].pid), a->corrs[i].ts,
@@ -330,21 +339,21 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 	return found;
 }
 
-/* Each kernel's launch latency, with hcpus sorted by correlation, and
+/* Each kernel's launch latency, with hcalls sorted by correlation, and
  * their percentiles per rank. */
 static int launch_latency(struct an_trace *a)
 {
 	sort_corrs(a->corrs, a->ncorrs);
 	size_t cap = 0, from = SIZE_MAX;
-	for (size_t i = 0; i < a->nhrecs + a->ncorrs; i++) {
+	for (size_t i = 0; i < a->nhgpus + a->ncorrs; i++) {
 		struct an_corr k;
-		if (i < a->nhrecs) {
-			const struct an_hrec *r = &a->hrecs[i];
-			if (!r->lat)
+		if (i < a->nhgpus) {
+			const struct an_hgpu *g = &a->hgpus[i];
+			if (!g->r.lat)
 				continue;
-			k = (struct an_corr){r->corr, r->ts, r->pid, r->seq, AN_CORR_KERNEL};
+			k = (struct an_corr){g->corr, g->r.ts, g->r.pid, g->r.seq, AN_CORR_KERNEL};
 		} else {
-			k = a->corrs[i - a->nhrecs];
+			k = a->corrs[i - a->nhgpus];
 			if (k.what != AN_CORR_KERNEL)
 				continue;
 		}
@@ -566,12 +575,13 @@ static int ivals_minus(const struct ivals *x, const struct ivals *y, struct ival
 	return 0;
 }
 
-static int dev_unions(struct dev_work *w)
+static int dev_unions(const struct an_trace *a, struct dev_work *w)
 {
 	for (size_t i = 0; i < w->n; i++) {
 		const struct an_hrec *r = &w->r[i];
 		int64_t e = an_sat_add(r->ts, r->dur);
-		if (ivals_add(&w->all, r->ts, e) || (r->type < 3 && ivals_add(&w->type[r->type], r->ts, e)))
+		unsigned type = an_hrec_type(a, r);
+		if (ivals_add(&w->all, r->ts, e) || (type < 3 && ivals_add(&w->type[type], r->ts, e)))
 			return -ENOMEM;
 	}
 	struct ivals both = {0};
@@ -699,7 +709,7 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 	int rc = count && end && type && d ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < w->n; i++) {
 		count[w->r[i].name]++;
-		type[w->r[i].name] = w->r[i].type;
+		type[w->r[i].name] = (uint8_t)an_hrec_type(a, &w->r[i]);
 	}
 	size_t place = 0;
 	for (unsigned t = 0; !rc && t < 4; t++)
@@ -953,7 +963,7 @@ static int per_stream(struct an_trace *a, const struct dev_work *w, const struct
 		bool any = false, have_prev = false;
 		int64_t prev_end = 0;
 		for (size_t k = i; k < j && !rc; k++) {
-			if (!r[k]->work)
+			if (!an_hrec_work(a, r[k]))
 				continue;
 			any = true;
 			if (have_prev) {
@@ -1081,7 +1091,7 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 {
 	size_t n = 0, copies = 0;
 	for (size_t i = 0; i < w->n; i++)
-		copies += w->r[i].type == AN_MEMORY;
+		copies += an_hrec_type(a, &w->r[i]) == AN_MEMORY;
 	if (!copies)
 		return 0;
 	struct bw_edge *e = malloc(2 * copies * sizeof(*e));
@@ -1090,7 +1100,7 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 	int rc = e && kinds && v ? 0 : -ENOMEM;
 	for (size_t i = 0; !rc && i < w->n; i++) {
 		const struct an_hrec *r = &w->r[i];
-		if (r->type != AN_MEMORY)
+		if (an_hrec_type(a, r) != AN_MEMORY)
 			continue;
 		char *kind = kinds[n / 2];
 		copy_kind(an_name(a, r->name), kind);
@@ -1132,7 +1142,7 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 {
 	struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid), .events = w->n};
-	int rc = dev_unions(w);
+	int rc = dev_unions(a, w);
 	if (rc)
 		return rc;
 	b.kernel_time = an_span(w->all.v[0].s, w->all.v[w->all.n - 1].e);
@@ -1181,7 +1191,7 @@ struct steps_arg {
 static int steps_of_device(struct an_trace *a, struct dev_work *w, void *arg)
 {
 	struct steps_arg *sa = arg;
-	int rc = dev_unions(w);
+	int rc = dev_unions(a, w);
 	const struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid)};
 	return rc ? rc : device_steps(a, sa->steps, sa->nsteps, w, &b, &sa->cap);
 }
@@ -1209,30 +1219,59 @@ static int cmp_kname(const void *pa, const void *pb)
 static void free_records(struct an_trace *a)
 {
 	free(a->hrecs);
+	free(a->hcalls);
 	free(a->hcpus);
+	free(a->hgpus);
 	free(a->bws);
-	free(a->queue_rt);
-	free(a->queue_k);
+	free(a->queue);
 	a->hrecs = NULL;
+	a->hcalls = NULL;
 	a->hcpus = NULL;
+	a->hgpus = NULL;
 	a->bws = NULL;
-	a->queue_rt = a->queue_k = NULL;
-	a->nhrecs = a->caphrecs = a->nhcpus = a->caphcpus = 0;
+	a->queue = NULL;
+	a->nhrecs = a->nhgpus = a->caphgpus = a->nhcalls = a->caphcalls = a->nhcpus = 0;
+}
+
+/* Each of n records of size from (at base) cut to its first to bytes, in
+ * place, the room left over handed back: the new array. */
+static void *cut_records(void *base, size_t n, size_t from, size_t to)
+{
+	unsigned char *b = base;
+	for (size_t i = 0; i < n; i++) /* record i's new place never reaches record i + 1 */
+		memmove(b + i * to, b + i * from, to);
+	void *v = b ? realloc(b, (n ? n : 1) * to) : NULL;
+	return v ? v : base;
+}
+
+/* The correlations are done with: hcalls become hcpus and hgpus hrecs,
+ * each record 8 bytes shorter. */
+static void keep_records(struct an_trace *a)
+{
+	a->hcpus = cut_records(a->hcalls, a->nhcalls, sizeof(struct an_hcall), sizeof(struct an_hcpu));
+	a->nhcpus = a->nhcalls;
+	a->hcalls = NULL;
+	a->nhcalls = a->caphcalls = 0;
+	a->hrecs = cut_records(a->hgpus, a->nhgpus, sizeof(struct an_hgpu), sizeof(struct an_hrec));
+	a->nhrecs = a->nhgpus;
+	a->hgpus = NULL;
+	a->nhgpus = a->caphgpus = 0;
 }
 
 int an_hta_launches(struct an_trace *a)
 {
 	cmp_trace = a;
-	sort_hcpus(a->hcpus, a->nhcpus);
+	sort_hcalls(a->hcalls, a->nhcalls);
 	int rc = launch_latency(a);
 	/* Each GPU event's launch, looked up once: the analyses that follow
 	 * ask for it several times each. */
 	size_t from = SIZE_MAX;
-	for (size_t i = 0; i < a->nhrecs; i++) {
-		struct an_hrec *r = &a->hrecs[i];
-		const struct an_hcpu *l = launch_of(a, r->corr, pid_rank(a, r->pid), &from);
-		r->launch = l ? (uint64_t)(l - a->hcpus) + 1 : 0;
+	for (size_t i = 0; i < a->nhgpus; i++) {
+		struct an_hgpu *g = &a->hgpus[i];
+		size_t l = launch_of(a, g->corr, pid_rank(a, g->r.pid), &from);
+		g->r.launch = l != SIZE_MAX ? (uint32_t)l + 1 : 0;
 	}
+	keep_records(a);
 	sort_hrecs_time(a->hrecs, a->nhrecs);
 	/* The critical paths' queue lengths need nothing else: here they are
 	 * worked out beside self time, when there are steps to need them. */
