@@ -58,11 +58,11 @@ struct cp_rows {
 	size_t *at, *to;
 };
 
-/* A GPU event with its launch (at lts), in launch order within its rank's
- * part of the list (struct gseg). */
+/* A GPU event (its index in hrecs) with its launch's start, sorted into
+ * launch order within its rank's part of the list (struct gseg). */
 struct glink {
 	int64_t lts;
-	uint32_t h, l; /* h: index in hrecs; l: in hcpus */
+	uint32_t h;
 };
 
 struct gseg {
@@ -629,7 +629,7 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 struct cp_ctx {
 	uint8_t *flags;  /* per name (name_flags) */
 	bool *row_nodes; /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
-	struct glink *gl;
+	uint32_t *gl;    /* hrecs indexes in glink order, per rank (seg) */
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
 	size_t nseg, capseg;
@@ -660,24 +660,25 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	size_t last = hi;
 	while (lo < hi) { /* the first GPU event of the rank launched in the step */
 		size_t mid = (lo + hi) / 2;
-		if (c->gl[mid].lts < s->ts)
+		if (an_launch(a, &a->hrecs[c->gl[mid]])->ts < s->ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < last && !rc && c->gl[i].lts <= end; i++) {
-		const struct glink *k = &c->gl[i];
-		const struct an_hcpu *l = &a->hcpus[k->l];
+	for (size_t i = lo; i < last && !rc; i++) {
+		const struct an_hrec *h = &a->hrecs[c->gl[i]];
+		const struct an_hcpu *l = an_launch(a, h);
+		if (l->ts > end)
+			break;
 		if (l->dur <= 0)
 			continue;
-		const struct an_hrec *h = &a->hrecs[k->h];
 		uint8_t sync = (uint8_t)(c->flags[h->name] >> N_SYNC_SHIFT);
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
 		                              .end = an_sat_add(h->ts, h->dur),
 		                              .name = h->name,
 		                              .parent = -1,
 		                              .launch = find_call(g, &c->rows, l),
-		                              .h = k->h,
+		                              .h = c->gl[i],
 		                              .kind = K_GPU,
 		                              .sync = sync,
 		                              .comm = an_hrec_type(a, h) == AN_COMMUNICATION});
@@ -703,12 +704,12 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	struct cp_graph g = {0};
 	size_t cap = 0;
 	c.row_nodes = calloc(a->rows.n ? a->rows.n : 1, sizeof(*c.row_nodes));
-	c.gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*c.gl));
 	c.flags = name_flags(a);
 	c.rows.at = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.at));
 	c.rows.to = malloc((a->rows.n ? a->rows.n : 1) * sizeof(*c.rows.to));
 	c.sums.at = calloc(2 * a->names.n + 1, sizeof(*c.sums.at));
-	int rc = c.flags && c.row_nodes && c.gl && c.rows.at && c.rows.to && c.sums.at ? 0 : -ENOMEM;
+	struct glink *gl = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*gl));
+	int rc = c.flags && c.row_nodes && gl && c.rows.at && c.rows.to && c.sums.at ? 0 : -ENOMEM;
 	if (!rc && !a->queue)
 		rc = an_queue_lengths(a);
 	c.queue = a->queue;
@@ -725,13 +726,25 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 			rc = AN_PUSH(c.seg, c.nseg, c.capseg, (struct gseg){rank, c.ngl, c.ngl});
 		const struct an_hcpu *l = rc ? NULL : an_launch(a, h);
 		if (l)
-			c.gl[c.ngl++] = (struct glink){l->ts, (uint32_t)i, (uint32_t)(l - a->hcpus)};
+			gl[c.ngl++] = (struct glink){l->ts, (uint32_t)i};
 		if (!rc)
 			c.seg[c.nseg - 1].to = c.ngl;
 	}
 	sort_hrecs = a->hrecs;
 	for (size_t k = 0; k < c.nseg; k++)
-		sort_glinks(c.gl + c.seg[k].from, c.seg[k].to - c.seg[k].from);
+		sort_glinks(gl + c.seg[k].from, c.seg[k].to - c.seg[k].from);
+	/* Sorted, the links keep their GPU events' indexes alone (the launch's
+	 * start is looked up again): a quarter of the room, the rest handed
+	 * back before the graphs. */
+	c.gl = (uint32_t *)(void *)gl;
+	for (size_t i = 0; !rc && i < c.ngl; i++) {
+		uint32_t h = gl[i].h;
+		memcpy(&c.gl[i], &h, sizeof(h)); /* never past link i's own bytes */
+	}
+	if (gl) {
+		uint32_t *v = realloc(c.gl, (c.ngl ? c.ngl : 1) * sizeof(*v));
+		c.gl = v ? v : c.gl;
+	}
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
 	free(c.flags);

@@ -737,18 +737,18 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 	return rc;
 }
 
-typedef const struct an_hrec *hrec_ptr;
+static const struct an_hrec *sort_dev; /* for by_stream_less: the device's events */
 
 /* A device's events by stream, each stream's in start order. */
-static bool by_stream_less(const hrec_ptr *px, const hrec_ptr *py)
+static bool by_stream_less(const uint32_t *px, const uint32_t *py)
 {
-	const struct an_hrec *x = *px, *y = *py;
+	const struct an_hrec *x = &sort_dev[*px], *y = &sort_dev[*py];
 	if (x->stream != y->stream)
 		return x->stream < y->stream;
 	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
 
-AN_SORT_DEFINE(sort_by_stream, hrec_ptr, by_stream_less)
+AN_SORT_DEFINE(sort_by_stream, uint32_t, by_stream_less)
 
 struct qev {
 	int64_t t;
@@ -788,25 +788,50 @@ static int64_t nth_counted(const uint32_t *hist, int64_t lo, size_t k)
 }
 
 /* The launches and starts of a stream's GPU events in qev order, one at
- * a time: the starts (r, in start order already) and the launches (in the
- * same order, which is theirs too on a stream that runs in launch order;
- * sorted otherwise) merged as they are walked. */
+ * a time: the starts (its events, r[idx[k]] for k < n, in start order
+ * already) and the launches merged as they are walked. The launches come
+ * in the same order, which is theirs too on a stream that runs in launch
+ * order (l NULL); otherwise in l, sorted. */
 struct qwalk {
 	const struct an_trace *a;
-	const struct an_hrec *const *r;
-	size_t n, i; /* the next start: r[i] (one with a queued launch) */
+	const struct an_hrec *r;
+	const uint32_t *idx;
+	size_t n, i;  /* the next start: event i (one with a queued launch) */
+	size_t nl, j; /* launches taken: j of nl */
 	const struct qev *l;
-	size_t nl, j; /* the next launch: l[j] */
+	size_t k; /* with l NULL: the next launch is event k's (one with a queued launch) */
 };
+
+/* Event k's launch, when it is in HTA's runtime set. */
+static const struct an_hcpu *queued(const struct an_trace *a, const struct an_hrec *r)
+{
+	const struct an_hcpu *l = an_launch(a, r);
+	return l && l->queue ? l : NULL;
+}
 
 static bool qw_start(struct qwalk *w)
 {
-	for (; w->i < w->n; w->i++) {
-		const struct an_hcpu *l = an_launch(w->a, w->r[w->i]);
-		if (l && l->queue)
+	for (; w->i < w->n; w->i++)
+		if (queued(w->a, &w->r[w->idx[w->i]]))
 			return true;
-	}
 	return false;
+}
+
+static bool qw_launch(struct qwalk *w, struct qev *out)
+{
+	if (w->j == w->nl)
+		return false;
+	if (w->l) {
+		*out = w->l[w->j];
+		return true;
+	}
+	for (;; w->k++) {
+		const struct an_hcpu *l = queued(w->a, &w->r[w->idx[w->k]]);
+		if (l) {
+			*out = (struct qev){l->ts, 1, l->seq};
+			return true;
+		}
+	}
 }
 
 /* The next one's change of the queue's length (+1 a launch, -1 a start),
@@ -814,44 +839,60 @@ static bool qw_start(struct qwalk *w)
 static int qw_next(struct qwalk *w)
 {
 	bool start = qw_start(w);
-	if (!start && w->j == w->nl)
+	struct qev l;
+	bool launch = qw_launch(w, &l);
+	if (!start && !launch)
 		return 0;
-	if (start && w->j < w->nl) {
-		const struct qev s = {w->r[w->i]->ts, -1, w->r[w->i]->seq};
-		start = qev_less(&s, &w->l[w->j]);
+	if (start && launch) {
+		const struct an_hrec *r = &w->r[w->idx[w->i]];
+		const struct qev s = {r->ts, -1, r->seq};
+		start = qev_less(&s, &l);
 	}
 	if (start) {
 		w->i++;
 		return -1;
 	}
 	w->j++;
+	w->k++;
 	return 1;
 }
 
 /* One stream's queue length summary: +1 at each launch (in HTA's runtime
- * set) of its events, -1 at each event's start. */
-static int queue_of(struct an_trace *a, const struct an_hrec *const *r, size_t n,
+ * set) of its events (r[idx[k]] for k < n), -1 at each event's start. */
+static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t *idx, size_t n,
                     const struct an_breakdown *b, size_t *cap)
 {
-	struct qev *q = malloc((n + 1) * sizeof(*q));
-	int rc = q ? 0 : -ENOMEM;
+	/* The launches are put in order apart only when they are not in it. */
+	struct qev *q = NULL, prev = {0};
+	int rc = 0;
 	size_t nl = 0;
 	bool sorted = true;
-	for (size_t i = 0; !rc && i < n; i++) {
-		const struct an_hcpu *l = an_launch(a, r[i]);
-		if (!l || !l->queue)
+	for (size_t i = 0; i < n; i++) {
+		const struct an_hcpu *l = queued(a, &r[idx[i]]);
+		if (!l)
 			continue;
-		q[nl++] = (struct qev){l->ts, 1, l->seq};
-		sorted = sorted && (nl == 1 || !qev_less(&q[nl - 1], &q[nl - 2]));
+		struct qev v = {l->ts, 1, l->seq};
+		sorted = sorted && (!nl || !qev_less(&v, &prev));
+		prev = v;
+		nl++;
 	}
-	if (!rc && !sorted)
+	if (!sorted && !(q = malloc(nl * sizeof(*q))))
+		rc = -ENOMEM;
+	if (q) {
+		nl = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct an_hcpu *l = queued(a, &r[idx[i]]);
+			if (l)
+				q[nl++] = (struct qev){l->ts, 1, l->seq};
+		}
 		sort_qevs(q, nl);
+	}
 	size_t nq = 2 * nl;
 	if (!rc && nq) {
-		struct an_queue s = {b->pid, b->rank, r[0]->stream, nq, 0, 0, INT64_MIN};
+		struct an_queue s = {b->pid, b->rank, r[idx[0]].stream, nq, 0, 0, INT64_MIN};
 		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
-		struct qwalk w = {a, r, n, 0, q, nl, 0};
+		struct qwalk w = {a, r, idx, n, 0, nl, 0, q, 0};
 		for (int d; (d = qw_next(&w));) {
 			len += d;
 			sum += (double)len;
@@ -864,7 +905,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *const *r, size_t n
 		uint32_t *hist = calloc((size_t)(s.max - least) + 1, sizeof(*hist));
 		rc = hist ? 0 : -ENOMEM;
 		len = 0;
-		w = (struct qwalk){a, r, n, 0, q, nl, 0};
+		w = (struct qwalk){a, r, idx, n, 0, nl, 0, q, 0};
 		for (int d; !rc && (d = qw_next(&w));) {
 			len += d;
 			hist[len - least]++;
@@ -898,13 +939,13 @@ static size_t stream_slot(const int64_t *v, size_t n, int64_t st)
 }
 
 /* The device's events grouped by stream in stream order, each stream's in
- * start order (the device's order): *out, pointers into w->r. Streams are
+ * start order (the device's order): *out, indexes in w->r. Streams are
  * few, so each event's place comes from a count per stream; past
- * STREAMS_COUNTED distinct streams, the pointers are sorted instead. */
+ * STREAMS_COUNTED distinct streams, the indexes are sorted instead. */
 #define STREAMS_COUNTED 1024
-static int by_stream(const struct dev_work *w, const struct an_hrec ***out)
+static int by_stream(const struct dev_work *w, uint32_t **out)
 {
-	const struct an_hrec **p = *out = malloc((w->n ? w->n : 1) * sizeof(*p));
+	uint32_t *p = *out = malloc((w->n ? w->n : 1) * sizeof(*p));
 	int64_t v[STREAMS_COUNTED];
 	size_t at[STREAMS_COUNTED + 1] = {0}, n = 0, k = 0;
 	bool counted = true;
@@ -926,7 +967,8 @@ static int by_stream(const struct dev_work *w, const struct an_hrec ***out)
 	}
 	if (!counted) {
 		for (size_t i = 0; i < w->n; i++)
-			p[i] = &w->r[i];
+			p[i] = (uint32_t)i;
+		sort_dev = w->r;
 		sort_by_stream(p, w->n);
 		return 0;
 	}
@@ -943,7 +985,7 @@ static int by_stream(const struct dev_work *w, const struct an_hrec ***out)
 	for (size_t i = 0; i < w->n; i++) {
 		if (v[k] != w->r[i].stream)
 			k = stream_slot(v, n, w->r[i].stream);
-		p[at[k]++] = &w->r[i];
+		p[at[k]++] = (uint32_t)i;
 	}
 	return 0;
 }
@@ -952,23 +994,25 @@ static int by_stream(const struct dev_work *w, const struct an_hrec ***out)
 static int per_stream(struct an_trace *a, const struct dev_work *w, const struct an_breakdown *b,
                       size_t *icap, size_t *qcap)
 {
-	const struct an_hrec **r = NULL;
+	uint32_t *idx = NULL;
 	size_t all = w->n;
-	int rc = by_stream(w, &r);
+	int rc = by_stream(w, &idx);
 	for (size_t i = 0, j; i < all && !rc; i = j) {
-		for (j = i; j < all && r[j]->stream == r[i]->stream; j++)
+		int64_t stream = w->r[idx[i]].stream;
+		for (j = i; j < all && w->r[idx[j]].stream == stream; j++)
 			;
-		rc = queue_of(a, r + i, j - i, b, qcap);
-		struct an_idle s = {b->pid, b->rank, r[i]->stream, 0, 0, 0};
+		rc = queue_of(a, w->r, idx + i, j - i, b, qcap);
+		struct an_idle s = {b->pid, b->rank, stream, 0, 0, 0};
 		bool any = false, have_prev = false;
 		int64_t prev_end = 0;
 		for (size_t k = i; k < j && !rc; k++) {
-			if (!an_hrec_work(a, r[k]))
+			const struct an_hrec *r = &w->r[idx[k]];
+			if (!an_hrec_work(a, r))
 				continue;
 			any = true;
 			if (have_prev) {
-				const struct an_hcpu *l = an_launch(a, r[k]);
-				int64_t gap = an_span(prev_end, r[k]->ts);
+				const struct an_hcpu *l = an_launch(a, r);
+				int64_t gap = an_span(prev_end, r->ts);
 				if (l && l->ts > prev_end)
 					s.host_wait = an_sat_add(s.host_wait, gap);
 				else if (gap < AN_KERNEL_WAIT_NS)
@@ -976,13 +1020,13 @@ static int per_stream(struct an_trace *a, const struct dev_work *w, const struct
 				else
 					s.other = an_sat_add(s.other, gap);
 			}
-			prev_end = an_sat_add(r[k]->ts, r[k]->dur);
+			prev_end = an_sat_add(r->ts, r->dur);
 			have_prev = true;
 		}
 		if (any && !rc)
 			rc = AN_PUSH(a->idle, a->nidle, *icap, s);
 	}
-	free(r);
+	free(idx);
 	return rc;
 }
 

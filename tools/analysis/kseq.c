@@ -15,11 +15,11 @@
 #include "analysis/analysis.h"
 #include "analysis/sort.h"
 
-/* A GPU event (h, in hrecs) and the CPU call that launched it (l, in
- * hcpus; lts its start). */
+/* A GPU event (h, in hrecs) and the start and row of the CPU call that
+ * launched it (an_launch). */
 struct link {
 	int64_t lts;
-	uint32_t row, h, l;
+	uint32_t row, h;
 };
 
 /* An op that roots a sequence. */
@@ -77,7 +77,7 @@ static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
 			continue;
 		const struct an_hcpu *l = an_launch(a, r);
 		if (l)
-			(*out)[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i, (uint32_t)(l - a->hcpus)};
+			(*out)[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i};
 	}
 	sort_trace = a;
 	sort_links(*out, *n);
@@ -88,7 +88,8 @@ static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
 struct count_ctx {
 	const struct link *l;
 	size_t nl;
-	const struct an_hrec **k; /* room for nl */
+	const struct an_hrec **k; /* room for kcap */
+	size_t kcap;
 	char *key;
 	size_t cap;
 	struct an_table *by;
@@ -183,12 +184,13 @@ static int append(char **s, size_t *n, size_t *cap, const char *text)
 	return 0;
 }
 
-/* The GPU events of root r (launched inside it on its row), in start order. */
-static size_t kernels_of(const struct an_trace *a, const struct link *l, size_t nl, const struct root *r,
-                         const struct an_hrec **out)
+/* The GPU events of root r (launched inside it on its row), in start
+ * order, into c->k: how many, or -ENOMEM. */
+static ptrdiff_t kernels_of(const struct an_trace *a, struct count_ctx *c, const struct root *r)
 {
+	const struct link *l = c->l;
 	int64_t end = an_sat_add(r->ts, r->dur);
-	size_t lo = 0, hi = nl, n = 0;
+	size_t lo = 0, hi = c->nl, nl = c->nl, n = 0;
 	while (lo < hi) { /* the first link of the row starting at or after the op */
 		size_t mid = (lo + hi) / 2;
 		if (l[mid].row < r->row || (l[mid].row == r->row && l[mid].lts < r->ts))
@@ -196,11 +198,16 @@ static size_t kernels_of(const struct an_trace *a, const struct link *l, size_t 
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < nl && l[i].row == r->row && l[i].lts <= end; i++)
-		if (an_sat_add(l[i].lts, a->hcpus[l[i].l].dur) <= end)
-			out[n++] = &a->hrecs[l[i].h];
-	an_sort(out, n, sizeof(*out), cmp_kernel_ts);
-	return n;
+	for (size_t i = lo; i < nl && l[i].row == r->row && l[i].lts <= end; i++) {
+		const struct an_hrec *h = &a->hrecs[l[i].h];
+		if (an_sat_add(l[i].lts, an_launch(a, h)->dur) > end)
+			continue;
+		if (!an_grow((void **)&c->k, n, &c->kcap, sizeof(*c->k)))
+			return -ENOMEM;
+		c->k[n++] = h;
+	}
+	an_sort(c->k, n, sizeof(*c->k), cmp_kernel_ts);
+	return (ptrdiff_t)n;
 }
 
 static int cmp_kseq(const void *pa, const void *pb)
@@ -216,7 +223,10 @@ static int cmp_kseq(const void *pa, const void *pb)
 /* Root r's sequence, interned by rank, op and kernel names. */
 static int count_root(const struct an_trace *a, struct count_ctx *c, const struct root *r)
 {
-	size_t nk = kernels_of(a, c->l, c->nl, r, c->k), n = 0;
+	ptrdiff_t got = kernels_of(a, c, r);
+	if (got < 0)
+		return (int)got;
+	size_t nk = (size_t)got, n = 0;
 	if (nk < AN_SEQ_MIN_LEN)
 		return 0;
 	char num[48];
@@ -270,8 +280,6 @@ int an_kseq_compute(struct an_trace *a)
 	uint8_t *flags = name_flags(a);
 	int rc = flags ? collect_links(a, &l, &c.nl) : -ENOMEM;
 	c.l = l;
-	if (!rc && !(c.k = malloc((c.nl ? c.nl : 1) * sizeof(*c.k))))
-		rc = -ENOMEM;
 	if (!rc && a->seq_op)
 		rc = walk_roots(a, flags, &min, NULL);
 	if (!rc)
