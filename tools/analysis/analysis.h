@@ -10,9 +10,10 @@
  *
  * Memory: fixed per name and per row, plus about 6 bytes per complete
  * event, packed ("the complete events, packed" below; exact self time and
- * exact percentiles need them all), plus about 50 per
- * GPU event and 40 per runtime call for HTA's analyses and launch latency,
- * which match launches to GPU events once the read is done. Wall times
+ * exact percentiles need them all), plus 48 per GPU event and 40 per
+ * runtime call for HTA's analyses and launch latency, which match
+ * launches to GPU events once the read is done and then keep 40 and 32
+ * (the correlations are done with). Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
  * two per event) only in a trace where a child outlives its parent.
  *
