@@ -243,7 +243,7 @@ struct an_copy {
 
 /* For launch latency: a launch (cuda_runtime or cuda_driver) or kernel
  * with a correlation (its "correlation" arg, else the id of the ac2g flow
- * right after it) that HTA's records (an_hrec, an_hcpu) do not hold with
+ * right after it) that HTA's records (an_hgpu, an_hcall) do not hold with
  * that correlation. seq: the complete event's (an_hrec.seq). */
 enum { AN_CORR_LAUNCH = 1, AN_CORR_KERNEL = 2 };
 struct an_corr {
@@ -574,7 +574,7 @@ struct an_trace {
 	 * sorted by row, then outermost (earliest) first. */
 	struct an_xrec *open;
 	size_t nopen, capopen;
-	struct an_gpurec *gpu; /* made from x once HTA's analyses are done */
+	struct an_gpurec *gpu; /* made from the complete events once HTA's analyses are done */
 	size_t ngpu, capgpu;
 	struct an_copy *copies;
 	size_t ncopies, capcopies;
@@ -756,8 +756,8 @@ int64_t an_sat_add(int64_t x, int64_t y);
 int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint32_t name, int64_t dur,
                uint32_t what, uint64_t corr, bool *kept);
 /* First the launches: each kernel's launch latency and each GPU event's
- * launch (an_launch), from HTA's records alone; then, once self time has
- * sorted the complete events, everything else. */
+ * launch (an_launch), from HTA's records alone; then, once the complete
+ * events are laid out and self time is known, everything else. */
 int an_hta_launches(struct an_trace *a);
 /* Then the rest, in two parts, so that other work can go beside each:
  * an_hta_paths finds the steps, works out the critical paths and applies
@@ -774,14 +774,14 @@ bool an_name_in(const char *name, const char *const *set);
 int64_t an_row_rank(const struct an_trace *a, uint32_t row);
 /* The category of names-table entry i. */
 const char *an_name_cat(const struct an_trace *a, uint32_t i);
-/* The CPU event with r's correlation in r's rank (the first in the file),
- * or NULL: what an_hta_launches matched to r once launch latency was done
- * (hta.c). */
 /* HTA's kind of a GPU event (enum an_ktype; a MEMORY event's bandwidth
  * is in an_trace.bws), and whether it is a kernel, copy or memset (HTA's
  * idle breakdown), from its name (an_name.hta, hta.c). */
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r);
 bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r);
+/* The CPU event with r's correlation in r's rank (the first in the file),
+ * or NULL: what an_hta_launches matched to r once launch latency was done
+ * (hta.c). */
 static inline const struct an_hcpu *an_launch(const struct an_trace *a, const struct an_hrec *r)
 {
 	return r->launch ? &a->hcpus[r->launch - 1] : NULL;
@@ -819,7 +819,7 @@ void an_xrow(const struct an_trace *a, uint32_t r, struct an_xcur *c);
 void an_xrow_from(const struct an_trace *a, uint32_t r, int64_t ts, struct an_xcur *c);
 static inline size_t an_xrow_count(const struct an_trace *a, uint32_t r)
 {
-	return a->xspan ? a->xspan[r].n : 0;
+	return a->xspan && r < a->rows.n ? a->xspan[r].n : 0;
 }
 
 /* Every event, row after row: an_xall(a, &it), then an_xall_next. */

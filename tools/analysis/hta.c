@@ -802,7 +802,7 @@ struct qwalk {
 	size_t k; /* with l NULL: the next launch is event k's (one with a queued launch) */
 };
 
-/* Event k's launch, when it is in HTA's runtime set. */
+/* GPU event r's launch, when it is in HTA's runtime set. */
 static const struct an_hcpu *queued(const struct an_trace *a, const struct an_hrec *r)
 {
 	const struct an_hcpu *l = an_launch(a, r);

@@ -124,9 +124,8 @@ int an_xrow_each(struct an_trace *a, uint32_t r, int (*fn)(struct an_trace *a, s
 			free(out);
 			break;
 		}
-		/* The new coding is no longer than room for every event at its
-		 * longest: the chunk keeps its room past that for appends. */
-		out->cap = out->len;
+		/* The chunk keeps its room for every event at its longest, so
+		 * an append after it still finds AN_XREC_MAX bytes in the next. */
 		out->next = ch->next;
 		if (a->xrows[r].tail == ch)
 			a->xrows[r].tail = out;
