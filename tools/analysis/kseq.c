@@ -64,12 +64,15 @@ static int cmp_kernel_ts(const void *pa, const void *pb)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The GPU events (stream > 0) with a launch in their own rank. */
-static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
+/* The GPU events (stream > 0) with a launch in their own rank, as their
+ * indexes in hrecs in link order: sorted as links, then kept as the
+ * indexes alone (the launch's row and start are looked up again), a
+ * quarter of the room, the rest handed back. */
+static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 {
 	*n = 0;
-	*out = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(**out));
-	if (!*out)
+	struct link *v = malloc((a->nhrecs ? a->nhrecs : 1) * sizeof(*v));
+	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nhrecs; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
@@ -77,16 +80,23 @@ static int collect_links(const struct an_trace *a, struct link **out, size_t *n)
 			continue;
 		const struct an_hcpu *l = an_launch(a, r);
 		if (l)
-			(*out)[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i};
+			v[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i};
 	}
 	sort_trace = a;
-	sort_links(*out, *n);
+	sort_links(v, *n);
+	uint32_t *h = (uint32_t *)(void *)v;
+	for (size_t i = 0; i < *n; i++) {
+		uint32_t k = v[i].h;
+		memcpy(&h[i], &k, sizeof(k)); /* never past link i's own bytes */
+	}
+	uint32_t *cut = realloc(h, (*n ? *n : 1) * sizeof(*cut));
+	*out = cut ? cut : h;
 	return 0;
 }
 
 /* What each root is counted with. */
 struct count_ctx {
-	const struct link *l;
+	const uint32_t *l; /* GPU events (hrecs) in link order */
 	size_t nl;
 	const struct an_hrec **k; /* room for kcap */
 	size_t kcap;
@@ -188,19 +198,24 @@ static int append(char **s, size_t *n, size_t *cap, const char *text)
  * order, into c->k: how many, or -ENOMEM. */
 static ptrdiff_t kernels_of(const struct an_trace *a, struct count_ctx *c, const struct root *r)
 {
-	const struct link *l = c->l;
+	const uint32_t *l = c->l;
 	int64_t end = an_sat_add(r->ts, r->dur);
 	size_t lo = 0, hi = c->nl, nl = c->nl, n = 0;
+	const struct an_hcpu *call;
 	while (lo < hi) { /* the first link of the row starting at or after the op */
 		size_t mid = (lo + hi) / 2;
-		if (l[mid].row < r->row || (l[mid].row == r->row && l[mid].lts < r->ts))
+		call = an_launch(a, &a->hrecs[l[mid]]);
+		if (call->row < r->row || (call->row == r->row && call->ts < r->ts))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < nl && l[i].row == r->row && l[i].lts <= end; i++) {
-		const struct an_hrec *h = &a->hrecs[l[i].h];
-		if (an_sat_add(l[i].lts, an_launch(a, h)->dur) > end)
+	for (size_t i = lo; i < nl; i++) {
+		const struct an_hrec *h = &a->hrecs[l[i]];
+		call = an_launch(a, h);
+		if (call->row != r->row || call->ts > end)
+			break;
+		if (an_sat_add(call->ts, call->dur) > end)
 			continue;
 		if (!an_grow((void **)&c->k, n, &c->kcap, sizeof(*c->k)))
 			return -ENOMEM;
@@ -276,7 +291,7 @@ int an_kseq_compute(struct an_trace *a)
 	struct an_table by = {.item_size = sizeof(struct pattern)};
 	struct count_ctx c = {.by = &by};
 	struct min_depths min = {0};
-	struct link *l = NULL;
+	uint32_t *l = NULL;
 	uint8_t *flags = name_flags(a);
 	int rc = flags ? collect_links(a, &l, &c.nl) : -ENOMEM;
 	c.l = l;
