@@ -32,12 +32,29 @@ struct cp_ev {
 	bool blocking, comm;
 };
 
+/* An edge: its type (E_*) in the low 3 bits of tag, then whether it has
+ * no time whatever its nodes' (a blocking call's end), then the event its
+ * time belongs to + 1 (0 for none); a step has fewer than 2^28 events. */
 struct cp_edge {
-	uint32_t src, dst;
-	int32_t attr; /* the event the edge's time belongs to, or -1 */
-	uint8_t type;
-	bool zero; /* no time, whatever its nodes' (a blocking call's end) */
+	uint32_t src, dst, tag;
 };
+
+#define CP_EVENTS_MAX ((1u << 28) - 1)
+
+static unsigned edge_type(const struct cp_edge *e)
+{
+	return e->tag & 7;
+}
+
+static bool edge_zero(const struct cp_edge *e)
+{
+	return e->tag & 8;
+}
+
+static int32_t edge_attr(const struct cp_edge *e)
+{
+	return (int32_t)(e->tag >> 4) - 1;
+}
 
 struct cp_graph {
 	struct cp_ev *ev;
@@ -46,7 +63,7 @@ struct cp_graph {
 	size_t nev, capev, nnodes, cappairs, ne, cape;
 	/* the longest path */
 	int64_t *dist;
-	uint32_t *best, *order, *indeg, *first_in, *first_out, *in, *out;
+	uint32_t *best, *order, *indeg, *first_out, *out;
 	size_t capdist;
 	uint32_t end; /* the first node in the topological order with the longest way in */
 };
@@ -250,6 +267,8 @@ static int64_t node_ts(const struct cp_graph *g, uint32_t v)
 
 static int add_ev(struct cp_graph *g, struct cp_ev e)
 {
+	if (g->nev >= CP_EVENTS_MAX)
+		return -ENOMEM; /* the edges' tags hold an event's index in 28 bits */
 	e.node = (uint32_t)g->nnodes;
 	size_t pairs = g->nnodes / 2;
 	if (e.kind != K_PLAIN && AN_PUSH(g->pair_ev, pairs, g->cappairs, (uint32_t)g->nev))
@@ -260,15 +279,17 @@ static int add_ev(struct cp_graph *g, struct cp_ev e)
 
 static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type, bool zero, int32_t attr)
 {
-	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, attr, type, zero});
+	uint32_t tag = (uint32_t)(attr + 1) << 4 | (zero ? 8u : 0u) | type;
+	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, tag});
 }
 
 /* An edge's time, given its end node's (tdst): none for a dependency, a
  * sync or a blocking call's end, else from its start node's to tdst. */
 static int64_t edge_w(const struct cp_graph *g, const struct cp_edge *e, int64_t tdst)
 {
-	return e->zero || e->type == E_DEPENDENCY || e->type == E_SYNC ? 0
-	                                                               : an_span(node_ts(g, e->src), tdst);
+	return edge_zero(e) || edge_type(e) == E_DEPENDENCY || edge_type(e) == E_SYNC
+	           ? 0
+	           : an_span(node_ts(g, e->src), tdst);
 }
 
 /* HTA's _attribute_edge for a span between two CPU nodes: the event that
@@ -497,8 +518,10 @@ static bool grow_u32(uint32_t **p, size_t n)
 /* dist and best (the in-edge it came by, or UINT32_MAX) of every node, in
  * a topological order (Kahn's); false when the graph has a cycle. Among
  * equally long ways in, the first edge added wins, as in networkx; g->end
- * is where the path ends. in holds each node's in-edges, out each node's
- * successors (the nodes, not the edges: only their in-degree is needed). */
+ * is where the path ends. Each node's way in is grown as its predecessors
+ * are taken (out holds each node's out-edges, in the order added), so a
+ * node's is whole when the node is taken: the longest, the earliest edge
+ * added among equals, as a walk of its in-edges in order would find. */
 static int longest(struct cp_graph *g, bool *dag)
 {
 	size_t nn = g->nnodes, ne = g->ne;
@@ -508,32 +531,28 @@ static int longest(struct cp_graph *g, bool *dag)
 			return -ENOMEM;
 		g->dist = d;
 		if (!grow_u32(&g->best, nn) || !grow_u32(&g->order, nn) || !grow_u32(&g->indeg, nn) ||
-		    !grow_u32(&g->first_in, nn + 1) || !grow_u32(&g->first_out, nn + 1))
+		    !grow_u32(&g->first_out, nn + 1))
 			return -ENOMEM;
 		g->capdist = nn;
 	}
-	if (!grow_u32(&g->in, ne) || !grow_u32(&g->out, ne))
+	if (!grow_u32(&g->out, ne))
 		return -ENOMEM;
-	memset(g->first_in, 0, (nn + 1) * sizeof(uint32_t));
 	memset(g->first_out, 0, (nn + 1) * sizeof(uint32_t));
+	memset(g->indeg, 0, nn * sizeof(uint32_t));
 	for (size_t i = 0; i < ne; i++) {
-		g->first_in[g->e[i].dst + 1]++;
+		g->indeg[g->e[i].dst]++;
 		g->first_out[g->e[i].src + 1]++;
 	}
 	for (size_t v = 0; v < nn; v++) {
-		g->first_in[v + 1] += g->first_in[v];
 		g->first_out[v + 1] += g->first_out[v];
-		g->indeg[v] = g->first_in[v + 1] - g->first_in[v];
+		g->dist[v] = 0;
+		g->best[v] = UINT32_MAX;
 	}
-	for (size_t i = 0; i < ne; i++) { /* edges by dst and by src, in the order added */
-		g->in[g->first_in[g->e[i].dst]++] = (uint32_t)i;
-		g->out[g->first_out[g->e[i].src]++] = g->e[i].dst;
-	}
-	for (size_t v = nn; v > 0; v--) { /* the fills moved each start one list on: move them back */
-		g->first_in[v] = g->first_in[v - 1];
+	for (size_t i = 0; i < ne; i++) /* edges by src, in the order added */
+		g->out[g->first_out[g->e[i].src]++] = (uint32_t)i;
+	for (size_t v = nn; v > 0; v--) /* the fill moved each start one list on: move them back */
 		g->first_out[v] = g->first_out[v - 1];
-	}
-	g->first_in[0] = g->first_out[0] = 0;
+	g->first_out[0] = 0;
 	size_t head = 0, tail = 0;
 	for (size_t v = 0; v < nn; v++)
 		if (!g->indeg[v])
@@ -541,22 +560,19 @@ static int longest(struct cp_graph *g, bool *dag)
 	g->end = tail ? g->order[0] : 0;
 	while (head < tail) {
 		uint32_t v = g->order[head++];
-		int64_t tv = node_ts(g, v);
-		g->dist[v] = 0;
-		g->best[v] = UINT32_MAX;
-		for (uint32_t k = g->first_in[v]; k < g->first_in[v + 1]; k++) {
-			const struct cp_edge *e = &g->e[g->in[k]];
-			int64_t d = an_sat_add(g->dist[e->src], edge_w(g, e, tv));
-			if (d >= 0 && (g->best[v] == UINT32_MAX || d > g->dist[v])) {
-				g->dist[v] = d;
-				g->best[v] = g->in[k];
-			}
-		}
 		if (g->dist[v] > g->dist[g->end])
 			g->end = v;
-		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++)
-			if (!--g->indeg[g->out[k]])
-				g->order[tail++] = g->out[k];
+		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++) {
+			uint32_t i = g->out[k], w = g->e[i].dst;
+			int64_t d = an_sat_add(g->dist[v], edge_w(g, &g->e[i], node_ts(g, w)));
+			if (d >= 0 && (g->best[w] == UINT32_MAX || d > g->dist[w] ||
+			               (d == g->dist[w] && i < g->best[w]))) {
+				g->dist[w] = d;
+				g->best[w] = i;
+			}
+			if (!--g->indeg[w])
+				g->order[tail++] = w;
+		}
 	}
 	*dag = tail == nn;
 	return 0;
@@ -592,17 +608,18 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 	int rc = 0;
 	for (uint32_t v = from, k; nn && !rc && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
 		const struct cp_edge *e = &g->e[k];
-		const struct cp_ev *ev = e->attr >= 0 ? &g->ev[e->attr] : NULL;
+		const struct cp_ev *ev = edge_attr(e) >= 0 ? &g->ev[edge_attr(e)] : NULL;
 		int64_t w = edge_w(g, e, node_ts(g, v));
-		if (e->type == E_LAUNCH)
+		unsigned type = edge_type(e);
+		if (type == E_LAUNCH)
 			p->launch += w;
-		else if (e->type == E_KERNEL)
+		else if (type == E_KERNEL)
 			p->kk += w;
-		else if (e->type == E_OP && ev && ev->kind == K_GPU)
+		else if (type == E_OP && ev && ev->kind == K_GPU)
 			*(ev->comm ? &p->comm : &p->compute) += w;
-		else if (e->type == E_OP)
+		else if (type == E_OP)
 			p->cpu += w;
-		if (e->type != E_OP || !ev || !w)
+		if (type != E_OP || !ev || !w)
 			continue;
 		bool gpu = ev->kind == K_GPU;
 		uint32_t *at = &o->at[2 * (size_t)ev->name + gpu];
@@ -765,9 +782,7 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(g.best);
 	free(g.order);
 	free(g.indeg);
-	free(g.first_in);
 	free(g.first_out);
-	free(g.in);
 	free(g.out);
 	return rc;
 }
