@@ -543,6 +543,9 @@ struct dev_work {
 	size_t n;
 	struct ivals all, type[3];        /* unions: every event; COMPUTATION, COMMUNICATION, MEMORY */
 	struct ivals comm_only, mem_only; /* COMMUNICATION less COMPUTATION; MEMORY less both */
+	bool keep_all; /* set before dev_unions: else all is left empty, and of the union of every
+	                * event only its first start, last end and length are kept */
+	int64_t all_first, all_last, all_total;
 };
 
 static void dev_work_free(struct dev_work *w)
@@ -577,12 +580,29 @@ static int ivals_minus(const struct ivals *x, const struct ivals *y, struct ival
 
 static int dev_unions(const struct an_trace *a, struct dev_work *w)
 {
+	struct ival cur = {0, 0}; /* without keep_all: the union's open span, once there is one */
 	for (size_t i = 0; i < w->n; i++) {
 		const struct an_hrec *r = &w->r[i];
 		int64_t e = an_sat_add(r->ts, r->dur);
 		unsigned type = an_hrec_type(a, r);
-		if (ivals_add(&w->all, r->ts, e) || (type < 3 && ivals_add(&w->type[type], r->ts, e)))
+		if (w->keep_all) {
+			if (ivals_add(&w->all, r->ts, e))
+				return -ENOMEM;
+		} else if (i && r->ts <= cur.e) { /* as ivals_add would merge it */
+			cur.e = e > cur.e ? e : cur.e;
+		} else { /* a new span: the one before is done, added up as ivals_total would */
+			if (i)
+				w->all_total = an_sat_add(w->all_total, an_span(cur.s, cur.e));
+			else
+				w->all_first = r->ts;
+			cur = (struct ival){r->ts, e};
+		}
+		if (type < 3 && ivals_add(&w->type[type], r->ts, e))
 			return -ENOMEM;
+	}
+	if (!w->keep_all && w->n) {
+		w->all_total = an_sat_add(w->all_total, an_span(cur.s, cur.e));
+		w->all_last = cur.e;
 	}
 	struct ivals both = {0};
 	int rc = ivals_minus(&w->type[AN_COMMUNICATION], &w->type[AN_COMPUTATION], &w->comm_only);
@@ -1189,8 +1209,8 @@ static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 	int rc = dev_unions(a, w);
 	if (rc)
 		return rc;
-	b.kernel_time = an_span(w->all.v[0].s, w->all.v[w->all.n - 1].e);
-	b.idle = b.kernel_time - ivals_total(&w->all);
+	b.kernel_time = an_span(w->all_first, w->all_last);
+	b.idle = b.kernel_time - w->all_total;
 	b.compute = ivals_total(&w->type[AN_COMPUTATION]);
 	b.non_compute = b.kernel_time - b.compute - b.idle;
 	b.comm = ivals_total(&w->comm_only);
@@ -1235,6 +1255,7 @@ struct steps_arg {
 static int steps_of_device(struct an_trace *a, struct dev_work *w, void *arg)
 {
 	struct steps_arg *sa = arg;
+	w->keep_all = true; /* each step's busy time is its share of the union */
 	int rc = dev_unions(a, w);
 	const struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid)};
 	return rc ? rc : device_steps(a, sa->steps, sa->nsteps, w, &b, &sa->cap);
