@@ -443,6 +443,41 @@ static void test_kernel_stats_many(void **state)
 	yajl_tree_free(v);
 }
 
+/* GPU events whose duration (past 2^32 ns) or stream (outside 32 bits)
+ * HTA's records keep apart: the analyses see them whole. */
+static void test_wide_gpu_events(void **state)
+{
+	(void)state;
+	struct built b;
+	FILE *f = trace_open(&b);
+	static const struct {
+		const char *name;
+		long long ts, dur, stream;
+	} k[] = {{"gemm", 10, 5000000, 1099511627776LL},
+	         {"gemm", 6000010, 1, 1099511627776LL},
+	         {"relu", 20, 4294968, -2147483648LL}};
+	for (size_t i = 0; i < 3; i++)
+		fprintf(f,
+		        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %zu, "
+		        "\"ts\": %lld, \"dur\": %lld, \"args\": {\"stream\": %lld, \"correlation\": %zu}},\n",
+		        k[i].name, i / 2 + 1, k[i].ts, k[i].dur, k[i].stream, i + 1);
+	yajl_val v = trace_summary(&b, "wide.json");
+	yajl_val idle = tu_get(v, "idle_time");
+	assert_int_equal(idle->u.array.len, 2);
+	assert_int_equal(num(at(idle, 0), "stream"), -2147483648LL);
+	assert_int_equal(num(at(idle, 1), "stream"), 1099511627776LL);
+	assert_int_equal(num(at(idle, 1), "other_ns"), 1000000000LL); /* 6 000 010 - 5 000 010 us */
+	yajl_val tb = at(tu_get(v, "temporal_breakdown"), 0);
+	assert_int_equal(num(tb, "kernel_time_ns"), 6000001000LL);
+	assert_int_equal(num(tb, "compute_ns"), 5000001000LL);
+	assert_int_equal(num(tb, "idle_ns"), 1000000000LL);
+	yajl_val kn = tu_get(v, "kernels_by_type");
+	assert_string_equal(tu_get_str(at(kn, 0), "name"), "gemm");
+	assert_int_equal(num(at(kn, 0), "max_ns"), 5000000000LL);
+	assert_int_equal(num(at(kn, 1), "sum_ns"), 4294968000LL);
+	yajl_tree_free(v);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -468,6 +503,7 @@ int main(void)
 	    cmocka_unit_test(test_stream_names),
 	    cmocka_unit_test(test_many_streams),
 	    cmocka_unit_test(test_kernel_stats_many),
+	    cmocka_unit_test(test_wide_gpu_events),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1838,6 +1838,12 @@ static void move_bw(void *to, const void *from, const struct remap *m)
 	*(struct an_bw *)to = (struct an_bw){w->seq + m->seq, w->bw};
 }
 
+static void move_hwide(void *to, const void *from, const struct remap *m)
+{
+	const struct an_hwide *w = from;
+	*(struct an_hwide *)to = (struct an_hwide){w->seq + m->seq, w->dur, w->stream};
+}
+
 /* Moves n records of size bytes from src to dst, from index at on (room
  * for them reserved), converted by move, last first, a chunk at a time:
  * src shrinks behind each chunk (realloc hands its tail back), so that the
@@ -1966,7 +1972,8 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	     !reserve((void **)&a->corrs, &a->capcorrs, a->ncorrs + b->ncorrs, sizeof(*a->corrs)) ||
 	     !reserve((void **)&a->hgpus, &a->caphgpus, a->nhgpus + b->nhgpus, sizeof(*a->hgpus)) ||
 	     !reserve((void **)&a->hcalls, &a->caphcalls, a->nhcalls + b->nhcalls, sizeof(*a->hcalls)) ||
-	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws))))
+	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws)) ||
+	     !reserve((void **)&a->hwide, &a->caphwide, a->nhwide + b->nhwide, sizeof(*a->hwide))))
 		rc = -ENOMEM;
 	struct remap m = {names, rows, pids, map[M_DIRS], seq};
 	if (!rc) {
@@ -1980,6 +1987,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		MOVE_BACK(a->hgpus, a->nhgpus, b->hgpus, b->nhgpus, b->caphgpus, &m, move_hgpu);
 		MOVE_BACK(a->hcalls, a->nhcalls, b->hcalls, b->nhcalls, b->caphcalls, &m, move_hcall);
 		MOVE_BACK(a->bws, a->nbws, b->bws, b->nbws, b->capbws, &m, move_bw);
+		MOVE_BACK(a->hwide, a->nhwide, b->hwide, b->nhwide, b->caphwide, &m, move_hwide);
 	}
 	for (size_t i = 0; !rc && i < b->nmemsamples; i++)
 		rc =

@@ -10,9 +10,9 @@
  *
  * Memory: fixed per name and per row, plus about 6 bytes per complete
  * event, packed ("the complete events, packed" below; exact self time and
- * exact percentiles need them all), plus 48 per GPU event and 40 per
+ * exact percentiles need them all), plus 40 per GPU event and 40 per
  * runtime call for HTA's analyses and launch latency, which match
- * launches to GPU events once the read is done and then keep 40 and 32
+ * launches to GPU events once the read is done and then keep 32 each
  * (the correlations are done with). Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
  * two per event) only in a trace where a child outlives its parent.
@@ -363,7 +363,9 @@ enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
  * "stream" arg other than -1 (kernels, copies, memsets, syncs), or a
  * kernel, copy or memset without one (its tid is the stream). */
 struct an_hrec {
-	int64_t ts, dur, stream;
+	int64_t ts;
+	uint32_t dur;       /* AN_HREC_LONG: longer, in an_trace.hwide (an_hrec_dur) */
+	int32_t stream;     /* AN_HREC_WIDE: outside 32 bits, in an_trace.hwide (an_hrec_stream) */
 	uint32_t pid, name; /* its HTA kind (an_hrec_type, an_hrec_work) is its name's */
 	uint32_t seq;       /* file order */
 	union {
@@ -371,6 +373,16 @@ struct an_hrec {
 		uint32_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
+};
+
+#define AN_HREC_LONG UINT32_MAX
+#define AN_HREC_WIDE INT32_MIN
+
+/* The duration and stream of a GPU event (an_hrec) whose fields cannot
+ * hold them, by file order (seq). */
+struct an_hwide {
+	uint32_t seq;
+	int64_t dur, stream;
 };
 
 /* An an_hrec as read, with its correlation (UINT64_MAX for none): what
@@ -630,6 +642,8 @@ struct an_trace {
 	size_t nhgpus, caphgpus;
 	struct an_hrec *hrecs;
 	size_t nhrecs;
+	struct an_hwide *hwide; /* in seq order */
+	size_t nhwide, caphwide;
 	struct an_hcall *hcalls; /* as read, until an_hta_launches makes hcpus of them */
 	size_t nhcalls, caphcalls;
 	struct an_hcpu *hcpus;
@@ -779,6 +793,17 @@ const char *an_name_cat(const struct an_trace *a, uint32_t i);
  * idle breakdown), from its name (an_name.hta, hta.c). */
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r);
 bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r);
+/* A GPU event's duration and stream, from a->hwide where its own fields
+ * cannot hold them. */
+const struct an_hwide *an_hrec_wide(const struct an_trace *a, const struct an_hrec *r);
+static inline int64_t an_hrec_dur(const struct an_trace *a, const struct an_hrec *r)
+{
+	return r->dur != AN_HREC_LONG ? r->dur : an_hrec_wide(a, r)->dur;
+}
+static inline int64_t an_hrec_stream(const struct an_trace *a, const struct an_hrec *r)
+{
+	return r->stream != AN_HREC_WIDE ? r->stream : an_hrec_wide(a, r)->stream;
+}
 /* The CPU event with r's correlation in r's rank (the first in the file),
  * or NULL: what an_hta_launches matched to r once launch latency was done
  * (hta.c). */

@@ -158,17 +158,17 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 	for (size_t i = from; i < to; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
 		const struct an_hcpu *l = an_launch(a, r);
-		if (!l || !l->queue || (any && r->stream == last))
+		if (!l || !l->queue || (any && an_hrec_stream(a, r) == last))
 			continue;
 		any = true;
-		last = r->stream;
-		size_t k = stream_index(s, r->stream);
-		if (k < s->n && s->v[k] == r->stream)
+		last = an_hrec_stream(a, r);
+		size_t k = stream_index(s, last);
+		if (k < s->n && s->v[k] == last)
 			continue;
 		if (!an_grow((void **)&s->v, s->n, &s->cap, sizeof(*s->v)))
 			return -ENOMEM;
 		memmove(s->v + k + 1, s->v + k, (s->n - k) * sizeof(*s->v));
-		s->v[k] = r->stream;
+		s->v[k] = last;
 		s->n++;
 	}
 	if (!an_grow((void **)&s->at, s->n, &s->capat, sizeof(*s->at)) ||
@@ -202,7 +202,7 @@ int an_queue_lengths(struct an_trace *a)
 		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
 			const struct an_hcpu *l = an_launch(a, &a->hrecs[i]);
 			if (l && l->queue) {
-				k = stream_at(&st, a->hrecs[i].stream, k);
+				k = stream_at(&st, an_hrec_stream(a, &a->hrecs[i]), k);
 				st.at[k + 1] += 2;
 			}
 		}
@@ -220,7 +220,7 @@ int an_queue_lengths(struct an_trace *a)
 			const struct an_hcpu *l = an_launch(a, r);
 			if (!l || !l->queue)
 				continue;
-			k = stream_at(&st, r->stream, k);
+			k = stream_at(&st, an_hrec_stream(a, r), k);
 			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
 			q[st.half[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
 		}
@@ -458,7 +458,7 @@ struct last {
 
 /* HTA's _construct_graph_from_kernels over the step's GPU events
  * ev[first, nev), in start order (syncs at their end). */
-static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hrecs, const uint8_t *queue)
+static int gpu_edges(const struct an_trace *a, struct cp_graph *g, size_t first, const uint8_t *queue)
 {
 	size_t n = g->nev - first, nlast = 0, lcap = 0;
 	struct gkey *key = malloc((n ? n : 1) * sizeof(*key));
@@ -466,16 +466,16 @@ static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hre
 	int rc = key ? 0 : -ENOMEM;
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct cp_ev *e = &g->ev[first + i];
-		key[i] = (struct gkey){e->sync ? e->end : e->ts, hrecs[e->h].seq, (uint32_t)(first + i)};
+		key[i] = (struct gkey){e->sync ? e->end : e->ts, a->hrecs[e->h].seq, (uint32_t)(first + i)};
 	}
 	if (!rc)
 		sort_gkeys(key, n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct cp_ev *e = &g->ev[key[i].ev];
-		const struct an_hrec *h = &hrecs[e->h];
+		const struct an_hrec *h = &a->hrecs[e->h];
 		struct last *l = NULL;
 		for (size_t k = 0; k < nlast && !l; k++)
-			if (last[k].pid == h->pid && last[k].stream == h->stream)
+			if (last[k].pid == h->pid && last[k].stream == an_hrec_stream(a, h))
 				l = &last[k];
 		if (e->sync) {
 			/* a sync call ends after the stream's (or, for a context
@@ -494,7 +494,7 @@ static int gpu_edges(struct cp_graph *g, size_t first, const struct an_hrec *hre
 		else if (!rc && l)
 			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)node_ev(g, l->node));
 		if (!rc && !l) {
-			rc = AN_PUSH(last, nlast, lcap, (struct last){h->pid, h->stream, 0});
+			rc = AN_PUSH(last, nlast, lcap, (struct last){h->pid, an_hrec_stream(a, h), 0});
 			l = rc ? NULL : &last[nlast - 1];
 		}
 		if (l)
@@ -691,7 +691,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 			continue;
 		uint8_t sync = (uint8_t)(c->flags[h->name] >> N_SYNC_SHIFT);
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
-		                              .end = an_sat_add(h->ts, h->dur),
+		                              .end = an_sat_add(h->ts, an_hrec_dur(a, h)),
 		                              .name = h->name,
 		                              .parent = -1,
 		                              .launch = find_call(g, &c->rows, l),
@@ -701,7 +701,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .comm = an_hrec_type(a, h) == AN_COMMUNICATION});
 	}
 	if (!rc)
-		rc = gpu_edges(g, ncpu, a->hrecs, c->queue);
+		rc = gpu_edges(a, g, ncpu, c->queue);
 	bool dag = false;
 	if (!rc && g->nnodes)
 		rc = longest(g, &dag);

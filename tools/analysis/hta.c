@@ -113,10 +113,13 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
+		bool wide = dur >= AN_HREC_LONG || stream <= AN_HREC_WIDE || stream > INT32_MAX;
+		if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, stream}))
+			return -ENOMEM;
 		return AN_PUSH(a->hgpus, a->nhgpus, a->caphgpus,
 		               (struct an_hgpu){{.ts = ev->ts_ns,
-		                                 .dur = dur,
-		                                 .stream = stream,
+		                                 .dur = wide ? AN_HREC_LONG : (uint32_t)dur,
+		                                 .stream = wide ? AN_HREC_WIDE : (int32_t)stream,
 		                                 .pid = r->pid,
 		                                 .name = name,
 		                                 .seq = seq,
@@ -130,6 +133,19 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	               (struct an_hcall){
 	                   {ev->ts_ns, dur, row, name, seq, (h & H_LAUNCH) != 0, (h & H_QUEUE) != 0, *kept},
 	                   (uint64_t)corr});
+}
+
+const struct an_hwide *an_hrec_wide(const struct an_trace *a, const struct an_hrec *r)
+{
+	size_t lo = 0, hi = a->nhwide;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a->hwide[mid].seq < r->seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &a->hwide[lo]; /* an event marked wide has its entry */
 }
 
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r)
@@ -583,7 +599,7 @@ static int dev_unions(const struct an_trace *a, struct dev_work *w)
 	struct ival cur = {0, 0}; /* without keep_all: the union's open span, once there is one */
 	for (size_t i = 0; i < w->n; i++) {
 		const struct an_hrec *r = &w->r[i];
-		int64_t e = an_sat_add(r->ts, r->dur);
+		int64_t e = an_sat_add(r->ts, an_hrec_dur(a, r));
 		unsigned type = an_hrec_type(a, r);
 		if (w->keep_all) {
 			if (ivals_add(&w->all, r->ts, e))
@@ -739,7 +755,7 @@ static int name_stats(struct an_trace *a, const struct dev_work *w, const struct
 				place += count[k];
 			}
 	for (size_t i = 0; !rc && i < w->n; i++)
-		d[end[w->r[i].name]++] = w->r[i].dur;
+		d[end[w->r[i].name]++] = an_hrec_dur(a, &w->r[i]);
 	size_t most = 0;
 	for (size_t k = 0; !rc && k < nn; k++)
 		most = count[k] > most ? count[k] : most;
@@ -763,8 +779,9 @@ static const struct an_hrec *sort_dev; /* for by_stream_less: the device's event
 static bool by_stream_less(const uint32_t *px, const uint32_t *py)
 {
 	const struct an_hrec *x = &sort_dev[*px], *y = &sort_dev[*py];
-	if (x->stream != y->stream)
-		return x->stream < y->stream;
+	int64_t sx = an_hrec_stream(cmp_trace, x), sy = an_hrec_stream(cmp_trace, y);
+	if (sx != sy)
+		return sx < sy;
 	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
 
@@ -909,7 +926,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t 
 	}
 	size_t nq = 2 * nl;
 	if (!rc && nq) {
-		struct an_queue s = {b->pid, b->rank, r[idx[0]].stream, nq, 0, 0, INT64_MIN};
+		struct an_queue s = {b->pid, b->rank, an_hrec_stream(a, &r[idx[0]]), nq, 0, 0, INT64_MIN};
 		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
 		struct qwalk w = {a, r, idx, n, 0, nl, 0, q, 0};
@@ -963,7 +980,7 @@ static size_t stream_slot(const int64_t *v, size_t n, int64_t st)
  * few, so each event's place comes from a count per stream; past
  * STREAMS_COUNTED distinct streams, the indexes are sorted instead. */
 #define STREAMS_COUNTED 1024
-static int by_stream(const struct dev_work *w, uint32_t **out)
+static int by_stream(const struct an_trace *a, const struct dev_work *w, uint32_t **out)
 {
 	uint32_t *p = *out = malloc((w->n ? w->n : 1) * sizeof(*p));
 	int64_t v[STREAMS_COUNTED];
@@ -972,7 +989,7 @@ static int by_stream(const struct dev_work *w, uint32_t **out)
 	if (!p)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->n && counted; i++) {
-		int64_t st = w->r[i].stream;
+		int64_t st = an_hrec_stream(a, &w->r[i]);
 		if (n && v[k] == st)
 			continue;
 		k = stream_slot(v, n, st);
@@ -995,16 +1012,16 @@ static int by_stream(const struct dev_work *w, uint32_t **out)
 	/* at[k + 1]: stream k's count; then at[k]: where its next event goes */
 	k = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		if (v[k] != w->r[i].stream)
-			k = stream_slot(v, n, w->r[i].stream);
+		if (v[k] != an_hrec_stream(a, &w->r[i]))
+			k = stream_slot(v, n, an_hrec_stream(a, &w->r[i]));
 		at[k + 1]++;
 	}
 	for (size_t s = 0; s < n; s++)
 		at[s + 1] += at[s];
 	k = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		if (v[k] != w->r[i].stream)
-			k = stream_slot(v, n, w->r[i].stream);
+		if (v[k] != an_hrec_stream(a, &w->r[i]))
+			k = stream_slot(v, n, an_hrec_stream(a, &w->r[i]));
 		p[at[k]++] = (uint32_t)i;
 	}
 	return 0;
@@ -1016,10 +1033,10 @@ static int per_stream(struct an_trace *a, const struct dev_work *w, const struct
 {
 	uint32_t *idx = NULL;
 	size_t all = w->n;
-	int rc = by_stream(w, &idx);
+	int rc = by_stream(a, w, &idx);
 	for (size_t i = 0, j; i < all && !rc; i = j) {
-		int64_t stream = w->r[idx[i]].stream;
-		for (j = i; j < all && w->r[idx[j]].stream == stream; j++)
+		int64_t stream = an_hrec_stream(a, &w->r[idx[i]]);
+		for (j = i; j < all && an_hrec_stream(a, &w->r[idx[j]]) == stream; j++)
 			;
 		rc = queue_of(a, w->r, idx + i, j - i, b, qcap);
 		struct an_idle s = {b->pid, b->rank, stream, 0, 0, 0};
@@ -1040,7 +1057,7 @@ static int per_stream(struct an_trace *a, const struct dev_work *w, const struct
 				else
 					s.other = an_sat_add(s.other, gap);
 			}
-			prev_end = an_sat_add(r->ts, r->dur);
+			prev_end = an_sat_add(r->ts, an_hrec_dur(a, r));
 			have_prev = true;
 		}
 		if (any && !rc)
@@ -1063,11 +1080,11 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 			continue;
 		int64_t delay = an_span(an_sat_add(l->ts, l->dur), w->r[i].ts);
 		d[n++] = delay > 0 ? delay : 0;
-		b->short_kernels += w->r[i].dur < l->dur;
+		b->short_kernels += an_hrec_dur(a, &w->r[i]) < l->dur;
 		b->runtime_outliers += l->dur > AN_RUNTIME_CUTOFF_NS;
 		b->delay_outliers += d[n - 1] > AN_LAUNCH_CUTOFF_NS;
 		b->cpu_total = an_sat_add(b->cpu_total, l->dur);
-		b->gpu_total = an_sat_add(b->gpu_total, w->r[i].dur);
+		b->gpu_total = an_sat_add(b->gpu_total, an_hrec_dur(a, &w->r[i]));
 	}
 	b->launches = n;
 	if (n) {
@@ -1168,7 +1185,7 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 			continue;
 		char *kind = kinds[n / 2];
 		copy_kind(an_name(a, r->name), kind);
-		int64_t dur = r->dur ? r->dur : 1000;
+		int64_t dur = an_hrec_dur(a, r) ? an_hrec_dur(a, r) : 1000;
 		double bw = bw_of(a, r);
 		e[n++] = (struct bw_edge){r->ts, bw, 2 * r->seq + 1, kind};
 		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -bw, 2 * r->seq, kind};
@@ -1288,14 +1305,17 @@ static void free_records(struct an_trace *a)
 	free(a->hcpus);
 	free(a->hgpus);
 	free(a->bws);
+	free(a->hwide);
 	free(a->queue);
 	a->hrecs = NULL;
 	a->hcalls = NULL;
 	a->hcpus = NULL;
 	a->hgpus = NULL;
 	a->bws = NULL;
+	a->hwide = NULL;
 	a->queue = NULL;
 	a->nhrecs = a->nhgpus = a->caphgpus = a->nhcalls = a->caphcalls = a->nhcpus = 0;
+	a->nhwide = a->caphwide = 0;
 }
 
 /* Each of n records of size from (at base) cut to its first to bytes, in

@@ -76,7 +76,7 @@ static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nhrecs; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
-		if (r->stream <= 0)
+		if (an_hrec_stream(a, r) <= 0)
 			continue;
 		const struct an_hcpu *l = an_launch(a, r);
 		if (l)
@@ -251,7 +251,7 @@ static int count_root(const struct an_trace *a, struct count_ctx *c, const struc
 	for (size_t j = 0; j < nk && !rc; j++) {
 		snprintf(num, sizeof(num), ",%" PRIu32, c->k[j]->name);
 		rc = append(&c->key, &n, &c->cap, num);
-		gpu = an_sat_add(gpu, c->k[j]->dur);
+		gpu = an_sat_add(gpu, an_hrec_dur(a, c->k[j]));
 	}
 	struct pattern *p = rc ? NULL : an_table_get(c->by, c->key);
 	if (!p)
