@@ -333,6 +333,14 @@ static void check_chunks(const struct an_trace *a, uint32_t r)
 		         i);
 }
 
+/* a's rows laid out, or the test fails. */
+static void lay_out(struct an_trace *a)
+{
+	int rc = an_xlayout(a);
+	if (rc)
+		fail_msg("an_xlayout: %d", rc);
+}
+
 static void test_round_trip_in_xrec_order(void **state)
 {
 	(void)state;
@@ -384,9 +392,7 @@ static void test_round_trip_in_xrec_order(void **state)
 	struct an_trace *a = new_trace(NROWS, "row");
 	add_interleaved(a, plan, NROWS);
 	check_chunks(a, 0);
-	int rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	check_layout(a, plan, NROWS, "round trip");
 	check_from_all(a, plan, NROWS, 97);
 	free_trace(a);
@@ -419,9 +425,7 @@ static void test_rows_in_order_and_out_of_order(void **state)
 
 	struct an_trace *a = new_trace(NROWS, "row");
 	add_interleaved(a, plan, NROWS);
-	int rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	/* in order: exactly the file's order */
 	check_row(a, 0, plan[0].v, plan[0].n, "a row in order");
 	/* out of order: sorted, and in xrec order event after event */
@@ -477,9 +481,7 @@ static void test_row_from_at_most_a_mark_before(void **state)
 
 	struct an_trace *a = new_trace(NROWS, "row");
 	add_interleaved(a, plan, NROWS);
-	int rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	check_layout(a, plan, NROWS, "an_xrow_from's rows");
 	check_from_all(a, plan, NROWS, 1);
 	free_trace(a);
@@ -612,9 +614,7 @@ static void test_row_each_order_rewrite_stop(void **state)
 		plan[0].v[k].name = x.name;
 	}
 
-	rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	check_layout(a, plan, NROWS, "after an_xrow_each's rewrites");
 	free(w.seen.v);
 	free_trace(a);
@@ -699,9 +699,7 @@ static void test_merge_after_own_names_mapped(void **state)
 	}
 	free(w.seen.v);
 
-	int rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	check_layout(a, plan, NA, "merged");
 	for (size_t h = 0; h < COUNT(halves); h++) {
 		struct an_trace *b = halves[h].t;
@@ -767,9 +765,7 @@ static void test_empty_traces(void **state)
 		push(&plan[2], EV(2, 3 - i, 1, 1));
 	struct an_trace *a = new_trace(NROWS, "row");
 	add_interleaved(a, plan, NROWS);
-	int rc = an_xlayout(a);
-	if (rc)
-		fail_msg("an_xlayout: %d", rc);
+	lay_out(a);
 	check_layout(a, plan, NROWS, "one row of five with events");
 	check_from_all(a, plan, NROWS, 1);
 	free_trace(a);
