@@ -443,13 +443,17 @@ static void test_kernel_stats_many(void **state)
 	yajl_tree_free(v);
 }
 
-/* GPU events whose duration (past 2^32 ns) or stream (outside 32 bits)
- * HTA's records keep apart: the analyses see them whole. */
+/* GPU events whose duration (past 2^32 ns) or stream (outside 32 bits),
+ * and a runtime call whose duration, HTA's records keep apart: the
+ * analyses see them whole. */
 static void test_wide_gpu_events(void **state)
 {
 	(void)state;
 	struct built b;
 	FILE *f = trace_open(&b);
+	fputs("{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+	      "\"tid\": 1, \"ts\": 0, \"dur\": 5000000, \"args\": {\"correlation\": 1}},\n",
+	      f);
 	static const struct {
 		const char *name;
 		long long ts, dur, stream;
@@ -475,6 +479,10 @@ static void test_wide_gpu_events(void **state)
 	assert_string_equal(tu_get_str(at(kn, 0), "name"), "gemm");
 	assert_int_equal(num(at(kn, 0), "max_ns"), 5000000000LL);
 	assert_int_equal(num(at(kn, 1), "sum_ns"), 4294968000LL);
+	yajl_val ls = at(tu_get(v, "launch_stats"), 0); /* the 5 s launch of the first gemm */
+	assert_int_equal(num(ls, "launches"), 1);
+	assert_int_equal(num(ls, "cpu_ns"), 5000000000LL);
+	assert_int_equal(num(ls, "runtime_outliers"), 1);
 	yajl_tree_free(v);
 }
 

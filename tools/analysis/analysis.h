@@ -12,7 +12,7 @@
  * event, packed ("the complete events, packed" below; exact self time and
  * exact percentiles need them all), plus 40 per GPU event and 40 per
  * runtime call for HTA's analyses and launch latency, which match
- * launches to GPU events once the read is done and then keep 32 each
+ * launches to GPU events once the read is done and then keep 32 and 24
  * (the correlations are done with). Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
  * two per event) only in a trace where a child outlives its parent.
@@ -378,8 +378,9 @@ struct an_hrec {
 #define AN_HREC_LONG UINT32_MAX
 #define AN_HREC_WIDE INT32_MIN
 
-/* The duration and stream of a GPU event (an_hrec) whose fields cannot
- * hold them, by file order (seq). */
+/* The duration and stream of a GPU event (an_hrec), or the duration of a
+ * runtime call (an_hcpu), whose fields cannot hold them, by file order
+ * (seq). */
 struct an_hwide {
 	uint32_t seq;
 	int64_t dur, stream;
@@ -401,19 +402,18 @@ struct an_bw {
 /* A CPU-side event with a "correlation" arg (a runtime or driver call);
  * its pid is its row's. */
 struct an_hcpu {
-	int64_t ts, dur;
-	uint32_t row, name;
+	int64_t ts;
+	uint32_t dur;       /* AN_HREC_LONG: longer, in an_trace.hwide (an_hcpu_dur) */
+	uint32_t row, name; /* whether HTA counts it (an_hcpu_launch, an_hcpu_queue) is its name's */
 	uint32_t seq;
-	bool launch; /* in HTA's launch stats: cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync */
-	bool queue;  /* in HTA's queue length: those, cuLaunchKernel and HIP's */
-	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
 };
 
 /* An an_hcpu as read, with its correlation: what an_hta_launches matches
- * GPU events by, before it keeps the an_hcpu alone (8 bytes less each). */
+ * GPU events by, before it keeps the an_hcpu alone. */
 struct an_hcall {
 	struct an_hcpu c;
 	uint64_t corr;
+	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
 };
 
 /* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
@@ -793,17 +793,26 @@ const char *an_name_cat(const struct an_trace *a, uint32_t i);
  * idle breakdown), from its name (an_name.hta, hta.c). */
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r);
 bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r);
-/* A GPU event's duration and stream, from a->hwide where its own fields
- * cannot hold them. */
-const struct an_hwide *an_hrec_wide(const struct an_trace *a, const struct an_hrec *r);
+/* A GPU event's duration and stream, a runtime call's duration, from
+ * a->hwide (an_hwide_at its seq) where their own fields cannot hold them. */
+const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq);
 static inline int64_t an_hrec_dur(const struct an_trace *a, const struct an_hrec *r)
 {
-	return r->dur != AN_HREC_LONG ? r->dur : an_hrec_wide(a, r)->dur;
+	return r->dur != AN_HREC_LONG ? r->dur : an_hwide_at(a, r->seq)->dur;
 }
 static inline int64_t an_hrec_stream(const struct an_trace *a, const struct an_hrec *r)
 {
-	return r->stream != AN_HREC_WIDE ? r->stream : an_hrec_wide(a, r)->stream;
+	return r->stream != AN_HREC_WIDE ? r->stream : an_hwide_at(a, r->seq)->stream;
 }
+static inline int64_t an_hcpu_dur(const struct an_trace *a, const struct an_hcpu *l)
+{
+	return l->dur != AN_HREC_LONG ? l->dur : an_hwide_at(a, l->seq)->dur;
+}
+/* Whether a runtime call is in HTA's launch stats (cudaLaunchKernel(ExC),
+ * cudaMemcpyAsync, cudaMemsetAsync) and in its queue length (those,
+ * cuLaunchKernel and HIP's), from its name (an_name.hta, hta.c). */
+bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l);
+bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l);
 /* The CPU event with r's correlation in r's rank (the first in the file),
  * or NULL: what an_hta_launches matched to r once launch latency was done
  * (hta.c). */

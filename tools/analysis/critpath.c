@@ -158,7 +158,7 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 	for (size_t i = from; i < to; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
 		const struct an_hcpu *l = an_launch(a, r);
-		if (!l || !l->queue || (any && an_hrec_stream(a, r) == last))
+		if (!l || !an_hcpu_queue(a, l) || (any && an_hrec_stream(a, r) == last))
 			continue;
 		any = true;
 		last = an_hrec_stream(a, r);
@@ -201,7 +201,7 @@ int an_queue_lengths(struct an_trace *a)
 		size_t k = 0;
 		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
 			const struct an_hcpu *l = an_launch(a, &a->hrecs[i]);
-			if (l && l->queue) {
+			if (l && an_hcpu_queue(a, l)) {
 				k = stream_at(&st, an_hrec_stream(a, &a->hrecs[i]), k);
 				st.at[k + 1] += 2;
 			}
@@ -218,7 +218,7 @@ int an_queue_lengths(struct an_trace *a)
 		for (size_t i = from; i < to; i++) {
 			const struct an_hrec *r = &a->hrecs[i];
 			const struct an_hcpu *l = an_launch(a, r);
-			if (!l || !l->queue)
+			if (!l || !an_hcpu_queue(a, l))
 				continue;
 			k = stream_at(&st, an_hrec_stream(a, r), k);
 			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
@@ -687,7 +687,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		const struct an_hcpu *l = an_launch(a, h);
 		if (l->ts > end)
 			break;
-		if (l->dur <= 0)
+		if (an_hcpu_dur(a, l) <= 0)
 			continue;
 		uint8_t sync = (uint8_t)(c->flags[h->name] >> N_SYNC_SHIFT);
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,

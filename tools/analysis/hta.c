@@ -129,23 +129,36 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	if (!has_corr || corr == -1)
 		return 0;
 	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
+	bool wide = dur >= AN_HREC_LONG;
+	if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, 0}))
+		return -ENOMEM;
 	return AN_PUSH(a->hcalls, a->nhcalls, a->caphcalls,
-	               (struct an_hcall){
-	                   {ev->ts_ns, dur, row, name, seq, (h & H_LAUNCH) != 0, (h & H_QUEUE) != 0, *kept},
-	                   (uint64_t)corr});
+	               (struct an_hcall){{ev->ts_ns, wide ? AN_HREC_LONG : (uint32_t)dur, row, name, seq},
+	                                 (uint64_t)corr,
+	                                 *kept});
 }
 
-const struct an_hwide *an_hrec_wide(const struct an_trace *a, const struct an_hrec *r)
+const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq)
 {
 	size_t lo = 0, hi = a->nhwide;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (a->hwide[mid].seq < r->seq)
+		if (a->hwide[mid].seq < seq)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return &a->hwide[lo]; /* an event marked wide has its entry */
+}
+
+bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l)
+{
+	return ((const struct an_name *)an_table_item(&a->names, l->name))->hta & H_LAUNCH;
+}
+
+bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l)
+{
+	return ((const struct an_name *)an_table_item(&a->names, l->name))->hta & H_QUEUE;
 }
 
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r)
@@ -341,11 +354,11 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 		end2++;
 	bool before = false, found = false;
 	for (size_t i = lo; i < end && !before; i++)
-		before = a->hcalls[i].c.lat && a->hcalls[i].c.seq < k->seq;
+		before = a->hcalls[i].lat && a->hcalls[i].c.seq < k->seq;
 	for (size_t i = lo2; i < end2 && !before; i++)
 		before = a->corrs[i].what == AN_CORR_LAUNCH && a->corrs[i].seq < k->seq;
 	for (size_t i = lo; i < end; i++)
-		if (a->hcalls[i].c.lat)
+		if (a->hcalls[i].lat)
 			consider(a, k, before, a->hcalls[i].c.seq, an_row_rank(a, a->hcalls[i].c.row),
 			         a->hcalls[i].c.ts, lat, &found);
 	for (size_t i = lo2; i < end2; i++)
@@ -843,7 +856,7 @@ struct qwalk {
 static const struct an_hcpu *queued(const struct an_trace *a, const struct an_hrec *r)
 {
 	const struct an_hcpu *l = an_launch(a, r);
-	return l && l->queue ? l : NULL;
+	return l && an_hcpu_queue(a, l) ? l : NULL;
 }
 
 static bool qw_start(struct qwalk *w)
@@ -1076,14 +1089,15 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 	size_t n = 0;
 	for (size_t i = 0; i < w->n; i++) {
 		const struct an_hcpu *l = an_launch(a, &w->r[i]);
-		if (!l || !l->launch)
+		if (!l || !an_hcpu_launch(a, l))
 			continue;
-		int64_t delay = an_span(an_sat_add(l->ts, l->dur), w->r[i].ts);
+		int64_t ldur = an_hcpu_dur(a, l);
+		int64_t delay = an_span(an_sat_add(l->ts, ldur), w->r[i].ts);
 		d[n++] = delay > 0 ? delay : 0;
-		b->short_kernels += an_hrec_dur(a, &w->r[i]) < l->dur;
-		b->runtime_outliers += l->dur > AN_RUNTIME_CUTOFF_NS;
+		b->short_kernels += an_hrec_dur(a, &w->r[i]) < ldur;
+		b->runtime_outliers += ldur > AN_RUNTIME_CUTOFF_NS;
 		b->delay_outliers += d[n - 1] > AN_LAUNCH_CUTOFF_NS;
-		b->cpu_total = an_sat_add(b->cpu_total, l->dur);
+		b->cpu_total = an_sat_add(b->cpu_total, ldur);
 		b->gpu_total = an_sat_add(b->gpu_total, an_hrec_dur(a, &w->r[i]));
 	}
 	b->launches = n;

@@ -215,7 +215,7 @@ static ptrdiff_t kernels_of(const struct an_trace *a, struct count_ctx *c, const
 		call = an_launch(a, h);
 		if (call->row != r->row || call->ts > end)
 			break;
-		if (an_sat_add(call->ts, call->dur) > end)
+		if (an_sat_add(call->ts, an_hcpu_dur(a, call)) > end)
 			continue;
 		if (!an_grow((void **)&c->k, n, &c->kcap, sizeof(*c->k)))
 			return -ENOMEM;
