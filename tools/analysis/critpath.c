@@ -754,10 +754,8 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	 * start is looked up again): a quarter of the room, the rest handed
 	 * back before the graphs. */
 	c.gl = (uint32_t *)(void *)gl;
-	for (size_t i = 0; !rc && i < c.ngl; i++) {
-		uint32_t h = gl[i].h;
-		memcpy(&c.gl[i], &h, sizeof(h)); /* never past link i's own bytes */
-	}
+	for (size_t i = 0; !rc && i < c.ngl; i++) /* never past link i's own bytes */
+		memmove(&c.gl[i], &gl[i].h, sizeof(*c.gl));
 	if (gl) {
 		uint32_t *v = realloc(c.gl, (c.ngl ? c.ngl : 1) * sizeof(*v));
 		c.gl = v ? v : c.gl;

@@ -85,10 +85,8 @@ static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 	sort_trace = a;
 	sort_links(v, *n);
 	uint32_t *h = (uint32_t *)(void *)v;
-	for (size_t i = 0; i < *n; i++) {
-		uint32_t k = v[i].h;
-		memcpy(&h[i], &k, sizeof(k)); /* never past link i's own bytes */
-	}
+	for (size_t i = 0; i < *n; i++) /* never past link i's own bytes */
+		memmove(&h[i], &v[i].h, sizeof(*h));
 	uint32_t *cut = realloc(h, (*n ? *n : 1) * sizeof(*cut));
 	*out = cut ? cut : h;
 	return 0;
