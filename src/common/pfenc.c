@@ -10,6 +10,7 @@
 
 #include "common/pf_fields.h"
 #include "common/sink.h"
+#include "common/varint.h"
 
 #define BUF_SIZE         (1u << 20)
 #define LEN_RESERVE      5           /* the most bytes a message length takes (below 2^35) */
@@ -106,13 +107,7 @@ static bool room(struct strb_pfenc *e, size_t bound)
 
 static inline void varint(struct strb_pfenc *e, uint64_t v)
 {
-	unsigned char *p = e->buf + e->n;
-	while (v >= 0x80) {
-		*p++ = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (unsigned char)v;
-	e->n = (size_t)(p - e->buf);
+	e->n = (size_t)(strb_varint_put(e->buf + e->n, v) - e->buf);
 }
 
 static inline void tag(struct strb_pfenc *e, unsigned field, unsigned wt)

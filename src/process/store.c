@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/varint.h"
 #include "process/trace.h"
 
 /* A record: a 16-bit head (the type, and which fields follow), then the
@@ -45,21 +46,6 @@ enum {
 #define REC_NEAR   (1u << 20) /* a record this close to the first base uses it */
 
 /* ---- encoding --------------------------------------------------------------------- */
-
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t zigzag(uint64_t d)
-{
-	return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
-}
 
 /* Open addressing from a key to an index (slot = index + 1, 0 = empty). */
 struct map {
@@ -243,32 +229,32 @@ static uint8_t *encode(struct enc *e, const struct strb_store_block *b, const st
 	*p++ = (uint8_t)head;
 	*p++ = (uint8_t)(head >> 8);
 	if ((head & TYPE_WIDE) == TYPE_WIDE)
-		p = put_varint(p, type);
+		p = strb_varint_put(p, type);
 	if (head & H_FLAGS)
-		p = put_varint(p, a->flags);
-	p = put_varint(p, name);
-	p = put_varint(p, row);
-	p = put_varint(p, zigzag((uint64_t)a->start_ns - (uint64_t)b->start));
+		p = strb_varint_put(p, a->flags);
+	p = strb_varint_put(p, name);
+	p = strb_varint_put(p, row);
+	p = strb_varint_put(p, strb_zigzag((uint64_t)a->start_ns - (uint64_t)b->start));
 	if (head & H_END)
-		p = put_varint(p, zigzag((uint64_t)a->end_ns - (uint64_t)a->start_ns));
+		p = strb_varint_put(p, strb_zigzag((uint64_t)a->end_ns - (uint64_t)a->start_ns));
 	if (head & H_ID)
-		p = put_varint(p, zigzag(a->id - b->id));
+		p = strb_varint_put(p, strb_zigzag(a->id - b->id));
 	if (head & H_LINKED)
-		p = put_varint(p, zigzag(a->linked_id - b->linked));
+		p = strb_varint_put(p, strb_zigzag(a->linked_id - b->linked));
 	if (head & H_FLOW) {
 		if (!(head & H_FLOW_ID))
-			p = put_varint(p, a->flow_id);
-		p = put_varint(p, zigzag((uint64_t)(int64_t)a->flow_kind));
+			p = strb_varint_put(p, a->flow_id);
+		p = strb_varint_put(p, strb_zigzag((uint64_t)(int64_t)a->flow_kind));
 	}
 	if (head & H_CAT)
-		p = put_varint(p, cat);
+		p = strb_varint_put(p, cat);
 	if (head & H_ARGS) {
-		p = put_varint(p, a->arg_count);
+		p = strb_varint_put(p, a->arg_count);
 		memcpy(p, &a->args, sizeof(a->args));
 		p += sizeof(a->args);
 	}
 	if (head & H_REC)
-		p = put_varint(p, zigzag(r - base));
+		p = strb_varint_put(p, strb_zigzag(r - base));
 	return p;
 }
 
@@ -406,30 +392,12 @@ int strb_store_build(struct strb_store **out, const struct strobe_activity *acts
 
 /* ---- decoding --------------------------------------------------------------------- */
 
-static inline uint64_t get_varint(const uint8_t **pp)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = *p & 0x7f;
-	unsigned shift = 7;
-	while (*p++ & 0x80) {
-		v |= (uint64_t)(*p & 0x7f) << shift;
-		shift += 7;
-	}
-	*pp = p;
-	return v;
-}
-
 /* Activity i's record in its block b. */
 static inline const uint8_t *record_of(const struct strb_store_block *b, size_t i)
 {
 	uint16_t off;
 	memcpy(&off, b->p + (i % STRB_STORE_BLOCK) * sizeof(off), sizeof(off));
 	return b->p + off;
-}
-
-static inline uint64_t unzigzag(uint64_t v)
-{
-	return (v >> 1) ^ (0 - (v & 1));
 }
 
 void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity *a, const void **rec)
@@ -442,36 +410,37 @@ void strb_store_get(const struct strb_store *s, size_t i, struct strobe_activity
 	a->size = sizeof(*a);
 	uint32_t type = head & TYPE_WIDE;
 	if (type == TYPE_WIDE)
-		type = (uint32_t)get_varint(&p);
+		type = (uint32_t)strb_varint_get(&p);
 	a->type = (enum strobe_activity_type)type;
 	if (head & H_FLAGS)
-		a->flags = (uint32_t)get_varint(&p);
-	a->name = s->names[get_varint(&p)];
-	const int64_t *row = s->rows[get_varint(&p)];
+		a->flags = (uint32_t)strb_varint_get(&p);
+	a->name = s->names[strb_varint_get(&p)];
+	const int64_t *row = s->rows[strb_varint_get(&p)];
 	a->device = row[0];
 	a->resource = row[1];
-	a->start_ns = (int64_t)((uint64_t)b->start + unzigzag(get_varint(&p)));
+	a->start_ns = (int64_t)((uint64_t)b->start + strb_unzigzag(strb_varint_get(&p)));
 	a->end_ns = a->start_ns;
 	if (head & H_END)
-		a->end_ns = (int64_t)((uint64_t)a->start_ns + unzigzag(get_varint(&p)));
+		a->end_ns = (int64_t)((uint64_t)a->start_ns + strb_unzigzag(strb_varint_get(&p)));
 	if (head & H_ID)
-		a->id = b->id + unzigzag(get_varint(&p));
+		a->id = b->id + strb_unzigzag(strb_varint_get(&p));
 	if (head & H_LINKED)
-		a->linked_id = b->linked + unzigzag(get_varint(&p));
+		a->linked_id = b->linked + strb_unzigzag(strb_varint_get(&p));
 	if (head & H_FLOW) {
-		a->flow_id = head & H_FLOW_ID ? a->id : get_varint(&p);
-		a->flow_kind = (enum strobe_flow_kind)(int64_t)unzigzag(get_varint(&p));
+		a->flow_id = head & H_FLOW_ID ? a->id : strb_varint_get(&p);
+		a->flow_kind = (enum strobe_flow_kind)(int64_t)strb_unzigzag(strb_varint_get(&p));
 	}
 	if (head & H_CAT)
-		a->category = s->names[get_varint(&p)];
+		a->category = s->names[strb_varint_get(&p)];
 	if (head & H_ARGS) {
-		a->arg_count = (size_t)get_varint(&p);
+		a->arg_count = (size_t)strb_varint_get(&p);
 		memcpy(&a->args, p, sizeof(a->args));
 		p += sizeof(a->args);
 	}
 	*rec = NULL;
 	if (head & H_REC)
-		*rec = (const void *)(b->rec[head & H_REC2 ? 1 : 0] + (uintptr_t)unzigzag(get_varint(&p)));
+		*rec = (const void *)(b->rec[head & H_REC2 ? 1 : 0] +
+		                      (uintptr_t)strb_unzigzag(strb_varint_get(&p)));
 }
 
 enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i)
@@ -480,7 +449,7 @@ enum strobe_activity_type strb_store_type(const struct strb_store *s, size_t i)
 	uint32_t type = p[0] & TYPE_WIDE;
 	if (type == TYPE_WIDE) {
 		p += 2;
-		type = (uint32_t)get_varint(&p);
+		type = (uint32_t)strb_varint_get(&p);
 	}
 	return (enum strobe_activity_type)type;
 }

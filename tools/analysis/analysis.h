@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/varint.h"
 #include "read/trace_reader.h"
 
 /* Keys join a category (or name) and a name (or arg key) with a byte that
@@ -143,7 +144,7 @@ struct an_xrec {
 
 /* ---- the complete events, packed (xstore.c) ------------------------------ */
 
-/* Each complete event is kept as three unsigned LEB128 varints: its start
+/* Each complete event is kept as three varints (common/varint.h): its start
  * less the previous event's on its row (zigzag-coded: a row the file has
  * out of order goes back in time), its duration and its name's index.
  * Most take 5 or 6 bytes where struct an_xrec takes 24.
@@ -157,7 +158,7 @@ struct an_xrec {
  * of a row so that a search by time decodes at most AN_XMARK events. */
 #define AN_XCHUNK_FIRST 64
 #define AN_XCHUNK_MAX   (512 * 1024)
-#define AN_XREC_MAX     25 /* bytes: 10 + 10 + 5 */
+#define AN_XREC_MAX     (2 * STRB_VARINT_MAX + 5) /* bytes: start, duration, name */
 #define AN_XMARK        64
 
 struct an_xchunk {
@@ -185,23 +186,6 @@ struct an_xmark {
 	size_t off;
 };
 
-static inline uint64_t an_xvar(const uint8_t **pp)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = *p++;
-	if (v >= 0x80) {
-		v &= 0x7f;
-		for (unsigned s = 7;; s += 7) {
-			uint64_t b = *p++;
-			v |= (b & 0x7f) << s;
-			if (b < 0x80)
-				break;
-		}
-	}
-	*pp = p;
-	return v;
-}
-
 /* A walk over one row's events once laid out. */
 struct an_xcur {
 	const uint8_t *p, *end;
@@ -214,11 +198,10 @@ static inline bool an_xnext(struct an_xcur *c, struct an_xrec *x)
 {
 	if (c->p >= c->end)
 		return false;
-	uint64_t z = an_xvar(&c->p);
-	c->ts = (int64_t)((uint64_t)c->ts + ((z >> 1) ^ (0 - (z & 1))));
+	c->ts = (int64_t)((uint64_t)c->ts + strb_unzigzag(strb_varint_get(&c->p)));
 	x->ts = c->ts;
-	x->dur = (int64_t)an_xvar(&c->p);
-	x->name = (uint32_t)an_xvar(&c->p);
+	x->dur = (int64_t)strb_varint_get(&c->p);
+	x->name = (uint32_t)strb_varint_get(&c->p);
 	x->row = c->row;
 	return true;
 }

@@ -8,24 +8,14 @@
 #include "analysis/analysis.h"
 #include "analysis/sort.h"
 
-static uint8_t *put_var(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* x coded against *last (the previous start), which becomes x's. */
 static uint8_t *put_xrec(uint8_t *p, int64_t *last, const struct an_xrec *x)
 {
 	uint64_t d = (uint64_t)x->ts - (uint64_t)*last;
 	*last = x->ts;
-	p = put_var(p, (d << 1) ^ (0 - (d >> 63)));
-	p = put_var(p, (uint64_t)x->dur);
-	return put_var(p, x->name);
+	p = strb_varint_put(p, strb_zigzag(d));
+	p = strb_varint_put(p, (uint64_t)x->dur);
+	return strb_varint_put(p, x->name);
 }
 
 /* ---- while the file is read ------------------------------------------------ */
