@@ -25,14 +25,15 @@
  * A large plain file read in two halves at once (an_threads) holds the
  * same records, in two sets until they are merged; the merge hands the
  * second set's rows of complete events on as they are (their names
- * mapped by the layout), and moves its
- * other records a chunk at a time, handing each chunk's memory back.
+ * mapped by the layout), and moves its other records a chunk at a time,
+ * handing each chunk's memory back.
  *
  * With two threads (an_threads), HTA's launch matching runs beside the
- * complete events' layout and self time; wall times and GPU busy time beside HTA's critical paths (the
- * peak), and kernel statistics and HTA's kernel sequences beside its
- * per-device analyses. What goes beside the peak keeps next to nothing,
- * so the peak is the same as on one thread (docs/benchmarks.md). */
+ * complete events' layout and self time; wall times and GPU busy time
+ * beside HTA's critical paths (the peak), and kernel statistics and HTA's
+ * kernel sequences beside its per-device analyses. What goes beside the
+ * peak keeps next to nothing, so the peak is the same as on one thread
+ * (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 

@@ -151,24 +151,30 @@ const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq)
 	return &a->hwide[lo]; /* an event marked wide has its entry */
 }
 
+/* What name_hta made of names-table entry name. */
+static unsigned hta_of(const struct an_trace *a, uint32_t name)
+{
+	return ((const struct an_name *)an_table_item(&a->names, name))->hta;
+}
+
 bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l)
 {
-	return ((const struct an_name *)an_table_item(&a->names, l->name))->hta & H_LAUNCH;
+	return hta_of(a, l->name) & H_LAUNCH;
 }
 
 bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l)
 {
-	return ((const struct an_name *)an_table_item(&a->names, l->name))->hta & H_QUEUE;
+	return hta_of(a, l->name) & H_QUEUE;
 }
 
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r)
 {
-	return ((const struct an_name *)an_table_item(&a->names, r->name))->hta & 3;
+	return hta_of(a, r->name) & 3;
 }
 
 bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r)
 {
-	return ((const struct an_name *)an_table_item(&a->names, r->name))->hta & H_WORK;
+	return hta_of(a, r->name) & H_WORK;
 }
 
 /* ---- spans ------------------------------------------------------------------ */
