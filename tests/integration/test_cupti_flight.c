@@ -42,6 +42,26 @@ static yajl_val dump(const char *reason)
 	return tu_load_trace(path);
 }
 
+/* The newest kernel, and a dump. */
+struct newest {
+	const char *kernel;
+	uint32_t stream;
+	uint32_t corr;
+};
+
+static yajl_val record_newest(void *p)
+{
+	struct newest *n = p;
+	n->corr = launch(n->stream, n->kernel);
+	return dump("test");
+}
+
+static bool has_newest(yajl_val root, void *p)
+{
+	const struct newest *n = p;
+	return tu_find(root, "X", "kernel", n->kernel) != NULL;
+}
+
 static void test_flight_rotates_cupti_buffers(void **state)
 {
 	(void)state;
@@ -50,8 +70,9 @@ static void test_flight_rotates_cupti_buffers(void **state)
 	snprintf(out, sizeof(out), "%s/cuda.json", tu_dir);
 	/* 16 MiB: 2 MiB of GPU buffers (GPU snapshots take as much again),
 	 * in buffers of 512 KiB; a 200 ms window. */
-	struct strobe_flight_opts o = STROBE_OPTS(
-	    strobe_flight_opts, .output = out, .memory_bytes = 16ull << 20, .window_ns = 200ull * 1000000ull);
+	const uint64_t window = 200ull * 1000000ull;
+	struct strobe_flight_opts o =
+	    STROBE_OPTS(strobe_flight_opts, .output = out, .memory_bytes = 16ull << 20, .window_ns = window);
 	assert_int_equal(strobe_flight_start(&o), 0);
 	assert_true(fake_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	enum { OLD = 50000 }; /* about 12 MB of records */
@@ -61,21 +82,21 @@ static void test_flight_rotates_cupti_buffers(void **state)
 			assert_int_equal(strobe_flight_dump(NULL, NULL, 0), 0);
 	}
 	usleep(300000); /* the old kernels leave the window */
-	uint64_t op = strobe_op_push("still running");
-	uint32_t corr = launch(8, "newest_kernel");
-	yajl_val root = dump("test");
+	struct newest n = {.kernel = "newest_kernel", .stream = 8};
+	uint64_t op = 0;
+	yajl_val root = tu_flight_newest(window, "still running", &op, record_newest, has_newest, &n);
 	assert_null(tu_get(root, "gpu_capture"));
 	yajl_val k = tu_find(root, "X", "kernel", "newest_kernel");
 	assert_non_null(k);
-	assert_int_equal((int64_t)tu_get_num(tu_get(k, "args"), "correlation"), corr);
+	assert_int_equal((int64_t)tu_get_num(tu_get(k, "args"), "correlation"), n.corr);
 	assert_int_equal((int64_t)tu_get_num(tu_get(k, "args"), "External id"), (int64_t)op);
 	assert_int_equal(tu_count(root, "X", "kernel", "old_kernel"), 0);
 	assert_true(ct_stat(root, "gpu_aged_buffers") > 0);
 	assert_true(ct_stat(root, "gpu_out_of_window") > 1000); /* still kept, older than the window */
 	yajl_tree_free(root);
 	strobe_op_pop();
-	launch(9, "after_the_dump");
-	root = dump("again");
+	struct newest later = {.kernel = "after_the_dump", .stream = 9};
+	root = tu_flight_newest(window, NULL, NULL, record_newest, has_newest, &later);
 	assert_int_equal(tu_count(root, "X", "kernel", "after_the_dump"), 1);
 	yajl_tree_free(root);
 	assert_int_equal(strobe_flight_stop(), 0);

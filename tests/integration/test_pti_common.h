@@ -406,6 +406,27 @@ static void test_collectives(void **state)
 	yajl_tree_free(root);
 }
 
+/* test_flight_recorder's newest kernel, and a dump. */
+struct newest {
+	const char *kernel;
+	char path[1300];
+};
+
+static yajl_val record_newest(void *p)
+{
+	struct newest *n = p;
+	launch(0, 2, n->kernel);
+	usleep(3000);
+	assert_int_equal(strobe_flight_dump("test", n->path, sizeof(n->path)), 0);
+	return tu_load_trace(n->path);
+}
+
+static bool has_newest(yajl_val root, void *p)
+{
+	const struct newest *n = p;
+	return tu_find(root, "X", "kernel", n->kernel) != NULL;
+}
+
 /* The flight recorder keeps XPU work too: its buffers rotate at the GPU
  * share of the budget (32 MiB: 4 MiB, in buffers of 1 MiB, while GPU
  * snapshots take as much again), a dump holds the newest work of its
@@ -414,22 +435,21 @@ static void test_collectives(void **state)
 static void test_flight_recorder(void **state)
 {
 	(void)state;
-	char out[1200], path[1300];
+	char out[1200];
 	snprintf(out, sizeof(out), "%s/flight.json", tu_dir);
-	struct strobe_flight_opts o = STROBE_OPTS(
-	    strobe_flight_opts, .output = out, .activity_mask = XPU_ALL, .memory_bytes = 32ull << 20,
-	    .window_ns = 200ull * 1000000ull, .gpu_snapshot_ns = 20ull * 1000000ull);
+	const uint64_t window = 200ull * 1000000ull;
+	struct strobe_flight_opts o = STROBE_OPTS(strobe_flight_opts, .output = out, .activity_mask = XPU_ALL,
+	                                          .memory_bytes = 32ull << 20, .window_ns = window,
+	                                          .gpu_snapshot_ns = 20ull * 1000000ull);
 	assert_int_equal(strobe_flight_start(&o), 0);
 	assert_true(F.enabled(PTI_VIEW_DEVICE_GPU_KERNEL));
 	enum { OLD = 50000 }; /* 14 MB of records: more than the GPU share holds */
 	for (int i = 0; i < OLD; i++)
 		launch(i & 1, 1, "old");
 	usleep(300000); /* the old work leaves the 200 ms window */
-	uint64_t op = strobe_op_push("still running");
-	launch(0, 2, "newest");
-	usleep(3000);
-	assert_int_equal(strobe_flight_dump("test", path, sizeof(path)), 0);
-	yajl_val root = tu_load_trace(path);
+	struct newest n = {.kernel = "newest"};
+	uint64_t op = 0;
+	yajl_val root = tu_flight_newest(window, "still running", &op, record_newest, has_newest, &n);
 	yajl_val k = tu_find(root, "X", "kernel", "newest");
 	assert_non_null(k);
 	assert_int_equal(num(arg(k, "External id")), (int64_t)op);
@@ -440,10 +460,8 @@ static void test_flight_recorder(void **state)
 	yajl_tree_free(root);
 	/* Still recording: a later dump has later work. */
 	strobe_op_pop();
-	launch(1, 3, "after the dump");
-	usleep(3000);
-	assert_int_equal(strobe_flight_dump("again", path, sizeof(path)), 0);
-	root = tu_load_trace(path);
+	struct newest later = {.kernel = "after the dump"};
+	root = tu_flight_newest(window, NULL, NULL, record_newest, has_newest, &later);
 	assert_int_equal(tu_count(root, "X", "kernel", "after the dump"), 1);
 	yajl_tree_free(root);
 	assert_int_equal(strobe_flight_stop(), 0);

@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,18 @@ int tu_strobe_group_teardown(void **state);
  * recorder running, which would refuse every test after it; it is
  * stopped here (nothing happens when the test stopped it). */
 int tu_flight_off(void **state);
+/* A flight recorder test's newest work and its dump: record(arg) records
+ * the work, asks for a dump and returns its trace; found(root, arg) says
+ * whether the work is in it. With op non-NULL the work runs under a
+ * strobe_op_push of that name, left open, its id in *op_id. A loaded
+ * sanitizer build can stall the test for longer than the dump's window
+ * between the work and the dump (ThreadSanitizer stops every thread to
+ * reset its shadow memory), which leaves the work outside the window:
+ * then, and only then, it is recorded again (under a new op), up to 5
+ * times. Returns the last trace; when the work is missing from it, stderr
+ * says how long work and dump took. */
+yajl_val tu_flight_newest(uint64_t window_ns, const char *op, uint64_t *op_id, yajl_val (*record)(void *arg),
+                          bool (*found)(yajl_val root, void *arg), void *arg);
 
 /* strobe_record of `extra` with this type, name, start and duration; fails
  * the test if it is refused. */
