@@ -152,13 +152,16 @@ struct an_xrec {
  *
  * While the file is read, each row's events are appended to chunks of
  * their own (the first AN_XCHUNK_FIRST bytes, each next eight times
- * larger up to AN_XCHUNK_MAX), each chunk coded on its own. an_xlayout
- * then codes them again row after row into one array (each chunk handed
- * back as it is read), each row in start order (xrec order: start, the
- * enclosing event first, then name), and notes every AN_XMARK-th event
- * of a row so that a search by time decodes at most AN_XMARK events. */
+ * larger up to AN_XCHUNK_MAX), each chunk coded on its own. The largest
+ * are above the 1 MiB from which the CLI's allocations get mappings of
+ * their own (tools/cmd/main.c), so that they go back to the system when
+ * freed. an_xlayout then codes them again row after row into one array
+ * (each chunk handed back as it is read), each row in start order (xrec
+ * order: start, the enclosing event first, then name), and notes every
+ * AN_XMARK-th event of a row so that a search by time decodes at most
+ * AN_XMARK events. */
 #define AN_XCHUNK_FIRST 64
-#define AN_XCHUNK_MAX   (512 * 1024)
+#define AN_XCHUNK_MAX   (2048 * 1024)
 #define AN_XREC_MAX     (2 * STRB_VARINT_MAX + 5) /* bytes: start, duration, name */
 #define AN_XMARK        64
 
