@@ -30,10 +30,10 @@
  *
  * With two threads (an_threads), HTA's launch matching runs beside the
  * complete events' layout and self time; wall times and GPU busy time
- * beside HTA's critical paths (the peak), and kernel statistics and HTA's
- * kernel sequences beside its per-device analyses. What goes beside the
- * peak keeps next to nothing, so the peak is the same as on one thread
- * (docs/benchmarks.md). */
+ * beside HTA's critical paths (the peak), and kernel statistics beside
+ * its per-device analyses and then its kernel sequences. What goes beside
+ * the peak keeps next to nothing, so the peak is the same as on one
+ * thread (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
 #define STROBE_TOOLS_ANALYSIS_H
 

@@ -1440,15 +1440,15 @@ int an_hta_paths(struct an_trace *a)
 int an_hta_devices(struct an_trace *a)
 {
 	cmp_trace = a;
-	/* The records are only read from here: the kernel sequences (which
-	 * write only a->kseqs) go beside the per-device analyses. */
-	struct an_beside kseq = {.a = a, .fn = an_kseq_compute};
-	an_beside_start(&kseq);
+	/* The kernel sequences come after the per-device analyses rather
+	 * than beside them: the kernel statistics already run beside these,
+	 * and all three at once would set the peak. */
 	size_t caps[6] = {0};
 	int rc = each_device(a, hta_of_device, caps);
 	for (size_t i = 0; !rc && a->step_filter && i < a->nbreakdown; i++)
 		a->breakdown[i].filtered = true;
-	rc = an_beside_end(&kseq, rc);
+	if (!rc)
+		rc = an_kseq_compute(a);
 	/* Steps of ranks without GPU work: one row each, without GPU columns. */
 	for (size_t i = 0; !rc && i < a->nfound_steps; i++) {
 		bool dev = false;
