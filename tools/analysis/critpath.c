@@ -63,7 +63,7 @@ struct cp_graph {
 	size_t nev, capev, nnodes, cappairs, ne, cape;
 	/* the longest path */
 	int64_t *dist;
-	uint32_t *best, *order, *indeg, *first_out, *out;
+	uint32_t *best, *indeg, *first_out, *out;
 	size_t capdist;
 	uint32_t end; /* the first node in the topological order with the longest way in */
 };
@@ -521,7 +521,13 @@ static bool grow_u32(uint32_t **p, size_t n)
  * is where the path ends. Each node's way in is grown as its predecessors
  * are taken (out holds each node's out-edges, in the order added), so a
  * node's is whole when the node is taken: the longest, the earliest edge
- * added among equals, as a walk of its in-edges in order would find. */
+ * added among equals, as a walk of its in-edges in order would find.
+ *
+ * The queue of nodes ready to be taken is a list through indeg: a node
+ * joins it when its count of in-edges left reaches 0, and from then on
+ * its slot holds the next node of the queue (Q_END for none). */
+#define Q_END UINT32_MAX
+
 static int longest(struct cp_graph *g, bool *dag)
 {
 	size_t nn = g->nnodes, ne = g->ne;
@@ -530,8 +536,7 @@ static int longest(struct cp_graph *g, bool *dag)
 		if (!d)
 			return -ENOMEM;
 		g->dist = d;
-		if (!grow_u32(&g->best, nn) || !grow_u32(&g->order, nn) || !grow_u32(&g->indeg, nn) ||
-		    !grow_u32(&g->first_out, nn + 1))
+		if (!grow_u32(&g->best, nn) || !grow_u32(&g->indeg, nn) || !grow_u32(&g->first_out, nn + 1))
 			return -ENOMEM;
 		g->capdist = nn;
 	}
@@ -553,13 +558,20 @@ static int longest(struct cp_graph *g, bool *dag)
 	for (size_t v = nn; v > 0; v--) /* the fill moved each start one list on: move them back */
 		g->first_out[v] = g->first_out[v - 1];
 	g->first_out[0] = 0;
-	size_t head = 0, tail = 0;
-	for (size_t v = 0; v < nn; v++)
-		if (!g->indeg[v])
-			g->order[tail++] = (uint32_t)v;
-	g->end = tail ? g->order[0] : 0;
-	while (head < tail) {
-		uint32_t v = g->order[head++];
+	uint32_t *next = g->indeg; /* a queued node's slot: the next queued */
+	uint32_t head = Q_END, tail = Q_END;
+	size_t taken = 0;
+	for (size_t v = nn; v-- > 0;) /* the nodes without in-edges, in order */
+		if (!g->indeg[v]) {
+			next[v] = head;
+			head = (uint32_t)v;
+			tail = tail == Q_END ? head : tail;
+		}
+	g->end = head != Q_END ? head : 0;
+	while (head != Q_END) {
+		uint32_t v = head;
+		head = next[v];
+		taken++;
 		if (g->dist[v] > g->dist[g->end])
 			g->end = v;
 		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++) {
@@ -570,11 +582,17 @@ static int longest(struct cp_graph *g, bool *dag)
 				g->dist[w] = d;
 				g->best[w] = i;
 			}
-			if (!--g->indeg[w])
-				g->order[tail++] = w;
+			if (!--g->indeg[w]) { /* w joins the queue */
+				next[w] = Q_END;
+				if (head == Q_END)
+					head = w;
+				else
+					next[tail] = w;
+				tail = w;
+			}
 		}
 	}
-	*dag = tail == nn;
+	*dag = taken == nn;
 	return 0;
 }
 
@@ -778,7 +796,6 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(g.e);
 	free(g.dist);
 	free(g.best);
-	free(g.order);
 	free(g.indeg);
 	free(g.first_out);
 	free(g.out);
