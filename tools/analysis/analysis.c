@@ -1423,34 +1423,50 @@ static int compute_copies(struct an_trace *a)
 	return 0;
 }
 
-static bool lat_less(const struct an_lat *x, const struct an_lat *y)
+static bool i64_less(const int64_t *x, const int64_t *y)
 {
-	int c = cmp_rank(x->rank, y->rank);
-	return c ? c < 0 : x->latency < y->latency;
+	return *x < *y;
 }
 
-AN_SORT_DEFINE(sort_lats, struct an_lat, lat_less)
+AN_SORT_DEFINE(sort_i64, int64_t, i64_less)
 
-/* The percentile p of one rank's n latencies l (n > 0), selected among l[0,
+int an_lat_add(struct an_trace *a, int64_t rank, int64_t latency)
+{
+	size_t i = a->nlats;
+	while (i > 0 && a->lats[i - 1].rank != rank) /* ranks are few, the last most often */
+		i--;
+	if (!i) {
+		size_t cap = a->nlats;
+		if (AN_PUSH(a->lats, a->nlats, cap, (struct an_lats){.rank = rank}))
+			return -ENOMEM;
+		i = a->nlats;
+	}
+	struct an_lats *l = &a->lats[i - 1];
+	return AN_PUSH(l->v, l->n, l->cap, latency);
+}
+
+static void free_lats(struct an_trace *a)
+{
+	for (size_t i = 0; i < a->nlats; i++)
+		free(a->lats[i].v);
+	free(a->lats);
+	a->lats = NULL;
+	a->nlats = 0;
+}
+
+/* The percentile p of one rank's n latencies v (n > 0), selected among v[0,
  * *within): each call leaves the smallest up to that percentile there,
  * for the next, lower p. */
-static int64_t lat_percentile(struct an_lat *l, size_t n, size_t *within, unsigned p)
+static int64_t lat_percentile(int64_t *v, size_t n, size_t *within, unsigned p)
 {
 	size_t k = an_rank_index(n, p);
-	sort_lats_nth(l, *within, k);
+	sort_i64_nth(v, *within, k);
 	*within = k + 1;
-	return l[k].latency;
+	return v[k];
 }
 
 int an_latency_compute(struct an_trace *a)
 {
-	struct an_lat *l = a->lats;
-	size_t n = a->nlats;
-	bool one_rank = true; /* the common case: no sort to put ranks together */
-	for (size_t i = 1; i < n && one_rank; i++)
-		one_rank = l[i].rank == l[0].rank;
-	if (!one_rank)
-		sort_lats(l, n);
 	size_t cap = 0;
 	int rc = 0;
 	/* Every rank with kernels gets a row, matched or not. */
@@ -1471,19 +1487,18 @@ int an_latency_compute(struct an_trace *a)
 	}
 	for (size_t k = 0; k < a->nlatency && !rc; k++) {
 		struct an_latency *s = &a->latency[k];
-		size_t i = 0, m = 0;
-		while (i < n && l[i].rank != s->rank)
-			i++;
-		while (i + m < n && l[i + m].rank == s->rank)
-			m++;
+		struct an_lats *l = NULL;
+		for (size_t i = 0; i < a->nlats && !l; i++)
+			if (a->lats[i].rank == s->rank)
+				l = &a->lats[i];
+		size_t m = l ? l->n : 0, within = m;
 		s->matched = m;
-		size_t within = m;
 		if (!m)
 			continue;
-		s->max = lat_percentile(l + i, m, &within, 100);
-		s->p99 = lat_percentile(l + i, m, &within, 99);
-		s->p90 = lat_percentile(l + i, m, &within, 90);
-		s->p50 = lat_percentile(l + i, m, &within, 50);
+		s->max = lat_percentile(l->v, m, &within, 100);
+		s->p99 = lat_percentile(l->v, m, &within, 99);
+		s->p90 = lat_percentile(l->v, m, &within, 90);
+		s->p50 = lat_percentile(l->v, m, &within, 50);
 	}
 	for (size_t i = 1; i < a->nlatency; i++) {
 		struct an_latency s = a->latency[i];
@@ -1492,9 +1507,7 @@ int an_latency_compute(struct an_trace *a)
 			a->latency[k] = a->latency[k - 1];
 		a->latency[k] = s;
 	}
-	free(a->lats);
-	a->lats = NULL;
-	a->nlats = 0;
+	free_lats(a);
 	return rc;
 }
 
@@ -2190,7 +2203,7 @@ void an_free(struct an_trace *a)
 	free(a->gpu);
 	free(a->copies);
 	free(a->corrs);
-	free(a->lats);
+	free_lats(a);
 	free(a->strobe_meta);
 	free(a->host_name);
 	free(a->gpu_capture);

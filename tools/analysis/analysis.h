@@ -240,9 +240,12 @@ struct an_corr {
 	uint32_t what; /* AN_CORR_LAUNCH or AN_CORR_KERNEL */
 };
 
-/* A kernel's launch latency, from a launch in its own rank. */
-struct an_lat {
-	int64_t rank, latency;
+/* The launch latencies of one rank's kernels (each from a launch in the
+ * kernel's own rank). */
+struct an_lats {
+	int64_t rank;
+	int64_t *v;
+	size_t n, cap;
 };
 
 /* ---- what the end computes ----------------------------------------------- */
@@ -582,7 +585,7 @@ struct an_trace {
 	uint32_t ph_at[256];   /* a one-character phase's index in phs + 1, 0 before it is seen */
 	struct an_corr *corrs; /* launches and kernels HTA's records miss */
 	size_t ncorrs, capcorrs;
-	struct an_lat *lats; /* one per kernel with a launch found (hta.c) */
+	struct an_lats *lats; /* per rank, a latency per kernel with a launch found (hta.c) */
 	size_t nlats;
 	struct {
 		bool active;
@@ -807,6 +810,8 @@ static inline const struct an_hcpu *an_launch(const struct an_trace *a, const st
 {
 	return r->launch ? &a->hcpus[r->launch - 1] : NULL;
 }
+/* One more launch latency of rank's (analysis.c). */
+int an_lat_add(struct an_trace *a, int64_t rank, int64_t latency);
 /* The launch latency percentiles per rank (a->latency) from the matched
  * a->lats, which it frees (analysis.c). */
 int an_latency_compute(struct an_trace *a);

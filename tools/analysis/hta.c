@@ -379,7 +379,7 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 static int launch_latency(struct an_trace *a)
 {
 	sort_corrs(a->corrs, a->ncorrs);
-	size_t cap = 0, from = SIZE_MAX;
+	size_t from = SIZE_MAX;
 	for (size_t i = 0; i < a->nhgpus + a->ncorrs; i++) {
 		struct an_corr k;
 		if (i < a->nhgpus) {
@@ -393,8 +393,7 @@ static int launch_latency(struct an_trace *a)
 				continue;
 		}
 		int64_t lat = 0;
-		if (kernel_latency(a, &k, &lat, &from) &&
-		    AN_PUSH(a->lats, a->nlats, cap, (struct an_lat){pid_rank(a, k.pid), lat}))
+		if (kernel_latency(a, &k, &lat, &from) && an_lat_add(a, pid_rank(a, k.pid), lat))
 			return -ENOMEM;
 	}
 	free(a->corrs);

@@ -123,7 +123,7 @@
 		}                                                                                            \
 		name##_intro(v, n, name##_depth(n));                                                         \
 	}                                                                                                    \
-	static inline void name(type *v, size_t n)                                                           \
+	__attribute__((unused)) static inline void name(type *v, size_t n)                                   \
 	{                                                                                                    \
 		size_t s_ = 1;                                                                               \
 		while (s_ < n && !less(&v[s_], &v[s_ - 1]))                                                  \
