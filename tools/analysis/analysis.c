@@ -1574,9 +1574,9 @@ int an_beside_end(struct an_beside *b, int rc)
  * and cpu_ops), so on two threads they need no lock. The peak is the
  * critical paths' (an_hta_paths), and what goes beside them keeps next to
  * nothing: wall times and GPU busy time. Kernel statistics (16 bytes a
- * kernel) go beside HTA's per-device analyses, which keep more, and the
- * GPU work's records (a->gpu) are made once HTA's are freed. On one
- * thread the order is the same. */
+ * kernel) and then HTA's kernel sequences go beside HTA's per-device
+ * analyses, which keep more, and the GPU work's records (a->gpu) are made
+ * once HTA's are freed. On one thread they run one after another. */
 static int compute_rest(struct an_trace *a)
 {
 	struct an_beside paths = {.a = a, .fn = an_hta_paths};
@@ -1593,7 +1593,10 @@ static int compute_rest(struct an_trace *a)
 		an_beside_start(&devices);
 	if (!rc)
 		rc = compute_kernels(a, &g);
+	if (!rc) /* after the kernel statistics: the three working sets at once would set the peak */
+		rc = an_kseq_compute(a);
 	rc = an_beside_end(&devices, rc);
+	an_hta_records_free(a); /* their memory goes before the computations that follow */
 	if (!rc)
 		rc = gpu_records(a, &g);
 	gpu_work_free(&g);

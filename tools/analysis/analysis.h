@@ -30,8 +30,8 @@
  *
  * With two threads (an_threads), HTA's launch matching runs beside the
  * complete events' layout and self time; wall times and GPU busy time
- * beside HTA's critical paths (the peak), and kernel statistics beside
- * its per-device analyses and then its kernel sequences. What goes beside
+ * beside HTA's critical paths (the peak), and kernel statistics and then
+ * HTA's kernel sequences beside its per-device analyses. What goes beside
  * the peak keeps next to nothing, so the peak is the same as on one
  * thread (docs/benchmarks.md). */
 #ifndef STROBE_TOOLS_ANALYSIS_H
@@ -770,6 +770,9 @@ int an_hta_launches(struct an_trace *a);
  * sequences. */
 int an_hta_paths(struct an_trace *a);
 int an_hta_devices(struct an_trace *a);
+/* HTA's records of each GPU event and runtime call, once its per-device
+ * analyses and kernel sequences are done with them. */
+void an_hta_records_free(struct an_trace *a);
 void an_hta_free(struct an_trace *a);
 const char *an_ktype_name(unsigned type);
 /* Whether name is one of the NULL-ended set. */

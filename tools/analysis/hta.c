@@ -1439,15 +1439,10 @@ int an_hta_paths(struct an_trace *a)
 int an_hta_devices(struct an_trace *a)
 {
 	cmp_trace = a;
-	/* The kernel sequences come after the per-device analyses rather
-	 * than beside them: the kernel statistics already run beside these,
-	 * and all three at once would set the peak. */
 	size_t caps[6] = {0};
 	int rc = each_device(a, hta_of_device, caps);
 	for (size_t i = 0; !rc && a->step_filter && i < a->nbreakdown; i++)
 		a->breakdown[i].filtered = true;
-	if (!rc)
-		rc = an_kseq_compute(a);
 	/* Steps of ranks without GPU work: one row each, without GPU columns. */
 	for (size_t i = 0; !rc && i < a->nfound_steps; i++) {
 		bool dev = false;
@@ -1461,10 +1456,12 @@ int an_hta_devices(struct an_trace *a)
 	free(a->found_steps);
 	a->found_steps = NULL;
 	a->nfound_steps = 0;
-	/* The per-event records are done with: their memory goes before the
-	 * computations that follow. */
-	free_records(a);
 	return rc;
+}
+
+void an_hta_records_free(struct an_trace *a)
+{
+	free_records(a);
 }
 
 void an_hta_free(struct an_trace *a)
