@@ -651,6 +651,120 @@ static void test_extreme_times(void **state)
 	tu_rmrf(dir);
 }
 
+/* Traces whose sums and spans leave int64 (found with UBSan over random
+ * traces of times and durations near its ends): every command runs to the
+ * end, the times held at int64's ends. The ASan + UBSan build aborts on
+ * an overflow, which fails the test there. */
+static void test_sums_at_int64_ends(void **state)
+{
+	(void)state;
+	static const char *const traces[] = {
+	    /* self time: a parent covered past int64 */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", "
+	    "\"name\": \"nccl:all_reduce\", \"pid\": 0, \"tid\": 7, \"ts\": -4611686018427387, "
+	    "\"dur\": 9223372036854775.807, \"args\": {\"correlation\": 5, \"stream\": 7, "
+	    "\"device\": 1}}, {\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset\", "
+	    "\"pid\": 0, \"tid\": 7, \"ts\": 0, \"dur\": 9223372036854775.807, "
+	    "\"args\": {\"correlation\": 5, \"stream\": 9223372036854775807, \"device\": 0}}, "
+	    "{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset\", \"pid\": 0, "
+	    "\"tid\": 7, \"ts\": -9223372036854775, \"dur\": 9223372036854775.807, "
+	    "\"args\": {\"correlation\": 6, \"stream\": 9223372036854775807, \"device\": 0}}, "
+	    "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"ann\", \"pid\": 0, "
+	    "\"tid\": 8, \"ts\": -4611686018427387, \"dur\": 1000, \"args\": {\"stream\": 7, "
+	    "\"device\": 0}}, {\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Sync\", "
+	    "\"pid\": 0, \"tid\": 8, \"ts\": 200, \"dur\": 4611686018427387, "
+	    "\"args\": {\"correlation\": 6, \"stream\": 7, \"device\": 0, \"wait_on_stream\": 8, "
+	    "\"event\": 1}}, {\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset\", "
+	    "\"pid\": 0, \"tid\": 8, \"ts\": -4611686018427387, \"dur\": 9223372036854775, "
+	    "\"args\": {\"correlation\": 5, \"stream\": -9223372036854775808, \"device\": 0}}, "
+	    "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"ann\", \"pid\": 0, "
+	    "\"tid\": 7, \"ts\": 200, \"dur\": 9223372036854775, \"args\": {\"stream\": 7, "
+	    "\"device\": 0}}]}",
+	    /* idle time: host, kernel and other waits added */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset\", "
+	    "\"pid\": 0, \"tid\": 7, \"ts\": 9223372036854775.807, \"dur\": -9223372036854775, "
+	    "\"args\": {\"correlation\": 7, \"stream\": -9223372036854775808, \"device\": 0}}, "
+	    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", "
+	    "\"pid\": 1, \"tid\": 3, \"ts\": 9223372036854775, \"dur\": 9223372036854775.807, "
+	    "\"args\": {\"correlation\": 7}}, {\"ph\": \"X\", \"cat\": \"gpu_memset\", "
+	    "\"name\": \"Memset\", \"pid\": 0, \"tid\": 8, \"ts\": -4611686018427387, "
+	    "\"dur\": -1, \"args\": {\"correlation\": 4294967296, "
+	    "\"stream\": -9223372036854775808, \"device\": 0}}, {\"ph\": \"X\", "
+	    "\"cat\": \"kernel\", \"name\": \"nccl:all_reduce\", \"pid\": 0, \"tid\": 8, "
+	    "\"ts\": -9223372036854775, \"dur\": -1, "
+	    "\"args\": {\"correlation\": 18446744073709551615, \"stream\": -9223372036854775808, "
+	    "\"device\": 0}}]}",
+	    /* the critical path: its time by class */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", "
+	    "\"pid\": 1, \"tid\": 3, \"ts\": -1, \"dur\": 4611686018427387, \"args\": {}}, "
+	    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#0\", "
+	    "\"pid\": 1, \"tid\": 1, \"ts\": -1, \"dur\": 9223372036854775.807, \"args\": {}}, "
+	    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, "
+	    "\"tid\": 3, \"ts\": 1, \"dur\": 9223372036854775.807, \"args\": {}}]}",
+	    /* the report overview: a row's stretches */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_driver\", "
+	    "\"name\": \"cuLaunchKernel\", \"pid\": 2, \"tid\": 1, \"ts\": 9223372036854775.807, "
+	    "\"dur\": -9223372036854775, \"args\": {\"correlation\": 7}}, {\"ph\": \"X\", "
+	    "\"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 7, "
+	    "\"ts\": -4611686018427387, \"dur\": -1, \"args\": {\"correlation\": -1, "
+	    "\"stream\": 2147483648, \"device\": 0}}, {\"ph\": \"X\", \"cat\": \"cuda_runtime\", "
+	    "\"name\": \"cudaStreamSynchronize\", \"pid\": 2, \"tid\": 1, \"ts\": 0, "
+	    "\"dur\": 9223372036854775.807, \"args\": {\"correlation\": 6}}]}",
+	    /* wall time: a name's stretches */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_driver\", "
+	    "\"name\": \"cuLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": -1, "
+	    "\"dur\": 9223372036854775.807, \"args\": {\"correlation\": 6}}, {\"ph\": \"X\", "
+	    "\"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernel\", \"pid\": 2, \"tid\": 3, "
+	    "\"ts\": -9223372036854775, \"dur\": 9223372036854775, "
+	    "\"args\": {\"correlation\": -1}}, {\"ph\": \"X\", \"cat\": \"cuda_driver\", "
+	    "\"name\": \"cuLaunchKernel\", \"pid\": 2, \"tid\": 1, \"ts\": 9223372036854775, "
+	    "\"dur\": 4611686018427387, \"args\": {\"correlation\": 4294967296}}]}",
+	    /* wall time: a union's last stretch */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_sync\", "
+	    "\"name\": \"Stream Sync\", \"pid\": 0, \"tid\": 8, \"ts\": -1, \"dur\": 1000, "
+	    "\"args\": {\"correlation\": 6, \"stream\": -9223372036854775808, \"device\": 0, "
+	    "\"wait_on_stream\": 7, \"event\": -1}}, {\"ph\": \"X\", \"cat\": \"cuda_sync\", "
+	    "\"name\": \"Stream Sync\", \"pid\": 0, \"tid\": 8, \"ts\": 0, "
+	    "\"dur\": 9223372036854775.807, \"args\": {\"correlation\": 6, \"stream\": 7, "
+	    "\"device\": 0, \"wait_on_stream\": 7, \"event\": -1}}]}",
+	    /* strobe diff: a step's busy time on two devices added */
+	    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_sync\", "
+	    "\"name\": \"Stream Sync\", \"pid\": 3, \"tid\": 7, \"ts\": 4611686018427387, "
+	    "\"dur\": 9223372036854775.807, \"args\": {\"correlation\": 5, "
+	    "\"stream\": 9223372036854775807, \"device\": 0, \"wait_on_stream\": 8, "
+	    "\"event\": 1}}, {\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Event Sync\", "
+	    "\"pid\": 0, \"tid\": 7, \"ts\": 4611686018427387, \"dur\": 9223372036854775, "
+	    "\"args\": {\"correlation\": 4294967296, \"stream\": 2147483648, \"device\": 0, "
+	    "\"wait_on_stream\": 8, \"event\": 1}}, {\"ph\": \"X\", "
+	    "\"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"pid\": 1, \"tid\": 3, "
+	    "\"ts\": 1, \"dur\": 9223372036854775.807, \"args\": {}}]}",
+	};
+	enum { N = sizeof(traces) / sizeof(traces[0]) };
+	char *dir = tu_mkdtemp(), path[N][4096], args[8400];
+	for (size_t i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/ends%zu.json", dir, i);
+		assert_int_equal(tu_write_file(path[i], traces[i]), 0);
+	}
+	for (size_t i = 0; i < N; i++) {
+		snprintf(args, sizeof(args), "'%s'", path[i]);
+		yajl_val v = summary_json(args);
+		assert_true(tu_get_num(v, "events") > 0);
+		yajl_tree_free(v);
+		char *out = NULL;
+		assert_int_equal(summary(args, 0, &out), 0);
+		tu_assert_contains(out, "events");
+		free(out);
+		snprintf(args, sizeof(args), "-q -o '%s/ends%zu.html' '%s'", dir, i, path[i]);
+		assert_int_equal(tu_strobe("report", args, 0, NULL), 0);
+		snprintf(args, sizeof(args), "'%s' '%s'", path[i], path[(i + 1) % N]);
+		out = NULL;
+		assert_int_equal(tu_strobe("diff", args, 0, &out), 0);
+		assert_true(out && *out);
+		free(out);
+	}
+	tu_rmrf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -666,6 +780,7 @@ int main(void)
 	    cmocka_unit_test(test_top_limits_rows),
 	    cmocka_unit_test(test_empty_trace_and_stdin),
 	    cmocka_unit_test(test_extreme_times),
+	    cmocka_unit_test(test_sums_at_int64_ends),
 	    cmocka_unit_test(test_progress),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

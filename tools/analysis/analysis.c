@@ -835,10 +835,10 @@ static int compute_self(struct an_trace *a, struct an_table *by)
 			int64_t end = an_sat_add(x.ts, x.dur);
 			if (depth) {
 				struct self_frame *parent = &stack[depth - 1];
-				int64_t covered = (end < parent->end ? end : parent->end) - x.ts;
+				int64_t covered = an_span(x.ts, end < parent->end ? end : parent->end);
 				struct an_name *sn = an_table_item(&a->names, parent->x.name);
-				sn->self -= covered;
-				parent->self -= covered;
+				sn->self = an_sat_add(sn->self, -covered);
+				parent->self = an_sat_add(parent->self, -covered);
 			}
 			if (!an_grow((void **)&stack, depth, &cap, sizeof(*stack))) {
 				rc = -ENOMEM;

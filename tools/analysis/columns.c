@@ -449,7 +449,7 @@ const struct an_spec an_knames = {.key = "kernels_by_type",
                                   .rows = knames_rows};
 
 GET(idle_dev, struct an_idle, v->s = an_device_label(a, r->pid, v->buf, sizeof(v->buf)))
-GET(idle_total, struct an_idle, v->i = r->host_wait + r->kernel_wait + r->other)
+GET(idle_total, struct an_idle, v->i = an_sat_add(an_sat_add(r->host_wait, r->kernel_wait), r->other))
 #define IDLE(f) F(struct an_idle, f)
 static const struct an_column idle_cols[] = {
     {"rank", "rank", AN_RANK, IDLE(rank)},

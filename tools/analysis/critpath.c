@@ -629,20 +629,19 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 		const struct cp_ev *ev = edge_attr(e) >= 0 ? &g->ev[edge_attr(e)] : NULL;
 		int64_t w = edge_w(g, e, node_ts(g, v));
 		unsigned type = edge_type(e);
-		if (type == E_LAUNCH)
-			p->launch += w;
-		else if (type == E_KERNEL)
-			p->kk += w;
-		else if (type == E_OP && ev && ev->kind == K_GPU)
-			*(ev->comm ? &p->comm : &p->compute) += w;
-		else if (type == E_OP)
-			p->cpu += w;
+		int64_t *to = type == E_LAUNCH                          ? &p->launch
+		              : type == E_KERNEL                        ? &p->kk
+		              : type == E_OP && ev && ev->kind == K_GPU ? (ev->comm ? &p->comm : &p->compute)
+		              : type == E_OP                            ? &p->cpu
+		                                                        : NULL;
+		if (to)
+			*to = an_sat_add(*to, w);
 		if (type != E_OP || !ev || !w)
 			continue;
 		bool gpu = ev->kind == K_GPU;
 		uint32_t *at = &o->at[2 * (size_t)ev->name + gpu];
 		if (*at) {
-			o->ops[*at - 1].time += w;
+			o->ops[*at - 1].time = an_sat_add(o->ops[*at - 1].time, w);
 		} else if (!(rc = AN_PUSH(o->ops, n, o->cap, (struct an_cp_op){ev->name, gpu, w}))) {
 			*at = (uint32_t)n;
 		}

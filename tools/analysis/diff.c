@@ -55,7 +55,7 @@ static int steps_of(const struct an_trace *t, struct tstep **out, size_t *n)
 		struct tstep *last = *n ? &(*out)[*n - 1] : NULL;
 		if (last && last->rank == s->rank && last->ts == s->ts) {
 			if (busy >= 0)
-				last->busy = last->busy < 0 ? busy : last->busy + busy;
+				last->busy = last->busy < 0 ? busy : an_sat_add(last->busy, busy);
 			continue;
 		}
 		if (AN_PUSH(*out, *n, cap, (struct tstep){s->rank, s->number, s->ts, s->dur, busy}))

@@ -125,8 +125,9 @@ static int row_union(const struct an_trace *a, uint32_t row, int level, struct s
 		if (level && depth - 1 != (size_t)level)
 			continue;
 		struct an_ov_span *last = m->ns ? &m->s[m->ns - 1] : NULL;
-		if (last && ts < last->start + last->dur) {
-			if (end > last->start + last->dur)
+		int64_t last_end = last ? an_sat_add(last->start, last->dur) : 0;
+		if (last && ts < last_end) {
+			if (end > last_end)
 				last->dur = end - last->start;
 			last->events++;
 			if (x->dur > last->longest) {

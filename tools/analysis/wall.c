@@ -387,7 +387,7 @@ static int pass(struct walk *w, int (*walk)(struct walk *w),
 			for (i++; i < n && b[i].s <= e; i++)
 				if (b[i].e > e)
 					e = b[i].e;
-			add(w->a, k, e - s);
+			add(w->a, k, an_span(s, e));
 		}
 	}
 	return rc;
@@ -412,7 +412,7 @@ static bool grow(struct acc *k, int64_t s, int64_t e)
 	} else if (s <= k->e) {
 		k->e = e > k->e ? e : k->e;
 	} else {
-		k->done = an_sat_add(k->done, k->e - k->s);
+		k->done = an_sat_add(k->done, an_span(k->s, k->e));
 		k->s = s;
 		k->e = e;
 	}
@@ -521,7 +521,8 @@ int an_wall_compute(struct an_trace *a)
 					if (acc[by][k].on)
 						adders[by][self](
 						    a, k,
-						    an_sat_add(acc[by][k].done, acc[by][k].e - acc[by][k].s));
+						    an_sat_add(acc[by][k].done,
+						               an_span(acc[by][k].s, acc[by][k].e)));
 				continue;
 			}
 			if (!w.at && !(w.at = calloc(most, sizeof(size_t)))) {
