@@ -148,12 +148,41 @@ static void test_merged_ranks(void **state)
 	yajl_tree_free(v);
 }
 
+/* Two ways of the same length: a1 [0,5] then a2 [5,10] on thread 2, b
+ * [0,10] on thread 3. The path ends where networkx's dag_longest_path
+ * ends it, at the first node with the longest way in, in the order of
+ * networkx's topological sort (generation by generation, each in the
+ * order its nodes became ready). b's end comes before a2's in that order,
+ * so the path is b alone; a last-in first-out order would end it at a2. */
+static void test_tie_ends_first_in_topological_order(void **state)
+{
+	(void)state;
+	static const char tie[] =
+	    "{\"traceEvents\": [\n" X("user_annotation", "ProfilerStep#1", 1, 1, 0, 10,
+	                              "") X("cpu_op", "a1", 1, 2, 0, 5, "") X("cpu_op", "a2", 1, 2, 5, 5, "")
+	        X("cpu_op", "b", 1, 3, 0, 10, "") "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, "
+	                                          "\"tid\": 3, \"args\": {\"name\": \"worker\"}}\n]}\n";
+	char path[4200], args[4400];
+	snprintf(path, sizeof(path), "%s/tie.json", dir);
+	assert_int_equal(tu_write_file(path, tie), 0);
+	snprintf(args, sizeof(args), "--json '%s'", path);
+	yajl_val v = cli_json("summary", args);
+	yajl_val rows = tu_get(v, "critical_path");
+	assert_int_equal(rows->u.array.len, 1);
+	assert_int_equal(num(at(rows, 0), "length_ns"), 10000);
+	yajl_val ops = tu_get(at(rows, 0), "ops");
+	assert_int_equal(ops->u.array.len, 1);
+	expect_op(at(ops, 0), "b", "CPU", 10);
+	yajl_tree_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_paths),
 	    cmocka_unit_test(test_text_and_report),
 	    cmocka_unit_test(test_merged_ranks),
+	    cmocka_unit_test(test_tie_ends_first_in_topological_order),
 	};
 	dir = tu_mkdtemp();
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
