@@ -21,16 +21,37 @@ enum { S_NONE, S_STREAM, S_CONTEXT, S_OTHER };           /* cuda_sync events */
 /* The graph is the largest working memory of the analyses (a step of a
  * large trace has millions of nodes), so what can be looked up is not
  * kept: an edge's weight comes from its nodes' times, a GPU event's
- * stream, file order and queue lengths from its hrecs index. */
+ * stream, file order and queue lengths from its hrecs index. An event's
+ * nodes and the event it refers to are indexes below 2^28 (a step has
+ * fewer events than that), so they share two words with its kind and
+ * flags: 32 bytes an event. */
 struct cp_ev {
 	int64_t ts, end;
-	uint32_t name, node; /* node: its start node (even); the end is node + 1 */
-	int32_t parent;      /* CPU: the innermost step event around it, or -1 */
-	int32_t launch;      /* GPU: the event of its launch call, or -1 */
-	uint32_t h;          /* GPU: its index in hrecs */
-	uint8_t kind, sync;
-	bool blocking, comm;
+	uint32_t name;
+	uint32_t h;         /* GPU: its index in hrecs */
+	unsigned pair : 28; /* its nodes: 2 pair (start) and 2 pair + 1 (end) */
+	unsigned kind : 2;
+	unsigned : 0;
+	unsigned rel : 28; /* + 1 (0 for none): CPU, the innermost step event around it;
+	                    * GPU, the event of its launch call */
+	unsigned sync : 2;
+	unsigned blocking : 1;
+	unsigned comm : 1;
 };
+
+_Static_assert(sizeof(struct cp_ev) == 32, "struct cp_ev: 32 bytes");
+
+/* e's start node (even); its end is the next. */
+static uint32_t ev_node(const struct cp_ev *e)
+{
+	return 2 * (uint32_t)e->pair;
+}
+
+/* e's parent (CPU) or launch (GPU), -1 for none. */
+static int32_t ev_rel(const struct cp_ev *e)
+{
+	return (int32_t)e->rel - 1;
+}
 
 /* An edge: its type (E_*) in the low 3 bits of tag, then whether it has
  * no time whatever its nodes' (a blocking call's end), then the event its
@@ -269,8 +290,8 @@ static int add_ev(struct cp_graph *g, struct cp_ev e)
 {
 	if (g->nev >= CP_EVENTS_MAX)
 		return -ENOMEM; /* the edges' tags hold an event's index in 28 bits */
-	e.node = (uint32_t)g->nnodes;
 	size_t pairs = g->nnodes / 2;
+	e.pair = (unsigned)pairs; /* below CP_EVENTS_MAX */
 	if (e.kind != K_PLAIN && AN_PUSH(g->pair_ev, pairs, g->cappairs, (uint32_t)g->nev))
 		return -ENOMEM;
 	g->nnodes = 2 * pairs;
@@ -314,13 +335,13 @@ static int enter(struct cp_graph *g, struct walk *w, uint32_t i)
 	const struct cp_ev *e = &g->ev[i];
 	int rc = 0;
 	if (w->depth == 0 && w->high >= 0)
-		rc = add_edge(g, (uint32_t)w->high, e->node, E_DEPENDENCY, false, -1);
+		rc = add_edge(g, (uint32_t)w->high, ev_node(e), E_DEPENDENCY, false, -1);
 	w->depth++;
 	if (!rc && w->last >= 0)
-		rc = add_edge(g, (uint32_t)w->last, e->node, E_OP, false,
-		              attribute(g, (uint32_t)w->last, e->node, w->last_parent));
-	w->last = e->node;
-	w->last_parent = e->parent;
+		rc = add_edge(g, (uint32_t)w->last, ev_node(e), E_OP, false,
+		              attribute(g, (uint32_t)w->last, ev_node(e), w->last_parent));
+	w->last = ev_node(e);
+	w->last_parent = ev_rel(e);
 	return rc;
 }
 
@@ -330,14 +351,14 @@ static int leave(struct cp_graph *g, struct walk *w, uint32_t i)
 	int rc = 0;
 	w->depth--;
 	if (w->last >= 0)
-		rc = add_edge(g, (uint32_t)w->last, e->node + 1, E_OP, e->blocking,
-		              attribute(g, (uint32_t)w->last, e->node + 1, w->last_parent));
+		rc = add_edge(g, (uint32_t)w->last, ev_node(e) + 1, E_OP, e->blocking,
+		              attribute(g, (uint32_t)w->last, ev_node(e) + 1, w->last_parent));
 	if (w->depth == 0) {
 		w->last = -1;
-		w->high = e->node + 1;
+		w->high = ev_node(e) + 1;
 	} else {
-		w->last = e->node + 1;
-		w->last_parent = e->parent;
+		w->last = ev_node(e) + 1;
+		w->last_parent = ev_rel(e);
 	}
 	return rc;
 }
@@ -401,8 +422,7 @@ static int cpu_row(const struct an_trace *a, const uint8_t *flags, struct cp_gra
 		struct cp_ev ev = {.ts = x->ts,
 		                   .end = an_sat_add(x->ts, x->dur),
 		                   .name = x->name,
-		                   .parent = depth ? (int32_t)(*stack)[depth - 1] : -1,
-		                   .launch = -1,
+		                   .rel = depth ? (*stack)[depth - 1] + 1 : 0,
 		                   .kind = node ? K_CPU : K_PLAIN,
 		                   .blocking = (flags[x->name] & N_BLOCKING) != 0};
 		uint32_t k = (uint32_t)g->nev;
@@ -477,28 +497,29 @@ static int gpu_edges(const struct an_trace *a, struct cp_graph *g, size_t first,
 		for (size_t k = 0; k < nlast && !l; k++)
 			if (last[k].pid == h->pid && last[k].stream == an_hrec_stream(a, h))
 				l = &last[k];
+		int32_t launch = ev_rel(e);
 		if (e->sync) {
 			/* a sync call ends after the stream's (or, for a context
 			 * sync, every stream's) last GPU event */
-			for (size_t k = 0; k < nlast && !rc && e->launch >= 0; k++)
+			for (size_t k = 0; k < nlast && !rc && launch >= 0; k++)
 				if (e->sync == S_CONTEXT || &last[k] == l)
-					rc = add_edge(g, last[k].node, g->ev[e->launch].node + 1, E_SYNC,
+					rc = add_edge(g, last[k].node, ev_node(&g->ev[launch]) + 1, E_SYNC,
 					              false, -1);
 			continue;
 		}
-		rc = add_edge(g, e->node, e->node + 1, E_OP, false, (int32_t)key[i].ev);
-		int64_t lts = e->launch >= 0 ? g->ev[e->launch].ts : 0;
+		rc = add_edge(g, ev_node(e), ev_node(e) + 1, E_OP, false, (int32_t)key[i].ev);
+		int64_t lts = launch >= 0 ? g->ev[launch].ts : 0;
 		if (!rc && (queue[e->h] & (Q_LAUNCH_ONE | Q_START_NONE)) == (Q_LAUNCH_ONE | Q_START_NONE) &&
-		    e->launch >= 0 && (!l || node_ts(g, l->node) < lts))
-			rc = add_edge(g, g->ev[e->launch].node, e->node, E_LAUNCH, false, -1);
+		    launch >= 0 && (!l || node_ts(g, l->node) < lts))
+			rc = add_edge(g, ev_node(&g->ev[launch]), ev_node(e), E_LAUNCH, false, -1);
 		else if (!rc && l)
-			rc = add_edge(g, l->node, e->node, E_KERNEL, false, (int32_t)node_ev(g, l->node));
+			rc = add_edge(g, l->node, ev_node(e), E_KERNEL, false, (int32_t)node_ev(g, l->node));
 		if (!rc && !l) {
 			rc = AN_PUSH(last, nlast, lcap, (struct last){h->pid, an_hrec_stream(a, h), 0});
 			l = rc ? NULL : &last[nlast - 1];
 		}
 		if (l)
-			l->node = e->node + 1;
+			l->node = ev_node(e) + 1;
 	}
 	free(key);
 	free(last);
@@ -710,8 +731,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
 		                              .end = an_sat_add(h->ts, an_hrec_dur(a, h)),
 		                              .name = h->name,
-		                              .parent = -1,
-		                              .launch = find_call(g, &c->rows, l),
+		                              .rel = (unsigned)(find_call(g, &c->rows, l) + 1),
 		                              .h = c->gl[i],
 		                              .kind = K_GPU,
 		                              .sync = sync,
