@@ -1030,16 +1030,18 @@ static int by_stream(const struct an_trace *a, const struct dev_work *w, uint32_
 	/* at[k + 1]: stream k's count; then at[k]: where its next event goes */
 	k = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		if (v[k] != an_hrec_stream(a, &w->r[i]))
-			k = stream_slot(v, n, an_hrec_stream(a, &w->r[i]));
+		int64_t st = an_hrec_stream(a, &w->r[i]);
+		if (v[k] != st)
+			k = stream_slot(v, n, st);
 		at[k + 1]++;
 	}
 	for (size_t s = 0; s < n; s++)
 		at[s + 1] += at[s];
 	k = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		if (v[k] != an_hrec_stream(a, &w->r[i]))
-			k = stream_slot(v, n, an_hrec_stream(a, &w->r[i]));
+		int64_t st = an_hrec_stream(a, &w->r[i]);
+		if (v[k] != st)
+			k = stream_slot(v, n, st);
 		p[at[k]++] = (uint32_t)i;
 	}
 	return 0;
@@ -1204,7 +1206,8 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 			continue;
 		char *kind = kinds[n / 2];
 		copy_kind(an_name(a, r->name), kind);
-		int64_t dur = an_hrec_dur(a, r) ? an_hrec_dur(a, r) : 1000;
+		int64_t dur = an_hrec_dur(a, r);
+		dur = dur ? dur : 1000;
 		double bw = bw_of(a, r);
 		e[n++] = (struct bw_edge){r->ts, bw, 2 * r->seq + 1, kind};
 		e[n++] = (struct bw_edge){an_sat_add(r->ts, dur), -bw, 2 * r->seq, kind};
@@ -1317,7 +1320,7 @@ static int cmp_kname(const void *pa, const void *pb)
 }
 
 /* HTA's per-event records (and the queue lengths made from them). */
-static void free_records(struct an_trace *a)
+void an_hta_records_free(struct an_trace *a)
 {
 	free(a->hrecs);
 	free(a->hcalls);
@@ -1459,14 +1462,9 @@ int an_hta_devices(struct an_trace *a)
 	return rc;
 }
 
-void an_hta_records_free(struct an_trace *a)
-{
-	free_records(a);
-}
-
 void an_hta_free(struct an_trace *a)
 {
-	free_records(a);
+	an_hta_records_free(a);
 	free(a->found_steps);
 	free(a->steps);
 	free(a->breakdown);
