@@ -1436,8 +1436,7 @@ int an_lat_add(struct an_trace *a, int64_t rank, int64_t latency)
 	while (i > 0 && a->lats[i - 1].rank != rank) /* ranks are few, the last most often */
 		i--;
 	if (!i) {
-		size_t cap = a->nlats;
-		if (AN_PUSH(a->lats, a->nlats, cap, (struct an_lats){.rank = rank}))
+		if (AN_PUSH(a->lats, a->nlats, a->caplats, (struct an_lats){.rank = rank}))
 			return -ENOMEM;
 		i = a->nlats;
 	}
@@ -1451,7 +1450,7 @@ static void free_lats(struct an_trace *a)
 		free(a->lats[i].v);
 	free(a->lats);
 	a->lats = NULL;
-	a->nlats = 0;
+	a->nlats = a->caplats = 0;
 }
 
 /* The percentile p of one rank's n latencies v (n > 0), selected among v[0,

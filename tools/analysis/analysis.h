@@ -586,7 +586,7 @@ struct an_trace {
 	struct an_corr *corrs; /* launches and kernels HTA's records miss */
 	size_t ncorrs, capcorrs;
 	struct an_lats *lats; /* per rank, a latency per kernel with a launch found (hta.c) */
-	size_t nlats;
+	size_t nlats, caplats;
 	struct {
 		bool active;
 		bool launch;
