@@ -1831,11 +1831,11 @@ static void move_corr(void *to, const void *from, const struct remap *m)
 
 static void move_hgpu(void *to, const void *from, const struct remap *m)
 {
-	struct an_hgpu g = *(const struct an_hgpu *)from;
-	g.r.pid = m->pids[g.r.pid];
-	g.r.name = m->names[g.r.name];
-	g.r.seq += m->seq;
-	*(struct an_hgpu *)to = g;
+	struct an_hrec g = *(const struct an_hrec *)from;
+	g.pid = m->pids[g.pid];
+	g.name = m->names[g.name];
+	g.seq += m->seq;
+	*(struct an_hrec *)to = g;
 }
 
 static void move_hcall(void *to, const void *from, const struct remap *m)
@@ -1856,7 +1856,7 @@ static void move_bw(void *to, const void *from, const struct remap *m)
 static void move_hwide(void *to, const void *from, const struct remap *m)
 {
 	const struct an_hwide *w = from;
-	*(struct an_hwide *)to = (struct an_hwide){w->seq + m->seq, w->dur, w->stream};
+	*(struct an_hwide *)to = (struct an_hwide){w->seq + m->seq, w->dur, w->stream, w->corr};
 }
 
 /* Moves n records of size bytes from src to dst, from index at on (room

@@ -10,10 +10,11 @@
  *
  * Memory: fixed per name and per row, plus about 6 bytes per complete
  * event, packed ("the complete events, packed" below; exact self time and
- * exact percentiles need them all), plus 40 per GPU event and 40 per
+ * exact percentiles need them all), plus 32 per GPU event and 32 per
  * runtime call for HTA's analyses and launch latency, which match
- * launches to GPU events once the read is done and then keep 32 and 24
- * (the correlations are done with). Wall times
+ * launches to GPU events once the read is done and then keep 32 per GPU
+ * event and about 7 per runtime call that launched one, packed (pack.h;
+ * the correlations are done with). Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
  * two per event) only in a trace where a child outlives its parent.
  *
@@ -43,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/pack.h"
 #include "common/varint.h"
 #include "read/trace_reader.h"
 
@@ -230,7 +232,7 @@ struct an_copy {
 
 /* For launch latency: a launch (cuda_runtime or cuda_driver) or kernel
  * with a correlation (its "correlation" arg, else the id of the ac2g flow
- * right after it) that HTA's records (an_hgpu, an_hcall) do not hold with
+ * right after it) that HTA's records (hgpus, an_hcall) do not hold with
  * that correlation. seq: the complete event's (an_hrec.seq). */
 enum { AN_CORR_LAUNCH = 1, AN_CORR_KERNEL = 2 };
 struct an_corr {
@@ -359,7 +361,8 @@ struct an_hrec {
 	uint32_t pid, name; /* its HTA kind (an_hrec_type, an_hrec_work) is its name's */
 	uint32_t seq;       /* file order */
 	union {
-		uint32_t lat;    /* as read: a kernel for launch latency, with its correlation (an_hgpu) */
+		uint32_t corr;   /* as read (an_trace.hgpus): its correlation (AN_HCORR_*), what
+		                  * an_hta_launches matches it by */
 		uint32_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
@@ -368,18 +371,20 @@ struct an_hrec {
 #define AN_HREC_LONG UINT32_MAX
 #define AN_HREC_WIDE INT32_MIN
 
-/* The duration and stream of a GPU event (an_hrec), or the duration of a
- * runtime call (an_hcpu), whose fields cannot hold them, by file order
- * (seq). */
+/* A correlation as HTA's records hold it while the file is read (an_hrec,
+ * an_hcall): below AN_HCORR_NONE, itself; AN_HCORR_NONE for none, and
+ * AN_HCORR_WIDE for one kept in an_trace.hwide; AN_HCORR_LAT is set for
+ * a kernel or launch for launch latency, with this correlation. */
+#define AN_HCORR_NONE 0x7ffffffeu
+#define AN_HCORR_WIDE 0x7fffffffu
+#define AN_HCORR_LAT  0x80000000u
+
+/* The duration, stream and correlation (UINT64_MAX for none) of a GPU
+ * event (an_hrec), or the duration and correlation of a runtime call
+ * (an_hcpu), whose fields cannot hold all of them, by file order (seq). */
 struct an_hwide {
 	uint32_t seq;
 	int64_t dur, stream;
-};
-
-/* An an_hrec as read, with its correlation (UINT64_MAX for none): what
- * an_hta_launches matches it by, before it keeps the an_hrec alone. */
-struct an_hgpu {
-	struct an_hrec r;
 	uint64_t corr;
 };
 
@@ -390,7 +395,8 @@ struct an_bw {
 };
 
 /* A CPU-side event with a "correlation" arg (a runtime or driver call);
- * its pid is its row's. */
+ * its pid is its row's. Those that GPU events were matched to are kept
+ * packed (an_trace.hcpus, read with an_launch). */
 struct an_hcpu {
 	int64_t ts;
 	uint32_t dur;       /* AN_HREC_LONG: longer, in an_trace.hwide (an_hcpu_dur) */
@@ -398,12 +404,13 @@ struct an_hcpu {
 	uint32_t seq;
 };
 
-/* An an_hcpu as read, with its correlation: what an_hta_launches matches
- * GPU events by, before it keeps the an_hcpu alone. */
+/* An an_hcpu as read, with its correlation (AN_HCORR_*; AN_HCORR_LAT: a
+ * launch for launch latency, cuda_runtime or cuda_driver): what
+ * an_hta_launches matches GPU events by, before it keeps the an_hcpu
+ * alone. */
 struct an_hcall {
 	struct an_hcpu c;
-	uint64_t corr;
-	bool lat; /* a launch for launch latency (cuda_runtime, cuda_driver), with corr as its correlation */
+	uint32_t corr;
 };
 
 /* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
@@ -628,7 +635,7 @@ struct an_trace {
 	size_t nmemory;
 	/* steps and HTA's analyses (hta.c) */
 	const char *step_name; /* set before an_read: ranges with this name are steps */
-	struct an_hgpu *hgpus; /* as read, until an_hta_launches makes hrecs of them */
+	struct an_hrec *hgpus; /* as read (with correlations), until an_hta_launches makes hrecs of them */
 	size_t nhgpus, caphgpus;
 	struct an_hrec *hrecs;
 	size_t nhrecs;
@@ -636,9 +643,8 @@ struct an_trace {
 	size_t nhwide, caphwide;
 	struct an_hcall *hcalls; /* as read, until an_hta_launches makes hcpus of them */
 	size_t nhcalls, caphcalls;
-	struct an_hcpu *hcpus;
-	size_t nhcpus;
-	struct an_bw *bws; /* in seq order */
+	struct an_packed hcpus; /* the an_hcpus of hcalls that GPU events were matched to */
+	struct an_bw *bws;      /* in seq order */
 	size_t nbws, capbws;
 	uint64_t nseq;
 	struct an_step *steps; /* by rank, then start, then device */
@@ -807,12 +813,9 @@ static inline int64_t an_hcpu_dur(const struct an_trace *a, const struct an_hcpu
 bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l);
 bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l);
 /* The CPU event with r's correlation in r's rank (the first in the file),
- * or NULL: what an_hta_launches matched to r once launch latency was done
- * (hta.c). */
-static inline const struct an_hcpu *an_launch(const struct an_trace *a, const struct an_hrec *r)
-{
-	return r->launch ? &a->hcpus[r->launch - 1] : NULL;
-}
+ * what an_hta_launches matched to r once launch latency was done, into
+ * *l; false when r has none (hta.c). */
+bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l);
 /* One more launch latency of rank's (analysis.c). */
 int an_lat_add(struct an_trace *a, int64_t rank, int64_t latency);
 /* The launch latency percentiles per rank (a->latency) from the matched

@@ -178,8 +178,8 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 	bool any = false;
 	for (size_t i = from; i < to; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
-		const struct an_hcpu *l = an_launch(a, r);
-		if (!l || !an_hcpu_queue(a, l) || (any && an_hrec_stream(a, r) == last))
+		struct an_hcpu l;
+		if (!an_launch(a, r, &l) || !an_hcpu_queue(a, &l) || (any && an_hrec_stream(a, r) == last))
 			continue;
 		any = true;
 		last = an_hrec_stream(a, r);
@@ -221,8 +221,8 @@ int an_queue_lengths(struct an_trace *a)
 			break;
 		size_t k = 0;
 		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
-			const struct an_hcpu *l = an_launch(a, &a->hrecs[i]);
-			if (l && an_hcpu_queue(a, l)) {
+			struct an_hcpu l;
+			if (an_launch(a, &a->hrecs[i], &l) && an_hcpu_queue(a, &l)) {
 				k = stream_at(&st, an_hrec_stream(a, &a->hrecs[i]), k);
 				st.at[k + 1] += 2;
 			}
@@ -238,12 +238,12 @@ int an_queue_lengths(struct an_trace *a)
 		k = 0;
 		for (size_t i = from; i < to; i++) {
 			const struct an_hrec *r = &a->hrecs[i];
-			const struct an_hcpu *l = an_launch(a, r);
-			if (!l || !an_hcpu_queue(a, l))
+			struct an_hcpu l;
+			if (!an_launch(a, r, &l) || !an_hcpu_queue(a, &l))
 				continue;
 			k = stream_at(&st, an_hrec_stream(a, r), k);
 			q[st.at[k]++] = (struct qev){r->ts, r->seq, (uint32_t)i << 1};
-			q[st.half[k]++] = (struct qev){l->ts, l->seq, (uint32_t)i << 1 | 1};
+			q[st.half[k]++] = (struct qev){l.ts, l.seq, (uint32_t)i << 1 | 1};
 		}
 		for (size_t s = 0, b = 0; s < st.n; b = st.half[s++]) { /* half[s] now ends bucket s */
 			size_t mid = st.at[s], e = st.half[s];          /* at[s] now ends its starts */
@@ -713,25 +713,27 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	if (sg < c->nseg)
 		lo = c->seg[sg].from, hi = c->seg[sg].to;
 	size_t last = hi;
+	struct an_hcpu l; /* every GPU event in gl has a launch */
 	while (lo < hi) { /* the first GPU event of the rank launched in the step */
 		size_t mid = (lo + hi) / 2;
-		if (an_launch(a, &a->hrecs[c->gl[mid]])->ts < s->ts)
+		an_launch(a, &a->hrecs[c->gl[mid]], &l);
+		if (l.ts < s->ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t i = lo; i < last && !rc; i++) {
 		const struct an_hrec *h = &a->hrecs[c->gl[i]];
-		const struct an_hcpu *l = an_launch(a, h);
-		if (l->ts > end)
+		an_launch(a, h, &l);
+		if (l.ts > end)
 			break;
-		if (an_hcpu_dur(a, l) <= 0)
+		if (an_hcpu_dur(a, &l) <= 0)
 			continue;
 		uint8_t sync = (uint8_t)(c->flags[h->name] >> N_SYNC_SHIFT);
 		rc = add_ev(g, (struct cp_ev){.ts = h->ts,
 		                              .end = an_sat_add(h->ts, an_hrec_dur(a, h)),
 		                              .name = h->name,
-		                              .rel = (unsigned)(find_call(g, &c->rows, l) + 1),
+		                              .rel = (unsigned)(find_call(g, &c->rows, &l) + 1),
 		                              .h = c->gl[i],
 		                              .kind = K_GPU,
 		                              .sync = sync,
@@ -778,9 +780,9 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 		int64_t rank = pid_rank(a, h->pid);
 		if (!c.nseg || c.seg[c.nseg - 1].rank != rank)
 			rc = AN_PUSH(c.seg, c.nseg, c.capseg, (struct gseg){rank, c.ngl, c.ngl});
-		const struct an_hcpu *l = rc ? NULL : an_launch(a, h);
-		if (l)
-			gl[c.ngl++] = (struct glink){l->ts, (uint32_t)i};
+		struct an_hcpu l;
+		if (!rc && an_launch(a, h, &l))
+			gl[c.ngl++] = (struct glink){l.ts, (uint32_t)i};
 		if (!rc)
 			c.seg[c.nseg - 1].to = c.ngl;
 	}

@@ -107,35 +107,50 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 	if (work && !has_stream) /* strobe's and other writers' GPU rows: the tid is the stream */
 		an_parse_int(an_row_tid(a, row), &stream);
 	uint32_t seq = (uint32_t)a->nseq++;
+	uint64_t c = has_corr ? (uint64_t)corr : UINT64_MAX; /* -1 is none too */
+	uint32_t c32 = c == UINT64_MAX ? AN_HCORR_NONE : c < AN_HCORR_NONE ? (uint32_t)c : AN_HCORR_WIDE;
 	if (stream != -1) {
 		*kept = what == AN_CORR_KERNEL && has_corr && (uint64_t)corr == lcorr;
 		unsigned type = h & 3;
 		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
-		bool wide = dur >= AN_HREC_LONG || stream <= AN_HREC_WIDE || stream > INT32_MAX;
-		if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, stream}))
+		bool wide = dur >= AN_HREC_LONG || stream <= AN_HREC_WIDE || stream > INT32_MAX ||
+		            c32 == AN_HCORR_WIDE;
+		if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, stream, c}))
 			return -ENOMEM;
-		return AN_PUSH(a->hgpus, a->nhgpus, a->caphgpus,
-		               (struct an_hgpu){{.ts = ev->ts_ns,
-		                                 .dur = wide ? AN_HREC_LONG : (uint32_t)dur,
-		                                 .stream = wide ? AN_HREC_WIDE : (int32_t)stream,
-		                                 .pid = r->pid,
-		                                 .name = name,
-		                                 .seq = seq,
-		                                 .lat = *kept},
-		                                has_corr ? (uint64_t)corr : UINT64_MAX});
+		return AN_PUSH(
+		    a->hgpus, a->nhgpus, a->caphgpus,
+		    (struct an_hrec){.ts = ev->ts_ns,
+		                     .dur = wide ? AN_HREC_LONG : (uint32_t)dur,
+		                     .stream = wide ? AN_HREC_WIDE : (int32_t)stream,
+		                     .pid = r->pid,
+		                     .name = name,
+		                     .seq = seq,
+		                     .corr = (wide ? AN_HCORR_WIDE : c32) | (*kept ? AN_HCORR_LAT : 0)});
 	}
-	if (!has_corr || corr == -1)
+	if (c == UINT64_MAX)
 		return 0;
-	*kept = what == AN_CORR_LAUNCH && (uint64_t)corr == lcorr;
-	bool wide = dur >= AN_HREC_LONG;
-	if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, 0}))
+	*kept = what == AN_CORR_LAUNCH && c == lcorr;
+	bool wide = dur >= AN_HREC_LONG || c32 == AN_HCORR_WIDE;
+	if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, 0, c}))
 		return -ENOMEM;
 	return AN_PUSH(a->hcalls, a->nhcalls, a->caphcalls,
 	               (struct an_hcall){{ev->ts_ns, wide ? AN_HREC_LONG : (uint32_t)dur, row, name, seq},
-	                                 (uint64_t)corr,
-	                                 *kept});
+	                                 (wide ? AN_HCORR_WIDE : c32) | (*kept ? AN_HCORR_LAT : 0)});
+}
+
+/* A correlation as read (AN_HCORR_*) of the event with file order seq:
+ * UINT64_MAX for none. */
+static uint64_t hcorr(const struct an_trace *a, uint32_t corr, uint32_t seq)
+{
+	corr &= ~AN_HCORR_LAT;
+	return corr < AN_HCORR_NONE ? corr : corr == AN_HCORR_NONE ? UINT64_MAX : an_hwide_at(a, seq)->corr;
+}
+
+static uint64_t hcall_corr(const struct an_trace *a, const struct an_hcall *c)
+{
+	return hcorr(a, c->corr, c->c.seq);
 }
 
 const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq)
@@ -265,8 +280,9 @@ static int64_t pid_rank(const struct an_trace *a, uint32_t pid)
 
 static bool hcall_less(const struct an_hcall *x, const struct an_hcall *y)
 {
-	if (x->corr != y->corr)
-		return x->corr < y->corr;
+	uint64_t cx = hcall_corr(cmp_trace, x), cy = hcall_corr(cmp_trace, y);
+	if (cx != cy)
+		return cx < cy;
 	int64_t rx = an_row_rank(cmp_trace, x->c.row), ry = an_row_rank(cmp_trace, y->c.row);
 	return rx != ry ? rx < ry : x->c.seq < y->c.seq;
 }
@@ -279,10 +295,10 @@ AN_SORT_DEFINE(sort_hcalls, struct an_hcall, hcall_less)
 static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 {
 	size_t n = a->nhcalls, lo = 0, hi = n;
-	if (*from < n && a->hcalls[*from].corr < corr) {
+	if (*from < n && hcall_corr(a, &a->hcalls[*from]) < corr) {
 		/* everything before lo is below corr; hi is n or not below */
 		lo = hi = *from + 1;
-		for (size_t step = 1; hi < n && a->hcalls[hi].corr < corr; step *= 2) {
+		for (size_t step = 1; hi < n && hcall_corr(a, &a->hcalls[hi]) < corr; step *= 2) {
 			lo = hi + 1;
 			hi = n - lo > step ? lo + step : n;
 		}
@@ -291,7 +307,7 @@ static size_t hcpu_lower(const struct an_trace *a, uint64_t corr, size_t *from)
 	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (a->hcalls[mid].corr < corr)
+		if (hcall_corr(a, &a->hcalls[mid]) < corr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -306,7 +322,7 @@ static size_t launch_of(const struct an_trace *a, uint64_t corr, int64_t rank, s
 	if (corr == UINT64_MAX)
 		return SIZE_MAX;
 	size_t n = a->nhcalls;
-	for (size_t i = hcpu_lower(a, corr, from); i < n && a->hcalls[i].corr == corr; i++)
+	for (size_t i = hcpu_lower(a, corr, from); i < n && hcall_corr(a, &a->hcalls[i]) == corr; i++)
 		if (an_row_rank(a, a->hcalls[i].c.row) == rank)
 			return i;
 	return SIZE_MAX;
@@ -354,17 +370,17 @@ static bool kernel_latency(const struct an_trace *a, const struct an_corr *k, in
 			hi2 = mid;
 	}
 	size_t end = lo, end2 = lo2;
-	while (end < a->nhcalls && a->hcalls[end].corr == k->key)
+	while (end < a->nhcalls && hcall_corr(a, &a->hcalls[end]) == k->key)
 		end++;
 	while (end2 < a->ncorrs && a->corrs[end2].key == k->key)
 		end2++;
 	bool before = false, found = false;
 	for (size_t i = lo; i < end && !before; i++)
-		before = a->hcalls[i].lat && a->hcalls[i].c.seq < k->seq;
+		before = (a->hcalls[i].corr & AN_HCORR_LAT) && a->hcalls[i].c.seq < k->seq;
 	for (size_t i = lo2; i < end2 && !before; i++)
 		before = a->corrs[i].what == AN_CORR_LAUNCH && a->corrs[i].seq < k->seq;
 	for (size_t i = lo; i < end; i++)
-		if (a->hcalls[i].lat)
+		if (a->hcalls[i].corr & AN_HCORR_LAT)
 			consider(a, k, before, a->hcalls[i].c.seq, an_row_rank(a, a->hcalls[i].c.row),
 			         a->hcalls[i].c.ts, lat, &found);
 	for (size_t i = lo2; i < end2; i++)
@@ -383,10 +399,11 @@ static int launch_latency(struct an_trace *a)
 	for (size_t i = 0; i < a->nhgpus + a->ncorrs; i++) {
 		struct an_corr k;
 		if (i < a->nhgpus) {
-			const struct an_hgpu *g = &a->hgpus[i];
-			if (!g->r.lat)
+			const struct an_hrec *g = &a->hgpus[i];
+			if (!(g->corr & AN_HCORR_LAT))
 				continue;
-			k = (struct an_corr){g->corr, g->r.ts, g->r.pid, g->r.seq, AN_CORR_KERNEL};
+			k = (struct an_corr){hcorr(a, g->corr, g->seq), g->ts, g->pid, g->seq,
+			                     AN_CORR_KERNEL};
 		} else {
 			k = a->corrs[i - a->nhgpus];
 			if (k.what != AN_CORR_KERNEL)
@@ -855,20 +872,29 @@ struct qwalk {
 	size_t nl, j; /* launches taken: j of nl */
 	const struct qev *l;
 	size_t k; /* with l NULL: the next launch is event k's (one with a queued launch) */
+	/* what the walk has looked up (a launch is unpacked once): i + 1 once
+	 * event i is known to have a queued launch, and k + 1 once event k's
+	 * launch is in lk */
+	size_t si, sk;
+	struct qev lk;
 };
 
-/* GPU event r's launch, when it is in HTA's runtime set. */
-static const struct an_hcpu *queued(const struct an_trace *a, const struct an_hrec *r)
+/* Whether GPU event r's launch (into *l) is in HTA's runtime set. */
+static bool queued(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l)
 {
-	const struct an_hcpu *l = an_launch(a, r);
-	return l && an_hcpu_queue(a, l) ? l : NULL;
+	return an_launch(a, r, l) && an_hcpu_queue(a, l);
 }
 
 static bool qw_start(struct qwalk *w)
 {
+	if (w->si == w->i + 1)
+		return true;
+	struct an_hcpu l;
 	for (; w->i < w->n; w->i++)
-		if (queued(w->a, &w->r[w->idx[w->i]]))
+		if (queued(w->a, &w->r[w->idx[w->i]], &l)) {
+			w->si = w->i + 1;
 			return true;
+		}
 	return false;
 }
 
@@ -880,13 +906,16 @@ static bool qw_launch(struct qwalk *w, struct qev *out)
 		*out = w->l[w->j];
 		return true;
 	}
-	for (;; w->k++) {
-		const struct an_hcpu *l = queued(w->a, &w->r[w->idx[w->k]]);
-		if (l) {
-			*out = (struct qev){l->ts, 1, l->seq};
-			return true;
+	for (struct an_hcpu l; w->sk != w->k + 1;) {
+		if (!queued(w->a, &w->r[w->idx[w->k]], &l)) {
+			w->k++;
+			continue;
 		}
+		w->lk = (struct qev){l.ts, 1, l.seq};
+		w->sk = w->k + 1;
 	}
+	*out = w->lk;
+	return true;
 }
 
 /* The next one's change of the queue's length (+1 a launch, -1 a start),
@@ -923,10 +952,10 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t 
 	size_t nl = 0;
 	bool sorted = true;
 	for (size_t i = 0; i < n; i++) {
-		const struct an_hcpu *l = queued(a, &r[idx[i]]);
-		if (!l)
+		struct an_hcpu l;
+		if (!queued(a, &r[idx[i]], &l))
 			continue;
-		struct qev v = {l->ts, 1, l->seq};
+		struct qev v = {l.ts, 1, l.seq};
 		sorted = sorted && (!nl || !qev_less(&v, &prev));
 		prev = v;
 		nl++;
@@ -936,9 +965,9 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t 
 	if (q) {
 		nl = 0;
 		for (size_t i = 0; i < n; i++) {
-			const struct an_hcpu *l = queued(a, &r[idx[i]]);
-			if (l)
-				q[nl++] = (struct qev){l->ts, 1, l->seq};
+			struct an_hcpu l;
+			if (queued(a, &r[idx[i]], &l))
+				q[nl++] = (struct qev){l.ts, 1, l.seq};
 		}
 		sort_qevs(q, nl);
 	}
@@ -947,7 +976,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t 
 		struct an_queue s = {b->pid, b->rank, an_hrec_stream(a, &r[idx[0]]), nq, 0, 0, INT64_MIN};
 		int64_t len = 0, least = INT64_MAX;
 		double sum = 0;
-		struct qwalk w = {a, r, idx, n, 0, nl, 0, q, 0};
+		struct qwalk w = {.a = a, .r = r, .idx = idx, .n = n, .nl = nl, .l = q};
 		for (int d; (d = qw_next(&w));) {
 			len += d;
 			sum += (double)len;
@@ -960,7 +989,7 @@ static int queue_of(struct an_trace *a, const struct an_hrec *r, const uint32_t 
 		uint32_t *hist = calloc((size_t)(s.max - least) + 1, sizeof(*hist));
 		rc = hist ? 0 : -ENOMEM;
 		len = 0;
-		w = (struct qwalk){a, r, idx, n, 0, nl, 0, q, 0};
+		w = (struct qwalk){.a = a, .r = r, .idx = idx, .n = n, .nl = nl, .l = q};
 		for (int d; !rc && (d = qw_next(&w));) {
 			len += d;
 			hist[len - least]++;
@@ -1068,9 +1097,9 @@ static int per_stream(struct an_trace *a, const struct dev_work *w, const struct
 				continue;
 			any = true;
 			if (have_prev) {
-				const struct an_hcpu *l = an_launch(a, r);
+				struct an_hcpu l;
 				int64_t gap = an_span(prev_end, r->ts);
-				if (l && l->ts > prev_end)
+				if (an_launch(a, r, &l) && l.ts > prev_end)
 					s.host_wait = an_sat_add(s.host_wait, gap);
 				else if (gap < AN_KERNEL_WAIT_NS)
 					s.kernel_wait = an_sat_add(s.kernel_wait, gap);
@@ -1095,11 +1124,11 @@ static int launch_stats(struct an_trace *a, const struct dev_work *w, struct an_
 		return -ENOMEM;
 	size_t n = 0;
 	for (size_t i = 0; i < w->n; i++) {
-		const struct an_hcpu *l = an_launch(a, &w->r[i]);
-		if (!l || !an_hcpu_launch(a, l))
+		struct an_hcpu l;
+		if (!an_launch(a, &w->r[i], &l) || !an_hcpu_launch(a, &l))
 			continue;
-		int64_t ldur = an_hcpu_dur(a, l);
-		int64_t delay = an_span(an_sat_add(l->ts, ldur), w->r[i].ts);
+		int64_t ldur = an_hcpu_dur(a, &l);
+		int64_t delay = an_span(an_sat_add(l.ts, ldur), w->r[i].ts);
 		d[n++] = delay > 0 ? delay : 0;
 		b->short_kernels += an_hrec_dur(a, &w->r[i]) < ldur;
 		b->runtime_outliers += ldur > AN_RUNTIME_CUTOFF_NS;
@@ -1324,45 +1353,71 @@ void an_hta_records_free(struct an_trace *a)
 {
 	free(a->hrecs);
 	free(a->hcalls);
-	free(a->hcpus);
+	an_pack_free(&a->hcpus);
 	free(a->hgpus);
 	free(a->bws);
 	free(a->hwide);
 	free(a->queue);
 	a->hrecs = NULL;
 	a->hcalls = NULL;
-	a->hcpus = NULL;
 	a->hgpus = NULL;
 	a->bws = NULL;
 	a->hwide = NULL;
 	a->queue = NULL;
-	a->nhrecs = a->nhgpus = a->caphgpus = a->nhcalls = a->caphcalls = a->nhcpus = 0;
+	a->nhrecs = a->nhgpus = a->caphgpus = a->nhcalls = a->caphcalls = 0;
 	a->nhwide = a->caphwide = 0;
 }
 
-/* Each of n records of size from (at base) cut to its first to bytes, in
- * place, the room left over handed back: the new array. */
-static void *cut_records(void *base, size_t n, size_t from, size_t to)
+/* The correlations are done with: hgpus become hrecs, and the hcalls
+ * that GPU events were matched to become hcpus, packed (the rest are
+ * never asked for again). */
+static int keep_records(struct an_trace *a)
 {
-	unsigned char *b = base;
-	for (size_t i = 0; i < n; i++) /* record i's new place never reaches record i + 1 */
-		memmove(b + i * to, b + i * from, to);
-	void *v = b ? realloc(b, (n ? n : 1) * to) : NULL;
-	return v ? v : base;
-}
-
-/* The correlations are done with: hcalls become hcpus and hgpus hrecs,
- * each record 8 bytes shorter. */
-static void keep_records(struct an_trace *a)
-{
-	a->hcpus = cut_records(a->hcalls, a->nhcalls, sizeof(struct an_hcall), sizeof(struct an_hcpu));
-	a->nhcpus = a->nhcalls;
-	a->hcalls = NULL;
-	a->nhcalls = a->caphcalls = 0;
-	a->hrecs = cut_records(a->hgpus, a->nhgpus, sizeof(struct an_hgpu), sizeof(struct an_hrec));
+	/* Each hcall's index among those kept + 1 (0: none refers to it), in
+	 * its correlation, which is done with. */
+	for (size_t i = 0; i < a->nhcalls; i++)
+		a->hcalls[i].corr = 0;
+	for (size_t i = 0; i < a->nhgpus; i++)
+		if (a->hgpus[i].launch)
+			a->hcalls[a->hgpus[i].launch - 1].corr = 1;
+	uint32_t kept = 0;
+	for (size_t i = 0; i < a->nhcalls; i++)
+		if (a->hcalls[i].corr)
+			a->hcalls[i].corr = ++kept;
+	for (size_t i = 0; i < a->nhgpus; i++)
+		if (a->hgpus[i].launch)
+			a->hgpus[i].launch = a->hcalls[a->hgpus[i].launch - 1].corr;
+	a->hrecs = a->nhgpus ? realloc(a->hgpus, a->nhgpus * sizeof(*a->hrecs)) : NULL;
+	if (!a->hrecs)
+		a->hrecs = a->hgpus;
 	a->nhrecs = a->nhgpus;
 	a->hgpus = NULL;
 	a->nhgpus = a->caphgpus = 0;
+	an_pack_init(&a->hcpus, 5);
+	int rc = 0;
+	for (size_t i = 0; i < a->nhcalls && !rc; i++) {
+		const struct an_hcpu *c = &a->hcalls[i].c;
+		if (a->hcalls[i].corr)
+			rc = an_pack_push(&a->hcpus, (const uint64_t[]){an_pack_s64(c->ts), c->dur, c->row,
+			                                                c->name, c->seq});
+	}
+	if (!rc)
+		rc = an_pack_end(&a->hcpus);
+	free(a->hcalls);
+	a->hcalls = NULL;
+	a->nhcalls = a->caphcalls = 0;
+	return rc;
+}
+
+bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l)
+{
+	if (!r->launch)
+		return false;
+	uint64_t f[5];
+	an_pack_get(&a->hcpus, r->launch - 1, f);
+	*l = (struct an_hcpu){an_unpack_s64(f[0]), (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3],
+	                      (uint32_t)f[4]};
+	return true;
 }
 
 int an_hta_launches(struct an_trace *a)
@@ -1374,11 +1429,12 @@ int an_hta_launches(struct an_trace *a)
 	 * ask for it several times each. */
 	size_t from = SIZE_MAX;
 	for (size_t i = 0; i < a->nhgpus; i++) {
-		struct an_hgpu *g = &a->hgpus[i];
-		size_t l = launch_of(a, g->corr, pid_rank(a, g->r.pid), &from);
-		g->r.launch = l != SIZE_MAX ? (uint32_t)l + 1 : 0;
+		struct an_hrec *g = &a->hgpus[i];
+		size_t l = launch_of(a, hcorr(a, g->corr, g->seq), pid_rank(a, g->pid), &from);
+		g->launch = l != SIZE_MAX ? (uint32_t)l + 1 : 0;
 	}
-	keep_records(a);
+	if (!rc)
+		rc = keep_records(a);
 	sort_hrecs_time(a->hrecs, a->nhrecs);
 	/* The critical paths' queue lengths need nothing else: here they are
 	 * worked out beside self time, when there are steps to need them. */
@@ -1427,8 +1483,8 @@ int an_hta_paths(struct an_trace *a)
 			for (size_t k = 0; k < nends; k++)
 				if (ends[k].rank == rank)
 					last = ends[k].last_start;
-			const struct an_hcpu *l = an_launch(a, r);
-			if (!l || l->ts >= last)
+			struct an_hcpu l;
+			if (!an_launch(a, r, &l) || l.ts >= last)
 				continue;
 		}
 		a->hrecs[kept++] = *r;

@@ -78,9 +78,9 @@ static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 		const struct an_hrec *r = &a->hrecs[i];
 		if (an_hrec_stream(a, r) <= 0)
 			continue;
-		const struct an_hcpu *l = an_launch(a, r);
-		if (l)
-			v[(*n)++] = (struct link){l->ts, l->row, (uint32_t)i};
+		struct an_hcpu l;
+		if (an_launch(a, r, &l))
+			v[(*n)++] = (struct link){l.ts, l.row, (uint32_t)i};
 	}
 	sort_trace = a;
 	sort_links(v, *n);
@@ -96,6 +96,8 @@ static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 struct count_ctx {
 	const uint32_t *l; /* GPU events (hrecs) in link order */
 	size_t nl;
+	size_t
+	    at; /* the last root's first link: roots come by row and start, so the next one's is not before */
 	const struct an_hrec **k; /* room for kcap */
 	size_t kcap;
 	char *key;
@@ -192,28 +194,42 @@ static int append(char **s, size_t *n, size_t *cap, const char *text)
 	return 0;
 }
 
+/* Whether link i's launch comes before root r (row, then start). */
+static bool link_before(const struct an_trace *a, const struct count_ctx *c, size_t i, const struct root *r)
+{
+	struct an_hcpu call; /* the links' GPU events all have launches */
+	an_launch(a, &a->hrecs[c->l[i]], &call);
+	return call.row < r->row || (call.row == r->row && call.ts < r->ts);
+}
+
 /* The GPU events of root r (launched inside it on its row), in start
  * order, into c->k: how many, or -ENOMEM. */
 static ptrdiff_t kernels_of(const struct an_trace *a, struct count_ctx *c, const struct root *r)
 {
 	const uint32_t *l = c->l;
 	int64_t end = an_sat_add(r->ts, r->dur);
-	size_t lo = 0, hi = c->nl, nl = c->nl, n = 0;
-	const struct an_hcpu *call;
-	while (lo < hi) { /* the first link of the row starting at or after the op */
-		size_t mid = (lo + hi) / 2;
-		call = an_launch(a, &a->hrecs[l[mid]]);
-		if (call->row < r->row || (call->row == r->row && call->ts < r->ts))
+	size_t lo = c->at, hi = c->at, nl = c->nl, n = 0;
+	/* the first link of the row starting at or after the op: galloped to
+	 * from the last root's, then searched */
+	for (size_t step = 1; hi < nl && link_before(a, c, hi, r); step *= 2) {
+		lo = hi + 1;
+		hi = nl - lo > step ? lo + step : nl;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (link_before(a, c, mid, r))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	c->at = lo;
+	struct an_hcpu call;
 	for (size_t i = lo; i < nl; i++) {
 		const struct an_hrec *h = &a->hrecs[l[i]];
-		call = an_launch(a, h);
-		if (call->row != r->row || call->ts > end)
+		an_launch(a, h, &call);
+		if (call.row != r->row || call.ts > end)
 			break;
-		if (an_sat_add(call->ts, an_hcpu_dur(a, call)) > end)
+		if (an_sat_add(call.ts, an_hcpu_dur(a, &call)) > end)
 			continue;
 		if (!an_grow((void **)&c->k, n, &c->kcap, sizeof(*c->k)))
 			return -ENOMEM;
