@@ -1803,7 +1803,7 @@ enum { M_PHS, M_CATS, M_XCATS, M_NAMES, M_ROWS, M_PIDS, M_INSTANTS, M_COUNTERS, 
 
 /* How b's indexes become a's: per table, and b's file order after a's. */
 struct remap {
-	const uint32_t *names, *rows, *pids, *dirs;
+	const uint32_t *names, *rows, *pids, *dirs, *lanes;
 	uint32_t seq;
 };
 
@@ -1832,7 +1832,7 @@ static void move_corr(void *to, const void *from, const struct remap *m)
 static void move_hgpu(void *to, const void *from, const struct remap *m)
 {
 	struct an_hrec g = *(const struct an_hrec *)from;
-	g.pid = m->pids[g.pid];
+	g.lane = m->lanes[g.lane];
 	g.name = m->names[g.name];
 	g.seq += m->seq;
 	*(struct an_hrec *)to = g;
@@ -1856,7 +1856,7 @@ static void move_bw(void *to, const void *from, const struct remap *m)
 static void move_hwide(void *to, const void *from, const struct remap *m)
 {
 	const struct an_hwide *w = from;
-	*(struct an_hwide *)to = (struct an_hwide){w->seq + m->seq, w->dur, w->stream, w->corr};
+	*(struct an_hwide *)to = (struct an_hwide){w->seq + m->seq, w->dur, w->corr};
 }
 
 /* Moves n records of size bytes from src to dst, from index at on (room
@@ -1990,7 +1990,13 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 	     !reserve((void **)&a->bws, &a->capbws, a->nbws + b->nbws, sizeof(*a->bws)) ||
 	     !reserve((void **)&a->hwide, &a->caphwide, a->nhwide + b->nhwide, sizeof(*a->hwide))))
 		rc = -ENOMEM;
-	struct remap m = {names, rows, pids, map[M_DIRS], seq};
+	/* b's GPU streams as a's */
+	uint32_t *lanes = malloc((b->lanes.n ? b->lanes.n : 1) * sizeof(*lanes));
+	if (!lanes)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < b->lanes.n; i++)
+		rc = an_lane_of(a, pids[b->lanes.v[i].pid], b->lanes.v[i].stream, &lanes[i]);
+	struct remap m = {names, rows, pids, map[M_DIRS], lanes, seq};
 	if (!rc) {
 		rc = an_xmerge(a, b, rows, map[M_NAMES]);
 		map[M_NAMES] = NULL; /* a's now */
@@ -2038,6 +2044,7 @@ static int merge_half(struct an_trace *a, struct an_trace *b)
 		a->last_cat.at = 0;
 		a->pending_flow.active = false;
 	}
+	free(lanes);
 	for (int t = 0; t < M_TABLES; t++) {
 		free(map[t]);
 		free(fresh[t]);

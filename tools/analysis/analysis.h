@@ -10,9 +10,9 @@
  *
  * Memory: fixed per name and per row, plus about 6 bytes per complete
  * event, packed ("the complete events, packed" below; exact self time and
- * exact percentiles need them all), plus 32 per GPU event and 32 per
+ * exact percentiles need them all), plus 28 per GPU event and 32 per
  * runtime call for HTA's analyses and launch latency, which match
- * launches to GPU events once the read is done and then keep 32 per GPU
+ * launches to GPU events once the read is done and then keep 28 per GPU
  * event and about 7 per runtime call that launched one, packed (pack.h;
  * the correlations are done with). Wall times
  * (wall.c) keep next to nothing, and 16 bytes per self stretch (at most
@@ -356,20 +356,36 @@ enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
  * kernel, copy or memset without one (its tid is the stream). */
 struct an_hrec {
 	int64_t ts;
-	uint32_t dur;       /* AN_HREC_LONG: longer, in an_trace.hwide (an_hrec_dur) */
-	int32_t stream;     /* AN_HREC_WIDE: outside 32 bits, in an_trace.hwide (an_hrec_stream) */
-	uint32_t pid, name; /* its HTA kind (an_hrec_type, an_hrec_work) is its name's */
-	uint32_t seq;       /* file order */
+	uint32_t dur;  /* AN_HREC_LONG: longer, in an_trace.hwide (an_hrec_dur) */
+	uint32_t lane; /* its device and stream: an_trace.lanes (an_hrec_pid, an_hrec_stream) */
+	uint32_t name; /* its HTA kind (an_hrec_type, an_hrec_work) is its name's */
+	uint32_t seq;  /* file order */
 	union {
 		uint32_t corr;   /* as read (an_trace.hgpus): its correlation (AN_HCORR_*), what
 		                  * an_hta_launches matches it by */
 		uint32_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
-};
+} __attribute__((packed, aligned(4))); /* 28 bytes: there are millions */
+
+_Static_assert(sizeof(struct an_hrec) == 28, "struct an_hrec: 28 bytes");
 
 #define AN_HREC_LONG UINT32_MAX
-#define AN_HREC_WIDE INT32_MIN
+
+/* A GPU stream of one device (pids-table entry pid), as GPU events
+ * (an_hrec.lane) refer to it: a set of them, looked up by both. */
+struct an_lane {
+	int64_t stream;
+	uint32_t pid;
+};
+
+struct an_lanes {
+	struct an_lane *v;
+	size_t n, cap;
+	uint32_t *slots; /* open addressing: index + 1, 0 when empty */
+	size_t nslots;   /* a power of two */
+	uint32_t last;   /* the last one looked up */
+};
 
 /* A correlation as HTA's records hold it while the file is read (an_hrec,
  * an_hcall): below AN_HCORR_NONE, itself; AN_HCORR_NONE for none, and
@@ -379,12 +395,12 @@ struct an_hrec {
 #define AN_HCORR_WIDE 0x7fffffffu
 #define AN_HCORR_LAT  0x80000000u
 
-/* The duration, stream and correlation (UINT64_MAX for none) of a GPU
- * event (an_hrec), or the duration and correlation of a runtime call
- * (an_hcpu), whose fields cannot hold all of them, by file order (seq). */
+/* The duration and correlation (UINT64_MAX for none) of a GPU event
+ * (an_hrec) or runtime call (an_hcpu) whose fields cannot hold both, by
+ * file order (seq). */
 struct an_hwide {
 	uint32_t seq;
-	int64_t dur, stream;
+	int64_t dur;
 	uint64_t corr;
 };
 
@@ -639,6 +655,7 @@ struct an_trace {
 	size_t nhgpus, caphgpus;
 	struct an_hrec *hrecs;
 	size_t nhrecs;
+	struct an_lanes lanes;  /* the GPU streams of hgpus and hrecs */
 	struct an_hwide *hwide; /* in seq order */
 	size_t nhwide, caphwide;
 	struct an_hcall *hcalls; /* as read, until an_hta_launches makes hcpus of them */
@@ -792,17 +809,24 @@ const char *an_name_cat(const struct an_trace *a, uint32_t i);
  * idle breakdown), from its name (an_name.hta, hta.c). */
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r);
 bool an_hrec_work(const struct an_trace *a, const struct an_hrec *r);
-/* A GPU event's duration and stream, a runtime call's duration, from
- * a->hwide (an_hwide_at its seq) where their own fields cannot hold them. */
+/* A GPU event's or runtime call's duration, from a->hwide (an_hwide_at
+ * its seq) where its own field cannot hold it; a GPU event's device and
+ * stream, from its lane. */
 const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq);
 static inline int64_t an_hrec_dur(const struct an_trace *a, const struct an_hrec *r)
 {
 	return r->dur != AN_HREC_LONG ? r->dur : an_hwide_at(a, r->seq)->dur;
 }
+static inline uint32_t an_hrec_pid(const struct an_trace *a, const struct an_hrec *r)
+{
+	return a->lanes.v[r->lane].pid;
+}
 static inline int64_t an_hrec_stream(const struct an_trace *a, const struct an_hrec *r)
 {
-	return r->stream != AN_HREC_WIDE ? r->stream : an_hwide_at(a, r->seq)->stream;
+	return a->lanes.v[r->lane].stream;
 }
+/* The lane of pid's stream in a->lanes, added when new; -ENOMEM. */
+int an_lane_of(struct an_trace *a, uint32_t pid, int64_t stream, uint32_t *lane);
 static inline int64_t an_hcpu_dur(const struct an_trace *a, const struct an_hcpu *l)
 {
 	return l->dur != AN_HREC_LONG ? l->dur : an_hwide_at(a, l->seq)->dur;

@@ -214,8 +214,8 @@ int an_queue_lengths(struct an_trace *a)
 	struct qstreams st = {0};
 	int rc = q && qf ? 0 : -ENOMEM;
 	for (size_t from = 0, to; !rc && from < a->nhrecs; from = to) {
-		int64_t rank = pid_rank(a, a->hrecs[from].pid);
-		for (to = from; to < a->nhrecs && pid_rank(a, a->hrecs[to].pid) == rank; to++)
+		int64_t rank = pid_rank(a, an_hrec_pid(a, &a->hrecs[from]));
+		for (to = from; to < a->nhrecs && pid_rank(a, an_hrec_pid(a, &a->hrecs[to])) == rank; to++)
 			;
 		if ((rc = list_streams(a, from, to, &st)))
 			break;
@@ -471,8 +471,7 @@ static bool gkey_less(const struct gkey *x, const struct gkey *y)
 AN_SORT_DEFINE(sort_gkeys, struct gkey, gkey_less)
 
 struct last {
-	uint32_t pid;
-	int64_t stream;
+	uint32_t lane; /* a stream of a device */
 	uint32_t node; /* the end node of the stream's last GPU event */
 };
 
@@ -495,7 +494,7 @@ static int gpu_edges(const struct an_trace *a, struct cp_graph *g, size_t first,
 		const struct an_hrec *h = &a->hrecs[e->h];
 		struct last *l = NULL;
 		for (size_t k = 0; k < nlast && !l; k++)
-			if (last[k].pid == h->pid && last[k].stream == an_hrec_stream(a, h))
+			if (last[k].lane == h->lane)
 				l = &last[k];
 		int32_t launch = ev_rel(e);
 		if (e->sync) {
@@ -515,7 +514,7 @@ static int gpu_edges(const struct an_trace *a, struct cp_graph *g, size_t first,
 		else if (!rc && l)
 			rc = add_edge(g, l->node, ev_node(e), E_KERNEL, false, (int32_t)node_ev(g, l->node));
 		if (!rc && !l) {
-			rc = AN_PUSH(last, nlast, lcap, (struct last){h->pid, an_hrec_stream(a, h), 0});
+			rc = AN_PUSH(last, nlast, lcap, (struct last){h->lane, 0});
 			l = rc ? NULL : &last[nlast - 1];
 		}
 		if (l)
@@ -777,7 +776,7 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	/* hrecs come rank by rank */
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *h = &a->hrecs[i];
-		int64_t rank = pid_rank(a, h->pid);
+		int64_t rank = pid_rank(a, an_hrec_pid(a, h));
 		if (!c.nseg || c.seg[c.nseg - 1].rank != rank)
 			rc = AN_PUSH(c.seg, c.nseg, c.capseg, (struct gseg){rank, c.ngl, c.ngl});
 		struct an_hcpu l;

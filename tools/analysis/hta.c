@@ -115,16 +115,17 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		double bw = type == AN_MEMORY ? bw_arg(ev) : 0;
 		if (bw != 0 && AN_PUSH(a->bws, a->nbws, a->capbws, (struct an_bw){seq, bw}))
 			return -ENOMEM;
-		bool wide = dur >= AN_HREC_LONG || stream <= AN_HREC_WIDE || stream > INT32_MAX ||
-		            c32 == AN_HCORR_WIDE;
-		if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, stream, c}))
+		bool wide = dur >= AN_HREC_LONG || c32 == AN_HCORR_WIDE;
+		if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, c}))
+			return -ENOMEM;
+		uint32_t lane;
+		if (an_lane_of(a, r->pid, stream, &lane))
 			return -ENOMEM;
 		return AN_PUSH(
 		    a->hgpus, a->nhgpus, a->caphgpus,
 		    (struct an_hrec){.ts = ev->ts_ns,
 		                     .dur = wide ? AN_HREC_LONG : (uint32_t)dur,
-		                     .stream = wide ? AN_HREC_WIDE : (int32_t)stream,
-		                     .pid = r->pid,
+		                     .lane = lane,
 		                     .name = name,
 		                     .seq = seq,
 		                     .corr = (wide ? AN_HCORR_WIDE : c32) | (*kept ? AN_HCORR_LAT : 0)});
@@ -133,7 +134,7 @@ int an_hta_add(struct an_trace *a, const struct tr_event *ev, uint32_t row, uint
 		return 0;
 	*kept = what == AN_CORR_LAUNCH && c == lcorr;
 	bool wide = dur >= AN_HREC_LONG || c32 == AN_HCORR_WIDE;
-	if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, 0, c}))
+	if (wide && AN_PUSH(a->hwide, a->nhwide, a->caphwide, (struct an_hwide){seq, dur, c}))
 		return -ENOMEM;
 	return AN_PUSH(a->hcalls, a->nhcalls, a->caphcalls,
 	               (struct an_hcall){{ev->ts_ns, wide ? AN_HREC_LONG : (uint32_t)dur, row, name, seq},
@@ -151,6 +152,57 @@ static uint64_t hcorr(const struct an_trace *a, uint32_t corr, uint32_t seq)
 static uint64_t hcall_corr(const struct an_trace *a, const struct an_hcall *c)
 {
 	return hcorr(a, c->corr, c->c.seq);
+}
+
+static uint64_t lane_hash(uint32_t pid, int64_t stream)
+{
+	uint64_t h = ((uint64_t)stream ^ (uint64_t)pid << 40) * UINT64_C(0x9e3779b97f4a7c15);
+	return h ^ h >> 29;
+}
+
+/* Room in l's slots for one more lane, its lanes rehashed. */
+static bool lane_room(struct an_lanes *l)
+{
+	if (2 * (l->n + 1) <= l->nslots)
+		return true;
+	size_t ns = l->nslots ? 2 * l->nslots : 16;
+	uint32_t *slots = calloc(ns, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < l->n; i++) {
+		size_t s = lane_hash(l->v[i].pid, l->v[i].stream) & (ns - 1);
+		while (slots[s])
+			s = (s + 1) & (ns - 1);
+		slots[s] = (uint32_t)i + 1;
+	}
+	free(l->slots);
+	l->slots = slots;
+	l->nslots = ns;
+	return true;
+}
+
+int an_lane_of(struct an_trace *a, uint32_t pid, int64_t stream, uint32_t *lane)
+{
+	struct an_lanes *l = &a->lanes;
+	if (l->n && l->v[l->last].pid == pid && l->v[l->last].stream == stream) {
+		*lane = l->last;
+		return 0;
+	}
+	if (l->n >= UINT32_MAX - 1 || !lane_room(l))
+		return -ENOMEM;
+	size_t s = lane_hash(pid, stream) & (l->nslots - 1);
+	for (; l->slots[s]; s = (s + 1) & (l->nslots - 1)) {
+		const struct an_lane *v = &l->v[l->slots[s] - 1];
+		if (v->pid == pid && v->stream == stream) {
+			*lane = l->last = l->slots[s] - 1;
+			return 0;
+		}
+	}
+	if (AN_PUSH(l->v, l->n, l->cap, (struct an_lane){stream, pid}))
+		return -ENOMEM;
+	l->slots[s] = (uint32_t)l->n;
+	*lane = l->last = (uint32_t)l->n - 1;
+	return 0;
 }
 
 const struct an_hwide *an_hwide_at(const struct an_trace *a, uint32_t seq)
@@ -402,7 +454,7 @@ static int launch_latency(struct an_trace *a)
 			const struct an_hrec *g = &a->hgpus[i];
 			if (!(g->corr & AN_HCORR_LAT))
 				continue;
-			k = (struct an_corr){hcorr(a, g->corr, g->seq), g->ts, g->pid, g->seq,
+			k = (struct an_corr){hcorr(a, g->corr, g->seq), g->ts, an_hrec_pid(a, g), g->seq,
 			                     AN_CORR_KERNEL};
 		} else {
 			k = a->corrs[i - a->nhgpus];
@@ -421,11 +473,12 @@ static int launch_latency(struct an_trace *a)
 
 static bool hrec_time_less(const struct an_hrec *x, const struct an_hrec *y)
 {
-	if (x->pid != y->pid) {
-		int64_t rx = pid_rank(cmp_trace, x->pid), ry = pid_rank(cmp_trace, y->pid);
+	uint32_t px = an_hrec_pid(cmp_trace, x), py = an_hrec_pid(cmp_trace, y);
+	if (px != py) {
+		int64_t rx = pid_rank(cmp_trace, px), ry = pid_rank(cmp_trace, py);
 		if (rx != ry)
 			return (uint64_t)rx < (uint64_t)ry; /* -1 (no rank) last */
-		return x->pid < y->pid;
+		return px < py;
 	}
 	return x->ts != y->ts ? x->ts < y->ts : x->seq < y->seq;
 }
@@ -1273,7 +1326,8 @@ static int memory_bw(struct an_trace *a, const struct dev_work *w, const struct 
 
 static int one_device(struct an_trace *a, struct dev_work *w, size_t caps[6])
 {
-	struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid), .events = w->n};
+	uint32_t pid = an_hrec_pid(a, &w->r[0]);
+	struct an_breakdown b = {.pid = pid, .rank = pid_rank(a, pid), .events = w->n};
 	int rc = dev_unions(a, w);
 	if (rc)
 		return rc;
@@ -1306,7 +1360,8 @@ static int each_device(struct an_trace *a, int (*fn)(struct an_trace *a, struct 
 {
 	int rc = 0;
 	for (size_t i = 0, j; !rc && i < a->nhrecs; i = j) {
-		for (j = i; j < a->nhrecs && a->hrecs[j].pid == a->hrecs[i].pid; j++)
+		for (j = i; j < a->nhrecs && an_hrec_pid(a, &a->hrecs[j]) == an_hrec_pid(a, &a->hrecs[i]);
+		     j++)
 			;
 		struct dev_work w = {.r = a->hrecs + i, .n = j - i};
 		rc = fn(a, &w, arg);
@@ -1325,7 +1380,8 @@ static int steps_of_device(struct an_trace *a, struct dev_work *w, void *arg)
 	struct steps_arg *sa = arg;
 	w->keep_all = true; /* each step's busy time is its share of the union */
 	int rc = dev_unions(a, w);
-	const struct an_breakdown b = {.pid = w->r[0].pid, .rank = pid_rank(a, w->r[0].pid)};
+	uint32_t pid = an_hrec_pid(a, &w->r[0]);
+	const struct an_breakdown b = {.pid = pid, .rank = pid_rank(a, pid)};
 	return rc ? rc : device_steps(a, sa->steps, sa->nsteps, w, &b, &sa->cap);
 }
 
@@ -1357,6 +1413,9 @@ void an_hta_records_free(struct an_trace *a)
 	free(a->hgpus);
 	free(a->bws);
 	free(a->hwide);
+	free(a->lanes.v);
+	free(a->lanes.slots);
+	a->lanes = (struct an_lanes){0};
 	free(a->queue);
 	a->hrecs = NULL;
 	a->hcalls = NULL;
@@ -1430,7 +1489,7 @@ int an_hta_launches(struct an_trace *a)
 	size_t from = SIZE_MAX;
 	for (size_t i = 0; i < a->nhgpus; i++) {
 		struct an_hrec *g = &a->hgpus[i];
-		size_t l = launch_of(a, hcorr(a, g->corr, g->seq), pid_rank(a, g->pid), &from);
+		size_t l = launch_of(a, hcorr(a, g->corr, g->seq), pid_rank(a, an_hrec_pid(a, g)), &from);
 		g->launch = l != SIZE_MAX ? (uint32_t)l + 1 : 0;
 	}
 	if (!rc)
@@ -1479,7 +1538,7 @@ int an_hta_paths(struct an_trace *a)
 	for (size_t i = 0; !rc && i < a->nhrecs; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
 		if (a->step_filter) {
-			int64_t rank = pid_rank(a, r->pid), last = INT64_MIN;
+			int64_t rank = pid_rank(a, an_hrec_pid(a, r)), last = INT64_MIN;
 			for (size_t k = 0; k < nends; k++)
 				if (ends[k].rank == rank)
 					last = ends[k].last_start;
