@@ -148,6 +148,20 @@ static void test_merged_ranks(void **state)
 	yajl_tree_free(v);
 }
 
+/* The only critical path of trace text (written to name): the row of
+ * summary --json, with *v the whole output to free. */
+static yajl_val one_path(const char *name, const char *text, yajl_val *v)
+{
+	char path[4200], args[4400];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(tu_write_file(path, text), 0);
+	snprintf(args, sizeof(args), "--json '%s'", path);
+	*v = cli_json("summary", args);
+	yajl_val rows = tu_get(*v, "critical_path");
+	assert_int_equal(rows->u.array.len, 1);
+	return at(rows, 0);
+}
+
 /* Two ways of the same length: a1 [0,5] then a2 [5,10] on thread 2, b
  * [0,10] on thread 3. The path ends where networkx's dag_longest_path
  * ends it, at the first node with the longest way in, in the order of
@@ -162,17 +176,42 @@ static void test_tie_ends_first_in_topological_order(void **state)
 	                              "") X("cpu_op", "a1", 1, 2, 0, 5, "") X("cpu_op", "a2", 1, 2, 5, 5, "")
 	        X("cpu_op", "b", 1, 3, 0, 10, "") "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, "
 	                                          "\"tid\": 3, \"args\": {\"name\": \"worker\"}}\n]}\n";
-	char path[4200], args[4400];
-	snprintf(path, sizeof(path), "%s/tie.json", dir);
-	assert_int_equal(tu_write_file(path, tie), 0);
-	snprintf(args, sizeof(args), "--json '%s'", path);
-	yajl_val v = cli_json("summary", args);
-	yajl_val rows = tu_get(v, "critical_path");
-	assert_int_equal(rows->u.array.len, 1);
-	assert_int_equal(num(at(rows, 0), "length_ns"), 10000);
-	yajl_val ops = tu_get(at(rows, 0), "ops");
+	yajl_val v, row = one_path("tie.json", tie, &v);
+	assert_int_equal(num(row, "length_ns"), 10000);
+	yajl_val ops = tu_get(row, "ops");
 	assert_int_equal(ops->u.array.len, 1);
 	expect_op(at(ops, 0), "b", "CPU", 10);
+	yajl_tree_free(v);
+}
+
+/* A sync call's end with two ways in of the same length (9 us): its call
+ * stack's, added first, and the stream sync's from kernel k1's end. As in
+ * networkx, the first added wins, so the path stays on the CPU: aten::mm
+ * 6 us, the launch 2 us and the sync call 1 us. Taking the sync's way
+ * would make the step GPU-bound, k1 5 us on the path. */
+static void test_sync_tie_keeps_the_call_stack(void **state)
+{
+	(void)state;
+	static const char tie[] =
+	    "{\"traceEvents\": [\n" X("user_annotation", "ProfilerStep#0", 1, 1, 0, 52, "")
+	        X("cuda_runtime", "cudaStreamSynchronize", 1, 1, 37, 5, "\"correlation\": 109")
+	            X("cuda_sync", "Stream Sync", 0, 8, 40, 2, "\"correlation\": 109, \"stream\": 8")
+	                X("cpu_op", "aten::mm", 1, 1, 38, 7, "")
+	                    X("cuda_runtime", "cudaLaunchKernel", 1, 1, 40, 1, "\"correlation\": 110")
+	                        X("kernel", "k1", 0, 8, 40, 5, "\"correlation\": 110, \"stream\": 8")
+	                            X("cuda_runtime", "cudaLaunchKernel", 1, 1, 48, 1,
+	                              "\"correlation\": 111") "{\"ph\": \"M\", \"name\": \"thread_name\", "
+	                                                      "\"pid\": 1, \"tid\": 1, \"args\": "
+	                                                      "{\"name\": \"main\"}}\n]}\n";
+	yajl_val v, row = one_path("sync-tie.json", tie, &v);
+	assert_int_equal(num(row, "length_ns"), 9000);
+	assert_string_equal(tu_get_str(row, "bound"), "CPU");
+	assert_int_equal(num(row, "gpu_compute_ns"), 0);
+	yajl_val ops = tu_get(row, "ops");
+	assert_int_equal(ops->u.array.len, 3);
+	expect_op(at(ops, 0), "aten::mm", "CPU", 6);
+	expect_op(at(ops, 1), "cudaLaunchKernel", "CPU", 2);
+	expect_op(at(ops, 2), "cudaStreamSynchronize", "CPU", 1);
 	yajl_tree_free(v);
 }
 
@@ -183,6 +222,7 @@ int main(void)
 	    cmocka_unit_test(test_text_and_report),
 	    cmocka_unit_test(test_merged_ranks),
 	    cmocka_unit_test(test_tie_ends_first_in_topological_order),
+	    cmocka_unit_test(test_sync_tie_keeps_the_call_stack),
 	};
 	dir = tu_mkdtemp();
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
