@@ -838,8 +838,17 @@ bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l);
 bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l);
 /* The CPU event with r's correlation in r's rank (the first in the file),
  * what an_hta_launches matched to r once launch latency was done, into
- * *l; false when r has none (hta.c). */
-bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l);
+ * *l; false when r has none. */
+static inline bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l)
+{
+	if (!r->launch)
+		return false;
+	uint64_t f[5]; /* as keep_records (hta.c) packs them */
+	an_pack_getn(&a->hcpus, r->launch - 1, f, 5);
+	*l = (struct an_hcpu){an_unpack_s64(f[0]), (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3],
+	                      (uint32_t)f[4]};
+	return true;
+}
 /* One more launch latency of rank's (analysis.c). */
 int an_lat_add(struct an_trace *a, int64_t rank, int64_t latency);
 /* The launch latency percentiles per rank (a->latency) from the matched

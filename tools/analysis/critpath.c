@@ -53,38 +53,55 @@ static int32_t ev_rel(const struct cp_ev *e)
 	return (int32_t)e->rel - 1;
 }
 
-/* An edge: its type (E_*) in the low 3 bits of tag, then whether it has
- * no time whatever its nodes' (a blocking call's end), then the event its
- * time belongs to + 1 (0 for none); a step has fewer than 2^28 events. */
+/* An edge, as added. Its tag holds its type (E_*) in the low 3 bits,
+ * then whether it has no time whatever its nodes' (a blocking call's end),
+ * then in the rest: for a sync, how many syncs were added before it + 1;
+ * else the event its time belongs to + 1 (0 for none; a step has fewer
+ * than 2^28 events). */
 struct cp_edge {
 	uint32_t src, dst, tag;
 };
 
+/* An edge in its start node's list of edges out (cp_graph.first_out). */
+struct cp_out {
+	uint32_t dst, tag;
+};
+
 #define CP_EVENTS_MAX ((1u << 28) - 1)
 
-static unsigned edge_type(const struct cp_edge *e)
+static unsigned tag_type(uint32_t tag)
 {
-	return e->tag & 7;
+	return tag & 7;
 }
 
-static bool edge_zero(const struct cp_edge *e)
+static bool tag_zero(uint32_t tag)
 {
-	return e->tag & 8;
+	return tag & 8;
 }
 
-static int32_t edge_attr(const struct cp_edge *e)
+static int32_t tag_attr(uint32_t tag)
 {
-	return (int32_t)(e->tag >> 4) - 1;
+	return tag_type(tag) == E_SYNC ? -1 : (int32_t)(tag >> 4) - 1;
+}
+
+/* Where an edge comes among the edges into its end node in the order
+ * they were added, where that can matter. Only a sync call's end has
+ * more than one edge in: its call stack's (added first) and the syncs'. */
+static uint32_t tag_order(uint32_t tag)
+{
+	return tag_type(tag) == E_SYNC ? tag >> 4 : 0;
 }
 
 struct cp_graph {
 	struct cp_ev *ev;
 	uint32_t *pair_ev; /* per pair of nodes (2k, 2k + 1): the event they start and end */
-	struct cp_edge *e;
+	struct cp_edge *e; /* as added; then the lists of edges out (struct cp_out), node by node */
 	size_t nev, capev, nnodes, cappairs, ne, cape;
+	uint32_t nsync; /* sync edges added */
 	/* the longest path */
 	int64_t *dist;
-	uint32_t *best, *indeg, *first_out, *out;
+	uint32_t *best, *indeg, *first_out; /* best: the edge in (its place in the lists); indeg, once the
+	                                     * path is found: best's start */
 	size_t capdist;
 	uint32_t end; /* the first node in the topological order with the longest way in */
 };
@@ -300,17 +317,20 @@ static int add_ev(struct cp_graph *g, struct cp_ev e)
 
 static int add_edge(struct cp_graph *g, uint32_t src, uint32_t dst, uint8_t type, bool zero, int32_t attr)
 {
-	uint32_t tag = (uint32_t)(attr + 1) << 4 | (zero ? 8u : 0u) | type;
+	if (type == E_SYNC && g->nsync >= CP_EVENTS_MAX)
+		return -ENOMEM; /* the tags hold a sync's order in 28 bits */
+	uint32_t rest = type == E_SYNC ? ++g->nsync : (uint32_t)(attr + 1);
+	uint32_t tag = rest << 4 | (zero ? 8u : 0u) | type;
 	return AN_PUSH(g->e, g->ne, g->cape, (struct cp_edge){src, dst, tag});
 }
 
-/* An edge's time, given its end node's (tdst): none for a dependency, a
- * sync or a blocking call's end, else from its start node's to tdst. */
-static int64_t edge_w(const struct cp_graph *g, const struct cp_edge *e, int64_t tdst)
+/* An edge's time, from its start node src to its end node's time tdst:
+ * none for a dependency, a sync or a blocking call's end. */
+static int64_t edge_w(const struct cp_graph *g, uint32_t src, uint32_t tag, int64_t tdst)
 {
-	return edge_zero(e) || edge_type(e) == E_DEPENDENCY || edge_type(e) == E_SYNC
+	return tag_zero(tag) || tag_type(tag) == E_DEPENDENCY || tag_type(tag) == E_SYNC
 	           ? 0
-	           : an_span(node_ts(g, e->src), tdst);
+	           : an_span(node_ts(g, src), tdst);
 }
 
 /* HTA's _attribute_edge for a span between two CPU nodes: the event that
@@ -548,9 +568,45 @@ static bool grow_u32(uint32_t **p, size_t n)
  * its slot holds the next node of the queue (Q_END for none). */
 #define Q_END UINT32_MAX
 
-static int longest(struct cp_graph *g, bool *dag)
+/* The edges as added made, in place, into lists of edges out by start
+ * node, each in the order added (first_out[v] to first_out[v + 1]); the
+ * room left over handed back. */
+static int out_lists(struct cp_graph *g)
 {
 	size_t nn = g->nnodes, ne = g->ne;
+	struct cp_edge *e = g->e;
+	memset(g->first_out, 0, (nn + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < ne; i++)
+		g->first_out[e[i].src + 1]++;
+	for (size_t v = 0; v < nn; v++)
+		g->first_out[v + 1] += g->first_out[v];
+	uint32_t *at = g->indeg; /* each list's next place, for now */
+	memcpy(at, g->first_out, nn * sizeof(*at));
+	for (size_t i = 0; i < ne; i++) /* each edge's place, in its src (its list's start tells it again) */
+		e[i].src = at[e[i].src]++;
+	for (size_t i = 0; i < ne; i++) /* each swap puts one edge in its place */
+		while (e[i].src != i) {
+			struct cp_edge t = e[e[i].src];
+			e[e[i].src] = e[i];
+			e[i] = t;
+		}
+	struct cp_out *o = (struct cp_out *)(void *)e;
+	for (size_t i = 0; i < ne; i++) { /* edge i's new bytes end before edge i + 1's old ones start */
+		struct cp_edge x = e[i];
+		o[i] = (struct cp_out){x.dst, x.tag};
+	}
+	size_t bytes = (ne ? ne : 1) * sizeof(*o);
+	struct cp_edge *v = realloc(g->e, bytes);
+	if (!v)
+		return -ENOMEM;
+	g->e = v;
+	g->cape = bytes / sizeof(*g->e);
+	return 0;
+}
+
+static int longest(struct cp_graph *g, bool *dag)
+{
+	size_t nn = g->nnodes;
 	if (nn > g->capdist) {
 		int64_t *d = realloc(g->dist, nn * sizeof(*d));
 		if (!d)
@@ -560,24 +616,17 @@ static int longest(struct cp_graph *g, bool *dag)
 			return -ENOMEM;
 		g->capdist = nn;
 	}
-	if (!grow_u32(&g->out, ne))
-		return -ENOMEM;
-	memset(g->first_out, 0, (nn + 1) * sizeof(uint32_t));
+	int rc = out_lists(g);
+	if (rc)
+		return rc;
+	const struct cp_out *o = (const struct cp_out *)(const void *)g->e;
 	memset(g->indeg, 0, nn * sizeof(uint32_t));
-	for (size_t i = 0; i < ne; i++) {
-		g->indeg[g->e[i].dst]++;
-		g->first_out[g->e[i].src + 1]++;
-	}
+	for (size_t k = 0; k < g->ne; k++)
+		g->indeg[o[k].dst]++;
 	for (size_t v = 0; v < nn; v++) {
-		g->first_out[v + 1] += g->first_out[v];
 		g->dist[v] = 0;
 		g->best[v] = UINT32_MAX;
 	}
-	for (size_t i = 0; i < ne; i++) /* edges by src, in the order added */
-		g->out[g->first_out[g->e[i].src]++] = (uint32_t)i;
-	for (size_t v = nn; v > 0; v--) /* the fill moved each start one list on: move them back */
-		g->first_out[v] = g->first_out[v - 1];
-	g->first_out[0] = 0;
 	uint32_t *next = g->indeg; /* a queued node's slot: the next queued */
 	uint32_t head = Q_END, tail = Q_END;
 	size_t taken = 0;
@@ -595,12 +644,13 @@ static int longest(struct cp_graph *g, bool *dag)
 		if (g->dist[v] > g->dist[g->end])
 			g->end = v;
 		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++) {
-			uint32_t i = g->out[k], w = g->e[i].dst;
-			int64_t d = an_sat_add(g->dist[v], edge_w(g, &g->e[i], node_ts(g, w)));
-			if (d >= 0 && (g->best[w] == UINT32_MAX || d > g->dist[w] ||
-			               (d == g->dist[w] && i < g->best[w]))) {
+			uint32_t w = o[k].dst;
+			int64_t d = an_sat_add(g->dist[v], edge_w(g, v, o[k].tag, node_ts(g, w)));
+			if (d >= 0 &&
+			    (g->best[w] == UINT32_MAX || d > g->dist[w] ||
+			     (d == g->dist[w] && tag_order(o[k].tag) < tag_order(o[g->best[w]].tag)))) {
 				g->dist[w] = d;
-				g->best[w] = i;
+				g->best[w] = k;
 			}
 			if (!--g->indeg[w]) { /* w joins the queue */
 				next[w] = Q_END;
@@ -613,6 +663,13 @@ static int longest(struct cp_graph *g, bool *dag)
 		}
 	}
 	*dag = taken == nn;
+	/* The in-edge counts are done with: each node's slot takes the start
+	 * of its way in, for the path's walk back. */
+	uint32_t *from = g->indeg;
+	for (uint32_t v = 0; v < nn; v++)
+		for (uint32_t k = g->first_out[v]; k < g->first_out[v + 1]; k++)
+			if (g->best[o[k].dst] == k)
+				from[o[k].dst] = v;
 	return 0;
 }
 
@@ -644,11 +701,13 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 	uint32_t from = g->end;
 	p->length = nn ? g->dist[from] : 0;
 	int rc = 0;
-	for (uint32_t v = from, k; nn && !rc && (k = g->best[v]) != UINT32_MAX; v = g->e[k].src) {
-		const struct cp_edge *e = &g->e[k];
-		const struct cp_ev *ev = edge_attr(e) >= 0 ? &g->ev[edge_attr(e)] : NULL;
-		int64_t w = edge_w(g, e, node_ts(g, v));
-		unsigned type = edge_type(e);
+	const struct cp_out *outs = (const struct cp_out *)(const void *)g->e;
+	for (uint32_t v = from, k, src; nn && !rc && (k = g->best[v]) != UINT32_MAX; v = src) {
+		uint32_t tag = outs[k].tag;
+		src = g->indeg[v]; /* the start of v's way in (longest) */
+		const struct cp_ev *ev = tag_attr(tag) >= 0 ? &g->ev[tag_attr(tag)] : NULL;
+		int64_t w = edge_w(g, src, tag, node_ts(g, v));
+		unsigned type = tag_type(tag);
 		int64_t *to = type == E_LAUNCH                          ? &p->launch
 		              : type == E_KERNEL                        ? &p->kk
 		              : type == E_OP && ev && ev->kind == K_GPU ? (ev->comm ? &p->comm : &p->compute)
@@ -681,9 +740,9 @@ static int summarise(const struct cp_graph *g, struct op_sums *o, struct an_cpat
 /* ---- per step ------------------------------------------------------------------------ */
 
 struct cp_ctx {
-	uint8_t *flags;  /* per name (name_flags) */
-	bool *row_nodes; /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
-	uint32_t *gl;    /* hrecs indexes in glink order, per rank (seg) */
+	uint8_t *flags;      /* per name (name_flags) */
+	bool *row_nodes;     /* whether row r has nodes: a row without (a GPU stream's) adds nothing */
+	struct an_packed gl; /* hrecs indexes in glink order, per rank (seg) */
 	size_t ngl;
 	struct gseg *seg; /* one per rank */
 	size_t nseg, capseg;
@@ -694,11 +753,19 @@ struct cp_ctx {
 	struct op_sums sums;
 };
 
+/* The hrecs index at place i of the launch order. */
+static uint32_t gl_at(const struct cp_ctx *c, size_t i)
+{
+	uint64_t h = 0;
+	an_pack_get(&c->gl, i, &h);
+	return (uint32_t)h;
+}
+
 static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, const struct an_step *s,
                     size_t *cap)
 {
 	int64_t end = an_sat_add(s->ts, s->dur);
-	g->nev = g->nnodes = g->ne = 0;
+	g->nev = g->nnodes = g->ne = g->nsync = 0;
 	int rc = 0;
 	for (uint32_t r = 0; r < a->rows.n && !rc; r++) {
 		c->rows.at[r] = g->nev;
@@ -712,17 +779,18 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 	if (sg < c->nseg)
 		lo = c->seg[sg].from, hi = c->seg[sg].to;
 	size_t last = hi;
-	struct an_hcpu l; /* every GPU event in gl has a launch */
-	while (lo < hi) { /* the first GPU event of the rank launched in the step */
+	struct an_hcpu l = {0}; /* every GPU event in gl has a launch */
+	while (lo < hi) {       /* the first GPU event of the rank launched in the step */
 		size_t mid = (lo + hi) / 2;
-		an_launch(a, &a->hrecs[c->gl[mid]], &l);
+		an_launch(a, &a->hrecs[gl_at(c, mid)], &l);
 		if (l.ts < s->ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t i = lo; i < last && !rc; i++) {
-		const struct an_hrec *h = &a->hrecs[c->gl[i]];
+		uint32_t hx = gl_at(c, i);
+		const struct an_hrec *h = &a->hrecs[hx];
 		an_launch(a, h, &l);
 		if (l.ts > end)
 			break;
@@ -733,7 +801,7 @@ static int one_step(struct an_trace *a, struct cp_ctx *c, struct cp_graph *g, co
 		                              .end = an_sat_add(h->ts, an_hrec_dur(a, h)),
 		                              .name = h->name,
 		                              .rel = (unsigned)(find_call(g, &c->rows, &l) + 1),
-		                              .h = c->gl[i],
+		                              .h = hx,
 		                              .kind = K_GPU,
 		                              .sync = sync,
 		                              .comm = an_hrec_type(a, h) == AN_COMMUNICATION});
@@ -789,22 +857,21 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	for (size_t k = 0; k < c.nseg; k++)
 		sort_glinks(gl + c.seg[k].from, c.seg[k].to - c.seg[k].from);
 	/* Sorted, the links keep their GPU events' indexes alone (the launch's
-	 * start is looked up again): a quarter of the room, the rest handed
-	 * back before the graphs. */
-	c.gl = (uint32_t *)(void *)gl;
-	for (size_t i = 0; !rc && i < c.ngl; i++) /* never past link i's own bytes */
-		memmove(&c.gl[i], &gl[i].h, sizeof(*c.gl));
-	if (gl) {
-		uint32_t *v = realloc(c.gl, (c.ngl ? c.ngl : 1) * sizeof(*v));
-		c.gl = v ? v : c.gl;
-	}
+	 * start is looked up again), packed: launch order is mostly the
+	 * events' own, so a few bits each. */
+	an_pack_init(&c.gl, 1);
+	for (size_t i = 0; !rc && i < c.ngl; i++)
+		rc = an_pack_push(&c.gl, (const uint64_t[]){gl[i].h});
+	if (!rc)
+		rc = an_pack_end(&c.gl);
+	free(gl);
 	for (size_t i = 0; !rc && i < nsteps; i++)
 		rc = one_step(a, &c, &g, &steps[i], &cap);
 	free(c.flags);
 	free(c.rows.at);
 	free(c.rows.to);
 	free(c.row_nodes);
-	free(c.gl);
+	an_pack_free(&c.gl);
 	free(c.seg);
 	free(a->queue); /* the queue lengths are done with */
 	a->queue = NULL;
@@ -818,6 +885,5 @@ int an_critpath_compute(struct an_trace *a, const struct an_step *steps, size_t 
 	free(g.best);
 	free(g.indeg);
 	free(g.first_out);
-	free(g.out);
 	return rc;
 }

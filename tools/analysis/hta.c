@@ -1452,7 +1452,7 @@ static int keep_records(struct an_trace *a)
 	a->nhrecs = a->nhgpus;
 	a->hgpus = NULL;
 	a->nhgpus = a->caphgpus = 0;
-	an_pack_init(&a->hcpus, 5);
+	an_pack_init(&a->hcpus, 5); /* an_launch's fields */
 	int rc = 0;
 	for (size_t i = 0; i < a->nhcalls && !rc; i++) {
 		const struct an_hcpu *c = &a->hcalls[i].c;
@@ -1466,17 +1466,6 @@ static int keep_records(struct an_trace *a)
 	a->hcalls = NULL;
 	a->nhcalls = a->caphcalls = 0;
 	return rc;
-}
-
-bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l)
-{
-	if (!r->launch)
-		return false;
-	uint64_t f[5];
-	an_pack_get(&a->hcpus, r->launch - 1, f);
-	*l = (struct an_hcpu){an_unpack_s64(f[0]), (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3],
-	                      (uint32_t)f[4]};
-	return true;
 }
 
 int an_hta_launches(struct an_trace *a)

@@ -197,7 +197,7 @@ static int append(char **s, size_t *n, size_t *cap, const char *text)
 /* Whether link i's launch comes before root r (row, then start). */
 static bool link_before(const struct an_trace *a, const struct count_ctx *c, size_t i, const struct root *r)
 {
-	struct an_hcpu call; /* the links' GPU events all have launches */
+	struct an_hcpu call = {0}; /* the links' GPU events all have launches */
 	an_launch(a, &a->hrecs[c->l[i]], &call);
 	return call.row < r->row || (call.row == r->row && call.ts < r->ts);
 }
@@ -223,7 +223,7 @@ static ptrdiff_t kernels_of(const struct an_trace *a, struct count_ctx *c, const
 			hi = mid;
 	}
 	c->at = lo;
-	struct an_hcpu call;
+	struct an_hcpu call = {0}; /* as above */
 	for (size_t i = lo; i < nl; i++) {
 		const struct an_hrec *h = &a->hrecs[l[i]];
 		an_launch(a, h, &call);

@@ -60,15 +60,22 @@ static inline uint64_t an_pack_bits(const uint64_t *words, uint64_t pos, unsigne
 	return w == 64 ? v : v & ((UINT64_C(1) << w) - 1);
 }
 
-/* Record i's fields (i below p->n, after an_pack_end). */
-static inline void an_pack_get(const struct an_packed *p, size_t i, uint64_t *fields)
+/* Record i's first nf fields (i below p->n, after an_pack_end): with nf
+ * a constant, the loop unrolls. */
+static inline void an_pack_getn(const struct an_packed *p, size_t i, uint64_t *fields, unsigned nf)
 {
 	const struct an_pblock *b = &p->blocks[i / AN_PACK_BLOCK];
 	uint64_t pos = b->at + (uint64_t)b->bits * (i % AN_PACK_BLOCK);
-	for (unsigned f = 0; f < p->nf; f++) {
+	for (unsigned f = 0; f < nf; f++) {
 		fields[f] = b->base[f] + an_pack_bits(p->words, pos, b->width[f]);
 		pos += b->width[f];
 	}
+}
+
+/* Record i's fields. */
+static inline void an_pack_get(const struct an_packed *p, size_t i, uint64_t *fields)
+{
+	an_pack_getn(p, i, fields, p->nf);
 }
 
 /* int64 to uint64 keeping the order (and back): signed values such as
