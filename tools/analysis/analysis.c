@@ -1273,18 +1273,18 @@ size_t an_rank_index(size_t n, unsigned p)
 
 /* A kernel's duration; its rank is the rank's index in a->ranks, which
  * are in output order. */
+/* A kernel's duration and rank (its index in a->ranks), among its
+ * name's (compute_kernels gathers them by name). */
 struct kdur {
 	int64_t dur;
-	uint32_t rank, name;
-};
+	uint32_t rank;
+} AN_PACKED;
 
 /* Every field compared: equal ones are alike. */
 static bool kdur_less(const struct kdur *x, const struct kdur *y)
 {
 	if (x->rank != y->rank)
 		return x->rank < y->rank;
-	if (x->name != y->name)
-		return x->name < y->name;
 	return x->dur < y->dur;
 }
 AN_SORT_DEFINE(sort_kdurs, struct kdur, kdur_less)
@@ -1304,11 +1304,11 @@ static int cmp_kernel(const void *pa, const void *pb)
 
 /* One kernel row per rank of a kernel name's durations k[0, n) (its ranks
  * together); each rank's percentiles are selected, not sorted. */
-static int kernel_rows(struct an_trace *a, struct kdur *k, size_t n, size_t *cap)
+static int kernel_rows(struct an_trace *a, uint32_t name, struct kdur *k, size_t n, size_t *cap)
 {
 	int rc = 0;
 	for (size_t i = 0, j; !rc && i < n; i = j) {
-		struct an_kernel s = {.rank = a->ranks[k[i].rank], .name = k[i].name};
+		struct an_kernel s = {.rank = a->ranks[k[i].rank], .name = name};
 		for (j = i; j < n && k[j].rank == k[i].rank; j++) {
 			s.total = an_sat_add(s.total, k[j].dur);
 			s.max = k[j].dur > s.max ? k[j].dur : s.max;
@@ -1364,8 +1364,7 @@ static int compute_kernels(struct an_trace *a, const struct gpu_work *g)
 			if (kind[x.name] == AN_KERNEL || kind[x.name] == AN_NCCL)
 				k[end[x.name]++] = (struct kdur){
 				    x.dur,
-				    rank_at[((const struct an_row *)an_table_item(&a->rows, x.row))->pid],
-				    x.name};
+				    rank_at[((const struct an_row *)an_table_item(&a->rows, x.row))->pid]};
 	free(rows);
 	for (size_t i = 0; !rc && i < nn; i++) {
 		struct kdur *run = k + end[i] - count[i];
@@ -1375,7 +1374,7 @@ static int compute_kernels(struct an_trace *a, const struct gpu_work *g)
 		if (!one_rank)
 			sort_kdurs(run, count[i]);
 		if (count[i])
-			rc = kernel_rows(a, run, count[i], &cap);
+			rc = kernel_rows(a, (uint32_t)i, run, count[i], &cap);
 	}
 	free(count);
 	free(end);

@@ -351,6 +351,10 @@ struct an_memory {
 /* HTA's kernel types, by name (hta.utils.get_kernel_type). */
 enum an_ktype { AN_COMPUTATION, AN_COMMUNICATION, AN_MEMORY, AN_OTHER };
 
+/* For records there are millions of: 4-byte aligned, so that a 64-bit
+ * field costs no padding (x86-64 and AArch64 load it at any address). */
+#define AN_PACKED __attribute__((packed, aligned(4)))
+
 /* An event on a GPU stream as HTA counts one: a complete event with a
  * "stream" arg other than -1 (kernels, copies, memsets, syncs), or a
  * kernel, copy or memset without one (its tid is the stream). */
@@ -366,7 +370,7 @@ struct an_hrec {
 		uint32_t launch; /* once an_hta_launches has matched it (an_launch): its launch's index
 		                  * in hcpus + 1, 0 for none */
 	};
-} __attribute__((packed, aligned(4))); /* 28 bytes: there are millions */
+} AN_PACKED;
 
 _Static_assert(sizeof(struct an_hrec) == 28, "struct an_hrec: 28 bytes");
 

@@ -118,7 +118,7 @@ struct cp_rows {
 struct glink {
 	int64_t lts;
 	uint32_t h;
-};
+} AN_PACKED;
 
 struct gseg {
 	int64_t rank;

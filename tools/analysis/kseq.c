@@ -20,7 +20,7 @@
 struct link {
 	int64_t lts;
 	uint32_t row, h;
-};
+} AN_PACKED;
 
 /* An op that roots a sequence. */
 struct root {
@@ -67,7 +67,7 @@ static int cmp_kernel_ts(const void *pa, const void *pb)
 /* The GPU events (stream > 0) with a launch in their own rank, as their
  * indexes in hrecs in link order: sorted as links, then kept as the
  * indexes alone (the launch's row and start are looked up again), a
- * quarter of the room, the rest handed back. */
+ * third of the room, the rest handed back. */
 static int collect_links(const struct an_trace *a, uint32_t **out, size_t *n)
 {
 	*n = 0;
