@@ -10,7 +10,7 @@
  *
  * Memory: fixed per name and per row, plus about 6 bytes per complete
  * event, packed ("the complete events, packed" below; exact self time and
- * exact percentiles need them all), plus 28 per GPU event and 32 per
+ * exact percentiles need them all), plus 28 per GPU event and 28 per
  * runtime call for HTA's analyses and launch latency, which match
  * launches to GPU events once the read is done and then keep 28 per GPU
  * event and about 7 per runtime call that launched one, packed (pack.h;
@@ -431,7 +431,9 @@ struct an_hcpu {
 struct an_hcall {
 	struct an_hcpu c;
 	uint32_t corr;
-};
+} AN_PACKED;
+
+_Static_assert(sizeof(struct an_hcall) == 28, "struct an_hcall: 28 bytes");
 
 /* One step (ProfilerStep#N, or a range named by --step-name) on one GPU
  * device of its rank (pid UINT32_MAX: the rank has no GPU work). The GPU

@@ -1455,10 +1455,10 @@ static int keep_records(struct an_trace *a)
 	an_pack_init(&a->hcpus, 5); /* an_launch's fields */
 	int rc = 0;
 	for (size_t i = 0; i < a->nhcalls && !rc; i++) {
-		const struct an_hcpu *c = &a->hcalls[i].c;
+		const struct an_hcpu c = a->hcalls[i].c;
 		if (a->hcalls[i].corr)
-			rc = an_pack_push(&a->hcpus, (const uint64_t[]){an_pack_s64(c->ts), c->dur, c->row,
-			                                                c->name, c->seq});
+			rc = an_pack_push(&a->hcpus,
+			                  (const uint64_t[]){an_pack_s64(c.ts), c.dur, c.row, c.name, c.seq});
 	}
 	if (!rc)
 		rc = an_pack_end(&a->hcpus);
