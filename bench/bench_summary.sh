@@ -1,7 +1,8 @@
 #!/bin/sh
 # Reading a large trace: `strobe summary --json` and `strobe convert` to
 # plain JSON, each the median of RUNS, with wall and CPU seconds, seconds
-# per GB of trace and peak resident memory (from /usr/bin/time).
+# per GB of trace and peak resident memory (from /usr/bin/time), in MiB
+# (2^20 bytes) and MB (10^6 bytes).
 #
 # usage: bench/bench_summary.sh STROBE TRACE [RUNS]
 #   STROBE  the strobe binary (a Release build)
@@ -19,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$(dirname "$trace")/bench-summary-out.json
 
-# row LABEL CMD...: the median run's wall s, CPU s, s per GB and peak MB
+# row LABEL CMD...: the median run's wall s, CPU s, s per GB and peak MiB and MB
 row() {
 	label=$1
 	shift
@@ -32,11 +33,11 @@ row() {
 		i=$((i + 1))
 	done
 	sort -n "$tmp/runs" | awk -v n="$runs" -v b="$bytes" -v l="$label" \
-		'NR == int((n + 1) / 2) {printf "%-24s %8.2f %8.2f %8.2f %8d\n", l, $1, $2 + $3, $1 / (b / 1e9), $4 / 1024}'
+		'NR == int((n + 1) / 2) {printf "%-24s %8.2f %8.2f %8.2f %8d %8d\n", l, $1, $2 + $3, $1 / (b / 1e9), $4 / 1024, $4 * 1.024 / 1000}'
 }
 
 printf '%s: %d bytes, median of %d runs; load average %s\n' "$trace" "$bytes" "$runs" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-24s %8s %8s %8s %8s\n' "command" "wall s" "CPU s" "s/GB" "peak MB"
+printf '%-24s %8s %8s %8s %8s %8s\n' "command" "wall s" "CPU s" "s/GB" "peak MiB" "peak MB"
 row "summary --json" "$strobe" summary --json "$trace"
 row "convert to .json" "$strobe" convert -q "$trace" "$out"
 rm -f "$out"
