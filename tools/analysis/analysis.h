@@ -842,17 +842,21 @@ static inline int64_t an_hcpu_dur(const struct an_trace *a, const struct an_hcpu
  * cuLaunchKernel and HIP's), from its name (an_name.hta, hta.c). */
 bool an_hcpu_launch(const struct an_trace *a, const struct an_hcpu *l);
 bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l);
+/* Whether GPU event r has a launch and an_hcpu_queue counts it: its
+ * launch's name alone unpacked. */
+bool an_launch_queued(const struct an_trace *a, const struct an_hrec *r);
 /* The CPU event with r's correlation in r's rank (the first in the file),
  * what an_hta_launches matched to r once launch latency was done, into
  * *l; false when r has none. */
+enum { AN_HC_TS, AN_HC_DUR, AN_HC_ROW, AN_HC_NAME, AN_HC_SEQ, AN_HC_FIELDS }; /* as hcpus packs them */
 static inline bool an_launch(const struct an_trace *a, const struct an_hrec *r, struct an_hcpu *l)
 {
 	if (!r->launch)
 		return false;
-	uint64_t f[5]; /* as keep_records (hta.c) packs them */
-	an_pack_getn(&a->hcpus, r->launch - 1, f, 5);
-	*l = (struct an_hcpu){an_unpack_s64(f[0]), (uint32_t)f[1], (uint32_t)f[2], (uint32_t)f[3],
-	                      (uint32_t)f[4]};
+	uint64_t f[AN_HC_FIELDS];
+	an_pack_getn(&a->hcpus, r->launch - 1, f, AN_HC_FIELDS);
+	*l = (struct an_hcpu){an_unpack_s64(f[AN_HC_TS]), (uint32_t)f[AN_HC_DUR], (uint32_t)f[AN_HC_ROW],
+	                      (uint32_t)f[AN_HC_NAME], (uint32_t)f[AN_HC_SEQ]};
 	return true;
 }
 /* One more launch latency of rank's (analysis.c). */

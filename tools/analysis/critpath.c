@@ -195,8 +195,7 @@ static int list_streams(const struct an_trace *a, size_t from, size_t to, struct
 	bool any = false;
 	for (size_t i = from; i < to; i++) {
 		const struct an_hrec *r = &a->hrecs[i];
-		struct an_hcpu l;
-		if (!an_launch(a, r, &l) || !an_hcpu_queue(a, &l) || (any && an_hrec_stream(a, r) == last))
+		if (!an_launch_queued(a, r) || (any && an_hrec_stream(a, r) == last))
 			continue;
 		any = true;
 		last = an_hrec_stream(a, r);
@@ -238,8 +237,7 @@ int an_queue_lengths(struct an_trace *a)
 			break;
 		size_t k = 0;
 		for (size_t i = from; i < to; i++) { /* bucket sizes, then where each starts */
-			struct an_hcpu l;
-			if (an_launch(a, &a->hrecs[i], &l) && an_hcpu_queue(a, &l)) {
+			if (an_launch_queued(a, &a->hrecs[i])) {
 				k = stream_at(&st, an_hrec_stream(a, &a->hrecs[i]), k);
 				st.at[k + 1] += 2;
 			}

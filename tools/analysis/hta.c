@@ -234,6 +234,12 @@ bool an_hcpu_queue(const struct an_trace *a, const struct an_hcpu *l)
 	return hta_of(a, l->name) & H_QUEUE;
 }
 
+bool an_launch_queued(const struct an_trace *a, const struct an_hrec *r)
+{
+	return r->launch &&
+	       hta_of(a, (uint32_t)an_pack_field(&a->hcpus, r->launch - 1, AN_HC_NAME)) & H_QUEUE;
+}
+
 unsigned an_hrec_type(const struct an_trace *a, const struct an_hrec *r)
 {
 	return hta_of(a, r->name) & 3;
@@ -942,9 +948,8 @@ static bool qw_start(struct qwalk *w)
 {
 	if (w->si == w->i + 1)
 		return true;
-	struct an_hcpu l;
 	for (; w->i < w->n; w->i++)
-		if (queued(w->a, &w->r[w->idx[w->i]], &l)) {
+		if (an_launch_queued(w->a, &w->r[w->idx[w->i]])) {
 			w->si = w->i + 1;
 			return true;
 		}
@@ -1452,13 +1457,17 @@ static int keep_records(struct an_trace *a)
 	a->nhrecs = a->nhgpus;
 	a->hgpus = NULL;
 	a->nhgpus = a->caphgpus = 0;
-	an_pack_init(&a->hcpus, 5); /* an_launch's fields */
+	an_pack_init(&a->hcpus, AN_HC_FIELDS);
 	int rc = 0;
 	for (size_t i = 0; i < a->nhcalls && !rc; i++) {
 		const struct an_hcpu c = a->hcalls[i].c;
 		if (a->hcalls[i].corr)
 			rc = an_pack_push(&a->hcpus,
-			                  (const uint64_t[]){an_pack_s64(c.ts), c.dur, c.row, c.name, c.seq});
+			                  (const uint64_t[AN_HC_FIELDS]){[AN_HC_TS] = an_pack_s64(c.ts),
+			                                                 [AN_HC_DUR] = c.dur,
+			                                                 [AN_HC_ROW] = c.row,
+			                                                 [AN_HC_NAME] = c.name,
+			                                                 [AN_HC_SEQ] = c.seq});
 	}
 	if (!rc)
 		rc = an_pack_end(&a->hcpus);

@@ -72,6 +72,16 @@ static inline void an_pack_getn(const struct an_packed *p, size_t i, uint64_t *f
 	}
 }
 
+/* Field f of record i alone. */
+static inline uint64_t an_pack_field(const struct an_packed *p, size_t i, unsigned f)
+{
+	const struct an_pblock *b = &p->blocks[i / AN_PACK_BLOCK];
+	uint64_t pos = b->at + (uint64_t)b->bits * (i % AN_PACK_BLOCK);
+	for (unsigned k = 0; k < f; k++)
+		pos += b->width[k];
+	return b->base[f] + an_pack_bits(p->words, pos, b->width[f]);
+}
+
 /* Record i's fields. */
 static inline void an_pack_get(const struct an_packed *p, size_t i, uint64_t *fields)
 {
