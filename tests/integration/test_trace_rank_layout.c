@@ -15,14 +15,25 @@
 
 static char path[1200];
 
-static int setup(void **state)
+/* The environment holds rank 1 of 2, set before strobe_init starts the
+ * library's thread: setenv and unsetenv are not safe while another
+ * thread may read the environment (glibc frees the old array under a
+ * getenv in progress). */
+static int group_setup(void **state)
 {
-	(void)state;
 	static const char *const vars[] = {
 	    "RANK",     "LOCAL_RANK",          "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
 	    "PMI_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
+	setenv("RANK", "1", 1);
+	setenv("WORLD_SIZE", "2", 1);
+	return tu_strobe_group_setup(state);
+}
+
+static int setup(void **state)
+{
+	(void)state;
 	strobe_metadata_remove("distributedInfo");
 	strobe_metadata_remove("compact");
 	return 0;
@@ -61,9 +72,7 @@ static long hta_rank(const char *text)
 static void test_strobe_rank_found(void **state)
 {
 	(void)state;
-	setenv("RANK", "1", 1);
-	setenv("WORLD_SIZE", "2", 1);
-	char *text = saved_trace("rank1");
+	char *text = saved_trace("rank1"); /* RANK=1, WORLD_SIZE=2 (group_setup) */
 	if (hta_rank(text) != 1)
 		fail_msg("HTA's \"rank\":\\s+(\\d+) finds rank %ld in %s, expected 1", hta_rank(text), path);
 	assert_non_null(strstr(text, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2, "));
@@ -73,8 +82,9 @@ static void test_strobe_rank_found(void **state)
 	yajl_tree_free(root);
 }
 
-/* The program's own compact object gets the same layout; separators inside
- * its strings stay as they were. */
+/* The program's own compact object gets the same layout, and wins over
+ * the environment's rank; separators inside its strings stay as they
+ * were. */
 static void test_program_json_spaced(void **state)
 {
 	(void)state;
@@ -99,5 +109,5 @@ int main(void)
 	    cmocka_unit_test_setup(test_strobe_rank_found, setup),
 	    cmocka_unit_test_setup(test_program_json_spaced, setup),
 	};
-	return cmocka_run_group_tests(tests, tu_strobe_group_setup, tu_strobe_group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, tu_strobe_group_teardown);
 }
