@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,11 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t thread;
 static bool running;
+/* Posted by the thread once it has read what it needs from the
+ * environment: start_locked waits for it, so that a program may change
+ * its environment once strobe_init has returned (setenv is not safe under
+ * another thread's getenv). */
+static sem_t started;
 static bool restart_after_fork;
 static atomic_bool stopping;
 /* The thread's wake-up pipe (strb_fd_wake_pipe). */
@@ -150,6 +156,7 @@ static bool daemon_polling_enabled(void)
 
 struct service_state {
 	struct strb_ipc_endpoint *ep;
+	char daemon_name[256]; /* STROBE_DAEMON_NAME, read at the start */
 	char *base_text;
 	int interval_s;
 	int64_t next_poll, next_base;
@@ -294,9 +301,7 @@ static void poll_daemon(struct service_state *s, int64_t now)
 	strb_ipc_make_request(&req, strb_ondemand_accepting() || strb_flight_running());
 	uint8_t dgram[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	ssize_t n = strb_ipc_encode_request(&req, dgram, sizeof(dgram));
-	const char *to = getenv("STROBE_DAEMON_NAME");
-	int rc =
-	    n > 0 ? strb_ipc_send(s->ep, to && *to ? to : STRB_IPC_DAEMON_NAME, dgram, (size_t)n) : (int)n;
+	int rc = n > 0 ? strb_ipc_send(s->ep, s->daemon_name, dgram, (size_t)n) : (int)n;
 	if (rc == -EAGAIN) {
 		/* The daemon's queue is full (many processes, one daemon). */
 		s->retry_ms = s->retry_ms ? s->retry_ms * 2 : RETRY_MIN_MS;
@@ -398,6 +403,8 @@ static void *service_main(void *arg)
 	struct service_state *s = &state;
 	atomic_store(&awaiting_reply, false);
 	reload_base(s);
+	const char *to = getenv("STROBE_DAEMON_NAME");
+	snprintf(s->daemon_name, sizeof(s->daemon_name), "%s", to && *to ? to : STRB_IPC_DAEMON_NAME);
 	if (daemon_polling_enabled()) {
 		char name[96];
 		strb_ipc_client_name(name, sizeof(name));
@@ -406,6 +413,7 @@ static void *service_main(void *arg)
 		if (rc)
 			LOGW("on-demand polling is off: cannot open an IPC endpoint (%s)", strerror(-rc));
 	}
+	sem_post(&started);
 	int64_t now = now_ms();
 	int64_t spread = interval_ms(s) < SPREAD_MS ? interval_ms(s) : SPREAD_MS;
 	s->next_poll = now + FIRST_POLL_MS + jitter(spread);
@@ -487,13 +495,20 @@ static int start_locked(void)
 	atomic_store(&stopping, false);
 	strb_ondemand_wake = wake;
 	/* Every signal blocked in our thread: the host's handlers never run on it. */
+	if (sem_init(&started, 0, 0))
+		return -errno;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&thread, NULL, service_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
+	if (rc) {
+		sem_destroy(&started);
 		return -rc;
+	}
+	while (sem_wait(&started) && errno == EINTR)
+		;
+	sem_destroy(&started);
 	pthread_setname_np(thread, "strobe-service");
 	__atomic_store_n(&running, true, __ATOMIC_RELEASE);
 	return 0;
