@@ -24,7 +24,9 @@ enum { S_NONE, S_STREAM, S_CONTEXT, S_OTHER };           /* cuda_sync events */
  * stream, file order and queue lengths from its hrecs index. An event's
  * nodes and the event it refers to are indexes below 2^28 (a step has
  * fewer events than that), so they share two words with its kind and
- * flags: 32 bytes an event. */
+ * flags: 32 bytes an event. The edges, 12 bytes as added, are made into
+ * each node's list of edges out in place (out_lists), 8 bytes an edge:
+ * an edge's start is its list's node. */
 struct cp_ev {
 	int64_t ts, end;
 	uint32_t name;
