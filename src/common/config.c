@@ -477,6 +477,14 @@ static int resolve_ondemand_dir(struct parse_ctx *ctx, const char *dir)
 
 void strb_config_init(struct strb_config *cfg)
 {
+	const char *daemon = getenv("STROBE_USE_DAEMON");
+	if (!daemon)
+		daemon = getenv("KINETO_USE_DAEMON");
+	strb_config_init_with(cfg, daemon && strcmp(daemon, "0") != 0);
+}
+
+void strb_config_init_with(struct strb_config *cfg, bool ipc_fabric)
+{
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->activities_enabled = true;
 	cfg->duration_ms = 500;
@@ -491,10 +499,7 @@ void strb_config_init(struct strb_config *cfg)
 	cfg->roctracer_max_events = 5000000;
 	cfg->profile_start_iteration = -1;
 	cfg->profile_start_iteration_roundup = -1;
-	const char *daemon = getenv("STROBE_USE_DAEMON");
-	if (!daemon)
-		daemon = getenv("KINETO_USE_DAEMON");
-	cfg->enable_ipc_fabric = daemon && strcmp(daemon, "0") != 0;
+	cfg->enable_ipc_fabric = ipc_fabric;
 	cfg->on_demand_interval_secs = 5;
 	cfg->verbose_log_level = -1;
 	cfg->profile_memory_duration_ms = 1000;
@@ -761,20 +766,37 @@ static char *read_small_file(const char *path, bool warn)
 	return strdup("");
 }
 
-char *strb_config_read_base(const char *path, const char **used_path)
+static const char *base_file(const char *path, bool *chosen)
 {
-	bool chosen = true;
+	*chosen = true;
 	if (!path || !*path)
 		path = env_nonempty("STROBE_CONFIG");
 	if (!path)
 		path = env_nonempty("KINETO_CONFIG");
 	if (!path) {
 		path = "/etc/libkineto.conf";
-		chosen = false;
+		*chosen = false;
 	}
+	return path;
+}
+
+char *strb_config_read_base(const char *path, const char **used_path)
+{
+	bool chosen;
+	path = base_file(path, &chosen);
 	if (used_path)
 		*used_path = path;
 	return read_small_file(path, chosen);
+}
+
+void strb_config_base_file(const char *path, char *out, size_t n, bool *chosen)
+{
+	snprintf(out, n, "%s", base_file(path, chosen));
+}
+
+char *strb_config_read_base_file(const char *file, bool chosen)
+{
+	return read_small_file(file, chosen);
 }
 
 int strb_config_build(struct strb_config *cfg, const char *base_path, const char *text, uint64_t mask,

@@ -87,6 +87,9 @@ struct strb_config_parse_opts {
 /* Sets every option to its default (not yet validated: activity_mask 0,
  * start time 0). */
 void strb_config_init(struct strb_config *cfg);
+/* The same, but enable_ipc_fabric as given rather than from
+ * $STROBE_USE_DAEMON / $KINETO_USE_DAEMON: reads no environment. */
+void strb_config_init_with(struct strb_config *cfg, bool ipc_fabric);
 
 /* Parses text on top of *cfg and validates the result. All or nothing: on
  * error *cfg is unchanged, a message naming the line number, the line and
@@ -114,6 +117,13 @@ char *strb_config_format(const struct strb_config *cfg);
  * missing or unreadable) and sets *used_path (static or path) when
  * non-NULL. NULL only on allocation failure. */
 char *strb_config_read_base(const char *path, const char **used_path);
+/* The base config file strb_config_read_base would read for path (path,
+ * $STROBE_CONFIG, $KINETO_CONFIG, or the default), into out; *chosen is
+ * false for the default, whose absence is not worth a warning. */
+void strb_config_base_file(const char *path, char *out, size_t n, bool *chosen);
+/* Reads the base config file resolved by strb_config_base_file: no
+ * environment read. */
+char *strb_config_read_base_file(const char *file, bool chosen);
 
 /* The config of a trace: defaults, then the base file (base_path as for
  * strb_config_read_base; a bad base file is ignored with a warning), then

@@ -160,6 +160,10 @@ bool strb_ipc_peer_trusted(const struct strb_ipc_peer *peer);
  * before pid 1), job id from SLURM_JOB_ID (else 0), type 2 when accepting
  * (else 0). */
 void strb_ipc_make_request(struct strb_ipc_request *r, bool accepting);
+/* $SLURM_JOB_ID as a request carries it (0 for none or not a number). */
+int64_t strb_ipc_job_id(void);
+/* strb_ipc_make_request with the job id given: reads no environment. */
+void strb_ipc_make_request_job(struct strb_ipc_request *r, bool accepting, int64_t job_id);
 
 /* ---- dynolog's RPC (TCP, int32 native-endian length + JSON) ------------ */
 

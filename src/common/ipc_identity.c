@@ -112,7 +112,7 @@ static pid_t parent_of(pid_t pid)
 	return ppid;
 }
 
-static int64_t slurm_job_id(void)
+int64_t strb_ipc_job_id(void)
 {
 	const char *s = getenv("SLURM_JOB_ID");
 	char *end;
@@ -129,13 +129,18 @@ static int64_t slurm_job_id(void)
 
 void strb_ipc_make_request(struct strb_ipc_request *r, bool accepting)
 {
+	strb_ipc_make_request_job(r, accepting, strb_ipc_job_id());
+}
+
+void strb_ipc_make_request_job(struct strb_ipc_request *r, bool accepting, int64_t job_id)
+{
 	pid_t pid;
 
 	if (!r)
 		return;
 	memset(r, 0, sizeof(*r));
 	r->type = accepting ? 2 : 0;
-	r->job_id = slurm_job_id();
+	r->job_id = job_id;
 	pid = getpid();
 	r->pids[r->npids++] = pid;
 	while (r->npids < STRB_IPC_MAX_PIDS) {

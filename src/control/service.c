@@ -156,7 +156,12 @@ static bool daemon_polling_enabled(void)
 
 struct service_state {
 	struct strb_ipc_endpoint *ep;
-	char daemon_name[256]; /* STROBE_DAEMON_NAME, read at the start */
+	/* what the environment says, read at the start (sem started) */
+	char daemon_name[256]; /* STROBE_DAEMON_NAME */
+	int64_t job_id;        /* SLURM_JOB_ID */
+	char base_file[4096];  /* the base config file (strb_config_base_file) */
+	bool base_chosen;
+	bool ipc_fabric; /* STROBE_USE_DAEMON / KINETO_USE_DAEMON, as strb_config_init reads them */
 	char *base_text;
 	int interval_s;
 	int64_t next_poll, next_base;
@@ -168,8 +173,7 @@ static struct service_state state;
 
 static void reload_base(struct service_state *s)
 {
-	const char *used = NULL;
-	char *text = strb_config_read_base(base_path[0] ? base_path : NULL, &used);
+	char *text = strb_config_read_base_file(s->base_file, s->base_chosen);
 	if (!text)
 		return;
 	if (s->base_text && !strcmp(s->base_text, text)) {
@@ -177,16 +181,16 @@ static void reload_base(struct service_state *s)
 		return;
 	}
 	struct strb_config cfg;
-	strb_config_init(&cfg);
+	strb_config_init_with(&cfg, s->ipc_fabric);
 	char err[512];
 	if (text[0] && strb_config_parse(&cfg, text, NULL, err, sizeof(err))) {
 		/* Keep the old settings, as libkineto does after a failed reload. */
-		LOGW("ignoring base config %s: %s", used ? used : "", err);
+		LOGW("ignoring base config %s: %s", s->base_file, err);
 		free(text);
 		return;
 	}
 	if (s->base_text)
-		LOGI("base config %s changed", used ? used : "");
+		LOGI("base config %s changed", s->base_file);
 	free(s->base_text);
 	s->base_text = text;
 	strb_log_set_verbose_modules(cfg.verbose_log_modules);
@@ -298,7 +302,7 @@ static void poll_daemon(struct service_state *s, int64_t now)
 	/* A flight recorder takes dump requests whatever else runs: it says
 	 * "accepting" so that dynolog hands them over (a trace request that
 	 * comes instead is refused, with the reason logged). */
-	strb_ipc_make_request(&req, strb_ondemand_accepting() || strb_flight_running());
+	strb_ipc_make_request_job(&req, strb_ondemand_accepting() || strb_flight_running(), s->job_id);
 	uint8_t dgram[STRB_IPC_HEADER_SIZE + 16 + 4 * STRB_IPC_MAX_PIDS];
 	ssize_t n = strb_ipc_encode_request(&req, dgram, sizeof(dgram));
 	int rc = n > 0 ? strb_ipc_send(s->ep, s->daemon_name, dgram, (size_t)n) : (int)n;
@@ -402,9 +406,16 @@ static void *service_main(void *arg)
 	state = (struct service_state){.interval_s = 5};
 	struct service_state *s = &state;
 	atomic_store(&awaiting_reply, false);
-	reload_base(s);
 	const char *to = getenv("STROBE_DAEMON_NAME");
 	snprintf(s->daemon_name, sizeof(s->daemon_name), "%s", to && *to ? to : STRB_IPC_DAEMON_NAME);
+	s->job_id = strb_ipc_job_id();
+	strb_config_base_file(base_path[0] ? base_path : NULL, s->base_file, sizeof(s->base_file),
+	                      &s->base_chosen);
+	const char *daemon = getenv("STROBE_USE_DAEMON");
+	if (!daemon)
+		daemon = getenv("KINETO_USE_DAEMON");
+	s->ipc_fabric = daemon && strcmp(daemon, "0") != 0;
+	reload_base(s);
 	if (daemon_polling_enabled()) {
 		char name[96];
 		strb_ipc_client_name(name, sizeof(name));
@@ -506,11 +517,13 @@ static int start_locked(void)
 		sem_destroy(&started);
 		return -rc;
 	}
+	/* Running from here on: a fork while the thread starts restarts it in
+	 * the child (strb_service_atfork_child). */
+	__atomic_store_n(&running, true, __ATOMIC_RELEASE);
 	while (sem_wait(&started) && errno == EINTR)
 		;
 	sem_destroy(&started);
 	pthread_setname_np(thread, "strobe-service");
-	__atomic_store_n(&running, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
