@@ -1271,10 +1271,9 @@ size_t an_rank_index(size_t n, unsigned p)
 	return rank ? rank - 1 : 0;
 }
 
-/* A kernel's duration; its rank is the rank's index in a->ranks, which
- * are in output order. */
-/* A kernel's duration and rank (its index in a->ranks), among its
- * name's (compute_kernels gathers them by name). */
+/* A kernel's duration and rank (its index in a->ranks, which are in
+ * output order), among its name's (compute_kernels gathers them by
+ * name). */
 struct kdur {
 	int64_t dur;
 	uint32_t rank;

@@ -559,7 +559,7 @@ static bool grow_u32(uint32_t **p, size_t n)
  * a topological order (Kahn's); false when the graph has a cycle. Among
  * equally long ways in, the first edge added wins, as in networkx; g->end
  * is where the path ends. Each node's way in is grown as its predecessors
- * are taken (out holds each node's out-edges, in the order added), so a
+ * are taken (out_lists gives each node's out-edges, in the order added), so a
  * node's is whole when the node is taken: the longest, the earliest edge
  * added among equals, as a walk of its in-edges in order would find.
  *
