@@ -37,21 +37,32 @@ static uint64_t hash_str(const char *s)
 	return h ^ (h >> 29);
 }
 
+bool an_slots_rebuild(uint32_t **slots, size_t *nslots, size_t ns, size_t n,
+                      uint64_t (*hash)(const void *set, size_t i), const void *set)
+{
+	uint32_t *v = calloc(ns, sizeof(*v));
+	if (!v)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t h = hash(set, i) & (ns - 1);
+		while (v[h])
+			h = (h + 1) & (ns - 1);
+		v[h] = (uint32_t)i + 1;
+	}
+	free(*slots);
+	*slots = v;
+	*nslots = ns;
+	return true;
+}
+
+static uint64_t key_hash(const void *set, size_t i)
+{
+	return hash_str(((const struct an_table *)set)->keys[i]);
+}
+
 static bool table_rehash(struct an_table *t, size_t nslots)
 {
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return false;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = hash_str(t->keys[i]) & (nslots - 1);
-		while (slots[h])
-			h = (h + 1) & (nslots - 1);
-		slots[h] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return true;
+	return an_slots_rebuild(&t->slots, &t->nslots, nslots, t->n, key_hash, t);
 }
 
 void *an_table_item(const struct an_table *t, size_t i)

@@ -66,6 +66,12 @@ struct an_table {
 	size_t nslots;   /* a power of two */
 };
 
+/* An open-addressing set's slots (index + 1, 0 when empty) made afresh,
+ * ns of them (a power of two), for its n entries, entry i at hash(set,
+ * i); false, the old slots kept, when out of memory. */
+bool an_slots_rebuild(uint32_t **slots, size_t *nslots, size_t ns, size_t n,
+                      uint64_t (*hash)(const void *set, size_t i), const void *set);
+
 /* The item for key, zeroed when new; NULL when out of memory. */
 void *an_table_get(struct an_table *t, const char *key);
 /* The item for key, or NULL when there is none. */

@@ -160,25 +160,17 @@ static uint64_t lane_hash(uint32_t pid, int64_t stream)
 	return h ^ h >> 29;
 }
 
+static uint64_t lane_at_hash(const void *set, size_t i)
+{
+	const struct an_lane *v = &((const struct an_lanes *)set)->v[i];
+	return lane_hash(v->pid, v->stream);
+}
+
 /* Room in l's slots for one more lane, its lanes rehashed. */
 static bool lane_room(struct an_lanes *l)
 {
-	if (2 * (l->n + 1) <= l->nslots)
-		return true;
-	size_t ns = l->nslots ? 2 * l->nslots : 16;
-	uint32_t *slots = calloc(ns, sizeof(*slots));
-	if (!slots)
-		return false;
-	for (size_t i = 0; i < l->n; i++) {
-		size_t s = lane_hash(l->v[i].pid, l->v[i].stream) & (ns - 1);
-		while (slots[s])
-			s = (s + 1) & (ns - 1);
-		slots[s] = (uint32_t)i + 1;
-	}
-	free(l->slots);
-	l->slots = slots;
-	l->nslots = ns;
-	return true;
+	return 2 * (l->n + 1) <= l->nslots ||
+	       an_slots_rebuild(&l->slots, &l->nslots, l->nslots ? 2 * l->nslots : 16, l->n, lane_at_hash, l);
 }
 
 int an_lane_of(struct an_trace *a, uint32_t pid, int64_t stream, uint32_t *lane)
