@@ -475,12 +475,17 @@ static int resolve_ondemand_dir(struct parse_ctx *ctx, const char *dir)
 	return 0;
 }
 
-void strb_config_init(struct strb_config *cfg)
+bool strb_config_env_ipc_fabric(void)
 {
 	const char *daemon = getenv("STROBE_USE_DAEMON");
 	if (!daemon)
 		daemon = getenv("KINETO_USE_DAEMON");
-	strb_config_init_with(cfg, daemon && strcmp(daemon, "0") != 0);
+	return daemon && strcmp(daemon, "0") != 0;
+}
+
+void strb_config_init(struct strb_config *cfg)
+{
+	strb_config_init_with(cfg, strb_config_env_ipc_fabric());
 }
 
 void strb_config_init_with(struct strb_config *cfg, bool ipc_fabric)

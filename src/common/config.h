@@ -87,9 +87,12 @@ struct strb_config_parse_opts {
 /* Sets every option to its default (not yet validated: activity_mask 0,
  * start time 0). */
 void strb_config_init(struct strb_config *cfg);
-/* The same, but enable_ipc_fabric as given rather than from
- * $STROBE_USE_DAEMON / $KINETO_USE_DAEMON: reads no environment. */
+/* The same, but enable_ipc_fabric as given rather than from the
+ * environment (strb_config_env_ipc_fabric): reads no environment. */
 void strb_config_init_with(struct strb_config *cfg, bool ipc_fabric);
+/* enable_ipc_fabric's default: $STROBE_USE_DAEMON, else
+ * $KINETO_USE_DAEMON, set and not "0". */
+bool strb_config_env_ipc_fabric(void);
 
 /* Parses text on top of *cfg and validates the result. All or nothing: on
  * error *cfg is unchanged, a message naming the line number, the line and

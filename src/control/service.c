@@ -411,10 +411,7 @@ static void *service_main(void *arg)
 	s->job_id = strb_ipc_job_id();
 	strb_config_base_file(base_path[0] ? base_path : NULL, s->base_file, sizeof(s->base_file),
 	                      &s->base_chosen);
-	const char *daemon = getenv("STROBE_USE_DAEMON");
-	if (!daemon)
-		daemon = getenv("KINETO_USE_DAEMON");
-	s->ipc_fabric = daemon && strcmp(daemon, "0") != 0;
+	s->ipc_fabric = strb_config_env_ipc_fabric();
 	reload_base(s);
 	if (daemon_polling_enabled()) {
 		char name[96];
